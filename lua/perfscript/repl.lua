@@ -1,0 +1,69 @@
+-- What the REPL adds to the globals: help(), and `db` when a database is opened with --db.
+local perf = require "perfscript"
+local M = {}
+
+local helps = {
+  { "help()", "this list" },
+  { "perf", "the perfscript library: perf.csv, perf.fs, ..." },
+  { "save(rows, path)", "write an array of rows (arrays or records) to a CSV file, atomically" },
+}
+
+-- Lets a module add its own lines to help(): M.add_help("db:kernels()", "rows per kernel").
+function M.add_help(call, what) helps[#helps + 1] = { call, what } end
+
+function M.help()
+  local width = 0
+  for _, h in ipairs(helps) do width = math.max(width, #h[1]) end
+  for _, h in ipairs(helps) do io.write(string.format("  %-" .. width .. "s  %s\n", h[1], h[2])) end
+end
+
+-- save(rows, path): rows are arrays, or records (tables with named fields) whose columns are
+-- the union of their keys in first-seen order.
+function M.save(rows, path)
+  assert(type(rows) == "table", "save: rows must be a table")
+  assert(type(path) == "string", "save: path must be a string")
+  local w = assert(perf.csv.writer(path))
+  local columns, index = nil, {}
+  if rows[1] and #rows[1] == 0 and next(rows[1]) ~= nil then
+    columns = {}
+    for _, r in ipairs(rows) do
+      for k in pairs(r) do
+        if not index[k] then index[k] = true; columns[#columns + 1] = k end
+      end
+    end
+    table.sort(columns, function(a, b) return tostring(a) < tostring(b) end)
+    assert(w:write(columns))
+  end
+  for _, r in ipairs(rows) do
+    local out = r
+    if columns then
+      out = {}
+      for i, c in ipairs(columns) do
+        local v = r[c]
+        out[i] = v == nil and "" or tostring(v)
+      end
+    else
+      for i = 1, #r do if type(r[i]) ~= "string" and type(r[i]) ~= "number" then
+        out = {}
+        for j = 1, #r do out[j] = tostring(r[j]) end
+        break
+      end end
+    end
+    assert(w:write(out))
+  end
+  local how = assert(w:commit())
+  print(string.format("%s %s (%d rows)", how, path, #rows))
+  return path
+end
+
+function M.open_db(dir)
+  local db = assert(perf.open(dir))
+  _G.db = db
+  return db
+end
+
+_G.help = _G.help or M.help
+_G.save = _G.save or M.save
+_G.perf = _G.perf or perf
+
+return M

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# perfscript setup: installs the Debian packages it needs (only when one is missing), builds,
+# and optionally runs something.
+#   ./setup.sh                  install what is missing and build build/perfscript
+#   ./setup.sh run ARGS...      ... then run build/perfscript ARGS...
+#   ./setup.sh test             ... then run every test (C, Lua, CLI) through ctest
+#   ./setup.sh sanitize         build in build-asan with ASan+UBSan and run every test there
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  liblua5.4-dev lua-filesystem-dev lua-cjson-dev lua-yaml lua-argparse lua-unit
+  libcsv-dev libxxhash-dev libyajl-dev libreadline-dev libcmocka-dev
+  python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+build() {  # build DIR [cmake args...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir" -j "$JOBS" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^-- ' >&2 || true
+  [[ -x $dir/perfscript ]] || { echo "setup: build failed" >&2; exit 1; }
+}
+
+cmd=${1:-build}
+[[ $# -gt 0 ]] && shift
+case "$cmd" in
+  build) build build ;;
+  run) build build; exec build/perfscript "$@" ;;
+  test)
+    build build
+    cd build && ctest --output-on-failure -j "$JOBS" "$@" ;;
+  sanitize)
+    build build-asan -DPERFSCRIPT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+    cd build-asan && ctest --output-on-failure -j "$JOBS" "$@" ;;
+  *) echo "usage: $0 [build | run ARGS... | test | sanitize]" >&2; exit 2 ;;
+esac

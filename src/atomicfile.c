@@ -1,0 +1,151 @@
+#include "atomicfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *dir_of(const char *path) {
+  char *copy = strdup(path);
+  if (copy == NULL) return NULL;
+  char *d = strdup(dirname(copy));
+  free(copy);
+  return d;
+}
+
+int ps_atomic_open(ps_atomic *a, const char *path, char *err, size_t errsize) {
+  memset(a, 0, sizeof *a);
+  char *copy = strdup(path);
+  char *dir = dir_of(path);
+  if (copy == NULL || dir == NULL) {
+    free(copy); free(dir);
+    snprintf(err, errsize, "%s: out of memory", path);
+    return -1;
+  }
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t n = strlen(dir) + strlen(base) + 32;
+  char *tmp = malloc(n);
+  if (tmp == NULL) {
+    free(copy); free(dir);
+    snprintf(err, errsize, "%s: out of memory", path);
+    return -1;
+  }
+  snprintf(tmp, n, "%s/.%s.tmp.XXXXXX", dir, base);
+  free(dir);
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errsize, "%s: cannot create a temporary file beside it: %s", path,
+             strerror(errno));
+    free(copy); free(tmp);
+    return -1;
+  }
+  /* The new file keeps the old one's permissions; a new file gets the usual 0666 & ~umask. */
+  struct stat st;
+  mode_t mode;
+  if (stat(path, &st) == 0) {
+    mode = st.st_mode & 07777;
+  } else {
+    mode_t mask = umask(0);
+    umask(mask);
+    mode = 0666 & ~mask;
+  }
+  fchmod(fd, mode);
+  a->fp = fdopen(fd, "wb");
+  if (a->fp == NULL) {
+    snprintf(err, errsize, "%s: %s", tmp, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    free(copy); free(tmp);
+    return -1;
+  }
+  a->path = copy;
+  a->tmp = tmp;
+  return 0;
+}
+
+static void release(ps_atomic *a) {
+  free(a->path);
+  free(a->tmp);
+  a->path = a->tmp = NULL;
+  a->fp = NULL;
+}
+
+void ps_atomic_abort(ps_atomic *a) {
+  if (a->fp) fclose(a->fp);
+  if (a->tmp) unlink(a->tmp);
+  release(a);
+}
+
+/* 1 when the two files have the same bytes. */
+static int same_content(const char *p, const char *q) {
+  int same = 0;
+  FILE *f = fopen(p, "rb"), *g = fopen(q, "rb");
+  if (f && g) {
+    char b1[65536], b2[65536];
+    for (;;) {
+      size_t n1 = fread(b1, 1, sizeof b1, f), n2 = fread(b2, 1, sizeof b2, g);
+      if (n1 != n2 || memcmp(b1, b2, n1) != 0) break;
+      if (n1 == 0) { same = !ferror(f) && !ferror(g); break; }
+    }
+  }
+  if (f) fclose(f);
+  if (g) fclose(g);
+  return same;
+}
+
+static void fsync_dir(const char *path) {
+  char *dir = dir_of(path);
+  if (dir == NULL) return;
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) { fsync(fd); close(fd); }
+  free(dir);
+}
+
+int ps_atomic_commit(ps_atomic *a, int if_changed, char *err, size_t errsize) {
+  if (a->fp == NULL) {
+    snprintf(err, errsize, "file already committed or aborted");
+    return -1;
+  }
+  int failed = fflush(a->fp) != 0 || ferror(a->fp) || fsync(fileno(a->fp)) != 0;
+  int saved = errno;
+  if (fclose(a->fp) != 0 && !failed) { failed = 1; saved = errno; }
+  a->fp = NULL;
+  if (failed) {
+    snprintf(err, errsize, "%s: write failed: %s (the original is untouched)", a->path,
+             strerror(saved));
+    ps_atomic_abort(a);
+    return -1;
+  }
+  struct stat st;
+  int existed = stat(a->path, &st) == 0;
+  if (existed && if_changed && same_content(a->path, a->tmp)) {
+    ps_atomic_abort(a);
+    return PS_ATOMIC_UNCHANGED;
+  }
+  if (rename(a->tmp, a->path) != 0) {
+    snprintf(err, errsize, "%s: cannot replace: %s (the original is untouched)", a->path,
+             strerror(errno));
+    ps_atomic_abort(a);
+    return -1;
+  }
+  fsync_dir(a->path);
+  release(a);
+  return existed ? PS_ATOMIC_REPLACED : PS_ATOMIC_CREATED;
+}
+
+int ps_atomic_write(const char *path, const void *data, size_t len, int if_changed,
+                    char *err, size_t errsize) {
+  ps_atomic a;
+  if (ps_atomic_open(&a, path, err, errsize) != 0) return -1;
+  if (len > 0 && fwrite(data, 1, len, a.fp) != len) {
+    snprintf(err, errsize, "%s: write failed: %s (the original is untouched)", path,
+             strerror(errno));
+    ps_atomic_abort(&a);
+    return -1;
+  }
+  return ps_atomic_commit(&a, if_changed, err, errsize);
+}

@@ -1,0 +1,311 @@
+#include "csvread.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHUNK (256 * 1024)
+#define LFS_MAGIC "version https://git-lfs.github.com/spec/"
+
+typedef struct field_ref { size_t off, len; } field_ref;
+typedef struct record_ref { size_t first, n; long line; } record_ref;
+
+struct ps_csv_reader {
+  int fd;
+  char *path;
+  unsigned flags;
+  struct csv_parser parser;
+  unsigned char *chunk;
+  uint64_t bytes_read, file_size;
+  int eof, fini_done, has_bom, first_chunk;
+  const char *eol;
+
+  /* completed fields of this chunk (and of the record still open) */
+  char *data; size_t data_len, data_cap;
+  field_ref *fields; size_t nfields, fields_cap;
+  /* completed records, consumed from 'next' */
+  record_ref *records; size_t nrecords, records_cap, next;
+  size_t open_first;      /* first field of the record being parsed */
+  long line, open_line;   /* current physical line; start line of the open record */
+
+  /* what ps_csv_next hands out */
+  char **out_fields; size_t *out_lens; size_t out_cap;
+
+  int failed, pending_error;
+  char error[512];
+};
+
+static void set_error(ps_csv_reader *r, const char *fmt, ...) {
+  va_list ap;
+  int n = snprintf(r->error, sizeof r->error, "%s:", r->path);
+  va_start(ap, fmt);
+  vsnprintf(r->error + n, sizeof r->error - (size_t)n, fmt, ap);
+  va_end(ap);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 1;
+  size_t c = *cap ? *cap : 64;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, c * elem);
+  if (q == NULL) return 0;
+  *p = q;
+  *cap = c;
+  return 1;
+}
+
+static void on_field(void *s, size_t len, void *ud) {
+  ps_csv_reader *r = ud;
+  if (r->failed) return;
+  if (r->nfields == r->open_first) r->open_line = r->line;
+  if (!grow((void **)&r->data, &r->data_cap, r->data_len + len + 1, 1) ||
+      !grow((void **)&r->fields, &r->fields_cap, r->nfields + 1, sizeof(field_ref))) {
+    r->failed = 1;
+    set_error(r, "%ld: out of memory", r->line);
+    return;
+  }
+  memcpy(r->data + r->data_len, s, len);
+  r->data[r->data_len + len] = '\0';
+  r->fields[r->nfields].off = r->data_len;
+  r->fields[r->nfields].len = len;
+  r->nfields++;
+  r->data_len += len + 1;
+  for (const char *p = s, *end = p + len; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+    r->line++;  /* newlines inside a quoted field */
+}
+
+static void on_record(int c, void *ud) {
+  ps_csv_reader *r = ud;
+  if (r->failed) return;
+  size_t n = r->nfields - r->open_first;
+  if (n > 0) {  /* a line ending with no fields before it is a blank line: skipped */
+    if (!grow((void **)&r->records, &r->records_cap, r->nrecords + 1, sizeof(record_ref))) {
+      r->failed = 1;
+      set_error(r, "%ld: out of memory", r->line);
+      return;
+    }
+    r->records[r->nrecords++] = (record_ref){r->open_first, n, r->open_line};
+    r->open_first = r->nfields;
+    if (r->eol == NULL && c >= 0) r->eol = c == '\r' ? "\r\n" : "\n";
+  }
+  if (c == '\n') r->line++;
+}
+
+static int never_space(unsigned char c) { (void)c; return 0; }
+
+static int fill(ps_csv_reader *r);
+
+ps_csv_reader *ps_csv_open(const char *path, unsigned flags, char *err, size_t errsize) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errsize, "%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(err, errsize, "%s: is a directory, not a CSV file", path);
+    close(fd);
+    return NULL;
+  }
+  ps_csv_reader *r = calloc(1, sizeof *r);
+  if (r) {
+    r->path = strdup(path);
+    r->chunk = malloc(CHUNK);
+  }
+  if (r == NULL || r->path == NULL || r->chunk == NULL ||
+      csv_init(&r->parser, CSV_APPEND_NULL | CSV_REPALL_NL | CSV_STRICT_FINI) != 0) {
+    snprintf(err, errsize, "%s: out of memory", path);
+    if (r) { free(r->path); free(r->chunk); free(r); }
+    close(fd);
+    return NULL;
+  }
+  csv_set_space_func(&r->parser, never_space);  /* keep spaces: trimming is opt-in */
+  r->fd = fd;
+  r->flags = flags;
+  r->file_size = (uint64_t)st.st_size;
+  r->line = 1;
+  r->first_chunk = 1;
+  /* Read ahead now so that LFS pointers and binary files fail at open. */
+  if (fill(r) < 0 || r->failed || r->pending_error) {
+    snprintf(err, errsize, "%s", r->error);
+    ps_csv_close(r);
+    return NULL;
+  }
+  return r;
+}
+
+/* Parses one more chunk into the queue. Returns 0 at end of input, -1 on a read error. */
+static int fill(ps_csv_reader *r) {
+  /* Keep the fields of the still-open record, drop the consumed ones. */
+  size_t keep_first = r->open_first, keep_n = r->nfields - keep_first;
+  if (keep_first > 0) {
+    size_t base = keep_n ? r->fields[keep_first].off : r->data_len;
+    memmove(r->data, r->data + base, r->data_len - base);
+    r->data_len -= base;
+    for (size_t i = 0; i < keep_n; i++) {
+      r->fields[i] = r->fields[keep_first + i];
+      r->fields[i].off -= base;
+    }
+  } else if (keep_n == 0) {
+    r->data_len = 0;
+  }
+  r->nfields = keep_n;
+  r->open_first = 0;
+  r->nrecords = r->next = 0;
+
+  if (r->eof) {
+    if (r->fini_done) return 0;
+    r->fini_done = 1;
+    if (csv_fini(&r->parser, on_field, on_record, r) != 0) {
+      set_error(r, "%ld: unterminated quoted field (a '\"' opened here is never closed)",
+                r->line);
+      r->pending_error = 1;
+    }
+    return r->nrecords > 0 || r->pending_error;
+  }
+
+  ssize_t got;
+  do got = read(r->fd, r->chunk, CHUNK); while (got < 0 && errno == EINTR);
+  if (got < 0) {
+    set_error(r, "%ld: read error: %s", r->line, strerror(errno));
+    return -1;
+  }
+  if (got == 0) {
+    r->eof = 1;
+    return fill(r);
+  }
+  r->bytes_read += (uint64_t)got;
+  unsigned char *p = r->chunk;
+  size_t len = (size_t)got;
+  if (r->first_chunk) {
+    r->first_chunk = 0;
+    if (len >= sizeof LFS_MAGIC - 1 && memcmp(p, LFS_MAGIC, sizeof LFS_MAGIC - 1) == 0) {
+      set_error(r, "1: a Git LFS pointer, not CSV data (fetch the real file with 'git lfs pull')");
+      return -1;
+    }
+    if (len >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) {
+      r->has_bom = 1;
+      p += 3;
+      len -= 3;
+    }
+  }
+  unsigned char *nul = memchr(p, '\0', len);
+  if (nul) {  /* deliver what precedes the NUL, then fail */
+    long line = r->line;
+    for (unsigned char *q = p; (q = memchr(q, '\n', (size_t)(nul - q))); q++) line++;
+    set_error(r, "%ld: binary data (a NUL byte at offset %llu), not a CSV file", line,
+              (unsigned long long)(r->bytes_read - (uint64_t)got + (uint64_t)(nul - r->chunk)));
+    r->pending_error = 1;
+    len = (size_t)(nul - p);
+  }
+  if (csv_parse(&r->parser, p, len, on_field, on_record, r) != len) {
+    set_error(r, "%ld: %s", r->line, csv_strerror(csv_error(&r->parser)));
+    return -1;
+  }
+  return 1;
+}
+
+int ps_csv_next(ps_csv_reader *r, ps_csv_record *rec) {
+  while (r->next >= r->nrecords) {
+    if (r->failed) return -1;
+    if (r->pending_error) { r->failed = 1; return -1; }
+    int st = fill(r);
+    if (st < 0) { r->failed = 1; return -1; }
+    if (r->failed) return -1;
+    if (st == 0) return 0;
+  }
+  record_ref *rr = &r->records[r->next++];
+  if (!grow((void **)&r->out_fields, &r->out_cap, rr->n, sizeof(char *))) {
+    set_error(r, "%ld: out of memory", rr->line);
+    r->failed = 1;
+    return -1;
+  }
+  size_t cap = r->out_cap;
+  size_t *lens = realloc(r->out_lens, cap * sizeof *lens);
+  if (lens == NULL) { r->failed = 1; set_error(r, "%ld: out of memory", rr->line); return -1; }
+  r->out_lens = lens;
+  for (size_t i = 0; i < rr->n; i++) {
+    field_ref *f = &r->fields[rr->first + i];
+    char *s = r->data + f->off;
+    size_t len = f->len;
+    if (r->flags & PS_CSV_TRIM) s = ps_csv_trim(s, &len);
+    r->out_fields[i] = s;
+    lens[i] = len;
+  }
+  rec->nfields = rr->n;
+  rec->fields = r->out_fields;
+  rec->lens = lens;
+  rec->line = rr->line;
+  return 1;
+}
+
+char *ps_csv_trim(char *s, size_t *len) {
+  size_t n = *len;
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+    n--;
+  while (n > 0 && (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')) { s++; n--; }
+  s[n] = '\0';
+  *len = n;
+  return s;
+}
+
+const char *ps_csv_error(const ps_csv_reader *r) { return r->error; }
+const char *ps_csv_path(const ps_csv_reader *r) { return r->path; }
+int ps_csv_has_bom(const ps_csv_reader *r) { return r->has_bom; }
+const char *ps_csv_eol(const ps_csv_reader *r) { return r->eol; }
+uint64_t ps_csv_bytes_read(const ps_csv_reader *r) { return r->bytes_read; }
+uint64_t ps_csv_file_size(const ps_csv_reader *r) { return r->file_size; }
+
+void ps_csv_close(ps_csv_reader *r) {
+  if (r == NULL) return;
+  csv_free(&r->parser);
+  if (r->fd >= 0) close(r->fd);
+  free(r->path); free(r->chunk); free(r->data); free(r->fields); free(r->records);
+  free(r->out_fields); free(r->out_lens);
+  free(r);
+}
+
+/* ---- column names ------------------------------------------------------------------------ */
+
+/* Renamings between kernel_details, op_summary and older exports (formats_and_quirks A.3). */
+static const char *const alias_groups[][4] = {
+  {"Name", "Op Name", NULL},
+  {"Type", "OP Type", NULL},
+  {"Accelerator Core", "Task Type", NULL},
+  {"Start Time(us)", "Task Start Time(us)", NULL},
+  {"Duration(us)", "Task Duration(us)", NULL},
+  {"Wait Time(us)", "Task Wait Time(us)", NULL},
+  {"Block Dim", "Block Num", NULL},
+  {"Mix Block Dim", "Mix Block Num", NULL},
+  {"Stream ID", "Stream Id", NULL},
+  {"Task ID", "Task Id", NULL},
+  {"Device_id", "Device ID", "Device Id", NULL},
+};
+
+const char *const *ps_csv_aliases(const char *name) {
+  for (size_t g = 0; g < sizeof alias_groups / sizeof alias_groups[0]; g++)
+    for (size_t i = 0; alias_groups[g][i]; i++)
+      if (strcmp(alias_groups[g][i], name) == 0) return alias_groups[g];
+  return NULL;
+}
+
+static int find_exact(char *const *header, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(header[i], name) == 0) return (int)i;
+  return -1;
+}
+
+int ps_csv_find_column(char *const *header, size_t n, const char *name) {
+  int i = find_exact(header, n, name);
+  if (i >= 0) return i;
+  const char *const *group = ps_csv_aliases(name);
+  for (; group && *group; group++)
+    if ((i = find_exact(header, n, *group)) >= 0) return i;
+  return -1;
+}

@@ -1,0 +1,128 @@
+/* perfscript.fs: the file operations that keep a database safe.
+ *   fs.lock(dir[, {wait = true, timeout = seconds}]) -> lock (lock:release(), <close>)
+ *   fs.write_atomic(path, text[, {if_changed = true}]) -> "created"|"replaced"|"unchanged"
+ *   fs.mkdir_p(path) -> true | nil, message */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "atomicfile.h"
+#include "dirlock.h"
+
+#define LOCK "perfscript.fs.lock"
+
+typedef struct lock_ud { int fd; } lock_ud;
+
+static void say_waiting(const char *holder, void *ud) {
+  const char *dir = ud;
+  fprintf(stderr, "perfscript: %s is locked by another run (%s); waiting for it to finish...\n",
+          dir, *holder ? holder : "unknown holder");
+  fflush(stderr);
+}
+
+static int fs_lock(lua_State *L) {
+  const char *dir = luaL_checkstring(L, 1);
+  double timeout = -1;
+  int wait = 1, quiet = 0;
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    if (lua_getfield(L, 2, "wait") != LUA_TNIL) wait = lua_toboolean(L, -1);
+    if (lua_getfield(L, 2, "timeout") != LUA_TNIL) timeout = luaL_checknumber(L, -1);
+    if (lua_getfield(L, 2, "quiet") != LUA_TNIL) quiet = lua_toboolean(L, -1);
+    lua_pop(L, 3);
+  }
+  lock_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->fd = -1;
+  luaL_setmetatable(L, LOCK);
+  char err[600];
+  u->fd = ps_dirlock_acquire(dir, wait ? timeout : 0, quiet ? NULL : say_waiting, (void *)dir,
+                             err, sizeof err);
+  if (u->fd < 0) {
+    luaL_pushfail(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  return 1;
+}
+
+static int lock_release(lua_State *L) {
+  lock_ud *u = luaL_checkudata(L, 1, LOCK);
+  ps_dirlock_release(u->fd);
+  u->fd = -1;
+  return 0;
+}
+
+static int lock_tostring(lua_State *L) {
+  lock_ud *u = luaL_checkudata(L, 1, LOCK);
+  lua_pushstring(L, u->fd >= 0 ? "database lock (held)" : "database lock (released)");
+  return 1;
+}
+
+static int fs_write_atomic(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t len;
+  const char *text = luaL_checklstring(L, 2, &len);
+  int if_changed = 1;
+  if (lua_type(L, 3) == LUA_TTABLE) {
+    if (lua_getfield(L, 3, "if_changed") != LUA_TNIL) if_changed = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  char err[600];
+  int st = ps_atomic_write(path, text, len, if_changed, err, sizeof err);
+  if (st < 0) {
+    luaL_pushfail(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_pushstring(L, st == PS_ATOMIC_CREATED ? "created" :
+                    st == PS_ATOMIC_REPLACED ? "replaced" : "unchanged");
+  return 1;
+}
+
+static int fs_mkdir_p(lua_State *L) {
+  size_t len;
+  const char *path = luaL_checklstring(L, 1, &len);
+  luaL_Buffer b;
+  char *p = luaL_buffinitsize(L, &b, len + 1);
+  memcpy(p, path, len + 1);
+  for (size_t i = 1; i <= len; i++) {
+    if (p[i] == '/' || p[i] == '\0') {
+      char c = p[i];
+      p[i] = '\0';
+      if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+        luaL_pushfail(L);
+        lua_pushfstring(L, "%s: cannot create directory: %s", p, strerror(errno));
+        return 2;
+      }
+      p[i] = c;
+    }
+  }
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: exists and is not a directory", path);
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+int luaopen_perfscript_fs(lua_State *L) {
+  static const luaL_Reg lock_meta[] = {
+    {"__gc", lock_release}, {"__close", lock_release}, {"__tostring", lock_tostring},
+    {NULL, NULL}};
+  static const luaL_Reg lock_methods[] = {{"release", lock_release}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {
+    {"lock", fs_lock}, {"write_atomic", fs_write_atomic}, {"mkdir_p", fs_mkdir_p},
+    {NULL, NULL}};
+  luaL_newmetatable(L, LOCK);
+  luaL_setfuncs(L, lock_meta, 0);
+  luaL_newlib(L, lock_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  luaL_newlib(L, funcs);
+  return 1;
+}
