@@ -1,0 +1,187 @@
+-- perfscript.dbpath: where a database lives.
+--   <root>/<DEVICE>/vllm_ascend/vllm<V>_torch<T>_cann<C>/<KernelType>.csv
+-- The rules follow the original's `common.py` (device list, version check, directory name).
+-- Unlike the original we do not guess versions from installed Python packages: a run names
+-- its database with --database-path, or with the three versions (a wrong guess would mix
+-- measurements of different stacks in one directory).
+--
+--   local dbpath = require "perfscript.dbpath"
+--   dbpath.add_options(parser)            -- the flags, on a lua-argparse parser
+--   local dir = dbpath.from_args(args)    -- resolved directory (perf.fail on a bad combination)
+local M = {}
+
+M.DEVICES = {
+  "TEST_DEVICE",
+  "ATLAS_800_A2_376T_64G",
+  "ATLAS_800_A2_313T_64G",
+  "ATLAS_800_A2_280T_64G",
+  "ATLAS_800_A2_280T_64G_PCIE",
+  "ATLAS_800_A2_280T_32G_PCIE",
+  "ATLAS_800_A3_752T_128G_DIE",
+  "ATLAS_800_A3_560T_128G_DIE",
+}
+M.DEFAULT_DEVICE = "ATLAS_800_A3_752T_128G_DIE"
+M.FRAMEWORK_DIR = "vllm_ascend"
+-- Environment variable naming the data root when --database-root is not given.
+M.ROOT_ENV = "PERFSCRIPT_DB_ROOT"
+
+local function trim(s)
+  return (s:gsub("^%s+", ""):gsub("%s+$", ""))
+end
+
+local is_device = {}
+for _, d in ipairs(M.DEVICES) do is_device[d] = true end
+
+-- The device name after trimming, or nil, message.
+function M.check_device(name)
+  local d = trim(tostring(name or ""))
+  if not is_device[d] then
+    return nil, string.format("unknown device '%s' (one of: %s)", tostring(name),
+      table.concat(M.DEVICES, ", "))
+  end
+  return d
+end
+
+local VERSION_HINT = "Expected something like 0.9.2, 2.9.0, 8.5, or vllm0.13.0_torch2.8.0_cann8.3."
+
+-- A version value: ASCII alphanumerics, groups joined by one of . _ + - ; trimmed.
+-- Returns the trimmed value, or nil, message.
+function M.check_version(value)
+  local v = trim(tostring(value or ""))
+  local ok = v ~= "" and v:find("^[%w._+-]+$") ~= nil
+    and v:find("^%w") ~= nil and v:find("%w$") ~= nil
+    and v:find("[._+-][._+-]") == nil
+  if not ok then
+    return nil, string.format("Invalid version value: '%s'. %s", tostring(value), VERSION_HINT)
+  end
+  return v
+end
+
+-- True when s is already a whole version directory name (vllm..._torch..._cann...).
+function M.is_version_dir(s)
+  return type(s) == "string" and s:find("^vllm.+_torch.+_cann.+$") ~= nil
+end
+
+-- One component of the name: drop its prefix (any case); vllm also drops a lone leading
+-- v/V; torch drops a local build tag (+cu121).
+function M.normalize_component(prefix, value)
+  local v = trim(tostring(value or ""))
+  if v:sub(1, #prefix):lower() == prefix then
+    v = v:sub(#prefix + 1)
+  elseif prefix == "vllm" and v:sub(1, 1):lower() == "v" then
+    v = v:sub(2)
+  end
+  if prefix == "torch" then v = v:match("^[^+]*") end
+  return trim(v)
+end
+
+-- vllm<V>_torch<T>_cann<C>
+function M.version_dir(vllm, torch, cann)
+  return string.format("vllm%s_torch%s_cann%s", M.normalize_component("vllm", vllm),
+    M.normalize_component("torch", torch), M.normalize_component("cann", cann))
+end
+
+local function join(...)
+  local parts = {}
+  for i = 1, select("#", ...) do
+    local p = select(i, ...)
+    if i > 1 then p = p:gsub("^/+", "") end
+    if i < select("#", ...) then p = p:gsub("/+$", "") end
+    parts[#parts + 1] = p
+  end
+  return table.concat(parts, "/")
+end
+
+-- Resolves a database directory from a table with the fields database_path, database_root,
+-- device, vllm_version, torch_version, cann_version (as argparse stores them).
+-- Order: an explicit database_path wins (used verbatim); else a vllm value that is a whole
+-- directory name, with torch and cann absent; else the three versions. Returns dir, or nil
+-- and a message.
+function M.resolve(o)
+  if o.database_path and o.database_path ~= "" then return o.database_path end
+  local device, err = M.check_device(o.device or M.DEFAULT_DEVICE)
+  if not device then return nil, err end
+  local versions = {}
+  for _, k in ipairs { "vllm_version", "torch_version", "cann_version" } do
+    if o[k] ~= nil then
+      local v, verr = M.check_version(o[k])
+      if not v then return nil, verr end
+      versions[k] = v
+    end
+  end
+  local name
+  if versions.vllm_version and not versions.torch_version and not versions.cann_version
+      and M.is_version_dir(versions.vllm_version) then
+    name = versions.vllm_version
+  else
+    local missing = {}
+    if not versions.vllm_version then missing[#missing + 1] = "vLLM-Ascend" end
+    if not versions.torch_version then missing[#missing + 1] = "PyTorch" end
+    if not versions.cann_version then missing[#missing + 1] = "CANN" end
+    if #missing > 0 then
+      return nil, string.format("Could not determine runtime stack version(s): %s. Specify "
+        .. "--database-path or pass --vllm-version/--torch-version/--cann-version explicitly.",
+        table.concat(missing, ", "))
+    end
+    name = M.version_dir(versions.vllm_version, versions.torch_version, versions.cann_version)
+  end
+  local root = o.database_root
+  if root == nil or root == "" then root = os.getenv(M.ROOT_ENV) end
+  if root == nil or root == "" then
+    return nil, "no database root: pass --database-root (or set " .. M.ROOT_ENV
+      .. "), or name the directory with --database-path"
+  end
+  return join(root, device, M.FRAMEWORK_DIR, name)
+end
+
+-- Like resolve, but a bad combination is a user error (perfscript: message, exit 1).
+function M.from_args(args)
+  local dir, err = M.resolve(args)
+  if not dir then require("perfscript").fail("%s", err) end
+  return dir
+end
+
+-- The parts of a database directory path, when it follows the layout:
+-- {root=, device=, version_dir=, vllm=, torch=, cann=, suffix=} or nil.
+-- suffix is what follows the cann version after an underscore ("shape_generated").
+function M.split(dir)
+  local root, device, fw, name = tostring(dir):gsub("/+$", ""):match("^(.-)/?([^/]+)/([^/]+)/([^/]+)$")
+  if not root or fw ~= M.FRAMEWORK_DIR or not M.is_version_dir(name) then return nil end
+  local v, t, rest = name:match("^vllm(.-)_torch(.-)_cann(.+)$")
+  local c, suffix = rest:match("^([^_]+)_(.+)$")
+  return { root = root, device = device, version_dir = name, vllm = v, torch = t,
+           cann = c or rest, suffix = suffix }
+end
+
+-- Adds the database flags to a lua-argparse parser (in a "Database" help group when the
+-- parser supports groups). opts.required_path = true leaves only --database-path.
+function M.add_options(parser, opts)
+  opts = opts or {}
+  local function version(v)
+    local ok, err = M.check_version(v)
+    if not ok then return nil, err end
+    return ok
+  end
+  local elems = {
+    parser:option("--database-path",
+      "Database directory to read and write (used as given; wins over the flags below)."),
+  }
+  if not opts.required_path then
+    elems[#elems + 1] = parser:option("--database-root",
+      "Data root holding <DEVICE>/vllm_ascend/<version dir> (default: $" .. M.ROOT_ENV .. ").")
+    elems[#elems + 1] = parser:option("--device",
+      "Device folder name, one of:\n" .. table.concat(M.DEVICES, "\n"))
+      :choices(M.DEVICES):default(M.DEFAULT_DEVICE):argname("<device>")
+    elems[#elems + 1] = parser:option("--vllm-version",
+      "vLLM-Ascend version, e.g. 0.18.0, or a whole version-dir name.")
+      :convert(version)
+    elems[#elems + 1] = parser:option("--torch-version", "PyTorch version, e.g. 2.9.0.")
+      :convert(version)
+    elems[#elems + 1] = parser:option("--cann-version", "CANN version, e.g. 8.5.")
+      :convert(version)
+  end
+  if parser.group then parser:group("Database", table.unpack(elems)) end
+  return parser
+end
+
+return M
