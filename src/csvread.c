@@ -97,7 +97,20 @@ static void on_record(int c, void *ud) {
   if (c == '\n') r->line++;
 }
 
-static int never_space(unsigned char c) { (void)c; return 0; }
+/* libcsv's parser states (libcsv.c); the struct is public, its state values are not. */
+#define LIBCSV_FIELD_BEGUN 2
+#define LIBCSV_FIELD_MIGHT_HAVE_ENDED 3
+
+/* Whitespace is data, as in RFC 4180 and Python's csv, with one exception: between a closing
+ * quote and the delimiter (`"x"<TAB>,`, an Excel guard), where libcsv's non-strict mode would
+ * otherwise re-open the quote and swallow the following fields. That whitespace is dropped.
+ * libcsv keeps its state in locals while parsing, so feed() cuts the input such that
+ * parser.pstate is exact whenever this function can be asked about whitespace. */
+static ps_csv_reader *space_owner;   /* the reader being fed (one at a time per thread) */
+static int space_after_quote(unsigned char c) {
+  return (c == ' ' || c == '\t') && space_owner &&
+         space_owner->parser.pstate == LIBCSV_FIELD_MIGHT_HAVE_ENDED;
+}
 
 static int fill(ps_csv_reader *r);
 
@@ -119,13 +132,13 @@ ps_csv_reader *ps_csv_open(const char *path, unsigned flags, char *err, size_t e
     r->chunk = malloc(CHUNK);
   }
   if (r == NULL || r->path == NULL || r->chunk == NULL ||
-      csv_init(&r->parser, CSV_APPEND_NULL | CSV_REPALL_NL | CSV_STRICT_FINI) != 0) {
+      csv_init(&r->parser, CSV_APPEND_NULL | CSV_REPALL_NL) != 0) {
     snprintf(err, errsize, "%s: out of memory", path);
     if (r) { free(r->path); free(r->chunk); free(r); }
     close(fd);
     return NULL;
   }
-  csv_set_space_func(&r->parser, never_space);  /* keep spaces: trimming is opt-in */
+  csv_set_space_func(&r->parser, space_after_quote);  /* trimming is opt-in */
   r->fd = fd;
   r->flags = flags;
   r->file_size = (uint64_t)st.st_size;
@@ -138,6 +151,33 @@ ps_csv_reader *ps_csv_open(const char *path, unsigned flags, char *err, size_t e
     return NULL;
   }
   return r;
+}
+
+static int is_ws(unsigned char c) { return c == ' ' || c == '\t'; }
+
+/* Feeds len bytes to libcsv, cut so that the parser's stored state is exact at the start of
+ * every segment where it matters: after a quote that is followed by whitespace, the whitespace
+ * run and then one more byte go in segments of their own. Returns 0 or -1. */
+static int feed(ps_csv_reader *r, const unsigned char *p, size_t len) {
+  size_t pos = 0;
+  space_owner = r;
+  while (pos < len) {
+    size_t end;
+    if (r->parser.pstate == LIBCSV_FIELD_MIGHT_HAVE_ENDED) {
+      for (end = pos; end < len && is_ws(p[end]); end++) {}
+      if (end == pos) end = pos + 1;
+    } else {
+      end = len;
+      for (const unsigned char *q = p + pos;
+           (q = memchr(q, '"', (size_t)(p + len - q))) != NULL; q++) {
+        if (q + 1 < p + len && is_ws(q[1])) { end = (size_t)(q + 1 - p); break; }
+      }
+    }
+    if (csv_parse(&r->parser, p + pos, end - pos, on_field, on_record, r) != end - pos)
+      return -1;
+    pos = end;
+  }
+  return 0;
 }
 
 /* Parses one more chunk into the queue. Returns 0 at end of input, -1 on a read error. */
@@ -162,9 +202,17 @@ static int fill(ps_csv_reader *r) {
   if (r->eof) {
     if (r->fini_done) return 0;
     r->fini_done = 1;
-    if (csv_fini(&r->parser, on_field, on_record, r) != 0) {
+    space_owner = r;
+    /* libcsv reports an open quote at the end only in strict mode, which we do not want
+     * (it rejects stray quotes that Python's reader accepts), so look at its state. */
+    if (r->parser.pstate == LIBCSV_FIELD_BEGUN && r->parser.quoted) {
       set_error(r, "%ld: unterminated quoted field (a '\"' opened here is never closed)",
                 r->line);
+      r->pending_error = 1;
+      csv_fini(&r->parser, NULL, NULL, NULL);  /* drop the partial record */
+    } else if (csv_fini(&r->parser, on_field, on_record, r) != 0) {
+      set_error(r, "%ld: cannot finish parsing: %s", r->line,
+                csv_strerror(csv_error(&r->parser)));
       r->pending_error = 1;
     }
     return r->nrecords > 0 || r->pending_error;
@@ -204,7 +252,7 @@ static int fill(ps_csv_reader *r) {
     r->pending_error = 1;
     len = (size_t)(nul - p);
   }
-  if (csv_parse(&r->parser, p, len, on_field, on_record, r) != len) {
+  if (feed(r, p, len) != 0) {
     set_error(r, "%ld: %s", r->line, csv_strerror(csv_error(&r->parser)));
     return -1;
   }
