@@ -1,0 +1,161 @@
+/* The CSV writer, atomic replacement and the database directory lock. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "csvread.h"
+#include "csvwrite.h"
+#include "dirlock.h"
+#include "testutil.h"
+
+/* Number of leftover temporary files in the scratch directory. */
+static int temp_files(void) {
+  int n = 0;
+  DIR *d = opendir(test_dir());
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp.") != NULL;
+  closedir(d);
+  return n;
+}
+
+static void write_row(ps_csv_writer *w, size_t n, const char *const *f) {
+  size_t lens[16];
+  char err[600];
+  for (size_t i = 0; i < n; i++) lens[i] = strlen(f[i]);
+  assert_int_equal(ps_csv_writer_row(w, f, lens, n, err, sizeof err), 0);
+}
+
+static void minimal_quoting_round_trip(void **state) {
+  (void)state;
+  char path[8300], err[600];
+  snprintf(path, sizeof path, "%s/rt.csv", test_dir());
+  unlink(path);
+  ps_csv_writer w;
+  assert_int_equal(ps_csv_writer_open(&w, path, NULL, -1, err, sizeof err), 0);
+  const char *header[] = {"Input Shapes", "Name", "Note"};
+  const char *row[] = {"\"81920,4096;8192,512\"", "add", "two\nlines, \"quoted\""};
+  const char *lone[] = {""};
+  write_row(&w, 3, header);
+  write_row(&w, 3, row);
+  write_row(&w, 1, lone);
+  assert_int_equal(ps_csv_writer_commit(&w, 1, err, sizeof err), PS_ATOMIC_CREATED);
+  char *text = read_file(path, NULL);
+  assert_string_equal(text,
+    "Input Shapes,Name,Note\n"
+    "\"\"\"81920,4096;8192,512\"\"\",add,\"two\nlines, \"\"quoted\"\"\"\n"
+    "\"\"\n");
+  free(text);
+  ps_csv_reader *r = ps_csv_open(path, 0, err, sizeof err);
+  ps_csv_record rec;
+  assert_int_equal(ps_csv_next(r, &rec), 1);
+  assert_int_equal(ps_csv_next(r, &rec), 1);
+  assert_string_equal(rec.fields[0], row[0]);
+  assert_string_equal(rec.fields[2], row[2]);
+  assert_int_equal(ps_csv_next(r, &rec), 1);
+  assert_int_equal(rec.nfields, 1);
+  assert_string_equal(rec.fields[0], "");
+  assert_int_equal(ps_csv_next(r, &rec), 0);
+  ps_csv_close(r);
+  assert_int_equal(temp_files(), 0);
+}
+
+static void keeps_line_endings_and_bom(void **state) {
+  (void)state;
+  char err[600];
+  const char *path = write_file("crlf.csv", "\xEF\xBB\xBF" "a,b\r\n1,2\r\n", 13);
+  ps_csv_writer w;
+  assert_int_equal(ps_csv_writer_open(&w, path, NULL, -1, err, sizeof err), 0);
+  const char *h[] = {"a", "b"}, *r1[] = {"1", "2"}, *r2[] = {"3", "4"};
+  write_row(&w, 2, h);
+  write_row(&w, 2, r1);
+  write_row(&w, 2, r2);
+  assert_int_equal(ps_csv_writer_commit(&w, 1, err, sizeof err), PS_ATOMIC_REPLACED);
+  char *text = read_file(path, NULL);
+  assert_string_equal(text, "\xEF\xBB\xBF" "a,b\r\n1,2\r\n3,4\r\n");
+  free(text);
+}
+
+static void identical_content_is_not_rewritten(void **state) {
+  (void)state;
+  char err[600];
+  const char *path = write_file("same.csv", "a,b\n1,2\n", 8);
+  struct stat before, after;
+  stat(path, &before);
+  ps_csv_writer w;
+  assert_int_equal(ps_csv_writer_open(&w, path, NULL, -1, err, sizeof err), 0);
+  const char *h[] = {"a", "b"}, *r1[] = {"1", "2"};
+  write_row(&w, 2, h);
+  write_row(&w, 2, r1);
+  assert_int_equal(ps_csv_writer_commit(&w, 1, err, sizeof err), PS_ATOMIC_UNCHANGED);
+  stat(path, &after);
+  assert_int_equal(before.st_ino, after.st_ino);  /* the very same file */
+  assert_int_equal(temp_files(), 0);
+}
+
+static void abort_leaves_original(void **state) {
+  (void)state;
+  char err[600];
+  const char *path = write_file("keep.csv", "a\n1\n", 4);
+  ps_csv_writer w;
+  assert_int_equal(ps_csv_writer_open(&w, path, NULL, -1, err, sizeof err), 0);
+  const char *r1[] = {"changed"};
+  write_row(&w, 1, r1);
+  assert_int_equal(temp_files(), 1);
+  ps_csv_writer_abort(&w);
+  assert_int_equal(temp_files(), 0);
+  char *text = read_file(path, NULL);
+  assert_string_equal(text, "a\n1\n");
+  free(text);
+}
+
+static void unwritable_directory_is_an_error(void **state) {
+  (void)state;
+  char err[600];
+  ps_atomic a;
+  assert_int_equal(ps_atomic_open(&a, "/nonexistent-dir/x.csv", err, sizeof err), -1);
+  assert_non_null(strstr(err, "/nonexistent-dir/x.csv: cannot create a temporary file"));
+}
+
+static void atomic_write_preserves_mode(void **state) {
+  (void)state;
+  char err[600];
+  const char *path = write_file("mode.txt", "old", 3);
+  chmod(path, 0640);
+  assert_int_equal(ps_atomic_write(path, "new", 3, 1, err, sizeof err), PS_ATOMIC_REPLACED);
+  struct stat st;
+  stat(path, &st);
+  assert_int_equal(st.st_mode & 0777, 0640);
+}
+
+static void directory_lock_excludes_a_second_holder(void **state) {
+  (void)state;
+  char err[600];
+  int fd = ps_dirlock_acquire(test_dir(), 0, NULL, NULL, err, sizeof err);
+  assert_true(fd >= 0);
+  int fd2 = ps_dirlock_acquire(test_dir(), 0, NULL, NULL, err, sizeof err);
+  assert_int_equal(fd2, -1);
+  assert_non_null(strstr(err, "locked by another perfscript run"));
+  fd2 = ps_dirlock_acquire(test_dir(), 0.2, NULL, NULL, err, sizeof err);
+  assert_int_equal(fd2, -1);
+  assert_non_null(strstr(err, "still locked"));
+  ps_dirlock_release(fd);
+  fd2 = ps_dirlock_acquire(test_dir(), 0, NULL, NULL, err, sizeof err);
+  assert_true(fd2 >= 0);
+  ps_dirlock_release(fd2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(minimal_quoting_round_trip),
+    cmocka_unit_test(keeps_line_endings_and_bom),
+    cmocka_unit_test(identical_content_is_not_rewritten),
+    cmocka_unit_test(abort_leaves_original),
+    cmocka_unit_test(unwritable_directory_is_an_error),
+    cmocka_unit_test(atomic_write_preserves_mode),
+    cmocka_unit_test(directory_lock_excludes_a_second_holder),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
