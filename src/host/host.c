@@ -106,9 +106,6 @@ void ps_host_open(lua_State *L) {
   luaL_openlibs(L);
   preload(L, bundled_modules);
   preload(L, ps_c_modules);
-  const char *dir = getenv("PERFSCRIPT_LUA_DIR");
-  if (!ps_lua_dir && dir && *dir)
-    ps_lua_dir = dir;
   install_searcher(L);
 }
 

@@ -194,7 +194,8 @@ static int pmain(lua_State *L) {
   luaL_checkversion(L);
   if (flags & HAS_ERROR) {
     const char *bad = argv[script];
-    if (bad[1] == 'e' || bad[1] == 'l' || bad[1] == '-')
+    if (strcmp(bad, "-e") == 0 || strcmp(bad, "-l") == 0 || strcmp(bad, "--db") == 0 ||
+        strcmp(bad, "--lua-dir") == 0)
       fprintf(stderr, "%s: '%s' needs an argument\n", progname, bad);
     else
       fprintf(stderr, "%s: unrecognized option '%s'\n", progname, bad);
@@ -212,7 +213,8 @@ static int pmain(lua_State *L) {
     lua_pushboolean(L, 1);
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   } else {
-    ps_lua_dir = ps_lua_dir ? ps_lua_dir : getenv("PERFSCRIPT_LUA_DIR");
+    const char *dir = getenv("PERFSCRIPT_LUA_DIR");
+    if (!ps_lua_dir && dir && *dir) ps_lua_dir = dir;
   }
   ps_host_open(L);
   if (flags & HAS_V) print_version();

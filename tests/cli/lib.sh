@@ -1,0 +1,34 @@
+# Shared by the CLI tests: the binary, a scratch directory, and assertions that say what failed.
+set -u
+PS_BIN=${PERFSCRIPT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/perfscript}
+SRC=${PERFSCRIPT_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+TMP=$(mktemp -d "${PERFSCRIPT_TEST_TMP:-/tmp}/cli.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+not_ok() { failed=$((failed + 1)); echo "not ok - $1"; shift; for l in "$@"; do echo "    $l"; done; }
+
+# expect_eq NAME ACTUAL EXPECTED
+expect_eq() {
+  if [[ "$2" == "$3" ]]; then ok "$1"; else not_ok "$1" "expected: $(printf %q "$3")" "actual:   $(printf %q "$2")"; fi
+}
+# expect_contains NAME HAYSTACK NEEDLE
+expect_contains() {
+  if [[ "$2" == *"$3"* ]]; then ok "$1"; else not_ok "$1" "expected to contain: $3" "actual: $2"; fi
+}
+expect_not_contains() {
+  if [[ "$2" != *"$3"* ]]; then ok "$1"; else not_ok "$1" "expected not to contain: $3" "actual: $2"; fi
+}
+
+finish() {
+  echo "$passed passed, $failed failed"
+  [[ $failed -eq 0 ]]
+}
+
+# real_data REL: prints the path of a real export, or returns 1 after saying why it is absent
+real_data() {
+  local root=${PERFSCRIPT_REAL_DATA:-$SRC/../shared/data/real}
+  if [[ -e "$root/$1" ]]; then echo "$root/$1"; else echo "SKIP: $root/$1 is absent (set PERFSCRIPT_REAL_DATA)" >&2; return 1; fi
+}
