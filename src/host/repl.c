@@ -208,7 +208,7 @@ static char *match_generator(const char *text, int state) {
   static size_t next;
   (void)text;
   if (state == 0) next = 0;
-  return next < nmatches ? matches[next++] : NULL;
+  return next < nmatches ? strdup(matches[next++]) : NULL;  /* readline frees what it gets */
 }
 
 static char **complete(const char *text, int start, int end) {

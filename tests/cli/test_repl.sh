@@ -31,7 +31,7 @@ fi
 sock="$TMP/tmux.sock"
 export HOME="$TMP/home"
 mkdir -p "$HOME"
-tmux -S "$sock" new-session -d -x 120 -y 30 "$PS_BIN"
+tmux -S "$sock" new-session -d -x 120 -y 30 "$PS_BIN 2>$TMP/tty.err"
 screen() { tmux -S "$sock" capture-pane -p; }
 wait_for() {  # wait_for TEXT: up to 5 s
   for _ in $(seq 50); do screen | grep -qF -- "$1" && return 0; sleep 0.1; done
@@ -46,7 +46,7 @@ wait_for "42" && ok "tab completes a global" || not_ok "tab completes a global" 
 tmux -S "$sock" send-keys 'string.up' Tab
 sleep 0.3
 tmux -S "$sock" send-keys '("abc")' Enter
-wait_for '"ABC"' && ok "tab completes a table field" || not_ok "tab completes a table field" "$(screen)"
+wait_for '"ABC"' && ok "tab completes a table field" || not_ok "tab completes a table field" "$(screen)" "$(cat $TMP/tty.err)"
 tmux -S "$sock" send-keys 'for i = 1, 2 do' Enter
 wait_for ">>" && ok "continuation prompt for an open statement" || not_ok "continuation prompt" "$(screen)"
 tmux -S "$sock" send-keys 'end' Enter
