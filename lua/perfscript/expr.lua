@@ -1,0 +1,424 @@
+-- The integer expression language of the grid rules: constraints and shape templates.
+-- Text is tokenized and parsed once into a tree of closures; data text is never handed to
+-- `load`. Semantics follow Python's on integers: `+ - * // % **`, unary minus, chained
+-- comparisons, `and`/`or`/`not`, `a if c else b`, min/max/abs/align, floor `//` and `%`.
+-- `/` (true division) and any `.` are errors, so results are always exact integers.
+local perf = require "perfscript"
+
+local M = {}
+
+local KEYWORDS = { ["and"] = true, ["or"] = true, ["not"] = true, ["if"] = true,
+                   ["else"] = true, ["True"] = true, ["False"] = true }
+local OPS3 = {}
+local OPS2 = { ["//"] = true, ["**"] = true, ["<="] = true, [">="] = true, ["=="] = true,
+               ["!="] = true }
+local OPS1 = { ["+"] = true, ["-"] = true, ["*"] = true, ["%"] = true, ["("] = true,
+               [")"] = true, [","] = true, ["<"] = true, [">"] = true, ["/"] = true }
+
+local function fail(ctx, text, fmt, ...)
+  local where = ctx and ctx.where and (ctx.where .. ": ") or ""
+  perf.fail("%sexpression '%s': " .. fmt, where, text, ...)
+end
+
+local function tokenize(text, ctx)
+  local toks, i, n = {}, 1, #text
+  while i <= n do
+    local c = text:sub(i, i)
+    if c:match("%s") then
+      i = i + 1
+    elseif c:match("%d") then
+      local s, e = text:find("^[%d_]+", i)
+      local lit = text:sub(s, e)
+      if lit:find("__", 1, true) or lit:sub(-1) == "_" then
+        fail(ctx, text, "bad integer literal '%s'", lit)
+      end
+      if text:sub(e + 1, e + 1):match("[%a_.]") then
+        fail(ctx, text, "bad number at '%s' (integers only)", text:sub(s, e + 1))
+      end
+      toks[#toks + 1] = { k = "int", v = math.tointeger(tonumber((lit:gsub("_", "")))) }
+      if not toks[#toks].v then fail(ctx, text, "integer literal '%s' out of range", lit) end
+      i = e + 1
+    elseif c:match("[%a_]") then
+      local s, e = text:find("^[%w_]+", i)
+      local name = text:sub(s, e)
+      if name:sub(1, 2) == "__" then fail(ctx, text, "names starting with '__' are not allowed") end
+      toks[#toks + 1] = KEYWORDS[name] and { k = name } or { k = "name", v = name }
+      i = e + 1
+    elseif c == "." then
+      fail(ctx, text, "'.' is not allowed (integers only, no attributes)")
+    else
+      local two = text:sub(i, i + 1)
+      if OPS2[two] then
+        toks[#toks + 1] = { k = two }
+        i = i + 2
+      elseif OPS1[c] then
+        toks[#toks + 1] = { k = c }
+        i = i + 1
+      else
+        fail(ctx, text, "unexpected character '%s'", c)
+      end
+    end
+  end
+  toks[#toks + 1] = { k = "eof" }
+  return toks
+end
+
+local function num(v)
+  if v == true then return 1 elseif v == false then return 0 end
+  return v
+end
+
+local function truthy(v)
+  return v ~= false and v ~= 0
+end
+
+local function ipow(a, b)
+  local r = 1
+  while b > 0 do
+    if b & 1 == 1 then r = r * a end
+    a = a * a
+    b = b >> 1
+  end
+  return r
+end
+
+local FUNCS = {
+  min = function(args)
+    local m = num(args[1])
+    for i = 2, #args do local x = num(args[i]); if x < m then m = x end end
+    return m
+  end,
+  max = function(args)
+    local m = num(args[1])
+    for i = 2, #args do local x = num(args[i]); if x > m then m = x end end
+    return m
+  end,
+}
+local ARITY = { min = { 1, math.huge }, max = { 1, math.huge }, abs = { 1, 1 }, align = { 2, 2 } }
+
+-- Parser: one function per precedence level, each returns a closure f(vars) -> value.
+local function parse(text, ctx)
+  local toks = tokenize(text, ctx)
+  local pos = 1
+  local function peek() return toks[pos].k end
+  local function take(k)
+    local t = toks[pos]
+    if k and t.k ~= k then
+      fail(ctx, text, "expected '%s' but found '%s'", k, t.v or t.k)
+    end
+    pos = pos + 1
+    return t
+  end
+  local function rt_fail(fmt, ...) fail(ctx, text, fmt, ...) end
+
+  local cond
+
+  local function atom()
+    local t = take()
+    if t.k == "int" then
+      local v = t.v
+      return function() return v end, v
+    elseif t.k == "True" then
+      return function() return true end, true
+    elseif t.k == "False" then
+      return function() return false end, false
+    elseif t.k == "name" then
+      local name = t.v
+      if peek() == "(" then
+        take("(")
+        local args = {}
+        if peek() ~= ")" then
+          args[#args + 1] = cond()
+          while peek() == "," do
+            take(",")
+            if peek() == ")" then break end
+            args[#args + 1] = cond()
+          end
+        end
+        take(")")
+        local ar = ARITY[name]
+        if not ar then rt_fail("unknown function '%s' (min, max, abs, align)", name) end
+        if #args < ar[1] or #args > ar[2] then
+          rt_fail("%s() takes %s argument(s), got %d", name,
+                  ar[2] == math.huge and ("at least " .. ar[1]) or tostring(ar[1]), #args)
+        end
+        if name == "abs" then
+          local a = args[1]
+          return function(v) return math.abs(num(a(v))) end
+        elseif name == "align" then
+          local a, b = args[1], args[2]
+          return function(v)
+            local x, m = num(a(v)), num(b(v))
+            if m == 0 then rt_fail("align() to a multiple of 0") end
+            return ((x + m - 1) // m) * m
+          end
+        end
+        local f, n = FUNCS[name], #args
+        if n == 2 then
+          local a, b = args[1], args[2]
+          if name == "max" then
+            return function(v) local x, y = num(a(v)), num(b(v)); return x >= y and x or y end
+          else
+            return function(v) local x, y = num(a(v)), num(b(v)); return x <= y and x or y end
+          end
+        end
+        return function(v)
+          local vals = {}
+          for i = 1, n do vals[i] = args[i](v) end
+          return f(vals)
+        end
+      end
+      if ctx and ctx.names and ctx.names[name] == nil then
+        rt_fail("unknown variable '%s'", name)
+      end
+      return function(v)
+        local x = v[name]
+        if x == nil then rt_fail("unknown variable '%s'", name) end
+        return x
+      end
+    elseif t.k == "(" then
+      local e = cond()
+      take(")")
+      return e
+    elseif t.k == "/" then
+      rt_fail("unexpected '/'")
+    end
+    rt_fail("unexpected '%s'", t.v or t.k)
+  end
+
+  local unary
+  local function power()
+    local base = atom()
+    if peek() == "**" then
+      take("**")
+      local ex = unary()
+      return function(v)
+        local a, b = num(base(v)), num(ex(v))
+        if b < 0 then rt_fail("negative exponent %d (integers only)", b) end
+        return ipow(a, b)
+      end
+    end
+    return base
+  end
+
+  unary = function()
+    local k = peek()
+    if k == "-" then
+      take()
+      local e = unary()
+      return function(v) return -num(e(v)) end
+    elseif k == "+" then
+      take()
+      local e = unary()
+      return function(v) return num(e(v)) end
+    end
+    return power()
+  end
+
+  local function term()
+    local l = unary()
+    while true do
+      local k = peek()
+      if k == "*" then
+        take(); local a, b = l, unary()
+        l = function(v) return num(a(v)) * num(b(v)) end
+      elseif k == "//" then
+        take(); local a, b = l, unary()
+        l = function(v)
+          local d = num(b(v))
+          if d == 0 then rt_fail("integer division by zero") end
+          return num(a(v)) // d
+        end
+      elseif k == "%" then
+        take(); local a, b = l, unary()
+        l = function(v)
+          local d = num(b(v))
+          if d == 0 then rt_fail("modulo by zero") end
+          return num(a(v)) % d
+        end
+      elseif k == "/" then
+        rt_fail("'/' is true division and gives fractions; use '//' (floor division)")
+      else
+        return l
+      end
+    end
+  end
+
+  local function sum()
+    local l = term()
+    while true do
+      local k = peek()
+      if k == "+" then
+        take(); local a, b = l, term()
+        l = function(v) return num(a(v)) + num(b(v)) end
+      elseif k == "-" then
+        take(); local a, b = l, term()
+        l = function(v) return num(a(v)) - num(b(v)) end
+      else
+        return l
+      end
+    end
+  end
+
+  local CMP = {
+    ["<"] = function(a, b) return a < b end, ["<="] = function(a, b) return a <= b end,
+    [">"] = function(a, b) return a > b end, [">="] = function(a, b) return a >= b end,
+    ["=="] = function(a, b) return a == b end, ["!="] = function(a, b) return a ~= b end,
+  }
+  local function comparison()
+    local first = sum()
+    local ops, rhs = {}, {}
+    while CMP[peek()] do
+      ops[#ops + 1] = CMP[take().k]
+      rhs[#rhs + 1] = sum()
+    end
+    if #ops == 0 then return first end
+    if #ops == 1 then
+      local op, a, b = ops[1], first, rhs[1]
+      return function(v) return op(num(a(v)), num(b(v))) end
+    end
+    return function(v)  -- chained: a < b < c means a < b and b < c
+      local left = num(first(v))
+      for i = 1, #ops do
+        local right = num(rhs[i](v))
+        if not ops[i](left, right) then return false end
+        left = right
+      end
+      return true
+    end
+  end
+
+  local function not_expr()
+    if peek() == "not" then
+      take()
+      local e = not_expr()
+      return function(v) return not truthy(e(v)) end
+    end
+    return comparison()
+  end
+
+  local function and_expr()
+    local l = not_expr()
+    while peek() == "and" do
+      take(); local a, b = l, not_expr()
+      l = function(v) local x = a(v); if not truthy(x) then return x end; return b(v) end
+    end
+    return l
+  end
+
+  local function or_expr()
+    local l = and_expr()
+    while peek() == "or" do
+      take(); local a, b = l, and_expr()
+      l = function(v) local x = a(v); if truthy(x) then return x end; return b(v) end
+    end
+    return l
+  end
+
+  cond = function()
+    local yes = or_expr()
+    if peek() == "if" then
+      take()
+      local c = or_expr()
+      take("else")
+      local no = cond()
+      return function(v) if truthy(c(v)) then return yes(v) end; return no(v) end
+    end
+    return yes
+  end
+
+  local f = cond()
+  if peek() ~= "eof" then
+    local t = toks[pos]
+    fail(ctx, text, "unexpected '%s' after the end of the expression", t.v or t.k)
+  end
+  return f
+end
+
+-- compile(text, ctx) -> f(vars) -> integer | boolean.
+-- ctx.where names the rule in errors ("pattern 'pad'"); ctx.names (a set) makes an unknown
+-- variable a compile-time error.
+function M.compile(text, ctx)
+  if type(text) == "number" then
+    local v = math.tointeger(text)
+    if not v then fail(ctx, tostring(text), "not an integer") end
+    return function() return v end
+  end
+  return parse(text, ctx)
+end
+
+function M.truthy(v) return truthy(v) end
+
+-- Compiles a boolean constraint: f(vars) -> true|false.
+function M.constraint(text, ctx)
+  local f = M.compile(text, ctx)
+  return function(v) return truthy(f(v)) end
+end
+
+-- Splits "a, (b, c), d,," at depth-0 commas, dropping empty pieces.
+function M.split_dims(s)
+  local out, depth, start = {}, 0, 1
+  for i = 1, #s do
+    local c = s:sub(i, i)
+    if c == "(" then depth = depth + 1
+    elseif c == ")" then if depth > 0 then depth = depth - 1 end
+    elseif c == "," and depth == 0 then
+      local piece = s:sub(start, i - 1):match("^%s*(.-)%s*$")
+      if piece ~= "" then out[#out + 1] = piece end
+      start = i + 1
+    end
+  end
+  local piece = s:sub(start):match("^%s*(.-)%s*$")
+  if piece ~= "" then out[#out + 1] = piece end
+  return out
+end
+
+-- True when text[1] is "(" and its matching ")" is the last character.
+local function wrapped(s)
+  if s:sub(1, 1) ~= "(" or s:sub(-1) ~= ")" then return false end
+  local depth = 0
+  for i = 1, #s do
+    local c = s:sub(i, i)
+    if c == "(" then depth = depth + 1
+    elseif c == ")" then
+      depth = depth - 1
+      if depth == 0 then return i == #s end
+    end
+  end
+  return false
+end
+
+-- Compiles a shape template "(tokens, D*2)" / "M,K" / "(N,)" / "()" into f(vars) -> {dims}.
+-- Only one matching outer pair of parentheses is removed (the original stripped every
+-- leading "(" and trailing ")", which broke "((a+b), b)" and "(a, max(1, b))").
+function M.shape(text, ctx)
+  local s = text:match("^%s*(.-)%s*$")
+  if wrapped(s) then s = s:sub(2, -2):match("^%s*(.-)%s*$") end
+  local pieces = M.split_dims(s)
+  local dims = {}
+  for i, p in ipairs(pieces) do
+    local f = M.compile(p, ctx and { where = ctx.where, names = ctx.names } or nil)
+    dims[i] = f
+  end
+  local n = #dims
+  if n == 0 then return function() return {} end end
+  local function dim(f, v)
+    local x = f(v)
+    if x == true then return 1 elseif x == false then return 0 end
+    return x
+  end
+  if n == 1 then
+    local a = dims[1]
+    return function(v) return { dim(a, v) } end
+  elseif n == 2 then
+    local a, b = dims[1], dims[2]
+    return function(v) return { dim(a, v), dim(b, v) } end
+  end
+  return function(v)
+    local out = {}
+    for i = 1, n do out[i] = dim(dims[i], v) end
+    return out
+  end
+end
+
+return M

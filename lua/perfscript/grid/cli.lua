@@ -1,0 +1,199 @@
+-- Command line of the shape-grid recipes (recipes/shape_grid.lua, dsv3_grid.lua,
+-- qwen3_grid.lua): flags as the original generate_shape_grid.py plus --dry-run and
+-- --model-config, the bundled seed database as the default, and the summary table.
+local perf = require "perfscript"
+local lfs = require "lfs"
+local argparse = require "argparse"
+local mem = require "perfscript.mem"
+local models = require "perfscript.grid.models"
+local run = require "perfscript.grid.run"
+
+local M = {}
+
+M.DEFAULT_ROOT = "perfdb"
+M.SEED_VERSION = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
+local DEVICES = { "TEST_DEVICE", "ATLAS_800_A2_376T_64G", "ATLAS_800_A2_313T_64G",
+                  "ATLAS_800_A2_280T_64G", "ATLAS_800_A2_280T_64G_PCIE", "ATLAS_800_A2_280T_32G_PCIE",
+                  "ATLAS_800_A3_752T_128G_DIE", "ATLAS_800_A3_560T_128G_DIE" }
+
+local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+
+-- The repository root, from the recipe's own path (recipes/<x>.lua).
+local function repo_root(script)
+  return dirname(dirname(script or "recipes/x.lua"))
+end
+
+local function copy_tree(src, dst)
+  assert(perf.fs.mkdir_p(dst))
+  local n = 0
+  for name in lfs.dir(src) do
+    if name ~= "." and name ~= ".." then
+      local s, d = src .. "/" .. name, dst .. "/" .. name
+      if lfs.attributes(s, "mode") == "directory" then
+        n = n + copy_tree(s, d)
+      else
+        local f = assert(io.open(s, "rb"))
+        local text = f:read("a")
+        f:close()
+        assert(perf.fs.write_atomic(d, text))
+        n = n + 1
+      end
+    end
+  end
+  return n
+end
+
+local function version_ok(v)
+  v = v:match("^%s*(.-)%s*$")
+  if v:match("^%w+$") or v:match("^%w+[%w._+%-]*%w$") and not v:find("[._+%-][._+%-]") then return v end
+  return nil, ("Invalid version value: '%s'. Expected something like 0.9.2, 2.9.0, 8.5, or "
+               .. "vllm0.13.0_torch2.8.0_cann8.3."):format(v)
+end
+
+-- Builds the parser; `preset` is the recipe's fixed model list (nil: all models).
+function M.parser(info)
+  local p = argparse(info.name, info.description)
+  p:epilog(info.epilog or ("With no database flags the run uses ./" .. M.DEFAULT_ROOT .. "/"
+    .. M.SEED_VERSION .. ", a working copy of the bundled seed database (data/seed_db), "
+    .. "created on first use."))
+  p:option("--database-path --data-dir", "Database version directory holding <KernelType>.csv and op_mapping.yaml.")
+  p:option("--device", "Device directory name (with the version flags).")
+   :choices(DEVICES):default("ATLAS_800_A3_752T_128G_DIE")
+  p:option("--vllm-version", "vLLM-Ascend version, or a full version directory name.")
+   :convert(version_ok)
+  p:option("--torch-version", "PyTorch version."):convert(version_ok)
+  p:option("--cann-version", "CANN version."):convert(version_ok)
+  p:option("--target-models", "Comma-separated model ids" .. (info.models and
+    (" (default: " .. table.concat(info.models, ",") .. ")") or " (default: all presets)") .. ".")
+  p:option("--model-config", "A local HuggingFace config.json: adds that model (no network access).")
+   :count("*")
+  p:option("--rows", "Rows appended per CSV at most (0 = no cap).", "1000"):convert(math.tointeger)
+  p:option("--seed", "Sampling seed (per file, mixed with the kernel type).", "0"):convert(math.tointeger)
+  p:option("--max-hbm-gb", "Per-row budget in GiB for input plus output tensors (0 = off).", "32")
+   :convert(tonumber)
+  p:option("--root", "Database root for the version flags and the default copy.", M.DEFAULT_ROOT)
+  p:flag("--dry-run", "Report what would be appended; write nothing.")
+  return p
+end
+
+-- Resolves the database directory; copies the seed database on first use.
+function M.database_dir(a, script, say)
+  if a.database_path then return a.database_path end
+  if a.torch_version or a.cann_version or a.vllm_version then
+    local v = a.vllm_version
+    if not v then perf.fail("--torch-version/--cann-version need --vllm-version (or use --database-path)") end
+    local name
+    if v:match("^vllm.+_torch.+_cann.+$") and not a.torch_version and not a.cann_version then
+      name = v
+    else
+      if not (a.torch_version and a.cann_version) then
+        perf.fail("give all of --vllm-version, --torch-version and --cann-version, a full version "
+                  .. "directory name (vllm<V>_torch<T>_cann<C>) or --database-path")
+      end
+      local V = v:gsub("^[Vv][Ll][Ll][Mm]", "", 1)
+      if V == v then V = v:gsub("^[Vv]", "", 1) end
+      local T = a.torch_version:gsub("^[Tt][Oo][Rr][Cc][Hh]", "", 1):gsub("%+.*$", "")
+      local C = a.cann_version:gsub("^[Cc][Aa][Nn][Nn]", "", 1)
+      name = ("vllm%s_torch%s_cann%s"):format(V, T, C)
+    end
+    return ("%s/%s/vllm_ascend/%s"):format(a.root, a.device, name)
+  end
+  local dir = a.root .. "/" .. M.SEED_VERSION
+  if lfs.attributes(dir, "mode") ~= "directory" then
+    local seed = repo_root(script) .. "/data/seed_db/" .. M.SEED_VERSION
+    if lfs.attributes(seed, "mode") ~= "directory" then
+      perf.fail("no database given and the bundled seed database %s is missing", seed)
+    end
+    local n = copy_tree(seed, dir)
+    say(("Created the working database %s (%d files copied from %s)."):format(dir, n, seed))
+  end
+  return dir
+end
+
+local function load_rules()
+  return { patterns = require "grids.patterns", assignments = require "grids.assignments",
+           grids = require "grids.registry", scenes = require "grids.fia_scenes" }
+end
+
+local function pad(s, n) s = tostring(s); return s .. string.rep(" ", n - #s) end
+local function lpad(s, n) s = tostring(s); return string.rep(" ", n - #s) .. s end
+
+-- The per-kernel summary table.
+function M.summary(results, out)
+  local cols = { "candidates", "rejected", "memory", "duplicates", "sampled_out", "present", "appended" }
+  local heads = { "candidates", "constraints", "memory", "duplicates", "sampled out", "present", "appended" }
+  local w = 6
+  for _, r in ipairs(results) do if #r.kernel > w then w = #r.kernel end end
+  local line = { pad("kernel", w) }
+  for _, h in ipairs(heads) do line[#line + 1] = lpad(h, 11) end
+  line[#line + 1] = "  status"
+  out(table.concat(line, " "))
+  local tot = {}
+  for _, r in ipairs(results) do
+    line = { pad(r.kernel, w) }
+    for i, c in ipairs(cols) do
+      local v = r[c]
+      line[#line + 1] = lpad(v ~= nil and v or "-", 11)
+      if v then tot[i] = (tot[i] or 0) + v end
+    end
+    line[#line + 1] = "  " .. (r.status or "")
+    out(table.concat(line, " "))
+  end
+  line = { pad("total", w) }
+  for i = 1, #cols do line[#line + 1] = lpad(tot[i] or 0, 11) end
+  out(table.concat(line, " "))
+end
+
+-- main(argv, info): info.name, info.description, info.models (recipe's default list).
+function M.main(argv, info)
+  local script = argv[0]
+  local a = M.parser(info):parse(argv)
+  local say = function(s) io.stdout:write(s, "\n") end
+  local names
+  if a.target_models then
+    names = {}
+    for item in a.target_models:gmatch("[^,]+") do
+      item = item:match("^%s*(.-)%s*$")
+      if item ~= "" then names[#names + 1] = item end
+    end
+    if #names == 0 then perf.fail("--target-models lists no model") end
+  elseif info.models then
+    names = info.models
+  end
+  local presets = {}
+  for _, path in ipairs(a.model_config or {}) do
+    local p = models.from_hf_config(path)
+    presets[#presets + 1] = p
+    if names then names[#names + 1] = p.name end
+  end
+  if a.rows == nil or a.seed == nil then perf.fail("--rows and --seed take integers") end
+  if not a.max_hbm_gb then perf.fail("--max-hbm-gb takes a number") end
+  local budget = a.max_hbm_gb > 0 and math.floor(a.max_hbm_gb * 1024 ^ 3) or nil
+  local dir = M.database_dir(a, script, say)
+  local shown = {}
+  for _, p in ipairs(models.resolve(names, presets)) do shown[#shown + 1] = p.model_id end
+  say(("Target models: %s%s"):format(table.concat(shown, ", "), names and "" or " (all presets)"))
+  say(("Database: %s | rows/csv: %s | seed: %d | HBM budget: %s%s"):format(dir,
+      a.rows > 0 and a.rows or "unlimited", a.seed, budget and mem.format(budget) .. " per row" or "off",
+      a.dry_run and " | dry run" or ""))
+  local results = run.run { dir = dir, models = names, presets = presets, rows = a.rows, seed = a.seed,
+                            max_hbm_bytes = budget, dry_run = a.dry_run, rules = load_rules() }
+  say("")
+  M.summary(results, say)
+  local total, files, changed = 0, 0, 0
+  for _, r in ipairs(results) do
+    files = files + 1
+    total = total + (r.appended or 0)
+    if (r.appended or 0) > 0 then changed = changed + 1 end
+  end
+  say("")
+  if a.dry_run then
+    say(("Dry run: would append %d rows to %d of %d CSV files under %s (nothing written).")
+        :format(total, changed, files, dir))
+  else
+    say(("Appended %d rows to %d of %d CSV files under %s."):format(total, changed, files, dir))
+  end
+  return results
+end
+
+return M

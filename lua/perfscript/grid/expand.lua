@@ -1,0 +1,127 @@
+-- Template expansion of a grid pattern (grid_generator spec section 2.1): the cartesian
+-- product of its iterators (first = outermost), constants merged in (they win over an
+-- iterator of the same name), constraints checked (also on the model (N, K)-pair path,
+-- which the original skipped), shape templates evaluated. Compiled once per pattern.
+local perf = require "perfscript"
+local expr = require "perfscript.expr"
+
+local M = {}
+
+local META = { input_dtypes = "Input Data Types", input_formats = "Input Formats",
+               output_dtypes = "Output Data Types", output_formats = "Output Formats" }
+
+local function grid_values(name, spec, var, grids)
+  if type(spec) == "string" then
+    local g = grids[spec]
+    if not g then perf.fail("pattern '%s': iterator '%s' names unknown grid '%s'", name, var, spec) end
+    return g
+  elseif type(spec) == "table" then
+    for i, v in ipairs(spec) do
+      if math.type(v) ~= "integer" then
+        perf.fail("pattern '%s': iterator '%s' value %d is not an integer", name, var, i)
+      end
+    end
+    return spec
+  end
+  perf.fail("pattern '%s': invalid grid spec for iterator '%s' (a grid name or a list of integers)",
+            name, var)
+end
+
+local function iterator_list(name, list, grids)
+  local out = {}
+  for _, pair in ipairs(list or {}) do
+    out[#out + 1] = { var = pair[1], values = grid_values(name, pair[2], pair[1], grids) }
+  end
+  return out
+end
+
+-- compile(name, pattern, grids) -> compiled pattern for M.each.
+function M.compile(name, p, grids)
+  local c = { name = name, iterators = iterator_list(name, p.iterators, grids),
+              fallback = iterator_list(name, p.fallback_iterators, grids),
+              model_nk_pairs = p.model_nk_pairs, constants = {}, extra = nil }
+  if not p.inputs or not p.outputs then
+    perf.fail("pattern '%s': needs both inputs and outputs", name)
+  end
+  local names = {}
+  for _, it in ipairs(c.iterators) do names[it.var] = true end
+  for _, it in ipairs(c.fallback) do names[it.var] = true end
+  if p.model_nk_pairs then names.N, names.K = true, true end
+  for k, v in pairs(p.constants or {}) do
+    local iv = math.tointeger(v)
+    if not iv then perf.fail("pattern '%s': constant '%s' is not an integer", name, k) end
+    c.constants[k] = iv
+    names[k] = true
+  end
+  local where = "pattern '" .. name .. "'"
+  local ctx = { where = where, names = names }
+  c.constraints = {}
+  for i, text in ipairs(p.constraints or {}) do c.constraints[i] = expr.constraint(text, ctx) end
+  c.inputs, c.outputs = {}, {}
+  for i, t in ipairs(p.inputs) do c.inputs[i] = expr.shape(t, ctx) end
+  for i, t in ipairs(p.outputs) do c.outputs[i] = expr.shape(t, ctx) end
+  for key, col in pairs(META) do
+    if p[key] and #p[key] > 0 then
+      c.extra = c.extra or {}
+      c.extra[col] = table.concat(p[key], ";")
+    end
+  end
+  return c
+end
+
+-- each(c, pairs, emit, stats): pairs is the list of model (N, K) pairs or nil; emit gets
+-- {inputs, outputs, extra}; stats.candidates and stats.rejected are counted.
+function M.each(c, nk_pairs, emit, stats)
+  local its = {}
+  if c.model_nk_pairs and nk_pairs then
+    for _, it in ipairs(c.iterators) do
+      if it.var ~= "N" and it.var ~= "K" then its[#its + 1] = it end
+    end
+  else
+    for _, it in ipairs(c.iterators) do its[#its + 1] = it end
+    if c.model_nk_pairs then
+      for _, it in ipairs(c.fallback) do its[#its + 1] = it end
+    end
+    nk_pairs = nil
+  end
+  local vars, consts = {}, c.constants
+  local cons, ins, outs, extra = c.constraints, c.inputs, c.outputs, c.extra
+  local ncons, nin, nout = #cons, #ins, #outs
+  local function leaf()
+    for k, v in pairs(consts) do vars[k] = v end
+    stats.candidates = stats.candidates + 1
+    for i = 1, ncons do
+      if not cons[i](vars) then
+        stats.rejected = stats.rejected + 1
+        return
+      end
+    end
+    local i_sh, o_sh = {}, {}
+    for i = 1, nin do i_sh[i] = ins[i](vars) end
+    for i = 1, nout do o_sh[i] = outs[i](vars) end
+    emit { inputs = i_sh, outputs = o_sh, extra = extra }
+  end
+  local depth = #its
+  local function walk(level)
+    if level > depth then
+      if nk_pairs then
+        for _, nk in ipairs(nk_pairs) do
+          vars.N, vars.K = nk[1], nk[2]
+          leaf()
+        end
+      else
+        leaf()
+      end
+      return
+    end
+    local it = its[level]
+    local var, values = it.var, it.values
+    for i = 1, #values do
+      vars[var] = values[i]
+      walk(level + 1)
+    end
+  end
+  walk(1)
+end
+
+return M
