@@ -1,0 +1,260 @@
+/* perfscript.profile: streaming aggregation of kernel_details / op_summary files.
+ *   local agg = profile.new()
+ *   local counts, absent = agg:add_file(path [, function(done, total) end])
+ *                          -- or nil, "file: missing columns: ..." / "file:line: reason"
+ *   agg:totals(), #agg, agg:group(i) -> {type=, in_shapes=, ..., count=, mean=, ...}
+ *   agg:row(i) -> the 36 database cells (base columns, profiling statistics, counters)
+ *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
+ *   profile.kernel_type(s), profile.is_na(s), profile.number(s) */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "profile.h"
+
+#define AGG "perfscript.profile.aggregate"
+
+typedef struct agg_ud { ps_profile *p; } agg_ud;
+
+static ps_profile *check_agg(lua_State *L) {
+  agg_ud *u = luaL_checkudata(L, 1, AGG);
+  if (u->p == NULL) luaL_error(L, "attempt to use a closed profile aggregate");
+  return u->p;
+}
+
+static int p_new(lua_State *L) {
+  agg_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->p = NULL;
+  luaL_setmetatable(L, AGG);
+  u->p = ps_profile_new();
+  if (u->p == NULL) return luaL_error(L, "out of memory");
+  return 1;
+}
+
+static int a_close(lua_State *L) {
+  agg_ud *u = luaL_checkudata(L, 1, AGG);
+  ps_profile_free(u->p);
+  u->p = NULL;
+  return 0;
+}
+
+static void push_counts(lua_State *L, const ps_profile_counts *c) {
+  lua_createtable(L, 0, 7);
+#define F(name) lua_pushinteger(L, (lua_Integer)c->name), lua_setfield(L, -2, #name)
+  F(rows); F(used); F(na_shapes); F(no_type); F(bad_duration); F(duplicates); F(fia_rows);
+#undef F
+}
+
+typedef struct progress_ctx { lua_State *L; int fn; } progress_ctx;
+
+static void on_progress(void *ud, uint64_t done, uint64_t total) {
+  progress_ctx *c = ud;
+  lua_pushvalue(c->L, c->fn);
+  lua_pushinteger(c->L, (lua_Integer)done);
+  lua_pushinteger(c->L, (lua_Integer)total);
+  if (lua_pcall(c->L, 2, 0, 0) != LUA_OK) lua_pop(c->L, 1);  /* a display problem only */
+}
+
+static int a_add_file(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  const char *path = luaL_checkstring(L, 2);
+  progress_ctx ctx = {L, 3};
+  int with_cb = !lua_isnoneornil(L, 3);
+  if (with_cb) luaL_checktype(L, 3, LUA_TFUNCTION);
+  ps_profile_counts counts;
+  char absent[2048], err[1024];
+  if (ps_profile_add_file(p, path, &counts, absent, sizeof absent, with_cb ? on_progress : NULL,
+                          &ctx, err, sizeof err) != 0) {
+    luaL_pushfail(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  push_counts(L, &counts);
+  lua_pushstring(L, absent);
+  return 2;
+}
+
+static int a_totals(lua_State *L) {
+  push_counts(L, ps_profile_totals(check_agg(L)));
+  return 1;
+}
+
+static int a_len(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)ps_profile_ngroups(check_agg(L)));
+  return 1;
+}
+
+static void get_info(lua_State *L, ps_profile *p, ps_profile_group_info *info) {
+  lua_Integer i = luaL_checkinteger(L, 2);
+  if (i < 1 || ps_profile_group(p, (size_t)(i - 1), info) != 0)
+    luaL_argerror(L, 2, "group index out of range");
+}
+
+static const char *const cell_names[PS_PC_NCELLS] = {
+  "type", "op_state", "core", "in_shapes", "in_dtypes", "in_formats", "out_shapes",
+  "out_dtypes", "out_formats",
+};
+
+static void push_num(lua_State *L, double v) {
+  if (isnan(v)) lua_pushboolean(L, 0);
+  else lua_pushnumber(L, v);
+}
+
+static int a_group(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  ps_profile_group_info g;
+  get_info(L, p, &g);
+  lua_createtable(L, 0, 24);
+  for (int c = 0; c < PS_PC_NCELLS; c++) {
+    lua_pushstring(L, g.cells[c]);
+    lua_setfield(L, -2, cell_names[c]);
+  }
+  lua_pushlstring(L, g.key, g.keylen), lua_setfield(L, -2, "key");
+  lua_pushinteger(L, (lua_Integer)g.hash), lua_setfield(L, -2, "hash");
+  lua_pushinteger(L, (lua_Integer)g.count), lua_setfield(L, -2, "count");
+  push_num(L, g.mean), lua_setfield(L, -2, "mean");
+  push_num(L, g.median), lua_setfield(L, -2, "median");
+  push_num(L, g.std), lua_setfield(L, -2, "std");
+  push_num(L, g.min), lua_setfield(L, -2, "min");
+  push_num(L, g.max), lua_setfield(L, -2, "max");
+  lua_createtable(L, PS_PROFILE_NMETRICS, 0);
+  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+    push_num(L, g.metric_mean[m]);
+    lua_rawseti(L, -2, m + 1);
+  }
+  lua_setfield(L, -2, "metrics");
+  if (g.first_start_ns != INT64_MIN) {
+    lua_pushinteger(L, g.first_start_ns), lua_setfield(L, -2, "first_ns");
+    lua_pushinteger(L, g.last_start_ns), lua_setfield(L, -2, "last_ns");
+  }
+  if (g.fia_file >= 0) {
+    lua_pushinteger(L, g.fia_file + 1), lua_setfield(L, -2, "fia_file");
+    lua_pushinteger(L, g.fia_ordinal + 1), lua_setfield(L, -2, "fia_ordinal");
+  }
+  return 1;
+}
+
+static void push_fixed(lua_State *L, double v) {
+  if (isnan(v)) {
+    lua_pushliteral(L, "");
+    return;
+  }
+  char buf[512];
+  snprintf(buf, sizeof buf, "%.6f", v);
+  lua_pushstring(L, buf);
+}
+
+/* The database cells of group i, in column order (see profile.columns). */
+static int a_row(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  ps_profile_group_info g;
+  get_info(L, p, &g);
+  lua_createtable(L, 11 + PS_PROFILE_NMETRICS, 0);
+  int k = 0;
+  for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
+    lua_pushstring(L, g.cells[c]);
+    lua_rawseti(L, -2, ++k);
+  }
+  push_fixed(L, g.mean), lua_rawseti(L, -2, ++k);
+  push_fixed(L, g.median), lua_rawseti(L, -2, ++k);
+  push_fixed(L, g.std), lua_rawseti(L, -2, ++k);
+  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+    push_fixed(L, g.metric_mean[m]);
+    lua_rawseti(L, -2, ++k);
+  }
+  return 1;
+}
+
+static int a_tostring(lua_State *L) {
+  agg_ud *u = luaL_checkudata(L, 1, AGG);
+  if (u->p == NULL) lua_pushliteral(L, "profile aggregate (closed)");
+  else lua_pushfstring(L, "profile aggregate (%I groups)", (lua_Integer)ps_profile_ngroups(u->p));
+  return 1;
+}
+
+static int f_us_to_ns(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  int64_t ns;
+  if (ps_profile_us_to_ns(s, len, &ns) != 0) luaL_pushfail(L);
+  else lua_pushinteger(L, ns);
+  return 1;
+}
+
+static int f_kernel_type(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  s = ps_profile_kernel_type(s, &len);
+  lua_pushlstring(L, s, len);
+  return 1;
+}
+
+static int f_is_na(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  lua_pushboolean(L, ps_profile_is_na(s, len));
+  return 1;
+}
+
+static int f_number(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  double d;
+  if (ps_profile_number(s, len, &d) != 0) luaL_pushfail(L);
+  else lua_pushnumber(L, d);
+  return 1;
+}
+
+static void push_list(lua_State *L, const char *const *names, int n) {
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, names[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+int luaopen_perfscript_profile(lua_State *L) {
+  static const luaL_Reg meta[] = {
+    {"__gc", a_close}, {"__close", a_close}, {"__len", a_len}, {"__tostring", a_tostring},
+    {NULL, NULL}};
+  static const luaL_Reg methods[] = {
+    {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
+    {"close", a_close}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {
+    {"new", p_new}, {"us_to_ns", f_us_to_ns}, {"kernel_type", f_kernel_type},
+    {"is_na", f_is_na}, {"number", f_number}, {NULL, NULL}};
+  luaL_newmetatable(L, AGG);
+  luaL_setfuncs(L, meta, 0);
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+
+  luaL_newlib(L, funcs);
+  push_list(L, ps_profile_metrics, PS_PROFILE_NMETRICS);
+  lua_setfield(L, -2, "metrics");
+  int nreq = 0;
+  while (ps_profile_required[nreq]) nreq++;
+  push_list(L, ps_profile_required, nreq);
+  lua_setfield(L, -2, "required");
+  /* database columns written by row(): base, statistics, counters */
+  static const char *const base[] = {
+    "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
+    "Output Shapes", "Output Data Types", "Output Formats", "Profiling Average Duration(us)",
+    "Profiling Median Duration(us)", "Profiling Std Duration(us)"};
+  lua_createtable(L, 11 + PS_PROFILE_NMETRICS, 0);
+  for (int i = 0; i < 11; i++) {
+    lua_pushstring(L, base[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+    lua_pushfstring(L, "Profiling Average %s", ps_profile_metrics[m]);
+    lua_rawseti(L, -2, 12 + m);
+  }
+  lua_setfield(L, -2, "columns");
+  lua_pushliteral(L, PS_PROFILE_FIA_TYPE);
+  lua_setfield(L, -2, "FIA_TYPE");
+  return 1;
+}

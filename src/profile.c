@@ -1,0 +1,519 @@
+#include "profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "csvread.h"
+#include "profkey.h"
+
+const char *const ps_profile_metrics[PS_PROFILE_NMETRICS] = {
+  "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
+  "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio",
+  "aic_mte2_time(us)", "aic_mte2_ratio", "aic_fixpipe_time(us)", "aic_fixpipe_ratio",
+  "aic_icache_miss_rate", "aiv_time(us)", "aiv_total_cycles", "aiv_vec_time(us)",
+  "aiv_vec_ratio", "aiv_scalar_time(us)", "aiv_scalar_ratio", "aiv_mte2_time(us)",
+  "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio", "aiv_icache_miss_rate",
+  "cube_utilization(%)",
+};
+
+/* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
+enum {
+  C_DURATION = PS_PC_NCELLS, C_START, C_TASK, C_STREAM, C_DEVICE, C_METRIC0,
+  C_N = C_METRIC0 + PS_PROFILE_NMETRICS
+};
+static const char *const column_names[C_METRIC0] = {
+  "Type", "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
+  "Output Shapes", "Output Data Types", "Output Formats", "Duration(us)", "Start Time(us)",
+  "Task ID", "Stream ID", "Device_id",
+};
+
+const char *const ps_profile_required[] = {
+  "Type", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+  "Output Data Types", "Output Formats", "Duration(us)", NULL,
+};
+const char *const ps_profile_optional[] = {
+  "OP State", "Accelerator Core", "Start Time(us)", "Task ID", "Stream ID", "Device_id", NULL,
+};
+
+typedef struct group {
+  uint64_t hash;
+  char *key;
+  size_t keylen;
+  char *cells[PS_PC_NCELLS];
+  uint64_t count;
+  double sum, min, max;
+  double *durs;
+  size_t ndur, capdur;
+  double msum[PS_PROFILE_NMETRICS];
+  uint64_t mcount[PS_PROFILE_NMETRICS];
+  int64_t first_ns, last_ns;
+  long fia_file, fia_ordinal;
+} group;
+
+struct ps_profile {
+  group *groups;
+  size_t ngroups, capgroups;
+  uint32_t *slots;            /* open addressing: group index + 1, 0 = empty */
+  size_t nslots;              /* power of two */
+  uint64_t *seen;             /* duplicate detection, per file: row hashes, 0 = empty */
+  size_t nseen, seencap;
+  ps_profile_counts totals;
+  long nfiles;
+  ps_profkey *keys;
+};
+
+ps_profile *ps_profile_new(void) {
+  ps_profile *p = calloc(1, sizeof *p);
+  if (p == NULL) return NULL;
+  p->nslots = 1024;
+  p->slots = calloc(p->nslots, sizeof *p->slots);
+  p->keys = ps_profkey_new();
+  if (p->slots == NULL || p->keys == NULL) {
+    ps_profile_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void ps_profile_free(ps_profile *p) {
+  if (p == NULL) return;
+  for (size_t i = 0; i < p->ngroups; i++) {
+    group *g = &p->groups[i];
+    free(g->key);
+    for (int c = 0; c < PS_PC_NCELLS; c++) free(g->cells[c]);
+    free(g->durs);
+  }
+  free(p->groups);
+  free(p->slots);
+  free(p->seen);
+  ps_profkey_free(p->keys);
+  free(p);
+}
+
+const ps_profile_counts *ps_profile_totals(const ps_profile *p) { return &p->totals; }
+size_t ps_profile_ngroups(const ps_profile *p) { return p->ngroups; }
+
+/* ---- small parsers ---------------------------------------------------------------- */
+
+static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+static const char *trim(const char *s, size_t *len) {
+  size_t n = *len;
+  while (n && is_space((unsigned char)*s)) s++, n--;
+  while (n && is_space((unsigned char)s[n - 1])) n--;
+  *len = n;
+  return s;
+}
+
+const char *ps_profile_kernel_type(const char *s, size_t *len) {
+  static const char *const renames[][2] = {
+    {"split_qkv_rmsnorm_rope_kernel_0", "split_qkv_rmsnorm_rope_kernel"},
+    {"muls_add_kernel_1", "muls_add_kernel"},
+  };
+  const char *t = trim(s, len);
+  for (size_t i = 0; i < sizeof renames / sizeof renames[0]; i++)
+    if (*len == strlen(renames[i][0]) && memcmp(t, renames[i][0], *len) == 0) {
+      *len = strlen(renames[i][1]);
+      return renames[i][1];
+    }
+  return t;
+}
+
+int ps_profile_is_na(const char *s, size_t len) {
+  s = trim(s, &len);
+  while (len && *s == '"') s++, len--;
+  while (len && s[len - 1] == '"') len--;
+  return len == 3 && (s[0] == 'N' || s[0] == 'n') && s[1] == '/' && (s[2] == 'A' || s[2] == 'a');
+}
+
+int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns) {
+  s = trim(s, &len);
+  size_t i = 0;
+  int neg = 0;
+  if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  uint64_t v = 0;
+  size_t digits = 0;
+  for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+    if (v > (UINT64_MAX - 9) / 10) return -1;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  uint64_t frac = 0;
+  int nfrac = 0, round_up = 0;
+  if (i < len && s[i] == '.') {
+    for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+      if (nfrac < 3) frac = frac * 10 + (uint64_t)(s[i] - '0'), nfrac++;
+      else if (nfrac == 3) round_up = s[i] >= '5', nfrac = 4;
+    }
+  }
+  if (i != len || digits == 0) return -1;
+  for (int k = nfrac > 3 ? 3 : nfrac; k < 3; k++) frac *= 10;
+  if (v > (uint64_t)INT64_MAX / 1000 - 1) return -1;
+  int64_t r = (int64_t)(v * 1000 + frac) + round_up;
+  *ns = neg ? -r : r;
+  return 0;
+}
+
+/* Exact fast path for plain decimals (Clinger: an integer mantissa below 2^53 scaled by an
+ * exact power of ten is correctly rounded); anything else goes to strtod. */
+static int parse_number(const char *s, size_t len, double *out) {
+  static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+                               1e21, 1e22};
+  size_t i = 0;
+  int neg = 0;
+  if (len == 0) return -1;
+  if (s[0] == '-' || s[0] == '+') neg = s[i++] == '-';
+  uint64_t m = 0;
+  int ndig = 0, scale = 0, any = 0;
+  for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, any = 1)
+    if (m || s[i] != '0') m = m * 10 + (uint64_t)(s[i] - '0'), ndig++;
+  if (i < len && s[i] == '.')
+    for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
+      if (m || s[i] != '0') m = m * 10 + (uint64_t)(s[i] - '0'), ndig++;
+      scale++;
+    }
+  if (i == len && any && ndig <= 15 && scale <= 22) {
+    double d = (double)m / p10[scale];
+    *out = neg ? -d : d;
+    return 0;
+  }
+  char buf[128];
+  if (len >= sizeof buf) return -1;
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  char *end;
+  double d = strtod(buf, &end);
+  if (end == buf || *end != 0 || !isfinite(d)) return -1;
+  /* strtod takes hex and "infinity"; Python's float() also takes the latter, but no
+   * profiler writes either: keep decimals only. */
+  for (size_t k = 0; k < len; k++)
+    if (buf[k] == 'x' || buf[k] == 'X') return -1;
+  *out = d;
+  return 0;
+}
+
+int ps_profile_number(const char *s, size_t len, double *out) {
+  s = trim(s, &len);
+  return parse_number(s, len, out);
+}
+
+/* ---- groups --------------------------------------------------------------------------- */
+
+static int grow_table(ps_profile *p) {
+  size_t n = p->nslots * 2;
+  uint32_t *t = calloc(n, sizeof *t);
+  if (t == NULL) return -1;
+  for (size_t i = 0; i < p->ngroups; i++) {
+    size_t h = (size_t)p->groups[i].hash & (n - 1);
+    while (t[h]) h = (h + 1) & (n - 1);
+    t[h] = (uint32_t)i + 1;
+  }
+  free(p->slots);
+  p->slots = t;
+  p->nslots = n;
+  return 0;
+}
+
+static group *find_or_add(ps_profile *p, const char *key, size_t keylen, uint64_t hash,
+                          int *created) {
+  size_t h = (size_t)hash & (p->nslots - 1);
+  for (; p->slots[h]; h = (h + 1) & (p->nslots - 1)) {
+    group *g = &p->groups[p->slots[h] - 1];
+    if (g->hash == hash && g->keylen == keylen && memcmp(g->key, key, keylen) == 0) {
+      *created = 0;
+      return g;
+    }
+  }
+  if (p->ngroups >= UINT32_MAX - 1) return NULL;
+  if (p->ngroups == p->capgroups) {
+    size_t c = p->capgroups ? p->capgroups * 2 : 256;
+    group *ng = realloc(p->groups, c * sizeof *ng);
+    if (ng == NULL) return NULL;
+    p->groups = ng;
+    p->capgroups = c;
+  }
+  group *g = &p->groups[p->ngroups];
+  memset(g, 0, sizeof *g);
+  g->key = malloc(keylen + 1);
+  if (g->key == NULL) return NULL;
+  memcpy(g->key, key, keylen);
+  g->key[keylen] = 0;
+  g->keylen = keylen;
+  g->hash = hash;
+  g->first_ns = g->last_ns = INT64_MIN;
+  g->fia_file = g->fia_ordinal = -1;
+  g->min = INFINITY;
+  g->max = -INFINITY;
+  p->slots[h] = (uint32_t)++p->ngroups;
+  if (p->ngroups * 2 > p->nslots && grow_table(p) != 0) return NULL;
+  *created = 1;
+  return &p->groups[p->ngroups - 1];
+}
+
+/* Duplicate rows: 1 when hash was seen in this file, else records it. */
+static int seen_before(ps_profile *p, uint64_t hash) {
+  if (hash == 0) hash = 1;
+  if ((p->nseen + 1) * 2 > p->seencap) {
+    size_t n = p->seencap ? p->seencap * 2 : 4096;
+    uint64_t *t = calloc(n, sizeof *t);
+    if (t == NULL) return 0;  /* out of memory: stop detecting, never drop a row */
+    for (size_t i = 0; i < p->seencap; i++)
+      if (p->seen[i]) {
+        size_t h = (size_t)p->seen[i] & (n - 1);
+        while (t[h]) h = (h + 1) & (n - 1);
+        t[h] = p->seen[i];
+      }
+    free(p->seen);
+    p->seen = t;
+    p->seencap = n;
+  }
+  size_t h = (size_t)hash & (p->seencap - 1);
+  for (; p->seen[h]; h = (h + 1) & (p->seencap - 1))
+    if (p->seen[h] == hash) return 1;
+  p->seen[h] = hash;
+  p->nseen++;
+  return 0;
+}
+
+static int set_cell(group *g, int c, const char *s, size_t len) {
+  if (g->cells[c] && g->cells[c][0]) return 0;
+  char *v = malloc(len + 1);
+  if (v == NULL) return -1;
+  memcpy(v, s, len);
+  v[len] = 0;
+  free(g->cells[c]);
+  g->cells[c] = v;
+  return 0;
+}
+
+static int add_duration(group *g, double d) {
+  if (g->ndur == g->capdur) {
+    size_t c = g->capdur ? g->capdur * 2 : 4;
+    double *n = realloc(g->durs, c * sizeof *n);
+    if (n == NULL) return -1;
+    g->durs = n;
+    g->capdur = c;
+  }
+  g->durs[g->ndur++] = d;
+  g->count++;
+  g->sum += d;
+  if (d < g->min) g->min = d;
+  if (d > g->max) g->max = d;
+  return 0;
+}
+
+/* ---- one file ------------------------------------------------------------------------- */
+
+static int missing_columns(const char *path, int *col, char *err, size_t errsize) {
+  const char *miss[16];
+  size_t n = 0;
+  for (size_t i = 0; ps_profile_required[i]; i++)
+    for (int c = 0; c < C_METRIC0; c++)
+      if (strcmp(column_names[c], ps_profile_required[i]) == 0 && col[c] < 0) miss[n++] = column_names[c];
+  if (n == 0) return 0;
+  /* sorted, as the original reports them */
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && strcmp(miss[j - 1], miss[j]) > 0; j--) {
+      const char *t = miss[j];
+      miss[j] = miss[j - 1];
+      miss[j - 1] = t;
+    }
+  int k = snprintf(err, errsize, "%s: missing columns: ", path);
+  for (size_t i = 0; i < n && k >= 0 && (size_t)k < errsize; i++)
+    k += snprintf(err + k, errsize - (size_t)k, "%s%s", i ? ", " : "", miss[i]);
+  return -1;
+}
+
+static void note_absent(const int *col, char *absent, size_t absentsize) {
+  if (absent == NULL || absentsize == 0) return;
+  absent[0] = 0;
+  size_t k = 0;
+  for (int c = 0; c < C_N; c++) {
+    if (col[c] >= 0) continue;
+    const char *name = c < C_METRIC0 ? column_names[c] : ps_profile_metrics[c - C_METRIC0];
+    int w = snprintf(absent + k, absentsize - k, "%s%s", k ? ", " : "", name);
+    if (w < 0 || (size_t)w >= absentsize - k) break;
+    k += (size_t)w;
+  }
+}
+
+static int usable_id(const char *s, size_t len) {
+  return len > 0 && !(len == 3 && memcmp(s, "N/A", 3) == 0);
+}
+
+int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *counts,
+                        char *absent, size_t absentsize, ps_profile_progress cb, void *ud,
+                        char *err, size_t errsize) {
+  ps_profile_counts local = {0};
+  if (counts == NULL) counts = &local;
+  memset(counts, 0, sizeof *counts);
+  if (absent && absentsize) absent[0] = 0;
+  ps_csv_reader *r = ps_csv_open(path, PS_CSV_TRIM, err, errsize);
+  if (r == NULL) return -1;
+  ps_csv_record rec;
+  int st = ps_csv_next(r, &rec);
+  if (st <= 0) {
+    if (st < 0) snprintf(err, errsize, "%s", ps_csv_error(r));
+    else snprintf(err, errsize, "%s: empty file (no header)", path);
+    ps_csv_close(r);
+    return -1;
+  }
+  int col[C_N];
+  for (int c = 0; c < C_METRIC0; c++) col[c] = ps_csv_find_column(rec.fields, rec.nfields, column_names[c]);
+  for (int m = 0; m < PS_PROFILE_NMETRICS; m++)
+    col[C_METRIC0 + m] = ps_csv_find_column(rec.fields, rec.nfields, ps_profile_metrics[m]);
+  if (missing_columns(path, col, err, errsize) != 0) {
+    ps_csv_close(r);
+    return -1;
+  }
+  note_absent(col, absent, absentsize);
+  int dedup = col[C_TASK] >= 0 && col[C_START] >= 0;
+  if (p->seen) memset(p->seen, 0, p->seencap * sizeof *p->seen);
+  p->nseen = 0;
+  long file_index = p->nfiles++;
+  int rc = 0;
+  uint64_t next_report = 0;
+
+  const char *cell[C_N];
+  size_t len[C_N];
+  static const char empty[] = "";
+  while ((st = ps_csv_next(r, &rec)) > 0) {
+    counts->rows++;
+    for (int c = 0; c < C_N; c++) {
+      int i = col[c];
+      if (i >= 0 && (size_t)i < rec.nfields) cell[c] = rec.fields[i], len[c] = rec.lens[i];
+      else cell[c] = empty, len[c] = 0;
+    }
+    if (cb && counts->rows >= next_report) {
+      cb(ud, ps_csv_bytes_read(r), ps_csv_file_size(r));
+      next_report = counts->rows + 4096;
+    }
+    size_t tlen = len[PS_PC_TYPE];
+    const char *type = ps_profile_kernel_type(cell[PS_PC_TYPE], &tlen);
+    if (tlen == 0) {
+      counts->no_type++;
+      continue;
+    }
+    int64_t start_ns = INT64_MIN;
+    int have_start = ps_profile_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
+    if (dedup && have_start && usable_id(cell[C_TASK], len[C_TASK])) {
+      char buf[256];
+      size_t k = 0;
+      for (int c = C_TASK; c <= C_DEVICE; c++) {
+        size_t l = len[c] < 64 ? len[c] : 64;
+        memcpy(buf + k, cell[c], l);
+        k += l;
+        buf[k++] = '\x1f';
+      }
+      if (seen_before(p, XXH3_64bits_withSeed(buf, k, (uint64_t)start_ns))) {
+        counts->duplicates++;
+        continue;
+      }
+    }
+    long fia_ordinal = -1;
+    if (tlen == sizeof PS_PROFILE_FIA_TYPE - 1 && memcmp(type, PS_PROFILE_FIA_TYPE, tlen) == 0)
+      fia_ordinal = (long)counts->fia_rows++;
+    if (ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
+        ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES])) {
+      counts->na_shapes++;
+      continue;
+    }
+    double d;
+    if (parse_number(cell[C_DURATION], len[C_DURATION], &d) != 0) {
+      counts->bad_duration++;
+      continue;
+    }
+    size_t keylen;
+    uint64_t hash;
+    const char *key = ps_profkey_build(p->keys, type, tlen, cell + PS_PC_IN_SHAPES,
+                                       len + PS_PC_IN_SHAPES, &keylen, &hash);
+    int created;
+    group *g = key ? find_or_add(p, key, keylen, hash, &created) : NULL;
+    if (g == NULL || add_duration(g, d) != 0) {
+      snprintf(err, errsize, "%s: out of memory", path);
+      rc = -1;
+      break;
+    }
+    if (created || !g->cells[PS_PC_TYPE]) {
+      if (set_cell(g, PS_PC_TYPE, type, tlen) != 0) goto oom;
+    }
+    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
+      if ((!g->cells[c] || !g->cells[c][0]) && set_cell(g, c, cell[c], len[c]) != 0) goto oom;
+    for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+      double v;
+      if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &v) == 0) {
+        g->msum[m] += v;
+        g->mcount[m]++;
+      }
+    }
+    if (have_start) {
+      if (g->first_ns == INT64_MIN || start_ns < g->first_ns) g->first_ns = start_ns;
+      if (g->last_ns == INT64_MIN || start_ns > g->last_ns) g->last_ns = start_ns;
+    }
+    if (fia_ordinal >= 0 && g->fia_file < 0) {
+      g->fia_file = file_index;
+      g->fia_ordinal = fia_ordinal;
+    }
+    counts->used++;
+    continue;
+  oom:
+    snprintf(err, errsize, "%s: out of memory", path);
+    rc = -1;
+    break;
+  }
+  if (rc == 0 && st < 0) {
+    snprintf(err, errsize, "%s", ps_csv_error(r));
+    rc = -1;
+  }
+  if (cb) cb(ud, ps_csv_bytes_read(r), ps_csv_file_size(r));
+  ps_csv_close(r);
+  p->totals.rows += counts->rows;
+  p->totals.used += counts->used;
+  p->totals.na_shapes += counts->na_shapes;
+  p->totals.no_type += counts->no_type;
+  p->totals.bad_duration += counts->bad_duration;
+  p->totals.duplicates += counts->duplicates;
+  p->totals.fia_rows += counts->fia_rows;
+  return rc;
+}
+
+/* ---- statistics ----------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int ps_profile_group(ps_profile *p, size_t i, ps_profile_group_info *info) {
+  if (i >= p->ngroups) return -1;
+  group *g = &p->groups[i];
+  memset(info, 0, sizeof *info);
+  for (int c = 0; c < PS_PC_NCELLS; c++) info->cells[c] = g->cells[c] ? g->cells[c] : "";
+  info->key = g->key;
+  info->keylen = g->keylen;
+  info->hash = g->hash;
+  info->count = g->count;
+  double mean = g->count ? g->sum / (double)g->count : NAN;
+  info->mean = mean;
+  double ss = 0;
+  for (size_t k = 0; k < g->ndur; k++) ss += (g->durs[k] - mean) * (g->durs[k] - mean);
+  info->std = g->count ? sqrt(ss / (double)g->count) : NAN;
+  qsort(g->durs, g->ndur, sizeof *g->durs, cmp_double);
+  size_t n = g->ndur;
+  info->median = n == 0 ? NAN : n % 2 ? g->durs[n / 2] : (g->durs[n / 2 - 1] + g->durs[n / 2]) / 2;
+  info->min = g->min;
+  info->max = g->max;
+  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+    info->metric_count[m] = g->mcount[m];
+    info->metric_mean[m] = g->mcount[m] ? g->msum[m] / (double)g->mcount[m] : NAN;
+  }
+  info->first_start_ns = g->first_ns;
+  info->last_start_ns = g->last_ns;
+  info->fia_file = g->fia_file;
+  info->fia_ordinal = g->fia_ordinal;
+  return 0;
+}

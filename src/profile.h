@@ -1,0 +1,112 @@
+/* Streaming aggregation of profiler kernel tables (torch_npu kernel_details*.csv and msprof
+ * op_summary_*.csv) into per-signature statistics.
+ *
+ * One pass per file, one record at a time: a row is keyed by (kernel type, signature of its
+ * shapes, dtypes and formats) through a hash table of groups. Per group we keep the count,
+ * the running sum (the mean is sum / count, in row order, as the original), the durations
+ * (8 bytes per row, for the exact median and a two-pass standard deviation), per-counter sums
+ * and counts of the valid values, the first and last start time as int64 nanoseconds, and
+ * the first non-empty descriptive cells. Everything else is bounded by the number of groups.
+ *
+ * Rows are skipped, and counted by reason, when: the shapes are `N/A` (ops launched around
+ * the graph engine), the type is empty, the duration is not a finite number, or the row is an
+ * exact duplicate of an earlier row of the same file (same Task ID, Stream ID, Device_id and
+ * start time). */
+#ifndef PS_PROFILE_H
+#define PS_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PS_PROFILE_NMETRICS 25
+#define PS_PROFILE_FIA_TYPE "FusedInferAttentionScore"
+
+/* Descriptive cells of a group, in database column order. */
+enum {
+  PS_PC_TYPE,
+  PS_PC_OP_STATE,
+  PS_PC_CORE,
+  PS_PC_IN_SHAPES,
+  PS_PC_IN_DTYPES,
+  PS_PC_IN_FORMATS,
+  PS_PC_OUT_SHAPES,
+  PS_PC_OUT_DTYPES,
+  PS_PC_OUT_FORMATS,
+  PS_PC_NCELLS
+};
+
+/* The 25 PMU counter names, in the database's column order. */
+extern const char *const ps_profile_metrics[PS_PROFILE_NMETRICS];
+/* Columns a file must have (kernel_details names; op_summary names are aliases). */
+extern const char *const ps_profile_required[];
+/* Columns used when present. */
+extern const char *const ps_profile_optional[];
+
+typedef struct ps_profile_counts {
+  uint64_t rows;          /* data records read */
+  uint64_t used;          /* rows aggregated */
+  uint64_t na_shapes;     /* skipped: Input or Output Shapes is N/A */
+  uint64_t no_type;       /* skipped: empty Type */
+  uint64_t bad_duration;  /* skipped: Duration(us) empty or not a finite number */
+  uint64_t duplicates;    /* skipped: exact duplicate (same Task ID and start time) */
+  uint64_t fia_rows;      /* FusedInferAttentionScore rows aggregated (in file order) */
+} ps_profile_counts;
+
+typedef struct ps_profile ps_profile;
+
+/* Called now and then while a file is read: bytes read so far and the file size. */
+typedef void (*ps_profile_progress)(void *ud, uint64_t done, uint64_t total);
+
+ps_profile *ps_profile_new(void);
+void ps_profile_free(ps_profile *p);
+
+/* Aggregates one file. On success returns 0 and fills *counts (this file only) and the
+ * names of the optional columns the file lacks, comma-separated, in absent (may be NULL).
+ * On failure returns -1 with "file: missing columns: a, b" or "file:line: reason" in err;
+ * rows of the file read before a data error stay aggregated. */
+int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *counts,
+                        char *absent, size_t absentsize, ps_profile_progress cb, void *ud,
+                        char *err, size_t errsize);
+
+/* Totals over all files. */
+const ps_profile_counts *ps_profile_totals(const ps_profile *p);
+
+/* Groups, in the order they were first seen. */
+size_t ps_profile_ngroups(const ps_profile *p);
+
+typedef struct ps_profile_group_info {
+  const char *cells[PS_PC_NCELLS];  /* NUL-terminated, trimmed */
+  const char *key;                  /* type, 0x1F, canonical signature text */
+  size_t keylen;
+  uint64_t hash;                    /* XXH3 of key */
+  uint64_t count;
+  double mean, median, std;         /* std: population, two-pass */
+  double min, max;
+  double metric_mean[PS_PROFILE_NMETRICS];
+  uint64_t metric_count[PS_PROFILE_NMETRICS]; /* 0: no valid value (the mean is NaN) */
+  int64_t first_start_ns, last_start_ns;      /* INT64_MIN when no start time was read */
+  /* For FusedInferAttentionScore: the file (0-based, in add order) and the 0-based
+   * ordinal among that file's FIA rows of the group's first row; -1 otherwise. */
+  long fia_file, fia_ordinal;
+} ps_profile_group_info;
+
+/* Fills *info for group i (0-based). The statistics are computed on each call (the median
+ * sorts the group's durations in place). Returns 0, or -1 when i is out of range. */
+int ps_profile_group(ps_profile *p, size_t i, ps_profile_group_info *info);
+
+/* Canonical kernel type: whitespace trimmed, then the original's renaming table
+ * (split_qkv_rmsnorm_rope_kernel_0 -> split_qkv_rmsnorm_rope_kernel, ...). Returns a pointer
+ * into s or to a static string. */
+const char *ps_profile_kernel_type(const char *s, size_t *len);
+
+/* 1 when a shape cell means "no shape" (`N/A` after trimming whitespace and quotes). */
+int ps_profile_is_na(const char *s, size_t len);
+
+/* Parses a decimal number of microseconds into nanoseconds exactly (digits beyond the ns are
+ * rounded half up). Returns 0, or -1 when s is not such a number. */
+int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns);
+
+/* Parses a finite double (the whole trimmed text). Returns 0, or -1. */
+int ps_profile_number(const char *s, size_t len, double *out);
+
+#endif

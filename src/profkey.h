@@ -1,0 +1,21 @@
+/* The grouping key of a profiler row: the kernel type and the row's signature (input shapes,
+ * dtypes and formats, output shapes and dtypes), so that rows the database would match to
+ * one row are aggregated together. Text: type, 0x1F, signature text; hash: XXH3 64. */
+#ifndef PS_PROFKEY_H
+#define PS_PROFKEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ps_profkey ps_profkey;
+
+ps_profkey *ps_profkey_new(void);
+void ps_profkey_free(ps_profkey *k);
+
+/* cells/lens: Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data
+ * Types. Returns the key (valid until the next call) or NULL when out of memory. */
+const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
+                             const char *const *cells, const size_t *lens, size_t *keylen,
+                             uint64_t *hash);
+
+#endif

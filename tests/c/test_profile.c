@@ -1,0 +1,219 @@
+/* Profile aggregation: spec parsers_analysis.md 2.4-2.5 vectors and the quirks of
+ * formats_and_quirks.md A.4, on small generated files. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "profile.h"
+
+static char dir[1024];
+
+static const char *write_file(const char *name, const char *text) {
+  static char path[2048];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+#define HEADER_KD                                                                          \
+  "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),"  \
+  "Duration(us),Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types," \
+  "Output Formats,aicore_time(us),aic_total_cycles\n"
+
+static void fmt6(char *out, double v) { sprintf(out, "%.6f", v); }
+
+static void test_statistics(void **state) {
+  (void)state;
+  const char *path = write_file("stats.csv",
+    HEADER_KD
+    "1,1,10,2,n,Add,dynamic,AI_VECTOR_CORE,100.000\t,10,\"\"\"4,8\"\"\",FLOAT,ND,\"\"\"4,8\"\"\",FLOAT,ND,1,5\n"
+    "1,1,11,2,n,Add,dynamic,AI_VECTOR_CORE,\"200.5\t\",20,\"\"\"4,8\"\"\",FLOAT,ND,\"\"\"4,8\"\"\",FLOAT,ND,3,N/A\n"
+    "1,1,12,2,n,Add,,AI_VECTOR_CORE,300.25,40,\"\"\"4,8\"\"\",FLOAT,ND,\"\"\"4,8\"\"\",FLOAT,ND,N/A,\n");
+  ps_profile *p = ps_profile_new();
+  ps_profile_counts c;
+  char absent[512], err[512];
+  assert_int_equal(ps_profile_add_file(p, path, &c, absent, sizeof absent, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(c.rows, 3);
+  assert_int_equal(c.used, 3);
+  assert_int_equal(ps_profile_ngroups(p), 1);
+  assert_non_null(strstr(absent, "aic_mac_time(us)"));
+  ps_profile_group_info g;
+  assert_int_equal(ps_profile_group(p, 0, &g), 0);
+  char b[64];
+  fmt6(b, g.mean), assert_string_equal(b, "23.333333");
+  fmt6(b, g.median), assert_string_equal(b, "20.000000");
+  fmt6(b, g.std), assert_string_equal(b, "12.472191");
+  /* counters: the mean of the valid values only (the original counted N/A as 0) */
+  fmt6(b, g.metric_mean[0]), assert_string_equal(b, "2.000000");
+  assert_int_equal(g.metric_count[0], 2);
+  fmt6(b, g.metric_mean[1]), assert_string_equal(b, "5.000000");
+  assert_true(isnan(g.metric_mean[2]));
+  assert_string_equal(g.cells[PS_PC_IN_SHAPES], "\"4,8\"");  /* literal quotes kept */
+  assert_string_equal(g.cells[PS_PC_OP_STATE], "dynamic");
+  assert_int_equal(g.first_start_ns, 100000);
+  assert_int_equal(g.last_start_ns, 300250);
+  ps_profile_free(p);
+}
+
+static void test_constant_std_is_zero(void **state) {
+  (void)state;
+  char *text = malloc(64 * 1024);
+  strcpy(text, HEADER_KD);
+  for (int i = 0; i < 35; i++)
+    sprintf(text + strlen(text), "1,1,%d,2,n,MatMulV2,static,AI_CORE,%d.5,123.45,\"1,2;2,3\",A;A,ND;ND,\"1,3\",A,ND,1,1\n", i, i);
+  const char *path = write_file("const.csv", text);
+  free(text);
+  ps_profile *p = ps_profile_new();
+  char err[512];
+  assert_int_equal(ps_profile_add_file(p, path, NULL, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  ps_profile_group_info g;
+  ps_profile_group(p, 0, &g);
+  char b[64];
+  fmt6(b, g.std), assert_string_equal(b, "0.000000");  /* the original printed 0.000006 */
+  fmt6(b, g.mean), assert_string_equal(b, "123.450000");
+  assert_int_equal(g.count, 35);
+  ps_profile_free(p);
+}
+
+static void test_skips_and_duplicates(void **state) {
+  (void)state;
+  /* BOM, CRLF, op_summary names, no final newline, a ragged short row, a multi-line
+   * record, N/A shapes, an exact duplicate, an empty type, a bad duration */
+  const char *path = write_file("op_summary_0_1.csv",
+    "\xEF\xBB\xBF" "Device_id,Task ID,Stream ID,Op Name,OP Type,Task Type,Task Start Time(us),"
+    "Task Duration(us),Input Shapes,Input Data Types,Input Formats,Output Shapes,"
+    "Output Data Types,Output Formats\r\n"
+    "0,5,7,a,muls_add_kernel_1,AI_CORE,1736413971558972.912\t,2.5,\"2,2\",F,ND,\"2,2\",F,ND\r\n"
+    "0,5,7,a,muls_add_kernel_1,AI_CORE,1736413971558972.912\t,2.5,\"2,2\",F,ND,\"2,2\",F,ND\r\n"
+    "0,5,8,a,muls_add_kernel_1,AI_CORE,1736413971558972.912\t,3.5,\"2,2\",F,ND,\"2,2\",F,ND\r\n"
+    "0,N/A,N/A,h,hcom_allReduce_,COMMUNICATION,1.0,9,N/A,N/A,N/A,N/A,N/A,N/A\r\n"
+    "0,N/A,N/A,h,hcom_allReduce_,COMMUNICATION,1.0,9,\"\"\"N/A\"\"\",N/A,N/A,N/A,N/A\r\n"
+    "0,6,7,b,,AI_CORE,2.0,1,\"1\",F,ND,\"1\",F,ND\r\n"
+    "0,7,7,c,Cast,AI_CORE,3.0,N/A,\"1\",F,ND,\"1\",F,ND\r\n"
+    "0,8,7,\"multi\nline\",Cast,AI_CORE,4.0,1.5,\"1\",F,ND,\"1\",F\r\n"
+    "0,9,7,d,Cast,AI_CORE,5.0,2.5,\"1\",F,ND,\"1\",F,ND");
+  ps_profile *p = ps_profile_new();
+  ps_profile_counts c;
+  char err[512];
+  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(c.rows, 9);
+  assert_int_equal(c.duplicates, 1);
+  assert_int_equal(c.na_shapes, 2);
+  assert_int_equal(c.no_type, 1);
+  assert_int_equal(c.bad_duration, 1);
+  assert_int_equal(c.used, 4);
+  assert_int_equal(ps_profile_ngroups(p), 2);
+  ps_profile_group_info g;
+  ps_profile_group(p, 0, &g);
+  assert_string_equal(g.cells[PS_PC_TYPE], "muls_add_kernel");
+  assert_int_equal(g.count, 2);
+  assert_int_equal(g.first_start_ns, INT64_C(1736413971558972912));
+  ps_profile_group(p, 1, &g);
+  assert_string_equal(g.cells[PS_PC_TYPE], "Cast");
+  assert_int_equal(g.count, 2);
+  assert_string_equal(g.cells[PS_PC_OUT_FORMATS], "ND");  /* first non-empty */
+  /* the same file again: duplicates are per file, so all of its rows count again */
+  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(c.duplicates, 1);
+  assert_int_equal(ps_profile_totals(p)->used, 8);
+  ps_profile_free(p);
+}
+
+static void test_missing_columns(void **state) {
+  (void)state;
+  const char *path = write_file("level0.csv",
+    "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Dim\n"
+    "1,a,N/A,N/A,1.0,2.0,0,1\n");
+  ps_profile *p = ps_profile_new();
+  char err[1024];
+  assert_int_equal(ps_profile_add_file(p, path, NULL, NULL, 0, NULL, NULL, err, sizeof err), -1);
+  assert_non_null(strstr(err, "level0.csv: missing columns: Input Data Types, Input Formats, "
+                              "Input Shapes, Output Data Types, Output Formats, Output Shapes"));
+  assert_int_equal(ps_profile_ngroups(p), 0);
+  ps_profile_free(p);
+}
+
+static void test_fia_ordinals(void **state) {
+  (void)state;
+  const char *path = write_file("fia.csv",
+    HEADER_KD
+    "1,1,1,2,n,FusedInferAttentionScore,dynamic,MIX_AIC,1,5,N/A,A,ND,N/A,A,ND,1,1\n"
+    "1,1,2,2,n,FusedInferAttentionScore,dynamic,MIX_AIC,2,5,\"1,2\",A,ND,\"1,2\",A,ND,1,1\n"
+    "1,1,3,2,n,FusedInferAttentionScore,dynamic,MIX_AIC,3,5,\"1,2\",A,ND,\"1,2\",A,ND,1,1\n"
+    "1,1,4,2,n,FusedInferAttentionScore,dynamic,MIX_AIC,4,5,\"1,3\",A,ND,\"1,3\",A,ND,1,1\n");
+  ps_profile *p = ps_profile_new();
+  ps_profile_counts c;
+  char err[512];
+  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(c.fia_rows, 4);
+  ps_profile_group_info g;
+  ps_profile_group(p, 0, &g);
+  assert_int_equal(g.fia_file, 0);
+  assert_int_equal(g.fia_ordinal, 1);
+  ps_profile_group(p, 1, &g);
+  assert_int_equal(g.fia_ordinal, 3);
+  ps_profile_free(p);
+}
+
+static void test_helpers(void **state) {
+  (void)state;
+  int64_t ns;
+  assert_int_equal(ps_profile_us_to_ns("1764246877073569.640", 20, &ns), 0);
+  assert_int_equal(ns, INT64_C(1764246877073569640));
+  assert_int_equal(ps_profile_us_to_ns(" 12\t", 4, &ns), 0);
+  assert_int_equal(ns, 12000);
+  assert_int_equal(ps_profile_us_to_ns("1.23456", 7, &ns), 0);
+  assert_int_equal(ns, 1235);
+  assert_int_equal(ps_profile_us_to_ns("N/A", 3, &ns), -1);
+  assert_int_equal(ps_profile_us_to_ns("", 0, &ns), -1);
+  size_t len = 31;
+  assert_string_equal(ps_profile_kernel_type("split_qkv_rmsnorm_rope_kernel_0", &len),
+                      "split_qkv_rmsnorm_rope_kernel");
+  len = 6;
+  const char *t = ps_profile_kernel_type(" Add  ", &len);
+  assert_int_equal(len, 3);
+  assert_memory_equal(t, "Add", 3);
+  assert_true(ps_profile_is_na("\"N/A\"", 5));
+  assert_true(ps_profile_is_na(" n/a ", 5));
+  assert_false(ps_profile_is_na("", 0));
+  assert_false(ps_profile_is_na("NA", 2));
+  double d;
+  assert_int_equal(ps_profile_number("1.25", 4, &d), 0);
+  assert_true(d == 1.25);
+  assert_int_equal(ps_profile_number("0.1", 3, &d), 0);
+  assert_true(d == 0.1);
+  assert_int_equal(ps_profile_number("1e3", 3, &d), 0);
+  assert_true(d == 1000);
+  assert_int_equal(ps_profile_number("123456789012345678.5", 20, &d), 0);
+  assert_true(d == 123456789012345678.5);
+  assert_int_equal(ps_profile_number("bad", 3, &d), -1);
+  assert_int_equal(ps_profile_number("nan", 3, &d), -1);
+  assert_int_equal(ps_profile_number("0x10", 4, &d), -1);
+  assert_int_equal(ps_profile_number("", 0, &d), -1);
+}
+
+int main(void) {
+  const char *tmp = getenv("PERFSCRIPT_TEST_TMP");
+  snprintf(dir, sizeof dir, "%s/profile_c", tmp ? tmp : "/tmp");
+  mkdir(dir, 0777);
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_statistics),
+    cmocka_unit_test(test_constant_std_is_zero),
+    cmocka_unit_test(test_skips_and_duplicates),
+    cmocka_unit_test(test_missing_columns),
+    cmocka_unit_test(test_fia_ordinals),
+    cmocka_unit_test(test_helpers),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
