@@ -5,7 +5,8 @@
  *   agg:totals(), #agg, agg:group(i) -> {type=, in_shapes=, ..., count=, mean=, ...}
  *   agg:row(i) -> the 36 database cells (base columns, profiling statistics, counters)
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
- *   profile.kernel_type(s), profile.is_na(s), profile.number(s) */
+ *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
+ *   profile.key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes) -> key, hash */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <lua.h>
 
 #include "profile.h"
+#include "profkey.h"
 
 #define AGG "perfscript.profile.aggregate"
 
@@ -208,6 +210,27 @@ static int f_number(lua_State *L) {
   return 1;
 }
 
+/* profile.key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes) -> key, hash:
+ * the grouping key of such a row (to match database rows against groups). */
+static int f_key(lua_State *L) {
+  size_t tlen, lens[5];
+  const char *type = luaL_checklstring(L, 1, &tlen);
+  const char *cells[5];
+  for (int i = 0; i < 5; i++) cells[i] = luaL_optlstring(L, i + 2, "", &lens[i]);
+  ps_profkey *k = ps_profkey_new();
+  if (k == NULL) return luaL_error(L, "out of memory");
+  size_t keylen;
+  uint64_t hash;
+  const char *key = ps_profkey_build(k, type, tlen, cells, lens, &keylen, &hash);
+  if (key) {
+    lua_pushlstring(L, key, keylen);
+    lua_pushinteger(L, (lua_Integer)hash);
+  }
+  ps_profkey_free(k);
+  if (key == NULL) return luaL_error(L, "out of memory");
+  return 2;
+}
+
 static void push_list(lua_State *L, const char *const *names, int n) {
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
@@ -225,7 +248,7 @@ int luaopen_perfscript_profile(lua_State *L) {
     {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"us_to_ns", f_us_to_ns}, {"kernel_type", f_kernel_type},
-    {"is_na", f_is_na}, {"number", f_number}, {NULL, NULL}};
+    {"is_na", f_is_na}, {"number", f_number}, {"key", f_key}, {NULL, NULL}};
   luaL_newmetatable(L, AGG);
   luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);

@@ -1,0 +1,467 @@
+-- perfscript.profimport: profiler exports (kernel_details*.csv, op_summary_*.csv) into a
+-- database directory, one <KernelType>.csv per kernel type. The steps, each usable alone:
+--   discover(path)            -> the input files of a capture (or of many)
+--   check(files, opts)        -> nil, or the list of "file: missing columns: ..." errors
+--   aggregate(files, opts)    -> a perfscript.profile aggregate, per-file counts, notes
+--   fia_metadata(agg, files)  -> the FusedInferAttentionScore Runtime columns per group
+--   tables(agg, fia)          -> per kernel type: file name, columns and rows
+--   merge(dir, tables, opts)  -> what changed, written atomically under the database lock
+local perf = require "perfscript"
+local profile = require "perfscript.profile"
+local lfs = require "lfs"
+
+local M = {}
+
+M.FIA_TYPE = profile.FIA_TYPE
+M.FIA_COLUMNS = {
+  "Runtime source_profile", "Runtime actual_seq_lengths_shape",
+  "Runtime actual_seq_lengths_values", "Runtime actual_seq_lengths_kv_shape",
+  "Runtime actual_seq_lengths_kv_values", "Runtime avg_seq_len", "Runtime block_table_shape",
+  "Runtime block_table_valid_blocks", "Runtime num_heads", "Runtime num_key_value_heads",
+  "Runtime sparse_mode", "Runtime input_layout", "Runtime block_size", "Runtime attn_state",
+  "Runtime kv_cache_mode", "Runtime metadata_completeness",
+}
+M.UPDATE_MODES = { "new-only", "missing-only", "all" }
+
+-- Statistics columns a merge may replace (everything after the 8 base columns).
+local STAT_FIRST = 9
+
+---------------------------------------------------------------------------------------------
+-- Paths
+
+local function basename(p) return (p:gsub("/+$", ""):match("([^/]+)$")) or p end
+local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+
+local function split_path(p)
+  local parts = {}
+  for c in p:gmatch("[^/]+") do parts[#parts + 1] = c end
+  return parts
+end
+
+-- Python's Path ordering: component lists compared by code point (byte order in UTF-8).
+local function path_less(a, b)
+  local pa, pb = split_path(a), split_path(b)
+  for i = 1, math.min(#pa, #pb) do
+    if pa[i] ~= pb[i] then return pa[i] < pb[i] end
+  end
+  return #pa < #pb
+end
+
+local function walk(dir, out)
+  for name in lfs.dir(dir) do
+    if name ~= "." and name ~= ".." then
+      local p = dir .. "/" .. name
+      local a = lfs.symlinkattributes(p)
+      if a and a.mode == "directory" then
+        walk(p, out)
+      elseif a and (a.mode == "file" or (a.mode == "link" and lfs.attributes(p, "mode") == "file")) then
+        out[#out + 1] = p
+      end
+    end
+  end
+  return out
+end
+
+local function stem(p) return (basename(p):gsub("%.[^.]*$", "")) end
+local function is_csv(p) return p:lower():match("%.csv$") ~= nil end
+function M.is_kernel_details(p) return is_csv(p) and stem(p):lower():find("kernel_details", 1, true) ~= nil end
+function M.is_op_summary(p) return is_csv(p) and stem(p):lower():find("^op_summary") ~= nil end
+
+-- The capture an op_summary belongs to: the parent of its PROF_* directory.
+local function capture_root(p)
+  local parts = split_path(p)
+  for i = #parts - 1, 1, -1 do
+    if parts[i]:find("^PROF_") then
+      return (p:sub(1, 1) == "/" and "/" or "") .. table.concat(parts, "/", 1, i - 1)
+    end
+  end
+end
+
+-- Files of a capture. A directory is scanned recursively for kernel_details*.csv and
+-- op_summary*.csv; an op_summary of a capture that also has a kernel_details (torch_npu
+-- writes both, from the same kernels) is left out so no kernel counts twice.
+-- Returns {files = {...}, operator_details = {...}, left_out = {...}} or nil, message.
+function M.discover(path)
+  local mode = lfs.attributes(path, "mode")
+  if not mode then return nil, "profiling path not found: " .. path end
+  if mode ~= "directory" then
+    local sibling = dirname(path) .. "/operator_details.csv"
+    return { files = { path }, left_out = {},
+             operator_details = lfs.attributes(sibling, "mode") == "file" and { sibling } or {} }
+  end
+  local all = walk(path:gsub("/+$", ""), {})
+  table.sort(all, path_less)
+  local kd, os_, ops = {}, {}, {}
+  for _, p in ipairs(all) do
+    if M.is_kernel_details(p) then kd[#kd + 1] = p
+    elseif M.is_op_summary(p) then os_[#os_ + 1] = p
+    elseif basename(p) == "operator_details.csv" then ops[#ops + 1] = p end
+  end
+  local files, left_out = {}, {}
+  for _, p in ipairs(kd) do files[#files + 1] = p end
+  for _, p in ipairs(os_) do
+    local root, twin = capture_root(p), false
+    if root then
+      for _, k in ipairs(kd) do
+        if k:sub(1, #root + 1) == root .. "/" then twin = true break end
+      end
+    end
+    if twin then left_out[#left_out + 1] = p else files[#files + 1] = p end
+  end
+  table.sort(files, path_less)
+  if #files == 0 then
+    return nil, "No CSV files with 'kernel_details' or 'op_summary' in the filename found under: " .. path
+  end
+  return { files = files, operator_details = ops, left_out = left_out }
+end
+
+---------------------------------------------------------------------------------------------
+-- Header check (before anything is read or written)
+
+local function level0_hint(header)
+  local has = {}
+  for _, h in ipairs(header) do has[h] = true end
+  if not has["Input Shapes"] and not has["Output Shapes"] then
+    return " (no shapes: a Level0 export, or one captured without record_shapes; capture with "
+      .. "profiler_level Level1 or higher and record_shapes=True)"
+  end
+  return ""
+end
+
+-- Returns a list of file problems (missing columns, unreadable files); empty files are put
+-- in skipped (they hold no data). opts.require_counters: the 25 counters are required too.
+function M.check(files, opts)
+  opts = opts or {}
+  local required = {}
+  for _, c in ipairs(profile.required) do required[#required + 1] = c end
+  if opts.require_counters then
+    for _, c in ipairs(profile.metrics) do required[#required + 1] = c end
+  end
+  local errors, usable, skipped = {}, {}, {}
+  for _, f in ipairs(files) do
+    local r, err = perf.csv.open(f, { trim = true })
+    if not r then
+      errors[#errors + 1] = err
+    else
+      local header = r:header()
+      if #header == 0 then
+        skipped[#skipped + 1] = f
+      else
+        local cols, cerr = r:columns(required)
+        if not cols then errors[#errors + 1] = cerr .. level0_hint(header)
+        else usable[#usable + 1] = f end
+      end
+      r:close()
+    end
+  end
+  return errors, usable, skipped
+end
+
+---------------------------------------------------------------------------------------------
+-- Aggregation
+
+-- opts.progress(done_bytes, total_bytes, file): called now and then.
+-- Returns agg, per-file {counts, absent}; raises perf.fail on a data error.
+function M.aggregate(files, opts)
+  opts = opts or {}
+  local agg = profile.new()
+  local total, offset = 0, 0
+  for _, f in ipairs(files) do total = total + (lfs.attributes(f, "size") or 0) end
+  local per_file = {}
+  for i, f in ipairs(files) do
+    local cb
+    if opts.progress then
+      cb = function(done) opts.progress(offset + done, total, f) end
+    end
+    local counts, absent = agg:add_file(f, cb)
+    if not counts then perf.fail("%s", absent) end
+    per_file[i] = { file = f, counts = counts, absent = absent }
+    offset = offset + (lfs.attributes(f, "size") or 0)
+  end
+  return agg, per_file
+end
+
+---------------------------------------------------------------------------------------------
+-- FusedInferAttentionScore Runtime columns
+
+local function norm_text(s) return (s or ""):lower():gsub("[^a-z0-9]+", "") end
+
+-- The Input Shapes of the FIA rows of one operator_details.csv, in file order. Unlike the
+-- original we do not require an Output Shapes column (real exports have none).
+local function fia_operator_rows(path)
+  local r, err = perf.csv.open(path, { trim = true })
+  if not r then return nil, err end
+  local name_cols = {}
+  for _, c in ipairs { "Type", "Name", "Op Type", "Op Name", "Operator Type", "Operator Name" } do
+    local i = r:column(c)
+    if i then name_cols[#name_cols + 1] = i end
+  end
+  local shapes = r:column("Input Shapes")
+  local rows = {}
+  if shapes and #name_cols > 0 then
+    for fields in r:lines() do
+      local parts = {}
+      for _, i in ipairs(name_cols) do
+        if fields[i] and fields[i] ~= "" then parts[#parts + 1] = norm_text(fields[i]) end
+      end
+      local text = table.concat(parts, " ")
+      if text:find("fusedinferattentionscore", 1, true) and (fields[shapes] or "") ~= "" then
+        rows[#rows + 1] = fields[shapes]
+      end
+    end
+  end
+  r:close()
+  return rows
+end
+
+-- "a,b" for a slot's dims, "" for an empty or unparsable slot.
+local function slot_text(slots, i)
+  local s = slots and slots[i]
+  if type(s) ~= "table" then return "" end
+  local t = {}
+  for k, d in ipairs(s) do t[k] = string.format("%d", d) end
+  return table.concat(t, ",")
+end
+
+-- The capture's name: the *_ascend_pt directory above ASCEND_PROFILER_OUTPUT when there is
+-- one (the original wrote the uninformative "ASCEND_PROFILER_OUTPUT"), else the parent.
+function M.source_profile(file)
+  local parent = dirname(file)
+  if basename(parent) == "ASCEND_PROFILER_OUTPUT" then return basename(dirname(parent)) end
+  return basename(parent)
+end
+
+-- Slots 5, 6 and 14 (0-based) of an FIA Input Shapes text: actual_seq_lengths,
+-- actual_seq_lengths_kv and block_table. Unparsable slots give "" instead of aborting.
+function M.fia_shapes(text)
+  local slots = require("perfscript.shape").parse(text or "", true)
+  return slot_text(slots, 6), slot_text(slots, 7), slot_text(slots, 15)
+end
+
+-- Returns {[group index] = {16 Runtime cells}}, warnings.
+function M.fia_metadata(agg, files, per_file)
+  local by_dir, warnings, meta = {}, {}, {}
+  local function operator_rows(dir)
+    if by_dir[dir] == nil then
+      local p = dir .. "/operator_details.csv"
+      local rows = false
+      if lfs.attributes(p, "mode") == "file" then
+        local r, err = fia_operator_rows(p)
+        if r then rows = r else warnings[#warnings + 1] = err end
+      end
+      by_dir[dir] = rows
+    end
+    return by_dir[dir] or nil
+  end
+  local warned = {}
+  for i = 1, #agg do
+    local g = agg:group(i)
+    if g.type == M.FIA_TYPE then
+      local text = g.in_shapes
+      local source = ""
+      if g.fia_file then
+        local file = files[g.fia_file]
+        source = M.source_profile(file)
+        local ops = operator_rows(dirname(file))
+        if ops and #ops > 0 then
+          local kernel_rows = per_file and per_file[g.fia_file] and per_file[g.fia_file].counts.fia_rows
+          if kernel_rows and kernel_rows ~= #ops and not warned[file] then
+            warned[file] = true
+            warnings[#warnings + 1] = string.format("FIA kernel/operator row count mismatch under %s: "
+              .. "kernel_rows=%d, operator_rows=%d. Pairing uses row order for the shared prefix only.",
+              dirname(file), kernel_rows, #ops)
+          end
+          local op = ops[g.fia_ordinal]
+          if op and op ~= "" then text = op end
+        end
+      end
+      local seq, seq_kv, block = M.fia_shapes(text)
+      meta[i] = { source, seq, "", seq_kv, "", "", block, "", "", "", "", "", "", "", "",
+                  "profile_shapes_only" }
+    end
+  end
+  return meta, warnings
+end
+
+---------------------------------------------------------------------------------------------
+-- Output tables
+
+-- The original's file-name rule: strip, replace < > : " / \ | ? * and control characters.
+function M.sanitize(name)
+  local s = name:gsub("^%s+", ""):gsub("%s+$", ""):gsub('[<>:"/\\|%?%*%c]', "_")
+  if s == "" then return "UNKNOWN_TYPE" end
+  return s
+end
+
+-- Per kernel type, in first-seen order: {type=, file=, columns=, rows={{cells..., key=}}}.
+function M.tables(agg, fia)
+  local order, by_type = {}, {}
+  for i = 1, #agg do
+    local g = agg:group(i)
+    local t = by_type[g.type]
+    if not t then
+      local columns = {}
+      for k, c in ipairs(profile.columns) do columns[k] = c end
+      if g.type == M.FIA_TYPE then
+        for _, c in ipairs(M.FIA_COLUMNS) do columns[#columns + 1] = c end
+      end
+      t = { type = g.type, file = M.sanitize(g.type) .. ".csv", columns = columns, rows = {} }
+      by_type[g.type] = t
+      order[#order + 1] = t
+    end
+    local cells = agg:row(i)
+    if g.type == M.FIA_TYPE then
+      local m = fia and fia[i]
+      for k = 1, #M.FIA_COLUMNS do cells[#cells + 1] = m and m[k] or "" end
+    end
+    t.rows[#t.rows + 1] = { cells = cells, key = g.key, count = g.count }
+  end
+  return order
+end
+
+---------------------------------------------------------------------------------------------
+-- Merge into the database
+
+local function real(v)
+  local n = profile.number(v or "")
+  return n ~= nil and n > 0
+end
+
+local function read_table(path)
+  local r, err = perf.csv.open(path)
+  if not r then return nil, err end
+  local header = r:header()
+  local rows = {}
+  for fields in r:lines() do
+    local row = {}
+    for i = 1, #header do row[i] = fields[i] or "" end
+    -- extra cells of a ragged row are kept past the header
+    for i = #header + 1, #fields do row[i] = fields[i] end
+    rows[#rows + 1] = row
+  end
+  r:close()
+  return header, rows
+end
+
+-- Merges one table into dir/<file>. Returns a result record:
+-- {file=, status="created"|"updated"|"unchanged"|"would create"|..., added=, replaced=,
+--  kept=, filled=, columns_added=}
+local function merge_one(dir, t, opts)
+  local path = dir .. "/" .. t.file
+  local res = { file = t.file, added = 0, replaced = 0, kept = 0, columns_added = 0, rows = #t.rows }
+  local exists = lfs.attributes(path, "mode") == "file"
+  local header, rows
+  if exists then
+    header, rows = read_table(path)
+    if not header then perf.fail("%s", rows) end
+    if #header == 0 then exists = false end
+  end
+  if not exists then
+    res.status = "created"
+    res.added = #t.rows
+    if not opts.dry_run then
+      local w <close> = assert(perf.csv.writer(path, { eol = "\r\n", bom = false }))
+      w:write(t.columns)
+      for _, row in ipairs(t.rows) do w:write(row.cells) end
+      w:commit()
+    end
+    return res
+  end
+  -- column positions; ours that the file lacks are appended at the end
+  local pos = {}
+  for i, h in ipairs(header) do if pos[h] == nil then pos[h] = i end end
+  local width = #header
+  for _, c in ipairs(t.columns) do
+    if not pos[c] then
+      header[#header + 1] = c
+      pos[c] = #header
+      res.columns_added = res.columns_added + 1
+    end
+  end
+  local function cell(row, name) return row[pos[name]] or "" end
+  local index = {}
+  for i, row in ipairs(rows) do
+    for k = width + 1, #header do row[k] = row[k] or "" end
+    local key = profile.key(t.type, cell(row, "Input Shapes"), cell(row, "Input Data Types"),
+      cell(row, "Input Formats"), cell(row, "Output Shapes"), cell(row, "Output Data Types"))
+    if index[key] == nil then index[key] = i end
+  end
+  local changed = res.columns_added > 0
+  for _, new in ipairs(t.rows) do
+    local i = index[new.key]
+    if not i then
+      local row = {}
+      for k = 1, #header do row[k] = "" end
+      for k, c in ipairs(t.columns) do row[pos[c]] = new.cells[k] end
+      rows[#rows + 1] = row
+      index[new.key] = #rows
+      res.added = res.added + 1
+      changed = true
+    else
+      local row = rows[i]
+      local replace = opts.mode == "all"
+        or (opts.mode == "missing-only" and not real(cell(row, "Profiling Average Duration(us)")))
+      local did = false
+      if replace then
+        for k = STAT_FIRST, #t.columns do
+          local c = t.columns[k]
+          local v = new.cells[k]
+          -- Runtime cells: filled when empty, never overwritten (a back-fill wrote them)
+          local runtime = c:find("^Runtime ")
+          if (not runtime or row[pos[c]] == "") and row[pos[c]] ~= v then
+            row[pos[c]] = v
+            did = true
+          end
+        end
+      end
+      if did then res.replaced = res.replaced + 1; changed = true
+      else res.kept = res.kept + 1 end
+    end
+  end
+  if not changed then
+    res.status = "unchanged"
+    return res
+  end
+  res.status = "updated"
+  if not opts.dry_run then
+    local w <close> = assert(perf.csv.writer(path))
+    w:write(header)
+    for _, row in ipairs(rows) do w:write(row) end
+    w:commit()
+  end
+  return res
+end
+
+-- Merges every table into dir, under the database lock. opts.mode: one of UPDATE_MODES;
+-- opts.dry_run: report only. Returns the list of per-file results, in table order.
+function M.merge(dir, tables, opts)
+  opts = opts or {}
+  opts.mode = opts.mode or "new-only"
+  local results = {}
+  if opts.dry_run and lfs.attributes(dir, "mode") ~= "directory" then
+    for _, t in ipairs(tables) do
+      results[#results + 1] = { file = t.file, status = "created", added = #t.rows, replaced = 0,
+                                kept = 0, columns_added = 0, rows = #t.rows }
+    end
+    return results
+  end
+  if not opts.dry_run then
+    local ok, err = perf.fs.mkdir_p(dir)
+    if not ok then perf.fail("cannot create %s: %s", dir, tostring(err)) end
+  end
+  local seen = {}
+  for _, t in ipairs(tables) do
+    if seen[t.file] then
+      -- two types that sanitise to one name: refuse rather than mix their rows
+      perf.fail("kernel types '%s' and '%s' both map to the file name %s", seen[t.file], t.type, t.file)
+    end
+    seen[t.file] = t.type
+  end
+  local lock <close> = opts.dry_run and nil or assert(perf.fs.lock(dir))
+  for _, t in ipairs(tables) do
+    results[#results + 1] = merge_one(dir, t, opts)
+  end
+  return results
+end
+
+return M

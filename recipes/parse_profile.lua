@@ -1,0 +1,112 @@
+-- parse_profile: profiler exports into the operator database, one <KernelType>.csv per kernel
+-- type (replaces parsers/parse_kernel_details.py).
+--   perfscript recipes/parse_profile.lua --profiling-path <file or dir> \
+--     (--database-path DIR | --database-root ROOT --vllm-version V --torch-version T --cann-version C)
+local perf = require "perfscript"
+local argparse = require "argparse"
+local dbpath = require "perfscript.dbpath"
+local imp = require "perfscript.profimport"
+local progress = require "perfscript.progress"
+
+local parser = argparse("parse_profile",
+  "Aggregate profiler kernel tables (kernel_details*.csv, op_summary_*.csv) per signature and "
+  .. "merge them into a database directory, one <KernelType>.csv per kernel type.")
+parser:option("--profiling-path",
+  "A kernel_details*.csv or op_summary_*.csv file, or a directory scanned recursively "
+  .. "(multi-rank *_ascend_pt/ASCEND_PROFILER_OUTPUT trees, PROF_*/mindstudio_profiler_output).")
+  :count(1)
+dbpath.add_options(parser)
+parser:option("--update-mode",
+  "What happens to database rows whose signature was measured again:\n"
+  .. "new-only: keep them (only new signatures are appended);\n"
+  .. "missing-only: fill the statistics of rows without a Profiling Average Duration;\n"
+  .. "all: replace their profiling statistics and counters.")
+  :choices(imp.UPDATE_MODES):default("new-only")
+parser:flag("--require-counters",
+  "Reject files without the 25 PipeUtilization counters (the original's rule); by default "
+  .. "they import with empty counter cells.")
+parser:flag("--dry-run", "Report what would change; write nothing.")
+local args = parser:parse(arg)
+
+local function group_digits(n)
+  local s = tostring(n)
+  local out = s:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+  return (out:gsub("^,", ""))
+end
+
+local found, err = imp.discover(args.profiling_path)
+if not found then perf.fail("%s", err) end
+local problems, files, empty = imp.check(found.files, { require_counters = args.require_counters })
+if #problems > 0 then
+  perf.fail("%s\nnothing was written", table.concat(problems, "\n"))
+end
+if #files == 0 then perf.fail("no data: every input file is empty") end
+local dir = dbpath.from_args(args)
+
+local total_size = 0
+for _, f in ipairs(files) do total_size = total_size + (require("lfs").attributes(f, "size") or 0) end
+local bar = progress.new("Aggregate", total_size, { min_total = 8 << 20 })
+local agg, per_file = imp.aggregate(files, {
+  progress = function(done, total, file) bar:update(done, file:match("([^/]+/[^/]+)$")) end,
+})
+bar:finish()
+
+local fia, warnings = imp.fia_metadata(agg, files, per_file)
+local tables = imp.tables(agg, fia)
+local results = imp.merge(dir, tables, { mode = args.update_mode, dry_run = args.dry_run })
+
+-- Summary
+local t = agg:totals()
+print(string.format("Read %d file(s), %s rows; %s aggregated into %s signature(s) of %d kernel type(s)",
+  #files, group_digits(t.rows), group_digits(t.used), group_digits(#agg), #tables))
+local skipped = {}
+if t.na_shapes > 0 then skipped[#skipped + 1] = group_digits(t.na_shapes) .. " with N/A shapes" end
+if t.duplicates > 0 then skipped[#skipped + 1] = group_digits(t.duplicates) .. " exact duplicate rows (same Task ID and start time)" end
+if t.no_type > 0 then skipped[#skipped + 1] = group_digits(t.no_type) .. " without a Type" end
+if t.bad_duration > 0 then skipped[#skipped + 1] = group_digits(t.bad_duration) .. " without a numeric duration" end
+print("Skipped rows: " .. (#skipped > 0 and table.concat(skipped, ", ") or "none"))
+for _, f in ipairs(empty) do print("Skipped empty file: " .. f) end
+for _, f in ipairs(found.left_out) do
+  print("Left out (its capture's kernel_details holds the same kernels): " .. f)
+end
+local n_metrics = #require("perfscript.profile").metrics
+for _, pf in ipairs(per_file) do
+  if pf.absent ~= "" then
+    local counters, others = 0, {}
+    for name in pf.absent:gmatch("[^,]+") do
+      name = name:gsub("^%s+", "")
+      if name:find("^ai[cv]_") or name == "cube_utilization(%)" then counters = counters + 1
+      elseif name ~= "Device_id" then others[#others + 1] = name end
+    end
+    local parts = {}
+    if #others > 0 then parts[#parts + 1] = table.concat(others, ", ") end
+    if counters > 0 then parts[#parts + 1] = string.format("%d of %d counters", counters, n_metrics) end
+    if #parts > 0 then
+      print(string.format("Note: %s has no %s (left empty)", pf.file, table.concat(parts, "; ")))
+    end
+  end
+end
+for _, w in ipairs(warnings) do print("Warning: " .. w) end
+print("Signatures per kernel type:")
+for _, tb in ipairs(tables) do print(string.format("  %-40s %d", tb.type, #tb.rows)) end
+
+local verb = args.dry_run and "would be " or ""
+print(string.format("Database %s (update mode %s)%s:", dir, args.update_mode,
+  args.dry_run and ", dry run" or ""))
+local written = 0
+for _, r in ipairs(results) do
+  if r.status == "created" then
+    written = written + 1
+    print(string.format("  %screated  %s: %d rows", verb, r.file, r.added))
+  elseif r.status == "updated" then
+    written = written + 1
+    local extra = r.columns_added > 0 and string.format(", %d column(s) added", r.columns_added) or ""
+    print(string.format("  %supdated  %s: %d added, %d replaced, %d kept%s", verb, r.file,
+      r.added, r.replaced, r.kept, extra))
+  else
+    print(string.format("  unchanged %s: %d kept", r.file, r.kept))
+  end
+end
+if not args.dry_run then
+  print(string.format("Generated %d csv file(s) under %s from %s", written, dir, args.profiling_path))
+end
