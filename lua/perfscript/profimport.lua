@@ -386,7 +386,8 @@ local function merge_one(dir, t, opts)
       cell(row, "Input Formats"), cell(row, "Output Shapes"), cell(row, "Output Data Types"))
     if index[key] == nil then index[key] = i end
   end
-  local changed = res.columns_added > 0
+  -- new columns alone are no reason to rewrite a file
+  local changed = false
   for _, new in ipairs(t.rows) do
     local i = index[new.key]
     if not i then
@@ -420,6 +421,7 @@ local function merge_one(dir, t, opts)
   end
   if not changed then
     res.status = "unchanged"
+    res.columns_added = 0
     return res
   end
   res.status = "updated"
