@@ -39,3 +39,7 @@ foreach(src IN LISTS CLI_TESTS)
   add_test(NAME cli/${name} COMMAND bash "${src}" WORKING_DIRECTORY "${CMAKE_SOURCE_DIR}")
   set_tests_properties(cli/${name} PROPERTIES ENVIRONMENT "${PS_TEST_ENV}" SKIP_RETURN_CODE 77)
 endforeach()
+
+# Benchmarks are built on demand (cmake --build build --target bench_csv), never run as tests.
+add_executable(bench_csv EXCLUDE_FROM_ALL "${CMAKE_SOURCE_DIR}/tests/bench/bench_csv.c")
+target_link_libraries(bench_csv PRIVATE pscore)
