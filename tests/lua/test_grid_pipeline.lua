@@ -1,0 +1,365 @@
+-- The grid pipeline end to end on a small synthetic database (grid_generator spec 9.10,
+-- 9.11), routing (9.5), cells and signatures (9.1, 9.9), sampling determinism.
+package.path = "recipes/?.lua;recipes/?/init.lua;./?.lua;" .. package.path
+local lu = require "luaunit"
+local perf = require "perfscript"
+local lfs = require "lfs"
+local run = require "perfscript.grid.run"
+local route = require "perfscript.grid.route"
+local cells = require "perfscript.grid.cells"
+
+local RULES = { patterns = require "grids.patterns", assignments = require "grids.assignments",
+                grids = require "grids.registry", scenes = require "grids.fia_scenes" }
+local TMP = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/grid_pipeline"
+local DSV3 = "deepseek-ai/DeepSeek-V3"
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb")); f:write(text); f:close()
+end
+local function read(path)
+  local f = assert(io.open(path, "rb")); local t = f:read("a"); f:close(); return t
+end
+local function rm_rf(dir)
+  if lfs.attributes(dir, "mode") ~= "directory" then os.remove(dir); return end
+  for name in lfs.dir(dir) do
+    if name ~= "." and name ~= ".." then rm_rf(dir .. "/" .. name) end
+  end
+  lfs.rmdir(dir)
+end
+
+local FIA_ROWS = { 128, 336, 496, 160, 200, 240, 272, 304, 400, 440 }
+
+-- The synthetic database of spec 9.11.
+local function make_db(name, opts)
+  opts = opts or {}
+  local dir = TMP .. "/" .. name
+  rm_rf(dir)
+  assert(perf.fs.mkdir_p(dir))
+  local files = {
+    MatMulV2 = 'OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us),Median Duration(us),Note\r\n'
+      .. 'dynamic,AI_CORE,"""32,7168;2048,7168""",DT_BF16;DT_BF16,ND;ND,"""32,2048""",DT_BF16,ND,12.5,12.0,keep\r\n',
+    AddRmsNormBias = 'OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us)\n'
+      .. 'dynamic,AI_VECTOR_CORE,"""1,512;1,512;512;""",DT_BF16;DT_BF16;DT_BF16;DT_UNDEFINED,ND;ND;ND;NULL,"""1,512;1,1;1,512""",DT_BF16;FLOAT;DT_BF16,ND;ND;ND,1.0\n',
+    PadV3 = 'OP State,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us)\n'
+      .. 'static,"""7,7168;4;""",DT_BF16;INT64;DT_BF16,ND;ND;ND,"""8,7168""",DT_BF16,ND,3.0\n',
+    UnknownKernel = 'Input Shapes,Average Duration(us)\n"""128,5120""",10.0\n',
+    DispatchFFNCombine = 'OP State,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,'
+      .. (opts.no_ep and "" or "EP Size,") .. 'Average Duration(us)\n'
+      .. 'dynamic,"""16,7168;8,7168,4096;8,2048,7168;16,8;32768;57344;16,8""",DT_BF16;DT_INT8;DT_INT8;INT32;DT_FLOAT;DT_FLOAT;DT_FLOAT,ND;ND;ND;ND;ND;ND;ND,"""16,7168;8""",DT_BF16;INT32,ND;ND,'
+      .. (opts.no_ep and "" or "32,") .. '100\n',
+    GroupedMatmul = 'Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us)\n'
+      .. '"""1,7168;32,7168,2048,16;;32,2048;;;;32;1""",DT_BF16;DT_INT8;DT_UNDEFINED;DT_FLOAT;DT_UNDEFINED;DT_UNDEFINED;DT_UNDEFINED;INT64;INT64,ND;FRACTAL_NZ;NULL;ND;NULL;NULL;NULL;ND;ND,"""1,2048""",DT_BF16,ND,5\n',
+  }
+  local dt = "DT_BF16;DT_BF16;DT_BF16;DT_UNDEFINED;INT8;INT64;INT64" .. string.rep(";DT_UNDEFINED", 7) .. ";INT32"
+             .. string.rep(";DT_UNDEFINED", 16)
+  local fm = "ND;ND;ND;NULL;ND;ND;ND" .. string.rep(";NULL", 7) .. ";ND" .. string.rep(";NULL", 16)
+  local fia = { "OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us),avg_seq_len" }
+  for _, b in ipairs(FIA_ROWS) do
+    fia[#fia + 1] = ('dynamic,MIX_AIC,"""%d,4,128;12307,128,128;12307,128,128;;2048,2048;%d;%d;;;;;;;;%d,512;%s""",%s,%s,"""%d,4,128;""",DT_BF16;FLOAT,ND;ND,58.2,4096')
+      :format(b, b, b, b, string.rep(";", 15), dt, fm, b)
+  end
+  files.FusedInferAttentionScore = table.concat(fia, "\n") .. "\n"
+  for k, text in pairs(files) do
+    if not (opts.without and opts.without[k]) then write(dir .. "/" .. k .. ".csv", text) end
+  end
+  return dir
+end
+
+local function go(dir, o)
+  local res = run.run { dir = dir, models = o.models, rows = o.rows or 0, seed = o.seed or 0,
+                        max_hbm_bytes = o.budget, dry_run = o.dry_run, rules = RULES }
+  local by = {}
+  for _, r in ipairs(res) do by[r.kernel] = r end
+  return by
+end
+
+local function counts(by)
+  local t, total = {}, 0
+  for _, k in ipairs { "MatMulV2", "AddRmsNormBias", "PadV3", "DispatchFFNCombine", "GroupedMatmul",
+                       "FusedInferAttentionScore" } do
+    t[#t + 1] = by[k].appended
+    total = total + by[k].appended
+  end
+  return t, total
+end
+
+local GiB32 = 32 * 1024 ^ 3 // 1
+
+function test_e1_dsv3_full()
+  local dir = make_db("e1")
+  local by = go(dir, { models = { DSV3 }, budget = GiB32 })
+  local t, total = counts(by)
+  lu.assertEquals(t, { 814, 480, 924, 274, 340, 102 })
+  lu.assertEquals(total, 2934)
+  lu.assertStrContains(by.UnknownKernel.status, "no generator")
+  -- existing bytes untouched (CRLF file keeps CRLF), template first, new rows appended
+  local text = read(dir .. "/MatMulV2.csv")
+  local lines = {}
+  for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  lu.assertEquals(#lines, 2 + 814)
+  lu.assertStrContains(lines[2], "12.5,12.0,keep\r")
+  lu.assertEquals(lines[3], 'dynamic,AI_CORE,"""1,512;1024,512""",DT_BF16;DT_BF16,ND;ND,"""1,1024""",DT_BF16,ND,,,\r')
+  -- rows sorted by input shapes
+  local prev
+  for i = 3, #lines do
+    local cell = lines[i]:match('"""(.-)"""')
+    local sh = cells.parse(cell)
+    if prev then lu.assertFalse(cells.less(sh, prev), lines[i]) end
+    prev = sh
+  end
+  -- FIA: runtime columns added to the header, old rows padded, new rows complete
+  local r = assert(perf.csv.open(dir .. "/FusedInferAttentionScore.csv"))
+  local h = r:header()
+  lu.assertEquals(h[#h], "Runtime operator_input_shapes_raw")
+  lu.assertEquals(#h, 10 + 15)
+  local n, first = 0, nil
+  local avg_col = r:column("avg_seq_len")
+  for f in r:lines() do
+    n = n + 1
+    lu.assertEquals(#f, #h)
+    if n == 1 then first = table.move(f, 1, #f, 1, {}) end
+    if n == 11 then
+      lu.assertEquals(f[r:column("avg_seq_len")], "")         -- not inherited from the template
+      lu.assertEquals(f[r:column("Average Duration(us)")], "") -- to be measured
+      lu.assertEquals(f[r:column("Runtime metadata_completeness")], "shape_grid_scene_generated")
+    end
+  end
+  r:close()
+  lu.assertEquals(n, 10 + 102)
+  lu.assertEquals(first[avg_col], "4096")
+  -- rerun: nothing appended, nothing rewritten
+  local before = {}
+  for _, k in ipairs { "MatMulV2", "FusedInferAttentionScore", "PadV3" } do
+    before[k] = read(dir .. "/" .. k .. ".csv")
+  end
+  local by2 = go(dir, { models = { DSV3 }, budget = GiB32 })
+  local _, total2 = counts(by2)
+  lu.assertEquals(total2, 0)
+  for k, text2 in pairs(before) do lu.assertEquals(read(dir .. "/" .. k .. ".csv"), text2) end
+end
+
+function test_e2_all_models()
+  local dir = make_db("e2")
+  local t, total = counts(go(dir, { budget = GiB32 }))
+  lu.assertEquals(t, { 50652, 480, 924, 549, 680, 916 })
+  lu.assertEquals(total, 54201)
+end
+
+function test_e3_small_budget()
+  local dir = make_db("e3")
+  local by = go(dir, { models = { DSV3 }, budget = 1073741, dry_run = true })
+  local t, total = counts(by)
+  lu.assertEquals(t, { 8, 138, 444, 0, 34, 0 })
+  lu.assertEquals(total, 624)
+  lu.assertEquals(by.MatMulV2.memory, 806)
+  lu.assertEquals(by.PadV3.memory, 480)
+  lu.assertEquals(by.DispatchFFNCombine.memory, 275)
+  lu.assertEquals(by.GroupedMatmul.memory, 306)
+  lu.assertEquals(by.AddRmsNormBias.memory, 342)
+  lu.assertEquals(by.FusedInferAttentionScore.memory, 102)
+  -- dry run wrote nothing
+  lu.assertEquals(read(dir .. "/PadV3.csv"):sub(-4), "3.0\n")
+end
+
+function test_e4_sampling_per_file_and_idempotent()
+  local d1, d2 = make_db("e4a"), make_db("e4b", { without = { AddRmsNormBias = true } })
+  local by = go(d1, { models = { DSV3 }, rows = 10, seed = 1 })
+  for _, k in ipairs { "MatMulV2", "PadV3", "GroupedMatmul", "FusedInferAttentionScore" } do
+    lu.assertTrue(by[k].appended <= 10 and by[k].appended >= 9, k)
+    lu.assertEquals(by[k].appended + by[k].present, 10, k)
+  end
+  go(d2, { models = { DSV3 }, rows = 10, seed = 1 })
+  -- a file's sample does not depend on which other files exist
+  lu.assertEquals(read(d1 .. "/MatMulV2.csv"), read(d2 .. "/MatMulV2.csv"))
+  lu.assertEquals(read(d1 .. "/PadV3.csv"), read(d2 .. "/PadV3.csv"))
+  -- the same seed again: nothing new; a bigger cap tops up with the same first rows kept
+  local again = go(d1, { models = { DSV3 }, rows = 10, seed = 1 })
+  for _, r in pairs(again) do lu.assertEquals(r.appended or 0, 0, r.kernel) end
+  local other = go(d1, { models = { DSV3 }, rows = 10, seed = 2 })
+  lu.assertTrue(other.MatMulV2.appended > 0)
+end
+
+function test_e5_missing_extra_column_is_added()
+  local dir = make_db("e5", { no_ep = true })
+  local by = go(dir, { models = { DSV3 }, budget = GiB32 })
+  lu.assertEquals(by.DispatchFFNCombine.appended, 275)
+  local r = assert(perf.csv.open(dir .. "/DispatchFFNCombine.csv"))
+  local ep = r:column("EP Size")
+  lu.assertNotNil(ep)
+  local f = r:read()
+  lu.assertEquals(f[ep], "")     -- the old row: empty in the new column
+  f = r:read()
+  lu.assertEquals(f[ep], "256")
+  r:close()
+  for name in lfs.dir(dir) do lu.assertNil(name:find(".tmp", 1, true), name) end
+end
+
+function test_e6_empty_dir()
+  local dir = TMP .. "/e6"
+  rm_rf(dir)
+  assert(perf.fs.mkdir_p(dir))
+  local ok, e = pcall(run.run, { dir = dir, rules = RULES, rows = 0, seed = 0 })
+  lu.assertFalse(ok)
+  lu.assertStrContains(tostring(e), "No CSV files found under")
+  ok, e = pcall(run.run, { dir = dir .. "/nope", rules = RULES, rows = 0, seed = 0 })
+  lu.assertStrContains(tostring(e), "Data directory does not exist")
+end
+
+function test_clearing_and_alignment()
+  -- C1 / C2 through the pipeline: AddRmsNormBias template "1,512;1,512;512;" + DT_UNDEFINED
+  local dir = make_db("c1")
+  go(dir, { models = { DSV3 }, budget = GiB32 })
+  lu.assertStrContains(read(dir .. "/AddRmsNormBias.csv"), '"""128,512;128,512;512;"""')
+  lu.assertNil(read(dir .. "/AddRmsNormBias.csv"):find('"""128,512;128,512;512;512"""', 1, true))
+end
+
+function test_sample_helper()
+  local s = run.sample(19, 5, 42, "X")
+  lu.assertEquals(#s, 5)
+  for i = 2, 5 do lu.assertTrue(s[i] > s[i - 1]) end
+  lu.assertEquals(run.sample(19, 5, 42, "X"), s)
+  lu.assertNotEquals(run.sample(19, 5, 42, "Y"), s)
+  lu.assertEquals(run.sample(3, 3, 0, "X"), { 1, 2, 3 })
+end
+
+---------------------------------------------------------------------------------------------
+-- Routing (9.5)
+
+local A = { MatMulV2 = "X", FusedInferAttentionScore = "FIA", hcom_allReduce_ = "skip", MatMulCommon = "skip",
+            Comp = "X", Zero = "X", Bad = "nope" }
+local P = { X = {}, FIA = {}, elementwise_binary = {} }
+
+function test_routing()
+  lu.assertEquals(route.pattern_for("MatMulV2", A, P, {}), "X")
+  lu.assertEquals(route.pattern_for("BatchMatMulV2", A, P,
+                  { BatchMatMulV2 = { alternates_of = "FusedInferAttentionScore" } }), "FIA")
+  lu.assertEquals(route.pattern_for("Add", A, P, { Add = { query_mode = "elementwise" } }), "elementwise_binary")
+  lu.assertNil(route.pattern_for("UnknownOp", A, P, {}))
+  lu.assertNil(route.pattern_for("hcom_allReduce_", A, P, { hcom_allReduce_ = { communication = true } }))
+  lu.assertNil(route.pattern_for("Comp", A, P, { Comp = { composite = true } }))
+  lu.assertNil(route.pattern_for("Zero", A, P, { Zero = { zero_cost = true } }))
+  lu.assertNil(route.pattern_for("Bad", A, P, {}))
+  lu.assertNil(route.pattern_for("MatMulCommon", RULES.assignments, RULES.patterns, {}))
+end
+
+function test_op_mapping_meta()
+  local yaml = [[
+operator_mappings:
+  aten.mm.default: {kernel_type: MatMulV2}
+  aten.view.default: {kernel_type: TransData, zero_cost: true}
+  tensor_cast.mla.default:
+    kernel_type: FusedInferAttentionScore
+    composite: true
+    alternate_kernel_types: [BatchMatMulV2, TransposeBatchMatMul]
+  tensor_cast.all_reduce.default: {kernel_type: hcom_allReduce_, category: communication, query_mode: hcom}
+  weird: "a string"
+  nokernel: {zero_cost: true}
+  later.mm: {kernel_type: MatMulV2, zero_cost: true}
+]]
+  local path = TMP .. "/op_mapping.yaml"
+  assert(perf.fs.mkdir_p(TMP))
+  write(path, yaml)
+  local m = route.load_meta(path)
+  lu.assertFalse(m.MatMulV2.zero_cost)      -- the first occurrence wins
+  lu.assertFalse(m.MatMulV2.composite)
+  lu.assertTrue(m.TransData.zero_cost)
+  lu.assertTrue(m.FusedInferAttentionScore.composite)
+  lu.assertEquals(m.BatchMatMulV2.alternates_of, "FusedInferAttentionScore")
+  lu.assertNotNil(m.TransposeBatchMatMul)
+  lu.assertTrue(m.hcom_allReduce_.communication)
+  lu.assertEquals(m.hcom_allReduce_.query_mode, "hcom")
+  local n = 0
+  for _ in pairs(m) do n = n + 1 end
+  lu.assertEquals(n, 6)
+  write(path, "{}\n")
+  lu.assertEquals(route.load_meta(path), {})
+  lu.assertEquals(route.load_meta(TMP .. "/missing.yaml"), {})
+end
+
+-- The shipped 0.18 mapping routes as spec 2.6 lists (skipped without the real data).
+function test_real_op_mapping_parity()
+  local real = os.getenv("PERFSCRIPT_REAL_DATA")
+               or ((os.getenv("PERFSCRIPT_SOURCE_DIR") or ".") .. "/../shared/data/real")
+  local path = real .. "/msmodeling/tensor_cast/performance_model/profiling_database/data/"
+               .. "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5/op_mapping.yaml"
+  if not lfs.attributes(path) then
+    print("SKIP test_real_op_mapping_parity: " .. path .. " not found")
+    return
+  end
+  local m = assert(route.load_meta(path))
+  local function pat(k) return (route.pattern_for(k, RULES.assignments, RULES.patterns, m)) end
+  lu.assertEquals(pat("TensorMoveAiCore"), "elementwise_unary")
+  lu.assertEquals(pat("TensorMove"), "tensor_move")
+  lu.assertNil(pat("Pack")); lu.assertNil(pat("RealDiv")); lu.assertNil(pat("MemSet"))
+  lu.assertNil(pat("reduce_scatterAicpuKernel"))
+  lu.assertNil(pat("MatMulCommon"))
+  lu.assertEquals(pat("ConcatD"), "concat")
+  lu.assertEquals(pat("AddAiCore"), "elementwise_binary")
+  lu.assertEquals(pat("split_qkv_rmsnorm_rope_kernel"), "split_qkv_rmsnorm_rope")
+  lu.assertEquals(pat("FusedInferAttentionScore"), "fused_attention")
+  lu.assertEquals(pat("QuantBatchMatmulV3"), "quant_matmul")
+  for _, k in ipairs { "ClipByValueV2", "GatherElementsV2", "LayerNormV3", "SparseFlashAttention",
+                       "_triton_rope_siso", "MoeTokenPermute" } do
+    lu.assertNil(pat(k), k)
+  end
+end
+
+---------------------------------------------------------------------------------------------
+-- Cells and signatures (9.1, 9.9)
+
+function test_parse_render()
+  lu.assertEquals(cells.parse("136,7168;7168,3584"), { { 136, 7168 }, { 7168, 3584 } })
+  for _, s in ipairs { "", "N/A", "NA", "NULL", "NONE", "UNDEFINED", '"N/A"', "none", " undefined " } do
+    lu.assertEquals(cells.parse(s), {}, s)
+  end
+  lu.assertEquals(cells.parse("(128, 5120)"), { { 128, 5120 } })
+  lu.assertEquals(cells.parse("128,5120;;"), { { 128, 5120 }, {} })
+  lu.assertEquals(cells.parse('"128,5120;;"'), { { 128, 5120 }, {} })
+  lu.assertEquals(cells.parse(";"), { {} })
+  lu.assertEquals(cells.parse(";;"), { {}, {} })
+  lu.assertEquals(cells.parse("1 2 3"), { { 1, 2, 3 } })
+  lu.assertEquals(cells.parse("128,5120;N/A;4"), { { 128, 5120 }, {}, { 4 } })
+  lu.assertEquals(cells.parse("(1,2);(3,4)"), { { 1, 2 }, { 3, 4 } })
+  lu.assertEquals(cells.parse('"1,512;1,512;512;"'), { { 1, 512 }, { 1, 512 }, { 512 } })
+  lu.assertEquals(cells.parse("();5"), { {}, { 5 } })
+  lu.assertEquals(cells.parse(" ; 4"), { {}, { 4 } })
+  lu.assertEquals(cells.cell { { 136, 7168 }, { 7168, 3584 } }, '"136,7168;7168,3584"')
+  lu.assertEquals(cells.text { { 1 }, {}, { 2 }, {} }, "1;;2;")
+  lu.assertEquals(cells.cell {}, "")
+  lu.assertEquals(cells.cell { {} }, "")
+  lu.assertEquals(cells.cell { {}, {} }, '";"')
+  lu.assertEquals(cells.parse(cells.cell(cells.parse("136,7168;7168,3584"))), { { 136, 7168 }, { 7168, 3584 } })
+  local s = { cells.parse("300,5120"), cells.parse("100,5120"), cells.parse("200,5120") }
+  table.sort(s, cells.less)
+  lu.assertEquals(s, { { { 100, 5120 } }, { { 200, 5120 } }, { { 300, 5120 } } })
+  lu.assertTrue(cells.less({ {} }, { { 1 } }))
+end
+
+local function key(k, ins, idt, ifm, outs, odt, ep)
+  return cells.key(k, { in_shapes = ins, in_dtypes = idt, in_formats = ifm, out_shapes = outs,
+                        out_dtypes = odt, ep_size = ep })
+end
+
+function test_signatures()
+  lu.assertEquals(key("MatMulV2", '"32,6144;2048,6144"', "DT_BF16;DT_BF16", "ND;ND", '"32,2048"', "DT_BF16"),
+                  key("MatMulV2", '"32,6144;6144,2048"', "DT_BF16;DT_BF16", "ND;ND", '"32,2048"', "DT_BF16"))
+  lu.assertNotEquals(key("MatMulV2", "32,6144;2048,6144", "A;A", "ND;ND", "32,2048", "A"),
+                     key("MatMulV2", "48,6144;2048,6144", "A;A", "ND;ND", "48,2048", "A"))
+  lu.assertEquals(key("Transpose", "1024,12288;2;2", "DT_BF16;INT64;INT64", "ND;ND;ND", "12288,1024", "DT_BF16"),
+                  key("Transpose", "1024,12288;1;3", "DT_BF16;INT64;INT64", "NCHW;ND;ND", "12288,1024", "DT_BF16"))
+  lu.assertEquals(key("MatMulCommon", "2,3;4,3", "A;A", "ND;ND", "2,4", "A"),
+                  key("MatMulCommon", "2,3;3,4", "A;A", "ND;ND", "2,4", "A"))
+  lu.assertEquals(key("MatMulV2", "4,8;8", "DT_BF16;DT_BF16", "ND;ND", "4,8", "DT_BF16"),
+                  table.concat({ "_profile", "4,8;8", "DT_BF16;DT_BF16", "ND;ND", "4,8", "DT_BF16" }, "\31"))
+  lu.assertStrContains(key("Index", "8,16;1,2,3", "A;B", "ND;ND", "4,16", "A"), "8,16;4\31")
+  lu.assertEquals(select(2, key("DispatchFFNCombine", "1", "A", "ND", "1", "A", " 32 "):gsub("\31", "")), 6)
+  lu.assertStrContains(key("DispatchFFNCombine", "1", "A", "ND", "1", "A", " 32 "), "\03132")
+  lu.assertEquals(key("AddRmsNormBias", '"1,512;1,512;512;"', "DT_BF16;DT_BF16;DT_BF16;DT_UNDEFINED", "ND;ND;ND;NULL",
+                      '"1,512;1,1;1,512"', "DT_BF16;FLOAT;DT_BF16"),
+                  table.concat({ "_profile", "1,512;1,512;512", "DT_BF16;DT_BF16;DT_BF16", "ND;ND;ND",
+                                 "1,512;1,1;1,512", "DT_BF16;FLOAT;DT_BF16" }, "\31"))
+  lu.assertEquals(key("Transpose", "1024,12288;2;2", "DT_BF16;INT64;INT64", "NCHW;ND;ND", "12288,1024", "DT_BF16"),
+                  table.concat({ "_profile", "1024,12288", "DT_BF16", "ND", "12288,1024", "DT_BF16" }, "\31"))
+end
+
+os.exit(lu.LuaUnit.run())
