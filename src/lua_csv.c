@@ -12,6 +12,7 @@
 
 #include "csvread.h"
 #include "csvwrite.h"
+#include "luabind.h"
 
 #define READER "perfscript.csv.reader"
 #define WRITER "perfscript.csv.writer"
@@ -82,9 +83,7 @@ static int csv_open(lua_State *L) {
   char err[600];
   u->r = ps_csv_open(path, flags, err, sizeof err);
   if (u->r == NULL) {
-    luaL_pushfail(L);
-    lua_pushstring(L, err);
-    return 2;
+    return ps_fail(L, err);
   }
   lua_newtable(L);
   lua_setiuservalue(L, ud, 2);
@@ -92,10 +91,11 @@ static int csv_open(lua_State *L) {
     ps_csv_record rec;
     int st = ps_csv_next(u->r, &rec);
     if (st < 0) {
-      luaL_pushfail(L);
       lua_pushstring(L, ps_csv_error(u->r));
       ps_csv_close(u->r);
       u->r = NULL;
+      luaL_pushfail(L);
+      lua_insert(L, -2);
       return 2;
     }
     lua_createtable(L, st ? (int)rec.nfields : 0, 0);
@@ -286,9 +286,7 @@ static int csv_writer(lua_State *L) {
   luaL_setmetatable(L, WRITER);
   char err[600];
   if (ps_csv_writer_open(&u->w, path, eol, bom, err, sizeof err) != 0) {
-    luaL_pushfail(L);
-    lua_pushstring(L, err);
-    return 2;
+    return ps_fail(L, err);
   }
   u->open = 1;
   return 1;
@@ -319,9 +317,7 @@ static int w_write(lua_State *L) {
   int st = ps_csv_writer_row(&u->w, u->fields, u->lens, n, err, sizeof err);
   lua_settop(L, top);
   if (st != 0) {
-    luaL_pushfail(L);
-    lua_pushstring(L, err);
-    return 2;
+    return ps_fail(L, err);
   }
   lua_pushboolean(L, 1);
   return 1;
@@ -332,15 +328,7 @@ static int w_commit(lua_State *L) {
   int if_changed = opt_bool(L, 2, "if_changed", 1);
   char err[600];
   u->open = 0;
-  int st = ps_csv_writer_commit(&u->w, if_changed, err, sizeof err);
-  if (st < 0) {
-    luaL_pushfail(L);
-    lua_pushstring(L, err);
-    return 2;
-  }
-  lua_pushstring(L, st == PS_ATOMIC_CREATED ? "created" :
-                    st == PS_ATOMIC_REPLACED ? "replaced" : "unchanged");
-  return 1;
+  return ps_push_write_result(L, ps_csv_writer_commit(&u->w, if_changed, err, sizeof err), err);
 }
 
 static int w_rows(lua_State *L) {
@@ -383,16 +371,6 @@ static int csv_aliases(lua_State *L) {
   return 1;
 }
 
-static void new_class(lua_State *L, const char *name, const luaL_Reg *meta,
-                      const luaL_Reg *methods) {
-  luaL_newmetatable(L, name);
-  luaL_setfuncs(L, meta, 0);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
-}
-
 int luaopen_perfscript_csv(lua_State *L) {
   static const luaL_Reg reader_meta[] = {
     {"__gc", r_close}, {"__close", r_close}, {"__tostring", r_tostring}, {NULL, NULL}};
@@ -407,8 +385,8 @@ int luaopen_perfscript_csv(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"open", csv_open}, {"writer", csv_writer}, {"aliases", csv_aliases}, {NULL, NULL}};
-  new_class(L, READER, reader_meta, reader_methods);
-  new_class(L, WRITER, writer_meta, writer_methods);
+  ps_newclass(L, READER, reader_meta, reader_methods);
+  ps_newclass(L, WRITER, writer_meta, writer_methods);
   luaL_newlib(L, funcs);
   return 1;
 }

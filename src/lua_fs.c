@@ -12,6 +12,7 @@
 
 #include "atomicfile.h"
 #include "dirlock.h"
+#include "luabind.h"
 
 #define LOCK "perfscript.fs.lock"
 
@@ -41,9 +42,7 @@ static int fs_lock(lua_State *L) {
   u->fd = ps_dirlock_acquire(dir, wait ? timeout : 0, quiet ? NULL : say_waiting, (void *)dir,
                              err, sizeof err);
   if (u->fd < 0) {
-    luaL_pushfail(L);
-    lua_pushstring(L, err);
-    return 2;
+    return ps_fail(L, err);
   }
   return 1;
 }
@@ -71,15 +70,8 @@ static int fs_write_atomic(lua_State *L) {
     lua_pop(L, 1);
   }
   char err[600];
-  int st = ps_atomic_write(path, text, len, if_changed, err, sizeof err);
-  if (st < 0) {
-    luaL_pushfail(L);
-    lua_pushstring(L, err);
-    return 2;
-  }
-  lua_pushstring(L, st == PS_ATOMIC_CREATED ? "created" :
-                    st == PS_ATOMIC_REPLACED ? "replaced" : "unchanged");
-  return 1;
+  return ps_push_write_result(L, ps_atomic_write(path, text, len, if_changed, err, sizeof err),
+                              err);
 }
 
 static int fs_mkdir_p(lua_State *L) {
@@ -118,11 +110,7 @@ int luaopen_perfscript_fs(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"lock", fs_lock}, {"write_atomic", fs_write_atomic}, {"mkdir_p", fs_mkdir_p},
     {NULL, NULL}};
-  luaL_newmetatable(L, LOCK);
-  luaL_setfuncs(L, lock_meta, 0);
-  luaL_newlib(L, lock_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  ps_newclass(L, LOCK, lock_meta, lock_methods);
   luaL_newlib(L, funcs);
   return 1;
 }
