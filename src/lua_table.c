@@ -1,0 +1,492 @@
+/* perfscript.table: operator tables in C for the database explorer.
+ *   local T = require "perfscript.table"
+ *   local t = assert(T.load("MatMulV2.csv"))     -- or nil, "file:line: reason"
+ *   #t, t:columns(), t:column(name) -> 1-based index | nil, t:cell(row, col), t:num(row, col),
+ *   t:nums(col) -> {number | false}, t:strs(col), t:record(row), t:line(row), t:nfields(row)
+ *   local ix = t:index{ {col = "Input Shapes", kind = "shapes", formats = "Input Formats",
+ *                        strip1 = true, n = 2}, {col = "Input Data Types", kind = "list"} }
+ *   t:key(component, text [, formats]) -> canonical text | nil, why   (the query side)
+ *   ix:find(k1, ..., kn) -> {rows}, ix:ngroups(), ix:group(g) -> size, first, k1, ..., kn,
+ *   ix:groups(min) -> {{rows}...}, ix:skipped() -> {rows}
+ * Rows and columns are 1-based. Keys are canonical texts (src/dbkey.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "dbkey.h"
+#include "table.h"
+
+#define TABLE "perfscript.table"
+#define INDEX "perfscript.table.index"
+#define KEYBUF 65536
+#define BAD (PS_SID_NONE - 1)
+
+typedef struct table_ud { ps_table *t; } table_ud;
+
+enum { K_RAW, K_LIST, K_SHAPES };
+
+typedef struct component {
+  int col, fcol, kind, n;
+  unsigned flags;
+} component;
+
+typedef struct index_ud {
+  ps_index *ix;
+  size_t nkey;
+  component comp[PS_INDEX_MAXKEY];
+} index_ud;
+
+static ps_table *check_table(lua_State *L, int i) {
+  table_ud *u = luaL_checkudata(L, i, TABLE);
+  if (u->t == NULL) luaL_error(L, "attempt to use a freed table");
+  return u->t;
+}
+
+static index_ud *check_index(lua_State *L, int i) {
+  index_ud *u = luaL_checkudata(L, i, INDEX);
+  if (u->ix == NULL) luaL_error(L, "attempt to use a freed index");
+  return u;
+}
+
+/* A column given as a 1-based number or a name; returns the 0-based index or -1. */
+static int column_arg(lua_State *L, ps_table *t, int i) {
+  if (lua_type(L, i) == LUA_TNUMBER) {
+    lua_Integer c = luaL_checkinteger(L, i);
+    return c >= 1 && (size_t)c <= ps_table_ncols(t) ? (int)c - 1 : -1;
+  }
+  return ps_table_column(t, luaL_checkstring(L, i));
+}
+
+static size_t row_arg(lua_State *L, ps_table *t, int i) {
+  lua_Integer r = luaL_checkinteger(L, i);
+  luaL_argcheck(L, r >= 1 && (size_t)r <= ps_table_nrows(t), i, "row out of range");
+  return (size_t)r - 1;
+}
+
+static void push_sid(lua_State *L, ps_table *t, ps_sid id) {
+  size_t len;
+  const char *s = ps_table_str(t, id, &len);
+  lua_pushlstring(L, s, len);
+}
+
+static int t_load(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  table_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->t = NULL;
+  luaL_setmetatable(L, TABLE);
+  char err[1024];
+  u->t = ps_table_load(path, err, sizeof err);
+  if (u->t == NULL) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  return 1;
+}
+
+static int t_gc(lua_State *L) {
+  table_ud *u = luaL_checkudata(L, 1, TABLE);
+  ps_table_free(u->t);
+  u->t = NULL;
+  return 0;
+}
+
+static int t_len(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)ps_table_nrows(check_table(L, 1)));
+  return 1;
+}
+
+static int t_tostring(lua_State *L) {
+  table_ud *u = luaL_checkudata(L, 1, TABLE);
+  if (u->t == NULL) lua_pushliteral(L, "table (freed)");
+  else lua_pushfstring(L, "table %s (%d rows, %d columns)", ps_table_path(u->t),
+                       (int)ps_table_nrows(u->t), (int)ps_table_ncols(u->t));
+  return 1;
+}
+
+static int t_ncols(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)ps_table_ncols(check_table(L, 1)));
+  return 1;
+}
+
+static int t_path(lua_State *L) {
+  lua_pushstring(L, ps_table_path(check_table(L, 1)));
+  return 1;
+}
+
+static int t_memory(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  lua_pushinteger(L, (lua_Integer)ps_table_memory(t));
+  lua_pushinteger(L, (lua_Integer)ps_table_nstrings(t));
+  return 2;
+}
+
+static int t_columns(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  size_t n = ps_table_ncols(t);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, ps_table_colname(t, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static int t_column(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  int c = ps_table_column(t, luaL_checkstring(L, 2));
+  if (c < 0) lua_pushnil(L);
+  else lua_pushinteger(L, c + 1);
+  return 1;
+}
+
+static int t_cell(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  size_t r = row_arg(L, t, 2);
+  int c = column_arg(L, t, 3);
+  if (c < 0) return luaL_argerror(L, 3, "no such column");
+  push_sid(L, t, ps_table_cell(t, r, (size_t)c));
+  return 1;
+}
+
+static int t_num(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  size_t r = row_arg(L, t, 2);
+  int c = column_arg(L, t, 3);
+  if (c < 0) return luaL_argerror(L, 3, "no such column");
+  double v = ps_table_num(t, ps_table_cell(t, r, (size_t)c));
+  if (isnan(v)) lua_pushnil(L);
+  else lua_pushnumber(L, v);
+  return 1;
+}
+
+/* The whole column as numbers, false where a cell is not a number: one call for a scan. */
+static int t_nums(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  int c = column_arg(L, t, 2);
+  if (c < 0) return luaL_argerror(L, 2, "no such column");
+  size_t n = ps_table_nrows(t);
+  lua_createtable(L, (int)n, 0);
+  for (size_t r = 0; r < n; r++) {
+    double v = ps_table_num(t, ps_table_cell(t, r, (size_t)c));
+    if (isnan(v)) lua_pushboolean(L, 0);
+    else lua_pushnumber(L, v);
+    lua_rawseti(L, -2, (lua_Integer)r + 1);
+  }
+  return 1;
+}
+
+static int t_strs(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  int c = column_arg(L, t, 2);
+  if (c < 0) return luaL_argerror(L, 2, "no such column");
+  size_t n = ps_table_nrows(t);
+  lua_createtable(L, (int)n, 0);
+  for (size_t r = 0; r < n; r++) {
+    push_sid(L, t, ps_table_cell(t, r, (size_t)c));
+    lua_rawseti(L, -2, (lua_Integer)r + 1);
+  }
+  return 1;
+}
+
+static int t_record(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  size_t r = row_arg(L, t, 2);
+  size_t n = ps_table_ncols(t);
+  lua_createtable(L, 0, (int)n);
+  for (size_t c = 0; c < n; c++) {
+    push_sid(L, t, ps_table_cell(t, r, c));
+    lua_setfield(L, -2, ps_table_colname(t, c));
+  }
+  return 1;
+}
+
+static int t_line(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  lua_pushinteger(L, ps_table_line(t, row_arg(L, t, 2)));
+  return 1;
+}
+
+static int t_nfields(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  lua_pushinteger(L, (lua_Integer)ps_table_nfields(t, row_arg(L, t, 2)));
+  return 1;
+}
+
+/* ---- keys ------------------------------------------------------------------------------- */
+
+static void parse_component(lua_State *L, ps_table *t, int i, component *c, int need_col) {
+  luaL_checktype(L, i, LUA_TTABLE);
+  c->col = c->fcol = -1;
+  if (lua_getfield(L, i, "col") != LUA_TNIL) {
+    c->col = ps_table_column(t, luaL_checkstring(L, -1));
+    if (c->col < 0 && need_col) luaL_error(L, "no column '%s' in %s", lua_tostring(L, -1),
+                                           ps_table_path(t));
+  }
+  lua_pop(L, 1);
+  const char *kind = (lua_getfield(L, i, "kind"), luaL_optstring(L, -1, "raw"));
+  if (strcmp(kind, "raw") == 0) c->kind = K_RAW;
+  else if (strcmp(kind, "list") == 0) c->kind = K_LIST;
+  else if (strcmp(kind, "shapes") == 0) c->kind = K_SHAPES;
+  else luaL_error(L, "unknown key kind '%s' (raw, list, shapes)", kind);
+  lua_pop(L, 1);
+  if (lua_getfield(L, i, "formats") != LUA_TNIL) c->fcol = ps_table_column(t, luaL_checkstring(L, -1));
+  lua_pop(L, 1);
+  c->n = (lua_getfield(L, i, "n"), (int)luaL_optinteger(L, -1, 0));
+  lua_pop(L, 1);
+  if (c->n < 0 || c->n > 63) luaL_error(L, "key slot count n must be 0..63");
+  c->flags = 0;
+  if (lua_getfield(L, i, "strip1"), lua_toboolean(L, -1)) c->flags |= PS_DBKEY_STRIP1;
+  if (lua_getfield(L, i, "float_group"), lua_toboolean(L, -1)) c->flags |= PS_DBKEY_FLOAT_GROUP;
+  lua_pop(L, 2);
+}
+
+/* Canonical text of (s, f) under c into buf; -1 with a reason in err. */
+static long canon(const component *c, const char *s, size_t len, const char *f, size_t flen,
+                  char *buf, char *err, size_t errsize) {
+  if (c->kind == K_LIST) {
+    long n = ps_dbkey_list(s, len, c->n, c->flags, buf, KEYBUF);
+    if (n < 0) snprintf(err, errsize, "cell too long");
+    return n;
+  }
+  if (c->kind == K_SHAPES)
+    return ps_dbkey_shapes(s, len, f, flen, c->n, c->flags, buf, KEYBUF, err, errsize);
+  if (len >= KEYBUF) { snprintf(err, errsize, "cell too long"); return -1; }
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+  return (long)len;
+}
+
+/* While an index is built, each component remembers the key of each distinct cell (by the
+ * cell's id, with the formats id it was computed with): canonical text is made once per
+ * distinct value, not once per row. */
+typedef struct keyctx {
+  index_ud *u;
+  char *buf;
+  size_t ncache;
+  ps_sid *cache_b[PS_INDEX_MAXKEY], *cache_v[PS_INDEX_MAXKEY];
+} keyctx;
+
+static ps_sid row_component(ps_table *t, size_t row, const component *c, char *buf,
+                            ps_sid *cache_b, ps_sid *cache_v, size_t ncache) {
+  ps_sid a = c->col >= 0 ? ps_table_cell(t, row, (size_t)c->col) : 0;
+  if (c->kind == K_RAW) return ps_table_interned(t, a);
+  ps_sid b = c->fcol >= 0 && c->kind == K_SHAPES ? ps_table_cell(t, row, (size_t)c->fcol) : 0;
+  if (a < ncache && cache_v[a] != PS_SID_NONE && cache_b[a] == b) return cache_v[a];
+  ps_sid v;
+  size_t len, flen;
+  const char *s = ps_table_str(t, a, &len);
+  const char *f = ps_table_str(t, b, &flen);
+  char err[256];
+  long n = canon(c, s, len, c->fcol >= 0 ? f : NULL, flen, buf, err, sizeof err);
+  v = n < 0 ? BAD : ps_table_intern(t, buf, (size_t)n);
+  if (a < ncache) { cache_b[a] = b; cache_v[a] = v; }
+  return v;
+}
+
+static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
+  keyctx *k = ud;
+  for (size_t i = 0; i < k->u->nkey; i++) {
+    key[i] = row_component(t, row, &k->u->comp[i], k->buf, k->cache_b[i], k->cache_v[i],
+                           k->ncache);
+    if (key[i] == BAD || key[i] == PS_SID_NONE) return 0;
+  }
+  return 1;
+}
+
+static int t_index(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t n = lua_rawlen(L, 2);
+  luaL_argcheck(L, n >= 1 && n <= PS_INDEX_MAXKEY, 2, "1 to 8 key components");
+  index_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  memset(u, 0, sizeof *u);
+  luaL_setmetatable(L, INDEX);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);  /* the index keeps its table alive */
+  u->nkey = n;
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, (lua_Integer)i + 1);
+    parse_component(L, t, lua_gettop(L), &u->comp[i], 0);
+    lua_pop(L, 1);
+  }
+  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0} };
+  int ok = k.buf != NULL;
+  for (size_t i = 0; i < n && ok; i++) {
+    if (u->comp[i].kind == K_RAW) continue;
+    k.cache_b[i] = malloc(k.ncache * sizeof(ps_sid));
+    k.cache_v[i] = malloc(k.ncache * sizeof(ps_sid));
+    ok = k.cache_b[i] && k.cache_v[i];
+    if (ok) memset(k.cache_v[i], 0xff, k.ncache * sizeof(ps_sid));
+  }
+  if (ok) u->ix = ps_index_build(t, n, keyfn, &k);
+  free(k.buf);
+  for (size_t i = 0; i < n; i++) { free(k.cache_b[i]); free(k.cache_v[i]); }
+  if (u->ix == NULL) return luaL_error(L, "out of memory building an index");
+  return 1;
+}
+
+/* t:key(component, text [, formats]) -> the canonical text the index would hold. */
+static int t_key(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  component c;
+  parse_component(L, t, 2, &c, 0);
+  size_t len, flen = 0;
+  const char *s = luaL_checklstring(L, 3, &len);
+  const char *f = luaL_optlstring(L, 4, NULL, &flen);
+  char *buf = malloc(KEYBUF);
+  if (buf == NULL) return luaL_error(L, "out of memory");
+  char err[256];
+  long n = canon(&c, s, len, f, flen, buf, err, sizeof err);
+  if (n < 0) {
+    free(buf);
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_pushlstring(L, buf, (size_t)n);
+  free(buf);
+  return 1;
+}
+
+static int ix_gc(lua_State *L) {
+  index_ud *u = luaL_checkudata(L, 1, INDEX);
+  ps_index_free(u->ix);
+  u->ix = NULL;
+  return 0;
+}
+
+static ps_table *index_table(lua_State *L, int i) {
+  lua_getiuservalue(L, i, 1);
+  ps_table *t = check_table(L, -1);
+  lua_pop(L, 1);
+  return t;
+}
+
+/* Reads the key texts at args 2..n+1; 0 when one of them is not interned (no row has it). */
+static int key_args(lua_State *L, index_ud *u, ps_table *t, ps_sid *key) {
+  for (size_t i = 0; i < u->nkey; i++) {
+    size_t len;
+    const char *s = luaL_checklstring(L, (int)i + 2, &len);
+    key[i] = ps_table_find_str(t, s, len);
+    if (key[i] == PS_SID_NONE) return 0;
+  }
+  return 1;
+}
+
+static int ix_find(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  ps_table *t = index_table(L, 1);
+  ps_sid key[PS_INDEX_MAXKEY];
+  lua_newtable(L);
+  if (!key_args(L, u, t, key)) return 1;
+  lua_Integer i = 0;
+  for (long r = ps_index_find(u->ix, key); r >= 0; r = ps_index_next(u->ix, (size_t)r)) {
+    lua_pushinteger(L, r + 1);
+    lua_rawseti(L, -2, ++i);
+  }
+  return 1;
+}
+
+static int ix_ngroups(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)ps_index_ngroups(check_index(L, 1)->ix));
+  return 1;
+}
+
+static int ix_group(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  ps_table *t = index_table(L, 1);
+  lua_Integer g = luaL_checkinteger(L, 2);
+  if (g < 1 || (size_t)g > ps_index_ngroups(u->ix)) return 0;
+  lua_pushinteger(L, (lua_Integer)ps_index_group_size(u->ix, (size_t)g - 1));
+  lua_pushinteger(L, ps_index_group_first(u->ix, (size_t)g - 1) + 1);
+  const ps_sid *key = ps_index_group_key(u->ix, (size_t)g - 1);
+  luaL_checkstack(L, (int)u->nkey, "key too long");
+  for (size_t i = 0; i < u->nkey; i++) push_sid(L, t, key[i]);
+  return 2 + (int)u->nkey;
+}
+
+/* Rows of group g (1-based), in file order. */
+static void push_group_rows(lua_State *L, index_ud *u, size_t g) {
+  lua_createtable(L, (int)ps_index_group_size(u->ix, g), 0);
+  lua_Integer i = 0;
+  for (long r = ps_index_group_first(u->ix, g); r >= 0; r = ps_index_next(u->ix, (size_t)r)) {
+    lua_pushinteger(L, r + 1);
+    lua_rawseti(L, -2, ++i);
+  }
+}
+
+static int ix_rows(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  lua_Integer g = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, g >= 1 && (size_t)g <= ps_index_ngroups(u->ix), 2, "group out of range");
+  push_group_rows(L, u, (size_t)g - 1);
+  return 1;
+}
+
+static int ix_groups(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  lua_Integer min = luaL_optinteger(L, 2, 2);
+  lua_newtable(L);
+  lua_Integer k = 0;
+  for (size_t g = 0; g < ps_index_ngroups(u->ix); g++) {
+    if ((lua_Integer)ps_index_group_size(u->ix, g) < min) continue;
+    push_group_rows(L, u, g);
+    lua_rawseti(L, -2, ++k);
+  }
+  return 1;
+}
+
+static int ix_skipped(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  size_t n = ps_index_nskipped(u->ix);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)ps_index_skipped(u->ix, i) + 1);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static const luaL_Reg table_methods[] = {
+  {"ncols", t_ncols}, {"path", t_path}, {"memory", t_memory}, {"columns", t_columns},
+  {"column", t_column}, {"cell", t_cell}, {"num", t_num}, {"nums", t_nums}, {"strs", t_strs},
+  {"record", t_record}, {"line", t_line}, {"nfields", t_nfields}, {"index", t_index},
+  {"key", t_key}, {"free", t_gc}, {NULL, NULL}
+};
+
+static const luaL_Reg index_methods[] = {
+  {"find", ix_find}, {"ngroups", ix_ngroups}, {"group", ix_group}, {"rows", ix_rows},
+  {"groups", ix_groups}, {"skipped", ix_skipped}, {NULL, NULL}
+};
+
+int luaopen_perfscript_table(lua_State *L) {
+  luaL_newmetatable(L, TABLE);
+  luaL_newlib(L, table_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, t_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, t_gc);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, t_len);
+  lua_setfield(L, -2, "__len");
+  lua_pushcfunction(L, t_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, INDEX);
+  luaL_newlib(L, index_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, ix_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, ix_gc);
+  lua_setfield(L, -2, "__close");
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushcfunction(L, t_load);
+  lua_setfield(L, -2, "load");
+  return 1;
+}

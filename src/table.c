@@ -1,0 +1,386 @@
+#include "table.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "csvread.h"
+
+struct ps_table {
+  char *path;
+  size_t ncols, nrows, rows_cap;
+  char **colnames;
+  ps_sid *cells;            /* row-major, nrows * ncols */
+  long *lines;
+  uint32_t *nfields;
+
+  /* string pool */
+  char *pool; size_t pool_len, pool_cap;
+  uint64_t *soff; uint32_t *slen; uint64_t *shash;
+  size_t nstr, str_cap, ninterned;
+  uint32_t *slots; size_t nslots;   /* sid + 1, open addressing */
+
+  double *num; unsigned char *num_state; size_t num_cap;   /* 0 unknown, 1 parsed */
+
+  unsigned char *col_plain;         /* per column: cells appended, not interned (unique-ish) */
+};
+
+struct ps_index {
+  size_t nkey, ngroups, groups_cap, nrows;
+  ps_sid *keys;                      /* ngroups * nkey */
+  uint32_t *first, *last, *size;
+  int32_t *next;                     /* per row: next row with the same key, -1 */
+  uint32_t *slots; size_t nslots;    /* group + 1 */
+  size_t *skipped; size_t nskipped, skipped_cap;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 1;
+  size_t c = *cap ? *cap : 64;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, c * elem);
+  if (q == NULL) return 0;
+  *p = q;
+  *cap = c;
+  return 1;
+}
+
+/* ---- strings ---------------------------------------------------------------------------- */
+
+static int rehash(ps_table *t, size_t nslots) {
+  uint32_t *s = calloc(nslots, sizeof *s);
+  if (s == NULL) return 0;
+  for (size_t i = 0; i < t->nstr; i++) {
+    if (t->shash[i] == 0) continue;  /* a plain cell, not interned */
+    size_t j = t->shash[i] & (nslots - 1);
+    while (s[j]) j = (j + 1) & (nslots - 1);
+    s[j] = (uint32_t)i + 1;
+  }
+  free(t->slots);
+  t->slots = s;
+  t->nslots = nslots;
+  return 1;
+}
+
+static ps_sid lookup(const ps_table *t, const char *s, size_t len, uint64_t h) {
+  size_t j = h & (t->nslots - 1);
+  for (uint32_t v; (v = t->slots[j]); j = (j + 1) & (t->nslots - 1)) {
+    ps_sid id = v - 1;
+    if (t->shash[id] == h && t->slen[id] == len && memcmp(t->pool + t->soff[id], s, len) == 0)
+      return id;
+  }
+  return PS_SID_NONE;
+}
+
+ps_sid ps_table_find_str(const ps_table *t, const char *s, size_t len) {
+  uint64_t h = XXH3_64bits(s, len);
+  return lookup(t, s, len, h ? h : 1);
+}
+
+/* Adds a string to the pool; h == 0 leaves it out of the hash table (a plain cell). */
+static ps_sid add_string(ps_table *t, const char *s, size_t len, uint64_t h) {
+  if (len > UINT32_MAX || t->nstr >= PS_SID_NONE - 2) return PS_SID_NONE;
+  if (h && (t->ninterned + 1) * 2 > t->nslots && !rehash(t, t->nslots * 2)) return PS_SID_NONE;
+  size_t cap = t->str_cap;
+  if (!grow((void **)&t->soff, &cap, t->nstr + 1, sizeof *t->soff)) return PS_SID_NONE;
+  cap = t->str_cap;
+  if (!grow((void **)&t->slen, &cap, t->nstr + 1, sizeof *t->slen)) return PS_SID_NONE;
+  cap = t->str_cap;
+  if (!grow((void **)&t->shash, &cap, t->nstr + 1, sizeof *t->shash)) return PS_SID_NONE;
+  t->str_cap = cap;
+  if (!grow((void **)&t->pool, &t->pool_cap, t->pool_len + len + 1, 1)) return PS_SID_NONE;
+  memcpy(t->pool + t->pool_len, s, len);
+  t->pool[t->pool_len + len] = '\0';
+  ps_sid id = (ps_sid)t->nstr++;
+  t->soff[id] = t->pool_len;
+  t->slen[id] = (uint32_t)len;
+  t->shash[id] = h;
+  t->pool_len += len + 1;
+  if (h == 0) return id;
+  t->ninterned++;
+  size_t j = h & (t->nslots - 1);
+  while (t->slots[j]) j = (j + 1) & (t->nslots - 1);
+  t->slots[j] = id + 1;
+  return id;
+}
+
+ps_sid ps_table_intern(ps_table *t, const char *s, size_t len) {
+  uint64_t h = XXH3_64bits(s, len);
+  if (h == 0) h = 1;  /* 0 marks plain cells */
+  ps_sid id = lookup(t, s, len, h);
+  return id != PS_SID_NONE ? id : add_string(t, s, len, h);
+}
+
+const char *ps_table_str(const ps_table *t, ps_sid id, size_t *len) {
+  if (id >= t->nstr) { if (len) *len = 0; return ""; }
+  if (len) *len = t->slen[id];
+  return t->pool + t->soff[id];
+}
+
+size_t ps_table_nstrings(const ps_table *t) { return t->nstr; }
+
+ps_sid ps_table_interned(ps_table *t, ps_sid id) {
+  if (id >= t->nstr || t->shash[id] != 0) return id;
+  return ps_table_intern(t, t->pool + t->soff[id], t->slen[id]);
+}
+
+double ps_table_num(ps_table *t, ps_sid id) {
+  if (id >= t->nstr) return NAN;
+  if (id >= t->num_cap) {
+    size_t old = t->num_cap, cap = old;
+    if (!grow((void **)&t->num, &cap, t->nstr, sizeof *t->num)) return NAN;
+    cap = old;
+    if (!grow((void **)&t->num_state, &cap, t->nstr, 1)) return NAN;
+    memset(t->num_state + old, 0, cap - old);
+    t->num_cap = cap;
+  }
+  if (!t->num_state[id]) {
+    const char *s = t->pool + t->soff[id];
+    char *end;
+    double v = NAN;
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s) {
+      v = strtod(s, &end);
+      while (*end == ' ' || *end == '\t') end++;
+      if (end == s || *end) v = NAN;
+    }
+    t->num[id] = v;
+    t->num_state[id] = 1;
+  }
+  return t->num[id];
+}
+
+/* ---- load ------------------------------------------------------------------------------- */
+
+void ps_table_free(ps_table *t) {
+  if (t == NULL) return;
+  for (size_t i = 0; i < t->ncols; i++) free(t->colnames[i]);
+  free(t->colnames);
+  free(t->cells);
+  free(t->lines);
+  free(t->nfields);
+  free(t->pool);
+  free(t->soff);
+  free(t->slen);
+  free(t->shash);
+  free(t->slots);
+  free(t->num);
+  free(t->num_state);
+  free(t->col_plain);
+  free(t->path);
+  free(t);
+}
+
+ps_table *ps_table_load(const char *path, char *err, size_t errsize) {
+  size_t *fresh = NULL;
+  ps_csv_reader *r = ps_csv_open(path, PS_CSV_TRIM, err, errsize);
+  if (r == NULL) return NULL;
+  ps_table *t = calloc(1, sizeof *t);
+  if (t == NULL || (t->path = strdup(path)) == NULL || !rehash(t, 1024)) goto oom;
+  if (ps_table_intern(t, "", 0) != 0) goto oom;
+  ps_csv_record rec;
+  int st = ps_csv_next(r, &rec);
+  if (st < 0) goto bad;
+  if (st == 0) {
+    snprintf(err, errsize, "%s: empty file (no header)", path);
+    goto fail;
+  }
+  t->ncols = rec.nfields;
+  if ((t->colnames = calloc(t->ncols ? t->ncols : 1, sizeof *t->colnames)) == NULL) goto oom;
+  for (size_t i = 0; i < t->ncols; i++)
+    if ((t->colnames[i] = strdup(rec.fields[i])) == NULL) goto oom;
+  /* Columns that are mostly distinct (latencies, counters) are stored without interning: after
+   * SAMPLE rows, a column whose cells made more than half new strings goes plain. */
+  enum { SAMPLE = 1024 };
+  if ((fresh = calloc(t->ncols, sizeof *fresh)) == NULL ||
+      (t->col_plain = calloc(t->ncols, 1)) == NULL)
+    goto oom;
+  while ((st = ps_csv_next(r, &rec)) > 0) {
+    if (t->nrows == SAMPLE)
+      for (size_t c = 0; c < t->ncols; c++) t->col_plain[c] = fresh[c] > SAMPLE / 2;
+    size_t cap = t->rows_cap;
+    if (!grow((void **)&t->lines, &cap, t->nrows + 1, sizeof *t->lines)) goto oom;
+    cap = t->rows_cap;
+    if (!grow((void **)&t->nfields, &cap, t->nrows + 1, sizeof *t->nfields)) goto oom;
+    cap = t->rows_cap;
+    if (!grow((void **)&t->cells, &cap, t->nrows + 1, t->ncols * sizeof *t->cells)) goto oom;
+    t->rows_cap = cap;
+    ps_sid *row = t->cells + t->nrows * t->ncols;
+    for (size_t c = 0; c < t->ncols; c++) {
+      if (c >= rec.nfields || rec.lens[c] == 0) { row[c] = 0; continue; }
+      ps_sid id;
+      if (t->col_plain[c]) {
+        id = add_string(t, rec.fields[c], rec.lens[c], 0);
+      } else {
+        size_t before = t->nstr;
+        id = ps_table_intern(t, rec.fields[c], rec.lens[c]);
+        fresh[c] += t->nstr > before;
+      }
+      if (id == PS_SID_NONE) goto oom;
+      row[c] = id;
+    }
+    t->lines[t->nrows] = rec.line;
+    t->nfields[t->nrows] = (uint32_t)rec.nfields;
+    t->nrows++;
+  }
+  if (st < 0) goto bad;
+  free(fresh);
+  ps_csv_close(r);
+  return t;
+bad:
+  snprintf(err, errsize, "%s", ps_csv_error(r));
+  goto fail;
+oom:
+  snprintf(err, errsize, "%s: out of memory", path);
+fail:
+  free(fresh);
+  ps_csv_close(r);
+  ps_table_free(t);
+  return NULL;
+}
+
+size_t ps_table_nrows(const ps_table *t) { return t->nrows; }
+size_t ps_table_ncols(const ps_table *t) { return t->ncols; }
+const char *ps_table_path(const ps_table *t) { return t->path; }
+const char *ps_table_colname(const ps_table *t, size_t col) {
+  return col < t->ncols ? t->colnames[col] : NULL;
+}
+
+int ps_table_column(const ps_table *t, const char *name) {
+  for (size_t i = 0; i < t->ncols; i++)
+    if (strcmp(t->colnames[i], name) == 0) return (int)i;
+  return -1;
+}
+
+ps_sid ps_table_cell(const ps_table *t, size_t row, size_t col) {
+  if (row >= t->nrows || col >= t->ncols) return 0;
+  return t->cells[row * t->ncols + col];
+}
+
+long ps_table_line(const ps_table *t, size_t row) { return row < t->nrows ? t->lines[row] : 0; }
+size_t ps_table_nfields(const ps_table *t, size_t row) {
+  return row < t->nrows ? t->nfields[row] : 0;
+}
+
+size_t ps_table_memory(const ps_table *t) {
+  return t->rows_cap * (t->ncols * sizeof(ps_sid) + sizeof(long) + sizeof(uint32_t)) +
+         t->pool_cap + t->str_cap * (8 + 4 + 8) + t->nslots * 4 + t->num_cap * 9;
+}
+
+/* ---- index ------------------------------------------------------------------------------ */
+
+void ps_index_free(ps_index *ix) {
+  if (ix == NULL) return;
+  free(ix->keys);
+  free(ix->first);
+  free(ix->last);
+  free(ix->size);
+  free(ix->next);
+  free(ix->slots);
+  free(ix->skipped);
+  free(ix);
+}
+
+static uint64_t key_hash(const ps_sid *key, size_t n) { return XXH3_64bits(key, n * sizeof *key); }
+
+static long find_group(const ps_index *ix, const ps_sid *key, uint64_t h) {
+  size_t j = h & (ix->nslots - 1);
+  for (uint32_t v; (v = ix->slots[j]); j = (j + 1) & (ix->nslots - 1))
+    if (memcmp(ix->keys + (size_t)(v - 1) * ix->nkey, key, ix->nkey * sizeof *key) == 0)
+      return (long)v - 1;
+  return -1;
+}
+
+static int index_rehash(ps_index *ix, size_t nslots) {
+  uint32_t *s = calloc(nslots, sizeof *s);
+  if (s == NULL) return 0;
+  for (size_t g = 0; g < ix->ngroups; g++) {
+    size_t j = key_hash(ix->keys + g * ix->nkey, ix->nkey) & (nslots - 1);
+    while (s[j]) j = (j + 1) & (nslots - 1);
+    s[j] = (uint32_t)g + 1;
+  }
+  free(ix->slots);
+  ix->slots = s;
+  ix->nslots = nslots;
+  return 1;
+}
+
+ps_index *ps_index_build(ps_table *t, size_t nkey, ps_keyfn fn, void *ud) {
+  if (nkey == 0 || nkey > PS_INDEX_MAXKEY) return NULL;
+  ps_index *ix = calloc(1, sizeof *ix);
+  if (ix == NULL) return NULL;
+  ix->nkey = nkey;
+  ix->nrows = t->nrows;
+  size_t nslots = 1024;
+  while (nslots < 2 * t->nrows) nslots *= 2;
+  if ((ix->next = malloc((t->nrows ? t->nrows : 1) * sizeof *ix->next)) == NULL ||
+      !index_rehash(ix, nslots))
+    goto oom;
+  ps_sid key[PS_INDEX_MAXKEY];
+  for (size_t row = 0; row < t->nrows; row++) {
+    ix->next[row] = -1;
+    if (!fn(t, row, key, ud)) {
+      if (!grow((void **)&ix->skipped, &ix->skipped_cap, ix->nskipped + 1, sizeof(size_t)))
+        goto oom;
+      ix->skipped[ix->nskipped++] = row;
+      continue;
+    }
+    uint64_t h = key_hash(key, nkey);
+    long g = find_group(ix, key, h);
+    if (g >= 0) {
+      ix->next[ix->last[g]] = (int32_t)row;
+      ix->last[g] = (uint32_t)row;
+      ix->size[g]++;
+      continue;
+    }
+    if ((ix->ngroups + 1) * 2 > ix->nslots && !index_rehash(ix, ix->nslots * 2)) goto oom;
+    size_t cap = ix->groups_cap;
+    if (!grow((void **)&ix->keys, &cap, ix->ngroups + 1, nkey * sizeof *key)) goto oom;
+    cap = ix->groups_cap;
+    if (!grow((void **)&ix->first, &cap, ix->ngroups + 1, sizeof *ix->first)) goto oom;
+    cap = ix->groups_cap;
+    if (!grow((void **)&ix->last, &cap, ix->ngroups + 1, sizeof *ix->last)) goto oom;
+    cap = ix->groups_cap;
+    if (!grow((void **)&ix->size, &cap, ix->ngroups + 1, sizeof *ix->size)) goto oom;
+    ix->groups_cap = cap;
+    g = (long)ix->ngroups++;
+    memcpy(ix->keys + (size_t)g * nkey, key, nkey * sizeof *key);
+    ix->first[g] = ix->last[g] = (uint32_t)row;
+    ix->size[g] = 1;
+    size_t j = h & (ix->nslots - 1);
+    while (ix->slots[j]) j = (j + 1) & (ix->nslots - 1);
+    ix->slots[j] = (uint32_t)g + 1;
+  }
+  return ix;
+oom:
+  ps_index_free(ix);
+  return NULL;
+}
+
+long ps_index_find(const ps_index *ix, const ps_sid *key) {
+  long g = find_group(ix, key, key_hash(key, ix->nkey));
+  return g < 0 ? -1 : (long)ix->first[g];
+}
+
+long ps_index_next(const ps_index *ix, size_t row) {
+  return row < ix->nrows ? ix->next[row] : -1;
+}
+
+size_t ps_index_ngroups(const ps_index *ix) { return ix->ngroups; }
+long ps_index_group_first(const ps_index *ix, size_t g) {
+  return g < ix->ngroups ? (long)ix->first[g] : -1;
+}
+size_t ps_index_group_size(const ps_index *ix, size_t g) {
+  return g < ix->ngroups ? ix->size[g] : 0;
+}
+const ps_sid *ps_index_group_key(const ps_index *ix, size_t g) {
+  return g < ix->ngroups ? ix->keys + g * ix->nkey : NULL;
+}
+size_t ps_index_nkey(const ps_index *ix) { return ix->nkey; }
+size_t ps_index_nskipped(const ps_index *ix) { return ix->nskipped; }
+size_t ps_index_skipped(const ps_index *ix, size_t i) {
+  return i < ix->nskipped ? ix->skipped[i] : 0;
+}

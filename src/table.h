@@ -1,0 +1,66 @@
+/* An operator table held in memory: one database CSV (one kernel type), read once, every cell
+ * an interned string id, stored column by column. A million rows of a dozen columns take about
+ * 50 MB plus the distinct strings. Indexes group rows by a key of string ids (built by a caller
+ * function, usually canonical signature text) and answer "which rows have this key" in O(1),
+ * rows kept in file order. Nothing here knows Lua. */
+#ifndef PS_TABLE_H
+#define PS_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint32_t ps_sid;            /* interned string id; 0 is the empty string */
+#define PS_SID_NONE UINT32_MAX      /* "no such string" */
+#define PS_INDEX_MAXKEY 8
+
+typedef struct ps_table ps_table;
+typedef struct ps_index ps_index;
+
+/* Reads a CSV with a header row (cells trimmed of the Excel TAB guards). NULL with a message
+ * ("file:line: reason") in err on failure, Git LFS pointers included. */
+ps_table *ps_table_load(const char *path, char *err, size_t errsize);
+void ps_table_free(ps_table *t);
+
+size_t ps_table_nrows(const ps_table *t);
+size_t ps_table_ncols(const ps_table *t);
+const char *ps_table_path(const ps_table *t);
+const char *ps_table_colname(const ps_table *t, size_t col);
+int ps_table_column(const ps_table *t, const char *name);        /* exact name; -1 if absent */
+ps_sid ps_table_cell(const ps_table *t, size_t row, size_t col); /* 0 for a short row */
+long ps_table_line(const ps_table *t, size_t row);               /* physical line of the record */
+size_t ps_table_nfields(const ps_table *t, size_t row);          /* fields the record had */
+
+const char *ps_table_str(const ps_table *t, ps_sid id, size_t *len);
+size_t ps_table_nstrings(const ps_table *t);
+/* Interns s (for derived keys); PS_SID_NONE when out of memory. Cells of mostly-distinct
+ * columns (latencies) are stored plain, not interned: ps_table_find_str does not see them. */
+ps_sid ps_table_intern(ps_table *t, const char *s, size_t len);
+/* The interned id of the same text as id (id itself unless it is a plain cell). */
+ps_sid ps_table_interned(ps_table *t, ps_sid id);
+/* The id of s if it is interned, else PS_SID_NONE (a query key nobody has cannot match). */
+ps_sid ps_table_find_str(const ps_table *t, const char *s, size_t len);
+
+/* The number in a cell's text (strtod over the trimmed text), NaN when empty or not a number.
+ * Parsed once per distinct string. */
+double ps_table_num(ps_table *t, ps_sid id);
+
+size_t ps_table_memory(const ps_table *t);  /* bytes held, roughly */
+
+/* Builds an index of nkey string ids per row. keyfn fills key[0..nkey) and returns 1, or 0 to
+ * leave the row out of the index (it is then listed by ps_index_skipped). */
+typedef int (*ps_keyfn)(ps_table *t, size_t row, ps_sid *key, void *ud);
+ps_index *ps_index_build(ps_table *t, size_t nkey, ps_keyfn fn, void *ud);
+void ps_index_free(ps_index *ix);
+
+/* First row with this key or -1; then ps_index_next(row) walks the others in file order. */
+long ps_index_find(const ps_index *ix, const ps_sid *key);
+long ps_index_next(const ps_index *ix, size_t row);
+size_t ps_index_ngroups(const ps_index *ix);      /* distinct keys, in order of first row */
+long ps_index_group_first(const ps_index *ix, size_t g);
+size_t ps_index_group_size(const ps_index *ix, size_t g);
+const ps_sid *ps_index_group_key(const ps_index *ix, size_t g);
+size_t ps_index_nkey(const ps_index *ix);
+size_t ps_index_nskipped(const ps_index *ix);
+size_t ps_index_skipped(const ps_index *ix, size_t i);  /* row left out */
+
+#endif

@@ -1,0 +1,149 @@
+/* The operator table (interned cells, plain columns, indexes) and the consumer-view keys. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "dbkey.h"
+#include "table.h"
+#include "testutil.h"
+
+static const char *shapes(const char *cell, const char *formats, int n, unsigned flags) {
+  static char out[256];
+  char err[128];
+  long k = ps_dbkey_shapes(cell, strlen(cell), formats, formats ? strlen(formats) : 0, n, flags,
+                           out, sizeof out, err, sizeof err);
+  return k < 0 ? "ERR" : out;
+}
+
+static void test_shape_keys(void **state) {
+  (void)state;
+  /* pandas leaves the literal quotes of """...""": they are stripped, empty slots dropped */
+  assert_string_equal(shapes("\"128,4,128;12307,128,128;;2048,2048;\"", NULL, 0, 0),
+                      "128,4,128;12307,128,128;2048,2048");
+  assert_string_equal(shapes(" 1 , 2 ;();3", NULL, 0, 0), "1,2;();3");
+  assert_string_equal(shapes("1,128,4096;4096", NULL, 0, PS_DBKEY_STRIP1), "128,4096;4096");
+  assert_string_equal(shapes("1,128;1", NULL, 0, PS_DBKEY_STRIP1), "128;1");
+  assert_string_equal(shapes("a;b;c", NULL, 2, 0), "ERR");
+  assert_string_equal(shapes("1,2;3,4;5", NULL, 2, 0), "1,2;3,4");
+  /* FRACTAL_NZ restore: BF16 [320,48,16,16] -> (5120,768); INT8 [48,448,16,32] -> (1536,7168) */
+  assert_string_equal(shapes("8,5120;320,48,16,16", "ND;FRACTAL_NZ", 0, 0), "8,5120;5120,768");
+  assert_string_equal(shapes("64,48,448,16,32", "FRACTAL_NZ", 0, 0), "64,1536,7168");
+  assert_string_equal(shapes("48,16,16", "FRACTAL_NZ", 0, 0), "48,16,16");
+  assert_string_equal(shapes("N/A", NULL, 0, 0), "ERR");
+  assert_string_equal(shapes("nan", NULL, 0, 0), "ERR");
+  assert_string_equal(shapes("1.5,2", NULL, 0, 0), "ERR");
+  assert_string_equal(shapes("", NULL, 0, 0), "");
+}
+
+static void test_list_keys(void **state) {
+  (void)state;
+  char out[128];
+  const char *cell = " DT_BF16; ;FLOAT;DT_UNDEFINED ";
+  assert_int_equal(ps_dbkey_list(cell, strlen(cell), 0, 0, out, sizeof out), 26);
+  assert_string_equal(out, "DT_BF16;FLOAT;DT_UNDEFINED");
+  ps_dbkey_list(cell, strlen(cell), 2, PS_DBKEY_FLOAT_GROUP, out, sizeof out);
+  assert_string_equal(out, "FLOAT_GROUP;FLOAT_GROUP");
+  assert_int_equal(ps_dbkey_list(cell, strlen(cell), 0, 0, out, 5), -1);
+}
+
+static int key_inputs(ps_table *t, size_t row, ps_sid *key, void *ud) {
+  (void)ud;
+  size_t len;
+  const char *s = ps_table_str(t, ps_table_cell(t, row, 0), &len);
+  char buf[256], err[64];
+  long n = ps_dbkey_shapes(s, len, NULL, 0, 0, 0, buf, sizeof buf, err, sizeof err);
+  if (n < 0) return 0;
+  key[0] = ps_table_intern(t, buf, (size_t)n);
+  key[1] = ps_table_interned(t, ps_table_cell(t, row, 1));
+  return 1;
+}
+
+static void test_table_and_index(void **state) {
+  (void)state;
+  static const char csv[] =
+      "Input Shapes,Input Data Types,Average Duration(us)\n"
+      "\"\"\"4,8;8,16\"\"\",DT_BF16;DT_BF16,10.5\n"
+      "\"4,8;8,16\",DT_BF16;DT_BF16,\t11 \n"
+      "\"bad;1\",DT_BF16,0\n"
+      "\"4,8;8,16\",FLOAT;FLOAT\n"
+      "\"4,8;8,16\",DT_BF16;DT_BF16,x\n";
+  char err[256];
+  ps_table *t = ps_table_load(write_file("t.csv", csv, sizeof csv - 1), err, sizeof err);
+  assert_non_null(t);
+  assert_int_equal(ps_table_nrows(t), 5);
+  assert_int_equal(ps_table_ncols(t), 3);
+  assert_int_equal(ps_table_column(t, "Average Duration(us)"), 2);
+  assert_int_equal(ps_table_column(t, "Duration(us)"), -1);
+  assert_int_equal(ps_table_line(t, 1), 3);
+  assert_int_equal(ps_table_nfields(t, 3), 2);
+  assert_int_equal(ps_table_cell(t, 3, 2), 0);  /* short row: empty */
+  assert_true(ps_table_num(t, ps_table_cell(t, 0, 2)) == 10.5);
+  assert_true(ps_table_num(t, ps_table_cell(t, 1, 2)) == 11.0);  /* TAB guard trimmed */
+  assert_true(isnan(ps_table_num(t, ps_table_cell(t, 4, 2))));
+  assert_true(isnan(ps_table_num(t, 0)));
+  assert_int_equal(ps_table_cell(t, 0, 1), ps_table_cell(t, 1, 1));  /* interned */
+
+  ps_index *ix = ps_index_build(t, 2, key_inputs, NULL);
+  assert_non_null(ix);
+  assert_int_equal(ps_index_ngroups(ix), 2);
+  assert_int_equal(ps_index_nskipped(ix), 1);
+  assert_int_equal(ps_index_skipped(ix, 0), 2);
+  ps_sid key[2] = { ps_table_find_str(t, "4,8;8,16", 8), ps_table_find_str(t, "DT_BF16;DT_BF16", 15) };
+  long r = ps_index_find(ix, key);
+  assert_int_equal(r, 0);
+  assert_int_equal(ps_index_next(ix, 0), 1);
+  assert_int_equal(ps_index_next(ix, 1), 4);
+  assert_int_equal(ps_index_next(ix, 4), -1);
+  assert_int_equal(ps_index_group_size(ix, 0), 3);
+  assert_int_equal(ps_index_group_first(ix, 1), 3);
+  key[1] = ps_table_find_str(t, "INT8", 4);
+  assert_int_equal(key[1], PS_SID_NONE);
+  ps_index_free(ix);
+  ps_table_free(t);
+}
+
+static void test_plain_columns(void **state) {
+  (void)state;
+  /* 2000 rows: the latency column is mostly distinct and goes plain; keys still work */
+  size_t cap = 2000 * 64 + 64, len = 0;
+  char *csv = malloc(cap);
+  len += (size_t)snprintf(csv + len, cap - len, "Input Shapes,Duration(us)\n");
+  for (int i = 0; i < 2000; i++)
+    len += (size_t)snprintf(csv + len, cap - len, "\"%d,%d\",%d.25\n", i % 7 + 1, 16, i);
+  char err[256];
+  ps_table *t = ps_table_load(write_file("plain.csv", csv, len), err, sizeof err);
+  free(csv);
+  assert_non_null(t);
+  assert_int_equal(ps_table_nrows(t), 2000);
+  assert_true(ps_table_num(t, ps_table_cell(t, 1999, 1)) == 1999.25);
+  size_t n;
+  assert_string_equal(ps_table_str(t, ps_table_cell(t, 1500, 0), &n), "3,16");
+  ps_sid a = ps_table_interned(t, ps_table_cell(t, 1500, 1));
+  assert_int_equal(a, ps_table_find_str(t, "1500.25", 7));
+  ps_table_free(t);
+}
+
+static void test_load_errors(void **state) {
+  (void)state;
+  char err[256];
+  static const char lfs[] = "version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n";
+  assert_null(ps_table_load(write_file("lfs.csv", lfs, sizeof lfs - 1), err, sizeof err));
+  assert_non_null(strstr(err, "lfs.csv"));
+  assert_null(ps_table_load(write_file("empty.csv", "", 0), err, sizeof err));
+  assert_non_null(strstr(err, "empty"));
+  assert_null(ps_table_load("/nonexistent/x.csv", err, sizeof err));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_shape_keys),
+    cmocka_unit_test(test_list_keys),
+    cmocka_unit_test(test_table_and_index),
+    cmocka_unit_test(test_plain_columns),
+    cmocka_unit_test(test_load_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
