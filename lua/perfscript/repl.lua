@@ -22,6 +22,8 @@ end
 function M.save(rows, path)
   assert(type(rows) == "table", "save: rows must be a table")
   assert(type(path) == "string", "save: path must be a string")
+  local header = 0
+  if type(rows.matrix) == "function" then rows, header = rows:matrix(), 1 end  -- a db query result
   local w = assert(perf.csv.writer(path))
   local columns, index = nil, {}
   if rows[1] and #rows[1] == 0 and next(rows[1]) ~= nil then
@@ -52,13 +54,15 @@ function M.save(rows, path)
     assert(w:write(out))
   end
   local how = assert(w:commit())
-  print(string.format("%s %s (%d rows)", how, path, #rows))
+  print(string.format("%s %s (%d rows)", how, path, #rows - header))
   return path
 end
 
 function M.open_db(dir)
-  local db = assert(perf.open(dir))
+  local db, err = perf.open(dir)
+  if not db then perf.fail("%s", err) end
   _G.db = db
+  for _, h in ipairs(require("perfscript.db").help) do M.add_help(h[1], h[2]) end
   return db
 end
 

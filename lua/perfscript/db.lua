@@ -1,0 +1,526 @@
+-- The database explorer: perf.open(dir) (the REPL's `db` under `perfscript --db DIR`).
+-- A version directory holds one CSV per kernel type. Each kernel is a field of the database
+-- (db.MatMulV2, so tab completion finds it) and is loaded into a C table (perfscript.table)
+-- on first use. Queries are methods of the database (kernel name first) and of each kernel;
+-- they return results (perfscript.db.result) that print as aligned tables and save as CSV.
+local perf = require "perfscript"
+local T = require "perfscript.table"
+local lfs = require "lfs"
+local R = require "perfscript.db.result"
+local match = require "perfscript.db.match"
+
+local M = {}
+
+M.LATENCY = { "Average Duration(us)", "Profiling Average Duration(us)", "Duration(us)" }
+M.IS, M.IDT, M.IF = "Input Shapes", "Input Data Types", "Input Formats"
+M.OS, M.ODT, M.OF = "Output Shapes", "Output Data Types", "Output Formats"
+-- runtime columns that are axes or exact fields of a query
+M.EXTRAS = {
+  { name = "seq", cols = { "Runtime avg_seq_len", "avg_seq_len" } },
+  { name = "batch", cols = { "Runtime batch_size" } },
+  { name = "ep", cols = { "EP Size" } },
+  { name = "bytes", cols = { "message_bytes" } },
+  { name = "devices", cols = { "num_devices" } },
+  { name = "tier", cols = { "topology_tier" } },
+}
+
+-- One line per query for help() in the REPL.
+M.help = {
+  { "db:kernels()", "per kernel type: rows, rows with a valid latency, theory rows" },
+  { "db:rows(k, filter)", "rows of kernel k; filter: {column = value, M = 128} or function(r)" },
+  { "db:lookup(k, shapes, dtypes, {explain = true})", "the consumer's exact match; explain: each row's first failing input" },
+  { "db:nearest(k, query, n)", "the n closest measured rows (log-space distance over the shape dims)" },
+  { "db:coverage(k, axis, fixed)", "values measured along an axis (M, K, N, tokens, ...), gaps against the density standard" },
+  { "db:interp(k, query)", "one-axis linear interpolation preview with its bracket (never extrapolates)" },
+  { "db:dups(k)", "rows the consumer cannot tell apart, and how it resolves them" },
+  { "db:outliers(k)", "monotonicity breaks along an axis; microbench/profiling gaps outside [0.8, 1.2]" },
+  { "db:lint([k])", "cells that crash or mislead the consumer (shapes, slots, dtypes, zero latencies, EP Size)" },
+  { "db:diff(other, [k])", "the same signatures in another version directory: ratios and regressions" },
+  { "db.<Kernel>", "a kernel type (tab completes); the same queries without the kernel argument" },
+}
+
+local DB, Kernel = {}, {}
+M.DB, M.Kernel = DB, Kernel
+local DBmethods, Kmethods = {}, {}
+DB.__index = DBmethods
+Kernel.__index = Kmethods
+M.DBmethods, M.Kmethods = DBmethods, Kmethods
+
+local function is_lfs_pointer(path)
+  local f = io.open(path, "rb")
+  if not f then return false end
+  local head = f:read(64) or ""
+  f:close()
+  return head:find("^version https://git%-lfs%.github%.com/spec/") ~= nil
+end
+
+-- Opens a version directory. Returns the database, or nil and a message.
+function M.open(dir, opts)
+  if type(dir) ~= "string" then return nil, "open: the database directory must be a string" end
+  dir = dir:gsub("/+$", "")
+  if dir == "" then dir = "/" end
+  local mode = lfs.attributes(dir, "mode")
+  if mode ~= "directory" then return nil, dir .. ": not a directory" end
+  local names, subdirs = {}, {}
+  for name in lfs.dir(dir) do
+    local path = dir .. "/" .. name
+    if name:sub(-4) == ".csv" and lfs.attributes(path, "mode") == "file" then
+      names[#names + 1] = name:sub(1, -5)
+    elseif name ~= "." and name ~= ".." and lfs.attributes(path, "mode") == "directory" then
+      subdirs[#subdirs + 1] = name
+    end
+  end
+  table.sort(names)
+  if #names == 0 then
+    table.sort(subdirs)
+    local hint = #subdirs > 0 and (" (directories in it: " .. table.concat(subdirs, ", ") ..
+      "; a database is one version directory such as <root>/<DEVICE>/vllm_ascend/vllm<V>_torch<T>_cann<C>)") or ""
+    return nil, dir .. ": no kernel CSV files" .. hint
+  end
+  local db = setmetatable({ _dir = dir, _names = names, _opts = opts or {} }, DB)
+  for _, name in ipairs(names) do
+    local k = setmetatable({ name = name, path = dir .. "/" .. name .. ".csv", db = db, _ = {} }, Kernel)
+    if DBmethods[name] == nil then rawset(db, name, k) end  -- else only db:kernel(name)
+  end
+  db._kernels = {}
+  for _, name in ipairs(names) do db._kernels[name] = rawget(db, name) end
+  return db
+end
+
+function DB:__tostring()
+  return string.format("database %s (%d kernel types; db:kernels(), help())", self._dir, #self._names)
+end
+
+function Kernel:__tostring()
+  local s = self._
+  if s.t then return string.format("kernel %s (%d rows)", self.name, #s.t) end
+  return string.format("kernel %s (%s, not loaded yet)", self.name, self.path)
+end
+
+function DBmethods:dir() return self._dir end
+function DBmethods:names() return table.move(self._names, 1, #self._names, 1, {}) end
+
+-- The kernel object for a name; a user error naming the near misses when there is none.
+function DBmethods:kernel(name)
+  if getmetatable(name) == Kernel then return name end
+  local k = self._kernels[name]
+  if k then return k end
+  if type(name) ~= "string" then perf.fail("expected a kernel name, got %s", type(name)) end
+  local near = {}
+  local lname = name:lower()
+  for _, n in ipairs(self._names) do
+    if n:lower():find(lname, 1, true) or lname:find(n:lower(), 1, true) then near[#near + 1] = n end
+  end
+  perf.fail("%s: no kernel type '%s'%s", self._dir, name,
+            #near > 0 and (" (did you mean " .. table.concat(near, ", ", 1, math.min(#near, 5)) .. "?)") or "")
+end
+
+-- ---- per-kernel data ---------------------------------------------------------------------
+
+function Kmethods:table()
+  local s = self._
+  if not s.t then
+    if is_lfs_pointer(self.path) then
+      perf.fail("%s: a Git LFS pointer, not data (run `git lfs pull` in the database's repository)", self.path)
+    end
+    local t, err = T.load(self.path)
+    if not t then perf.fail("%s", err) end
+    s.t = t
+  end
+  return s.t
+end
+
+function Kmethods:has(col) return self:table():column(col) ~= nil end
+
+-- Per row: the latency the consumer reads (first finite value > 0 along the column chain,
+-- preferred column first) or false, and the column it came from.
+function Kmethods:latencies()
+  local s = self._
+  if s.lat then return s.lat, s.latcol end
+  local t = self:table()
+  local cols, nums = {}, {}
+  for _, c in ipairs(M.LATENCY) do
+    if t:column(c) then cols[#cols + 1] = c; nums[#nums + 1] = t:nums(c) end
+  end
+  local lat, src = {}, {}
+  local n = #t
+  for i = 1, n do
+    lat[i], src[i] = false, false
+    for j = 1, #cols do
+      local v = nums[j][i]
+      if v and v > 0 and v < math.huge then lat[i], src[i] = v, cols[j]; break end
+    end
+  end
+  s.lat, s.latcol, s.latcols = lat, src, cols
+  return lat, src
+end
+
+function Kmethods:preferred_latency()
+  self:latencies()
+  return self._.latcols[1] or "Duration(us)"
+end
+
+local function need(self, col)
+  if not self:has(col) then perf.fail("%s: no '%s' column", self.path, col) end
+end
+
+-- The index the lookup uses: input shapes as the consumer compares them (FRACTAL_NZ restored,
+-- one leading 1 stripped, first n slots) and input dtypes.
+function Kmethods:lookup_index(n)
+  local s = self._
+  s.lix = s.lix or {}
+  n = n or 0
+  if not s.lix[n] then
+    local t = self:table()
+    need(self, M.IS)
+    local comps = { { col = M.IS, kind = "shapes", formats = t:column(M.IF) and M.IF or nil, strip1 = true, n = n } }
+    if t:column(M.IDT) then
+      comps[2] = { col = M.IDT, kind = "list", float_group = match.FLOAT_GROUP[self.name] or nil, n = n }
+    end
+    s.lix[n] = { ix = t:index(comps), comps = comps }
+  end
+  return s.lix[n]
+end
+
+-- Input shapes (FRACTAL_NZ restored, as the consumer compares them) and dtypes of row i.
+function Kmethods:inputs(i)
+  local t = self:table()
+  local fcol = t:column(M.IF)
+  local key, err = t:key({ kind = "shapes" }, t:cell(i, M.IS), fcol and t:cell(i, fcol) or nil)
+  if not key then return nil, err end
+  return match.parse(key), t:column(M.IDT) and match.list(t:cell(i, M.IDT)) or {}
+end
+
+-- A query: shapes as "a,b;c", {{a, b}, {c}} or {shapes = ..., dtypes = ..., seq = ...};
+-- dtypes as "DT_BF16;DT_BF16", {"bfloat16", ...} or one name for every input.
+function Kmethods:query(shapes, dtypes)
+  local q = {}
+  if type(shapes) == "table" and shapes.shapes then
+    for k, v in pairs(shapes) do q[k] = v end
+    dtypes = dtypes or shapes.dtypes
+    shapes = shapes.shapes
+  end
+  if type(shapes) == "string" then
+    local key, err = self:table():key({ kind = "shapes" }, shapes)
+    if not key then perf.fail("query shapes '%s': %s", shapes, err) end
+    q.shapes = match.parse(key)
+  elseif type(shapes) == "table" then
+    q.shapes = {}
+    for i, s in ipairs(shapes) do
+      if type(s) == "number" then perf.fail("query shapes: give a list of shapes, e.g. {{128, 4096}, {4096, 4096}}") end
+      local dims = {}
+      for j, d in ipairs(s) do dims[j] = math.tointeger(d) or perf.fail("query shapes: dimension %s is not an integer", tostring(d)) end
+      q.shapes[i] = #dims == 0 and { scalar = true } or dims
+    end
+  else
+    perf.fail("query shapes: expected a string like \"128,4096;4096,4096\" or a table of shapes")
+  end
+  if dtypes ~= nil then
+    local list = type(dtypes) == "table" and dtypes or match.list(dtypes)
+    local out = {}
+    for i, d in ipairs(list) do out[i] = match.dtype(d) end
+    if #out == 1 and #q.shapes > 1 then for i = 2, #q.shapes do out[i] = out[1] end end
+    q.dtypes = out
+  else
+    q.dtypes = nil
+  end
+  return q
+end
+
+local function shapes_label(shapes)
+  local parts = {}
+  for i, s in ipairs(shapes) do parts[i] = match.format_shape(s) end
+  return table.concat(parts, "x")
+end
+M.shapes_label = shapes_label
+
+-- ---- kernels ----------------------------------------------------------------------------
+
+function DBmethods:kernels()
+  local res = R.new("kernel types in " .. self._dir,
+                    { "kernel", "rows", "valid", "theory", "latency column", "KB" })
+  local tot = { 0, 0, 0 }
+  for _, name in ipairs(self._names) do
+    local k = self._kernels[name]
+    local rec = { kernel = name, KB = ((lfs.attributes(k.path, "size") or 0) + 512) // 1024 }
+    local ok, err = pcall(function()
+      local lat = k:latencies()
+      local valid = 0
+      for i = 1, #lat do if lat[i] then valid = valid + 1 end end
+      rec.rows, rec.valid, rec.theory = #lat, valid, #lat - valid
+      rec["latency column"] = k._.latcols[1] or "(none)"
+    end)
+    if not ok then
+      rec["latency column"] = "unreadable: " .. tostring(perf.is_user_error(err) and err.message or err)
+    else
+      tot[1], tot[2], tot[3] = tot[1] + rec.rows, tot[2] + rec.valid, tot[3] + rec.theory
+    end
+    res[#res + 1] = rec
+  end
+  res:note("%d kernel types, %d rows, %d with a valid latency, %d without (theory or not yet measured)",
+           #self._names, tot[1], tot[2], tot[3])
+  return res
+end
+
+-- ---- rows -------------------------------------------------------------------------------
+
+local ROW_COLS = { "line", M.IS, M.IDT, M.OS, "latency(us)", "column" }
+
+function Kmethods:row_record(i)
+  local t = self:table()
+  local lat, src = self:latencies()
+  local r = { row = i, line = t:line(i), ["latency(us)"] = lat[i] or nil, column = src[i] or nil }
+  for _, c in ipairs { M.IS, M.IDT, M.OS } do
+    if t:column(c) then r[c] = (t:cell(i, c):gsub('^"+', ""):gsub('"+$', "")) end
+  end
+  return r
+end
+
+-- A row as a filter sees it: parsed shapes, dtypes, latency, and any cell by name.
+function Kmethods:row_view(i)
+  local t = self:table()
+  local lat, src = self:latencies()
+  local inputs, dtypes = self:inputs(i)
+  local outputs
+  if t:column(M.OS) then
+    local key = t:key({ kind = "shapes" }, t:cell(i, M.OS))
+    outputs = key and match.parse(key) or nil
+  end
+  return setmetatable({ row = i, line = t:line(i), inputs = inputs, dtypes = dtypes, outputs = outputs,
+                        latency = lat[i] or nil, column = src[i] or nil,
+                        cell = function(_, name) return t:cell(i, name) end },
+                      { __index = function(_, name) local c = t:column(name); return c and t:cell(i, c) or nil end })
+end
+
+function Kmethods:rows(filter)
+  local t = self:table()
+  local n = #t
+  local keep
+  if filter == nil then
+    keep = function() return true end
+  elseif type(filter) == "function" then
+    keep = function(i)
+      local ok, v = pcall(filter, self:row_view(i))
+      return ok and v
+    end
+  elseif type(filter) == "table" then
+    local checks = {}
+    local analysis = require "perfscript.db.analysis"
+    for k, v in pairs(filter) do
+      local c = t:column(k)
+      if c then
+        if k == M.IS or k == M.OS then
+          local want = t:key({ kind = "shapes" }, tostring(v))
+          local cache = {}
+          checks[#checks + 1] = function(i)
+            local cell = t:cell(i, c)
+            if cache[cell] == nil then cache[cell] = t:key({ kind = "shapes" }, cell) == want end
+            return cache[cell]
+          end
+        elseif k == M.IDT or k == M.ODT or k == M.IF or k == M.OF then
+          local want = t:key({ kind = "list" }, tostring(v))
+          checks[#checks + 1] = function(i) return t:key({ kind = "list" }, t:cell(i, c)) == want end
+        else
+          local want = tostring(v):gsub("^%s+", ""):gsub("%s+$", "")
+          local wnum = tonumber(want)
+          checks[#checks + 1] = function(i)
+            local cell = t:cell(i, c)
+            return cell == want or (wnum ~= nil and tonumber(cell) == wnum)
+          end
+        end
+      elseif analysis.is_axis(self, k) then
+        checks[#checks + 1] = function(i) return analysis.row_axis(self, i, k) == v end
+      else
+        perf.fail("rows: '%s' is neither a column of %s nor an axis (%s)", k, self.name,
+                  table.concat(analysis.axes(self), ", "))
+      end
+    end
+    keep = function(i)
+      for _, f in ipairs(checks) do if not f(i) then return false end end
+      return true
+    end
+  else
+    perf.fail("rows: filter must be a table of column values or a function")
+  end
+  local res = R.new(nil, ROW_COLS)
+  for i = 1, n do
+    if keep(i) then res[#res + 1] = self:row_record(i) end
+  end
+  res.title = string.format("%s: %d of %d rows", self.name, #res, n)
+  return res
+end
+
+-- ---- lookup -----------------------------------------------------------------------------
+
+local function score_less(a, b)
+  if a.distance ~= b.distance then return a.distance < b.distance end
+  if a.pri ~= b.pri then return a.pri < b.pri end
+  return a.row < b.row
+end
+
+-- The consumer's compute exact match: every row is a candidate, the best (distance, latency
+-- column priority) wins and the first row in file order breaks ties. The index finds the
+-- distance-0 candidates at once; padded matches need a scan over the distinct signatures.
+function Kmethods:lookup(shapes, dtypes, opts)
+  if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then
+    opts, dtypes = dtypes, nil
+  end
+  opts = opts or {}
+  local t = self:table()
+  local q = self:query(shapes, dtypes)
+  local n = opts.n or opts.tc_input_count or 0
+  if n > 0 then
+    for i = n + 1, #q.shapes do q.shapes[i] = nil end
+    if q.dtypes then for i = n + 1, #q.dtypes do q.dtypes[i] = nil end end
+  end
+  local lat, src = self:latencies()
+  local pri = {}
+  for j, c in ipairs(self._.latcols) do pri[c] = j end
+  local L = self:lookup_index(n)
+  local ix = L.ix
+  local shape_comp = { kind = "shapes", strip1 = true, n = n }
+  local dtype_comp = L.comps[2] and { kind = "list", float_group = L.comps[2].float_group, n = n }
+  local tried = {}      -- row -> {ok, reason, rule}
+  local cands = {}
+
+  local function check_row(i)
+    if tried[i] then return tried[i] end
+    local res
+    if not lat[i] then
+      res = { reason = "no valid latency (skipped by the consumer)" }
+    else
+      local shapes_i, dtypes_i = self:inputs(i)
+      if not shapes_i then
+        res = { reason = "malformed Input Shapes: " .. dtypes_i .. " (the consumer would crash)" }
+      else
+        if n > 0 then
+          for j = n + 1, #shapes_i do shapes_i[j] = nil end
+          for j = n + 1, #dtypes_i do dtypes_i[j] = nil end
+        end
+        local m, why = match.row(self.name, q, shapes_i, dtypes_i)
+        if m then
+          res = { ok = true, rule = m.rule, rules = m.rules, distance = m.distance, row = i,
+                  pri = pri[src[i]] or 9 }
+        else
+          res = { reason = why }
+        end
+      end
+    end
+    tried[i] = res
+    if res.ok then cands[#cands + 1] = res end
+    return res
+  end
+
+  -- fast path: rows whose key equals a query variant's key
+  local dkey = q.dtypes and dtype_comp and t:key(dtype_comp, table.concat(q.dtypes, ";")) or nil
+  for _, v in ipairs(match.variants(self.name, q.shapes)) do
+    local skey = t:key(shape_comp, match.shapes_text(v))
+    if skey then
+      if dkey then
+        for _, r in ipairs(ix:find(skey, dkey)) do check_row(r) end
+      elseif not dtype_comp then
+        for _, r in ipairs(ix:find(skey)) do check_row(r) end
+      end
+    end
+  end
+  local best_d0 = false
+  for _, c in ipairs(cands) do if c.distance == 0 then best_d0 = true end end
+  -- scan: padded matches (and every row when asked to explain, or without dtypes)
+  if not best_d0 or opts.explain or not dkey then
+    for g = 1, ix:ngroups() do
+      local size, first = ix:group(g)
+      local r = check_row(first)
+      if size > 1 then
+        local rows = ix:rows(g)
+        for j = 2, #rows do
+          if r.ok or opts.explain then check_row(rows[j]) end
+        end
+      end
+    end
+    for _, i in ipairs(ix:skipped()) do check_row(i) end
+  end
+  table.sort(cands, score_less)
+  local best = cands[1]
+  local title
+  local res = R.new(nil, opts.explain and { "line", "result", "rule or first failure", "latency(us)", "column" }
+                          or { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" })
+  local qlabel = shapes_label(q.shapes) .. (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
+  res.query = q
+  res.widths = { ["rule or first failure"] = 100 }
+  if best then
+    local ties = {}
+    for _, c in ipairs(cands) do
+      if c ~= best and c.distance == best.distance and c.pri == best.pri then ties[#ties + 1] = c end
+    end
+    local ambiguous = false
+    if match.SEMANTIC_UNIQUE[self.name] then
+      for _, c in ipairs(ties) do
+        if string.format("%.12f", lat[c.row]) ~= string.format("%.12f", lat[best.row]) then ambiguous = true end
+      end
+    end
+    if ambiguous then
+      res.miss = "ambiguous_semantic_match:" .. self.name
+      title = string.format("lookup %s %s: MISS %s", self.name, qlabel, res.miss)
+    else
+      res.latency, res.row, res.line = lat[best.row], best.row, t:line(best.row)
+      res.column, res.rule, res.rules, res.source = src[best.row], best.rule, best.rules, "MEASURED"
+      res.confidence = 1.0
+      title = string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
+                            R.fmt(res.latency), res.line, res.column, res.rule,
+                            best.distance > 0 and ", padded" or "")
+    end
+    if #ties > 0 then
+      local lines = {}
+      for j = 1, math.min(#ties, 10) do lines[j] = tostring(t:line(ties[j].row)) end
+      res:note("%d equally good rows after the chosen one (lines %s%s): the first in file order wins",
+               #ties, table.concat(lines, ", "), #ties > 10 and ", ..." or "")
+    end
+  else
+    res.miss = "shape_mismatch"
+    title = string.format("lookup %s %s: MISS shape_mismatch (no row matches)", self.name, qlabel)
+  end
+  res.title = title
+  if opts.explain then
+    local rows = {}
+    for i in pairs(tried) do rows[#rows + 1] = i end
+    table.sort(rows)
+    local reasons = {}
+    for _, i in ipairs(rows) do
+      local r = tried[i]
+      res[#res + 1] = { line = t:line(i), row = i,
+                        result = (best and r == best and not res.miss) and "CHOSEN" or (r.ok and "match" or "no"),
+                        ["rule or first failure"] = r.ok and (r.rule .. " (" .. table.concat(r.rules, ",") .. ")") or r.reason,
+                        ["latency(us)"] = lat[i] or nil, column = src[i] or nil }
+      if not r.ok then
+        local kind = r.reason:gsub("^input %d+: ", "input: "):gsub(" vs row .*", ""):gsub("shape %b()", "shape")
+        kind = kind:gsub("dtype %S+, row has %S+", "dtype differs"):gsub("input count: .*", "input count differs")
+        reasons[kind] = (reasons[kind] or 0) + 1
+      end
+    end
+    local summary = {}
+    for k, v in pairs(reasons) do summary[#summary + 1] = string.format("%s: %d", k, v) end
+    table.sort(summary)
+    res:note("%d rows tried, %d match; failures: %s", #rows, #cands,
+             #summary > 0 and table.concat(summary, "; ") or "none")
+    if not q.dtypes then res:note("no dtypes given: dtypes were not compared") end
+  elseif best and not res.miss then
+    res[1] = self:row_record(best.row)
+    res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
+  end
+  return res
+end
+
+-- ---- database-level forms of the kernel queries ------------------------------------------
+
+for _, name in ipairs { "rows", "lookup", "nearest", "coverage", "interp", "dups", "outliers" } do
+  DBmethods[name] = function(self, kernel, ...)
+    local k = self:kernel(kernel)
+    return k[name](k, ...)
+  end
+end
+
+-- The analysis and data-quality queries live in their own files and add their methods here.
+require("perfscript.db.analysis").install(M)
+require("perfscript.db.quality").install(M)
+
+return M

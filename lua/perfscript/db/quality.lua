@@ -1,0 +1,331 @@
+-- Data quality: dups (rows the consumer cannot tell apart), lint (cells that crash or mislead
+-- the consumer, spec database_consumer.md 1.4, 1.6 and 6.12) and diff across two version
+-- directories.
+local perf = require "perfscript"
+local R = require "perfscript.db.result"
+local match = require "perfscript.db.match"
+local analysis = require "perfscript.db.analysis"
+
+local Q = {}
+local D
+
+-- Dtype spellings the consumer and the profiler use (spec 1.4); others are flagged.
+Q.DTYPES = {}
+for _, d in ipairs { "DT_BF16", "DT_FLOAT16", "DT_FP16", "DT_FLOAT", "DT_INT8", "DT_INT16", "DT_INT32",
+                     "DT_INT64", "DT_UINT8", "DT_BOOL", "DT_UNDEFINED", "DT_INT4", "DT_UINT16", "DT_UINT32",
+                     "DT_UINT64", "DT_DOUBLE", "DT_HIFLOAT8", "DT_FLOAT8_E4M3FN", "DT_FLOAT8_E5M2",
+                     "FLOAT", "FLOAT16", "BF16", "INT4", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16",
+                     "UINT32", "UINT64", "BOOL", "DOUBLE", "HIFLOAT8", "FLOAT8_E4M3FN", "FLOAT8_E5M2" } do
+  Q.DTYPES[d] = true
+end
+Q.FORMATS = {}
+for _, f in ipairs { "ND", "NULL", "FRACTAL_NZ", "NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z", "NCL", "NCDHW",
+                     "NDHWC", "FORMAT_ND", "ND_RNN_BIAS", "FRACTAL_NZ_C0_16", "FRACTAL_NZ_C0_32" } do
+  Q.FORMATS[f] = true
+end
+
+-- The strict signature as the consumer sees it: every signature cell in its canonical view,
+-- plus EP Size and the runtime columns.
+local function signature_index(K)
+  local s = K._
+  if s.six then return s.six end
+  local t = K:table()
+  local comps = {}
+  local function add(c) if #comps < 8 then comps[#comps + 1] = c end end
+  if t:column(D.IS) then add { col = D.IS, kind = "shapes" } end
+  if t:column(D.IDT) then add { col = D.IDT, kind = "list" } end
+  if t:column(D.IF) then add { col = D.IF, kind = "list" } end
+  if t:column(D.OS) then add { col = D.OS, kind = "shapes" } end
+  if t:column(D.ODT) then add { col = D.ODT, kind = "list" } end
+  for _, c in ipairs(t:columns()) do
+    if c == "EP Size" or c == "message_bytes" or c == "num_devices" or c == "topology_tier" or
+       c:match("^Runtime ") and not c:match("case_id") and not c:match("source_profile") then
+      add { col = c, kind = "raw" }
+    end
+  end
+  if #comps == 0 then perf.fail("%s: no signature columns", K.path) end
+  s.six = { ix = t:index(comps), comps = comps }
+  return s.six
+end
+Q.signature_index = signature_index
+
+function Q.dups(K, opts)
+  opts = opts or {}
+  local t = K:table()
+  local lat = K:latencies()
+  local ix = signature_index(K).ix
+  local res = R.new(nil, { "line", "count", "lines", D.IS, "first(us)", "median(us)", "min(us)", "max(us)",
+                           "spread(%)", "consumer" })
+  local unique = match.SEMANTIC_UNIQUE[K.name]
+  local conflicting = 0
+  for _, rows in ipairs(ix:groups(2)) do
+    local vals, lines = {}, {}
+    for j, r in ipairs(rows) do
+      lines[j] = t:line(r)
+      if lat[r] then vals[#vals + 1] = lat[r] end
+    end
+    local lo, hi = math.huge, -math.huge
+    for _, v in ipairs(vals) do lo, hi = math.min(lo, v), math.max(hi, v) end
+    local spread = #vals > 1 and (hi - lo) / lo * 100 or 0
+    local first
+    for _, r in ipairs(rows) do if lat[r] then first = lat[r]; break end end
+    local rec = K:row_record(rows[1])
+    rec.count, rec.lines = #rows, table.concat(lines, ",", 1, math.min(#lines, 8)) .. (#lines > 8 and ",..." or "")
+    rec["first(us)"], rec["median(us)"] = first, analysis.median(vals)
+    rec["min(us)"], rec["max(us)"], rec["spread(%)"] = #vals > 0 and lo or nil, #vals > 0 and hi or nil, spread
+    if unique and spread > 0 then
+      rec.consumer = "MISS (ambiguous_semantic_match)"
+    else
+      rec.consumer = "exact: first row; interp: median"
+    end
+    if spread > (opts.conflicting or 10) then conflicting = conflicting + 1 end
+    if not opts.conflicting or spread > opts.conflicting then res[#res + 1] = rec end
+  end
+  res.title = string.format("dups %s: %d signatures on more than one row, %d with latencies more than %s%% apart",
+                            K.name, #ix:groups(2), conflicting, opts.conflicting or 10)
+  return res
+end
+
+-- ---- lint -------------------------------------------------------------------------------------
+
+local function split_raw(cell)
+  cell = cell:gsub("^[%s\"]+", ""):gsub("[%s\"]+$", "")
+  if cell == "" then return {} end
+  local parts = {}
+  for p in (cell .. ";"):gmatch("([^;]*);") do parts[#parts + 1] = (p:gsub("^[%s\"]+", ""):gsub("[%s\"]+$", "")) end
+  return parts
+end
+
+local function lint_kernel(K, res)
+  local function add(sev, line, col, what)
+    res[#res + 1] = { severity = sev, kernel = K.name, line = line, column = col, problem = what }
+  end
+  local ok, err = pcall(K.table, K)
+  if not ok then
+    add("error", nil, nil, "cannot read: " .. tostring(perf.is_user_error(err) and err.message or err))
+    return
+  end
+  local t = err
+  local comm = K.name:sub(1, 5) == "hcom_"
+  local ncols = t:ncols()
+  local cIS, cIDT, cIF, cOS, cODT = t:column(D.IS), t:column(D.IDT), t:column(D.IF), t:column(D.OS), t:column(D.ODT)
+  if comm then
+    for _, c in ipairs { "message_bytes", "num_devices" } do
+      if not t:column(c) then add("error", nil, c, "communication CSV without '" .. c .. "' (every lookup misses: csv_format_raw)") end
+    end
+  elseif not cIS then
+    add("error", nil, D.IS, "no Input Shapes column")
+  end
+  local latcols = {}
+  for _, c in ipairs(D.LATENCY) do if t:column(c) then latcols[#latcols + 1] = c end end
+  if #latcols == 0 then add("warning", nil, nil, "no latency column (" .. table.concat(D.LATENCY, ", ") .. ")") end
+  local cEP = t:column("EP Size")
+  if K.name == "DispatchFFNCombine" and not cEP then
+    add("warning", nil, "EP Size", "DispatchFFNCombine without an EP Size column")
+  end
+  local cseq = t:column("Runtime avg_seq_len") or t:column("avg_seq_len")
+  local shape_ok, list_cache = {}, {}
+  local function shape_problem(cell)
+    local r = shape_ok[cell]
+    if r == nil then
+      local key, why = t:key({ kind = "shapes" }, cell)
+      r = key and false or why
+      if key and key == "" then r = "empty" end
+      shape_ok[cell] = r
+    end
+    return r
+  end
+  local nums = {}
+  for _, c in ipairs(latcols) do nums[c] = t:nums(c) end
+  for i = 1, #t do
+    local line = t:line(i)
+    if t:nfields(i) ~= ncols then
+      add("warning", line, nil, string.format("%d fields, the header has %d", t:nfields(i), ncols))
+    end
+    if cIS and not comm then
+      local pr = shape_problem(t:cell(i, cIS))
+      if pr == "empty" then add("error", line, D.IS, "empty Input Shapes (the consumer crashes on it)")
+      elseif pr then add("error", line, D.IS, "malformed Input Shapes: " .. pr .. " (the consumer crashes on it)") end
+    end
+    if cOS and not comm then
+      local cell = t:cell(i, cOS)
+      local pr = shape_problem(cell)
+      if pr == "empty" then add("warning", line, D.OS, "empty Output Shapes (elementwise, scatter and quant-scale lookups crash on it)")
+      elseif pr then add("error", line, D.OS, "malformed Output Shapes: " .. pr) end
+    end
+    if cIS and cIDT then
+      local key = t:cell(i, cIS) .. "\0" .. t:cell(i, cIDT) .. "\0" .. (cIF and t:cell(i, cIF) or "")
+      local msg = list_cache[key]
+      if msg == nil then
+        local sh, dt = split_raw(t:cell(i, cIS)), split_raw(t:cell(i, cIDT))
+        local fm = cIF and split_raw(t:cell(i, cIF)) or nil
+        local msgs = {}
+        if #dt ~= #sh and #sh > 0 then msgs[#msgs + 1] = string.format("%d shape slots but %d dtypes", #sh, #dt) end
+        if fm and #fm ~= #sh and #sh > 0 then msgs[#msgs + 1] = string.format("%d shape slots but %d formats", #sh, #fm) end
+        local last = 0
+        for j, s in ipairs(sh) do if s ~= "" then last = j end end
+        for j = 1, last do
+          if sh[j] == "" then
+            msgs[#msgs + 1] = string.format("empty shape slot %d before a non-empty one: dtype %d no longer lines up in the consumer", j, j)
+            break
+          end
+        end
+        local unknown = {}
+        for _, d in ipairs(dt) do if d ~= "" and not Q.DTYPES[d] then unknown[#unknown + 1] = d end end
+        if #unknown > 0 then msgs[#msgs + 1] = "unknown dtypes: " .. table.concat(unknown, ",") end
+        for _, f in ipairs(fm or {}) do
+          if f ~= "" and not Q.FORMATS[f] then msgs[#msgs + 1] = "unknown format: " .. f; break end
+        end
+        msg = #msgs > 0 and table.concat(msgs, "; ") or false
+        list_cache[key] = msg
+      end
+      if msg then add("warning", line, D.IDT, msg) end
+    end
+    for _, c in ipairs(latcols) do
+      local cell = t:cell(i, c)
+      if cell ~= "" then
+        local v = nums[c][i]
+        if v == false then add("error", line, c, "not a number: " .. cell)
+        elseif v == 0 then add("warning", line, c, "0 (leave it blank when not measured; zeros are skipped and pollute stats)")
+        elseif v < 0 or v ~= v or v == math.huge then add("error", line, c, "not a positive finite latency: " .. cell) end
+      end
+    end
+    if cEP and K.name == "DispatchFFNCombine" then
+      local v = t:cell(i, cEP)
+      if v == "" then add("error", line, "EP Size", "blank EP Size: the row never matches")
+      elseif not math.tointeger(tonumber(v)) then add("error", line, "EP Size", "EP Size is not an integer: " .. v) end
+    end
+    if cseq then
+      local v = tonumber(t:cell(i, cseq))
+      if v and v ~= math.floor(v) then
+        add("warning", line, t:columns()[cseq], "fractional avg_seq_len " .. t:cell(i, cseq) .. " (matches exactly, never interpolates)")
+      end
+    end
+  end
+end
+
+function Q.lint(db, kernel)
+  local res = R.new(nil, { "severity", "kernel", "line", "column", "problem" })
+  res.widths = { problem = 160 }
+  local names = kernel and { db:kernel(kernel).name } or db._names
+  for _, name in ipairs(names) do lint_kernel(db:kernel(name), res) end
+  local errors, warnings = 0, 0
+  for _, r in ipairs(res) do if r.severity == "error" then errors = errors + 1 else warnings = warnings + 1 end end
+  res.errors, res.warnings = errors, warnings
+  res.title = string.format("lint %s: %d errors, %d warnings in %d kernel types", kernel and names[1] or db._dir,
+                            errors, warnings, #names)
+  if errors + warnings == 0 then res:note("clean") end
+  return res
+end
+
+-- ---- diff -------------------------------------------------------------------------------------
+
+-- signature text -> {row, latency} of the first row with that signature
+local function signature_map(K)
+  local six = signature_index(K)
+  local ix = six.ix
+  local lat = K:latencies()
+  local map, n = {}, 0
+  for g = 1, ix:ngroups() do
+    local v = table.pack(ix:group(g))
+    local key = table.concat(v, "\31", 3, v.n)
+    local first = v[2]
+    local l = lat[first]
+    if not l and v[1] > 1 then
+      for _, r in ipairs(ix:rows(g)) do if lat[r] then l = lat[r]; break end end
+    end
+    map[key] = { row = first, lat = l or nil }
+    n = n + 1
+  end
+  return map, n
+end
+
+local function diff_kernel(KA, KB, tol)
+  local ma = signature_map(KA)
+  local mb = signature_map(KB)
+  local common, onlyA, onlyB, ratios, worse, better = 0, 0, 0, {}, 0, 0
+  local pairs_list = {}
+  for k, a in pairs(ma) do
+    local b = mb[k]
+    if b then
+      common = common + 1
+      if a.lat and b.lat then
+        local r = b.lat / a.lat
+        ratios[#ratios + 1] = r
+        if r > 1 + tol then worse = worse + 1 elseif r < 1 - tol then better = better + 1 end
+        pairs_list[#pairs_list + 1] = { a = a, b = b, r = r }
+      end
+    else
+      onlyA = onlyA + 1
+    end
+  end
+  for k in pairs(mb) do if not ma[k] then onlyB = onlyB + 1 end end
+  return { common = common, onlyA = onlyA, onlyB = onlyB, ratios = ratios, worse = worse, better = better,
+           pairs = pairs_list }
+end
+
+function Q.diff(db, other, kernel, opts)
+  if type(kernel) == "table" and getmetatable(kernel) ~= D.Kernel then opts, kernel = kernel, nil end
+  opts = opts or {}
+  local tol = opts.tolerance or 0.1
+  if type(other) == "string" then other = assert(D.open(other)) end
+  if getmetatable(other) ~= D.DB then perf.fail("diff: other must be a database or a directory path") end
+  if kernel then
+    local KA, KB = db:kernel(kernel), other:kernel(type(kernel) == "string" and kernel or kernel.name)
+    local d = diff_kernel(KA, KB, tol)
+    table.sort(d.pairs, function(x, y) return math.abs(math.log(x.r)) > math.abs(math.log(y.r)) end)
+    local res = R.new(nil, { "line A", "line B", D.IS, D.IDT, "A(us)", "B(us)", "B/A", "change" })
+    local ta, tb = KA:table(), KB:table()
+    for _, pr in ipairs(d.pairs) do
+      local rec = KA:row_record(pr.a.row)
+      res[#res + 1] = { ["line A"] = ta:line(pr.a.row), ["line B"] = tb:line(pr.b.row), [D.IS] = rec[D.IS],
+                        [D.IDT] = rec[D.IDT], ["A(us)"] = pr.a.lat, ["B(us)"] = pr.b.lat, ["B/A"] = pr.r,
+                        change = pr.r > 1 + tol and "slower" or pr.r < 1 - tol and "faster" or "" }
+    end
+    res.title = string.format("diff %s: %s vs %s: %d common signatures (%d with both latencies), %d only in A, %d only in B; median B/A %s, %d slower and %d faster by more than %d%%",
+                              KA.name, db._dir, other._dir, d.common, #d.ratios, d.onlyA, d.onlyB,
+                              R.fmt(analysis.median(d.ratios) or 0), d.worse, d.better, math.floor(tol * 100 + 0.5))
+    return res
+  end
+  local names, seen = {}, {}
+  for _, n in ipairs(db._names) do names[#names + 1] = n; seen[n] = true end
+  for _, n in ipairs(other._names) do if not seen[n] then names[#names + 1] = n end end
+  table.sort(names)
+  local res = R.new(nil, { "kernel", "rows A", "rows B", "common", "only A", "only B", "median B/A", "slower", "faster" })
+  for _, n in ipairs(names) do
+    local KA, KB = db._kernels[n], other._kernels[n]
+    local rec = { kernel = n }
+    if KA and KB then
+      local ok, d = pcall(diff_kernel, KA, KB, tol)
+      if ok then
+        rec["rows A"], rec["rows B"] = #KA:table(), #KB:table()
+        rec.common, rec["only A"], rec["only B"] = d.common, d.onlyA, d.onlyB
+        rec["median B/A"], rec.slower, rec.faster = analysis.median(d.ratios), d.worse, d.better
+      else
+        rec.common = "unreadable"
+      end
+    elseif KA then
+      rec["rows A"] = "file only in A"
+    else
+      rec["rows B"] = "file only in B"
+    end
+    res[#res + 1] = rec
+  end
+  res.title = string.format("diff %s (A) vs %s (B): %d kernel types", db._dir, other._dir, #names)
+  res:note("signatures compared as the consumer sees them; db:diff(other, \"Kernel\") lists each one")
+  return res
+end
+
+function Q.install(db)
+  D = db
+  db.Kmethods.dups = function(self, ...) return Q.dups(self, ...) end
+  db.Kmethods.lint = function(self) return Q.lint(self.db, self.name) end
+  db.DBmethods.lint = function(self, kernel) return Q.lint(self, kernel) end
+  db.DBmethods.diff = function(self, other, kernel, opts) return Q.diff(self, other, kernel, opts) end
+  db.Kmethods.diff = function(self, other, opts)
+    if type(other) == "table" and getmetatable(other) == D.Kernel then other = other.db end
+    return Q.diff(self.db, other, self.name, opts)
+  end
+end
+
+return Q

@@ -1,0 +1,246 @@
+-- The database explorer on small generated databases: every query, against the consumer's
+-- behaviour (spec database_consumer.md sections 1, 2, 5.2 and 6).
+local lu = require "luaunit"
+local perf = require "perfscript"
+local h = require "tests.lua.helpers"
+
+local HEAD = "OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us),Profiling Average Duration(us)\n"
+
+local function mm(m, k, n, avg, prof, fmt, dt)
+  return string.format('dynamic,AI_CORE,"""%d,%d;%d,%d""",%s,%s,"""%d,%d""",DT_BF16,ND,%s,%s\n', m, k, n, k,
+                       dt or "DT_BF16;DT_BF16", fmt or "ND;ND", m, n, avg or "", prof or "")
+end
+
+local function make_db()
+  local dir = h.tmpdir()
+  h.write(dir .. "/MatMulV2.csv", HEAD ..
+    mm(100, 512, 1024, "10", "10.5") ..       -- line 2
+    mm(200, 512, 1024, "20", "30") ..         -- line 3: microbench/profiling gap 0.667
+    mm(400, 512, 1024, "40", "") ..           -- line 4
+    mm(136, 512, 1024, "14.156", "") ..       -- line 5: padded target 144
+    mm(800, 512, 1024, "35", "") ..           -- line 6: faster than 400 (monotonicity)
+    mm(100, 512, 1024, "14", "") ..           -- line 7: duplicate of line 2
+    mm(64, 512, 1024, "", "") ..              -- line 8: not measured
+    'dynamic,AI_CORE,"""128,512;64,32,16,16""",DT_BF16;DT_BF16,ND;FRACTAL_NZ,"""128,1024""",DT_BF16,ND,77,\n' ..
+    mm(100, 512, 2048, "", "99"))             -- line 10: profiling only (fallback column)
+  h.write(dir .. "/RmsNorm.csv",
+    "Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Profiling Average Duration(us)\n" ..
+    '"100,64;64",DT_BF16;DT_BF16,ND;ND,"100,64;100,1",DT_BF16;FLOAT,ND;ND,10\n' ..
+    '"200,64;64",DT_BF16;DT_BF16,ND;ND,"200,64;200,1",DT_BF16;FLOAT,ND;ND,20\n' ..
+    '"",DT_BF16;DT_BF16,ND;ND,"",DT_BF16,ND,5\n' ..
+    '"N/A",DT_BF16;DT_BF16,ND;ND,"1,2",DT_BF16,ND,0\n' ..
+    '"300,64;;64",DT_BF16;DT_BF16;FOO,ND;ND;ND,"300,64",DT_BF16,ND,30\n')
+  h.write(dir .. "/DispatchFFNCombine.csv",
+    "Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,EP Size,Average Duration(us)\n" ..
+    '"120,7168;16,7168,4096",DT_BF16;INT8,ND;ND,"120,7168",DT_BF16,16,10\n' ..
+    '"240,7168;16,7168,4096",DT_BF16;INT8,ND;ND,"240,7168",DT_BF16,,20\n')
+  return dir
+end
+
+local dir = make_db()
+local db = assert(perf.open(dir))
+
+TestOpen = {}
+function TestOpen:test_kernels_are_fields()
+  lu.assertEquals(db:names(), { "DispatchFFNCombine", "MatMulV2", "RmsNorm" })
+  lu.assertStrContains(tostring(db.MatMulV2), "MatMulV2")
+  lu.assertEquals(db:kernel("MatMulV2"), db.MatMulV2)
+end
+function TestOpen:test_bad_directories()
+  local d, err = perf.open(dir .. "/nope")
+  lu.assertNil(d)
+  lu.assertStrContains(err, "not a directory")
+  local empty = h.tmpdir()
+  perf.fs.mkdir_p(empty .. "/ATLAS/vllm_ascend")
+  d, err = perf.open(empty)
+  lu.assertNil(d)
+  lu.assertStrContains(err, "no kernel CSV files (directories in it: ATLAS")
+end
+function TestOpen:test_unknown_kernel_names_near_misses()
+  local ok, err = pcall(db.lookup, db, "matmul", "1,2;2,3")
+  lu.assertFalse(ok)
+  lu.assertStrContains(tostring(err), "did you mean MatMulV2")
+end
+function TestOpen:test_lfs_pointer()
+  local d = h.tmpdir()
+  h.write(d .. "/X.csv", "version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 10\n")
+  local x = assert(perf.open(d))
+  local ok, err = pcall(x.rows, x, "X")
+  lu.assertFalse(ok)
+  lu.assertStrContains(tostring(err), "Git LFS pointer")
+  local k = x:kernels()
+  lu.assertStrContains(k[1]["latency column"], "unreadable")
+end
+
+TestKernels = {}
+function TestKernels:test_counts()
+  local k = db:kernels()
+  lu.assertEquals(#k, 3)
+  local mmr = k[2]
+  lu.assertEquals(mmr.kernel, "MatMulV2")
+  lu.assertEquals(mmr.rows, 9)
+  lu.assertEquals(mmr.valid, 8)
+  lu.assertEquals(mmr.theory, 1)
+  lu.assertEquals(mmr["latency column"], "Average Duration(us)")
+  lu.assertStrContains(tostring(k), "DispatchFFNCombine")
+end
+
+TestRows = {}
+function TestRows:test_filters()
+  lu.assertEquals(#db:rows("MatMulV2"), 9)
+  local r = db:rows("MatMulV2", { M = 100 })
+  lu.assertEquals(#r, 3)
+  lu.assertEquals(r[1].line, 2)
+  r = db:rows("MatMulV2", { ["Input Shapes"] = "200,512;1024,512" })
+  lu.assertEquals(#r, 1)
+  lu.assertEquals(r[1]["latency(us)"], 20.0)
+  r = db:rows("MatMulV2", function(row) return row.inputs[1][1] >= 400 and row.latency end)
+  lu.assertEquals(#r, 2)
+  -- profiling fallback when the microbench cell is blank (spec 1.5)
+  r = db:rows("MatMulV2", { N = 2048 })
+  lu.assertEquals(r[1]["latency(us)"], 99.0)
+  lu.assertEquals(r[1].column, "Profiling Average Duration(us)")
+end
+
+TestLookup = {}
+function TestLookup:test_identity_and_first_row_wins()
+  local r = db:lookup("MatMulV2", "100,512;1024,512", "DT_BF16;DT_BF16")
+  lu.assertEquals(r.latency, 10.0)
+  lu.assertEquals(r.line, 2)
+  lu.assertEquals(r.rule, "identity")
+  lu.assertEquals(r.source, "MEASURED")
+  lu.assertStrContains(tostring(r), "lines 7")
+end
+function TestLookup:test_transpose_dtype_names_and_padding()
+  local r = db:lookup("MatMulV2", { { 100, 512 }, { 512, 1024 } }, "bfloat16")
+  lu.assertEquals(r.rule, "transpose")
+  lu.assertEquals(r.latency, 10.0)
+  r = db:lookup("MatMulV2", "144,512;1024,512", "DT_BF16;DT_BF16")
+  lu.assertEquals(r.latency, 14.156)
+  lu.assertEquals(r.rule, "padding")
+  r = db:lookup("MatMulV2", "1,200,512;1024,512", "DT_BF16;DT_BF16")
+  lu.assertEquals(r.rule, "batch_strip")
+  lu.assertEquals(r.latency, 20.0)
+end
+function TestLookup:test_fractal_nz_restore_and_float_group()
+  -- [64,32,16,16] FRACTAL_NZ is (64*16, 32*16) = (1024, 512): the query's (512,1024) transposed
+  local r = db:lookup("MatMulV2", "128,512;512,1024", "FLOAT;DT_BF16")
+  lu.assertEquals(r.latency, 77.0)
+  lu.assertEquals(r.rule, "transpose")
+end
+function TestLookup:test_miss_and_explain()
+  local r = db:lookup("MatMulV2", "100,512;1024,512", "INT8;INT8", { explain = true })
+  lu.assertEquals(r.miss, "shape_mismatch")
+  lu.assertNil(r.latency)
+  lu.assertEquals(#r, 9)
+  lu.assertStrContains(r[1]["rule or first failure"], "input 1: dtype INT8, row has DT_BF16")
+  lu.assertStrContains(r[7]["rule or first failure"], "no valid latency")
+  r = db:lookup("MatMulV2", "144,512;1024,512", "DT_BF16", { explain = true })
+  lu.assertEquals(r[4].result, "CHOSEN")
+  lu.assertStrContains(r[1]["rule or first failure"], "input 1: shape (144,512) vs row (100,512): no rule")
+  lu.assertStrContains(tostring(r), "1 match")
+end
+function TestLookup:test_tc_input_count()
+  local r = db:lookup("MatMulV2", "100,512;1024,512;1024", "DT_BF16", { n = 2 })
+  lu.assertEquals(r.latency, 10.0)
+  r = db:lookup("MatMulV2", "100,512;1024,512;1024", "DT_BF16")
+  lu.assertEquals(r.miss, "shape_mismatch")
+end
+
+TestAnalysis = {}
+function TestAnalysis:test_interp_one_axis()
+  -- I1: M=100 -> 10 (median with the duplicate 14: 12), 200 -> 20, 400 -> 40
+  local r = db:interp("MatMulV2", "300,512;1024,512", "DT_BF16")
+  lu.assertAlmostEquals(r.latency, 30.0, 1e-9)
+  lu.assertEquals(r.source, "INTERPOLATED")
+  lu.assertEquals(r.bracket[1].v, 200)
+  lu.assertEquals(r.bracket[2].v, 400)
+  r = db:interp("MatMulV2", "200,512;1024,512", "DT_BF16")
+  lu.assertEquals(r.latency, 20.0)
+  lu.assertEquals(r[1].status, "exact_axis_value")
+  r = db:interp("MatMulV2", "1000,512;1024,512", "DT_BF16")
+  lu.assertNil(r.latency)
+  lu.assertStrContains(r[1].status, "outside_axis_boundary [100, 800]")
+  r = db:interp("MatMulV2", "50,512;1024,512", "DT_BF16")
+  lu.assertNil(r.latency)  -- no extrapolation below the lowest point
+  r = db:interp("RmsNorm", "150,64;64", "DT_BF16")
+  lu.assertAlmostEquals(r.latency, 15.0, 1e-9)
+  lu.assertEquals(r.axis, "tokens")
+end
+function TestAnalysis:test_nearest()
+  local r = db:nearest("MatMulV2", "150,512;1024,512", 2)
+  lu.assertEquals(#r, 2)
+  lu.assertEquals(r[1].line, 5)
+  lu.assertEquals(r[2].line, 9)  -- the FRACTAL_NZ row, restored to M=128
+  lu.assertTrue(r[1].distance < r[2].distance)
+end
+function TestAnalysis:test_coverage()
+  local r = db:coverage("MatMulV2", "M", { K = 512, N = 1024 })
+  lu.assertEquals(r.values, { 100, 128, 136, 200, 400, 800 })
+  lu.assertStrContains(r[6].gap, "gap 400 > 256")
+  lu.assertEquals(r.grid, "M_GRID")
+  local s = db:coverage("MatMulV2", "M")
+  lu.assertEquals(#s, 2)  -- N=1024 and N=2048
+  lu.assertEquals(s[1].points, 6)
+  local all = db:coverage("MatMulV2", "N")
+  lu.assertTrue(#all >= 2)  -- one bucket per M
+end
+function TestAnalysis:test_outliers()
+  local r = db:outliers("MatMulV2")
+  local kinds = {}
+  for _, x in ipairs(r) do kinds[x.kind .. ":" .. tostring(x.line)] = x.ratio end
+  lu.assertAlmostEquals(kinds["monotonicity:6"], 35 / 40, 1e-9)
+  lu.assertAlmostEquals(kinds["microbench/profiling:3"], 20 / 30, 1e-9)
+  lu.assertNil(kinds["microbench/profiling:2"])
+end
+
+TestQuality = {}
+function TestQuality:test_dups()
+  local r = db:dups("MatMulV2")
+  lu.assertEquals(#r, 1)
+  lu.assertEquals(r[1].lines, "2,7")
+  lu.assertEquals(r[1]["first(us)"], 10.0)
+  lu.assertEquals(r[1]["median(us)"], 12.0)
+  lu.assertAlmostEquals(r[1]["spread(%)"], 40.0, 1e-9)
+end
+function TestQuality:test_lint()
+  local r = db:lint()
+  local found = {}
+  for _, x in ipairs(r) do found[#found + 1] = x.severity .. " " .. x.kernel .. ":" .. tostring(x.line) .. " " .. x.problem end
+  local text = table.concat(found, "\n")
+  lu.assertStrContains(text, "error RmsNorm:4 empty Input Shapes")
+  lu.assertStrContains(text, "error RmsNorm:5 malformed Input Shapes")
+  lu.assertStrContains(text, "warning RmsNorm:5 0 (leave it blank")
+  lu.assertStrContains(text, "unknown dtypes: FOO")
+  lu.assertStrContains(text, "empty shape slot 2 before a non-empty one")
+  lu.assertStrContains(text, "error DispatchFFNCombine:3 blank EP Size")
+  lu.assertEquals(r.errors, 3)
+  local one = db:lint("MatMulV2")
+  lu.assertEquals(one.errors, 0)
+end
+function TestQuality:test_diff()
+  local d2 = h.tmpdir()
+  h.write(d2 .. "/MatMulV2.csv", HEAD .. mm(100, 512, 1024, "20", "") .. mm(200, 512, 1024, "20", "") ..
+                                 mm(999, 512, 1024, "5", ""))
+  local r = db:diff(d2)
+  lu.assertEquals(r[2].kernel, "MatMulV2")
+  lu.assertEquals(r[2].common, 2)
+  lu.assertEquals(r[2]["only B"], 1)
+  lu.assertEquals(r[2].slower, 1)
+  lu.assertEquals(r[1]["rows A"], "file only in A")
+  local k = db:diff(d2, "MatMulV2")
+  lu.assertEquals(k[1]["B/A"], 2.0)
+  lu.assertEquals(k[1].change, "slower")
+end
+
+TestSave = {}
+function TestSave:test_save_result_columns_in_order()
+  local repl = require "perfscript.repl"
+  local out = h.tmpdir() .. "/k.csv"
+  repl.save(db:kernels(), out)
+  local text = h.read(out)
+  lu.assertStrContains(text, "kernel,rows,valid,theory,latency column,KB\n")
+  lu.assertStrContains(text, "MatMulV2,9,8,1,Average Duration(us),")
+end
+
+os.exit(lu.LuaUnit.run())
