@@ -1,0 +1,87 @@
+-- op_mapping.yaml lookups for the analysis tools (spec parsers_analysis.md sections 1.8, 8.6).
+-- The entries live under `operator_mappings`; a flat document (op -> entry, as the original's
+-- unit tests use) is accepted too. The original looked at the document root and so never found
+-- a real entry.
+local lyaml = require "lyaml"
+
+local M = {}
+M.__index = M
+
+local function is_map(v)
+  return type(v) == "table" and v ~= lyaml.null
+end
+
+-- An empty mapping (no file).
+function M.empty()
+  return setmetatable({ entries = {}, path = nil }, M)
+end
+
+-- Builds a mapping from a decoded document.
+function M.from_doc(doc, path)
+  local entries = {}
+  if is_map(doc) then
+    local src = is_map(doc.operator_mappings) and doc.operator_mappings or doc
+    for k, v in pairs(src) do
+      if type(k) == "string" and is_map(v) then entries[k] = v end
+    end
+  end
+  return setmetatable({ entries = entries, path = path }, M)
+end
+
+-- Loads DIR/op_mapping.yaml. A missing file gives an empty mapping and a note; a malformed one
+-- is an error naming the file (and lyaml's line and column).
+function M.load_dir(dir)
+  local path = (dir:gsub("/+$", "")) .. "/op_mapping.yaml"
+  local f = io.open(path, "rb")
+  if not f then return M.empty(), "no op_mapping.yaml in " .. dir end
+  local text = f:read("a")
+  f:close()
+  return M.load_text(text, path)
+end
+
+function M.load_text(text, path)
+  local ok, doc = pcall(lyaml.load, text)
+  if not ok then
+    return nil, string.format("%s: malformed YAML: %s", path or "op_mapping.yaml",
+                              tostring(doc):gsub("^.-:%d+: ", ""))
+  end
+  return M.from_doc(doc, path)
+end
+
+-- The entry for a TC op name: the name without "torch.ops.", the name as is, then the name
+-- without its overload ("aten.add.Tensor" -> "aten.add").
+function M:entry(op)
+  op = tostring(op)
+  local short = op:gsub("torch%.ops%.", "")
+  local e = self.entries[short] or self.entries[op]
+  if e then return e end
+  local base = short:match("^(.+%..+)%.[^.]+$")
+  return base and self.entries[base] or nil
+end
+
+local function str(v)
+  return type(v) == "string" and v ~= "" and v or nil
+end
+
+function M:kernel_type(op)
+  local e = self:entry(op)
+  return e and str(e.kernel_type) or nil
+end
+
+function M:zero_cost(op)
+  local e = self:entry(op)
+  return e ~= nil and e.zero_cost == true
+end
+
+function M:accepted_miss(op)
+  local e = self:entry(op)
+  return e ~= nil and str(e.accepted_miss) ~= nil
+end
+
+function M:count()
+  local n = 0
+  for _ in pairs(self.entries) do n = n + 1 end
+  return n
+end
+
+return M

@@ -1,0 +1,151 @@
+-- Model versus profiling per (kernel type, input shapes) (the original's
+-- generate_per_shape_comparison.py, spec parsers_analysis.md section 5.3).
+-- Fixed here: ties are ordered by (kernel_type, shape_key) instead of hash order; a flat shape
+-- list "[4,8]" is one tensor instead of a crash; the events of one model (pid) only.
+local pyfmt = require "perfscript.analysis.pyfmt"
+local pylit = require "perfscript.analysis.pylit"
+local tctrace = require "perfscript.analysis.tctrace"
+local prof = require "perfscript.analysis.prof"
+
+local M = {}
+
+local function dims(seq)
+  local t = {}
+  for i = 1, #seq do t[i] = pylit.str(seq[i]) end
+  return table.concat(t, ",")
+end
+
+-- One key for TC's "[[16, 5120], [5120, 768]]" and the profiler's "16,5120;5120,768".
+function M.shape_key(s)
+  if s == nil then return "" end
+  s = tostring(s):gsub("^%s+", ""):gsub("%s+$", ""):gsub('^"+', ""):gsub('"+$', ""):gsub(" ", "")
+  if s == "" then return "" end
+  if s:find(";", 1, true) or not s:find("[", 1, true) then return s end
+  local v = pylit.parse(s)
+  if not (pylit.is_seq(v) and v.kind == "list") then return s end
+  local flat = #v > 0
+  for i = 1, #v do flat = flat and not pylit.is_seq(v[i]) end
+  if flat then return dims(v) end
+  local parts = {}
+  for i = 1, #v do
+    parts[i] = pylit.is_seq(v[i]) and dims(v[i]) or pylit.str(v[i])
+  end
+  return table.concat(parts, ";")
+end
+
+local function entry(map, order, kt, key)
+  local k = kt .. "\0" .. key
+  local e = map[k]
+  if not e then
+    e = { kernel_type = kt, shape_key = key, dur = 0.0, count = 0, source = "" }
+    map[k] = e
+    order[#order + 1] = e
+  end
+  return e
+end
+
+function M.tc_side(trace, pid)
+  local map, order = {}, {}
+  for ev in tctrace.x_events(trace, pid) do
+    local args = tctrace.args(ev)
+    local kt = tctrace.kernel_type(args)
+    if kt then
+      local dur = tctrace.dur(ev)
+      local src = tctrace.source(args)
+      local key = M.shape_key(tctrace.pystr(args.simulation_shapes))
+      local skd = tctrace.sub_kernel_durations(args)
+      local function add(name, d)
+        local e = entry(map, order, name, key)
+        e.dur = e.dur + d
+        e.count = e.count + 1
+        e.source = src
+      end
+      if skd then
+        for _, p in ipairs(skd) do add(p[1], p[2]) end
+      else
+        local subs = tctrace.split_kernel_types(kt)
+        if #subs > 1 then
+          for _, sk in ipairs(subs) do add(sk, dur / #subs) end
+        else
+          add(kt, dur)
+        end
+      end
+    end
+  end
+  return map, order
+end
+
+function M.prof_side(path, opts)
+  local map, order = {}, {}
+  local dd = prof.dedup(opts and opts.window_ns)
+  local summary, err = prof.scan(path, { shapes = true, window_ns = opts and opts.window_ns },
+    function(kind, kt, dur, start_ns, shapes)
+      local key = M.shape_key(shapes)
+      if kind == "hcom" then
+        dd:add(kt .. "\0" .. key, start_ns, dur)
+      elseif kind == "compute" then
+        local e = entry(map, order, kt, key)
+        e.dur = e.dur + dur
+        e.count = e.count + 1
+      end
+    end)
+  if not summary then return nil, err end
+  for _, g in dd:groups() do
+    local kt, key = g.key:match("^(.-)\0(.*)$")
+    local e = entry(map, order, kt, key)
+    e.dur = e.dur + g.dur
+    e.count = e.count + 1
+  end
+  return map, summary
+end
+
+M.FIELDS = { "kernel_type", "shape_key", "tc_dur_us", "prof_dur_us", "delta_pct", "tc_count",
+             "prof_count", "source" }
+
+function M.rows(tc, pr)
+  local keys, seen = {}, {}
+  for k in pairs(tc) do if not seen[k] then seen[k] = true; keys[#keys + 1] = k end end
+  for k in pairs(pr) do if not seen[k] then seen[k] = true; keys[#keys + 1] = k end end
+  local rows = {}
+  for _, k in ipairs(keys) do
+    local t, p = tc[k], pr[k]
+    local any = t or p
+    local tcd = t and pyfmt.round(t.dur, 2) or 0
+    local prd = p and pyfmt.round(p.dur, 2) or 0
+    local tdur, pdur = t and t.dur or 0, p and p.dur or 0
+    local delta = 0
+    if pdur > 0 then
+      delta = pyfmt.round((tdur - pdur) / pdur * 100, 1)
+    elseif tdur > 0 then
+      delta = math.huge
+    end
+    rows[#rows + 1] = {
+      kernel_type = any.kernel_type, shape_key = any.shape_key,
+      tc_dur_us = tcd, prof_dur_us = prd, delta_pct = delta,
+      tc_count = t and t.count or 0, prof_count = p and p.count or 0,
+      source = t and t.source or "",
+    }
+  end
+  table.sort(rows, function(a, b)
+    local ka, kb = math.max(a.tc_dur_us, a.prof_dur_us), math.max(b.tc_dur_us, b.prof_dur_us)
+    if ka ~= kb then return ka > kb end
+    if a.kernel_type ~= b.kernel_type then return a.kernel_type < b.kernel_type end
+    return a.shape_key < b.shape_key
+  end)
+  return rows
+end
+
+function M.csv(rows)
+  local out = { pyfmt.csv_line(M.FIELDS) }
+  for _, r in ipairs(rows) do
+    local f = {}
+    for i, name in ipairs(M.FIELDS) do
+      local v = r[name]
+      f[i] = type(v) == "number" and pyfmt.repr(v) or v
+    end
+    out[#out + 1] = pyfmt.csv_line(f)
+  end
+  return table.concat(out)
+end
+
+return M
