@@ -12,7 +12,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   liblua5.4-dev lua-filesystem-dev lua-cjson-dev lua-yaml lua-argparse lua-unit
   libcsv-dev libxxhash-dev libyajl-dev libreadline-dev libcmocka-dev
-  python3 tmux
+  python3 tmux chromium
 )
 
 missing=()

@@ -1,13 +1,13 @@
 -- Small generated inputs for the analysis tests: TensorCast traces and forward-pass CSVs.
 local cjson = require "cjson"
-local perf = require "perfscript"
+local helpers = require "helpers"
 
 local M = {}
 
-local base = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/analysis-lua-" .. tostring(os.time()) ..
-             "-" .. tostring(math.random(1e6))
-perf.fs.mkdir_p(base)
+local base = helpers.tmpdir()
 local n = 0
+M.real_data = helpers.real_data
+M.read = helpers.read
 
 function M.path(name)
   n = n + 1
@@ -15,11 +15,7 @@ function M.path(name)
 end
 
 function M.write(name, text)
-  local p = M.path(name)
-  local f = assert(io.open(p, "wb"))
-  f:write(text)
-  f:close()
-  return p
+  return helpers.write(M.path(name), text)
 end
 
 -- X event: name, dur, args (table), pid (default 1).
@@ -62,13 +58,6 @@ function M.prof(rows, opts)
   local t = {}
   for i, r in ipairs(rows) do t[i] = { r[1], r[2], r[3] or (i * 100), r[4] or "" } end
   return M.csv({ "Type", "Duration(us)", "Start Time(us)", "Input Shapes" }, t, opts)
-end
-
-function M.read(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
 end
 
 return M

@@ -163,21 +163,16 @@ function TestOpMapping:test_missing_and_malformed_files()
   local m, note = opmap.load_dir(fx.path("nodir"))
   lu.assertEquals(m:count(), 0); lu.assertStrContains(note, "no op_mapping.yaml")
   local dir = fx.path("mapdir")
-  perf_fs = require("perfscript").fs
-  perf_fs.mkdir_p(dir)
+  require("perfscript").fs.mkdir_p(dir)
   local f = io.open(dir .. "/op_mapping.yaml", "w"); f:write("a: [1, 2\nb: c\n"); f:close()
   local bad, err = opmap.load_dir(dir)
   lu.assertNil(bad); lu.assertStrContains(err, dir .. "/op_mapping.yaml")
 end
 
 function TestOpMapping:test_real_mapping_file()
-  local real = os.getenv("PERFSCRIPT_REAL_DATA") or
-               ((os.getenv("PERFSCRIPT_SOURCE_DIR") or ".") .. "/../shared/data/real")
-  local dir = real .. "/msmodeling/tensor_cast/performance_model/profiling_database/data/" ..
-              "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
-  local f = io.open(dir .. "/op_mapping.yaml")
-  if not f then lu.skip("real op_mapping.yaml not found under " .. real) end
-  f:close()
+  local dir = fx.real_data("msmodeling/tensor_cast/performance_model/profiling_database/data/" ..
+                           "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5")
+  if not dir then lu.skip("real op_mapping.yaml not found (set PERFSCRIPT_REAL_DATA)") end
   local m = assert(opmap.load_dir(dir))
   lu.assertEquals(m:count(), 147)
   lu.assertEquals(m:kernel_type("aten.mm.default"), "MatMulV2")

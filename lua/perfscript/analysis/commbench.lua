@@ -111,7 +111,7 @@ function M.plan(o)
           for i, b in ipairs(o.bytes) do bytes[i] = tostring(b) end
           local argv = { o.torchrun or "torchrun", "--nproc_per_node=" .. n,
                          "--master_port=" .. port, o.script,
-                         "--op", op, "--num-devices", tostring(n),
+                         "--ops", op, "--num-devices", tostring(n),
                          "--topology-tier", tostring(tier),
                          "--grid-shape" }
           for _, d in ipairs(grid) do argv[#argv + 1] = tostring(d) end
