@@ -142,4 +142,41 @@ function TestTraceRead:test_args_helpers()
   lu.assertEquals(tctrace.source_filter("", "MEASURED").names, { "MEASURED" })
 end
 
+-- The streaming reader (perfscript.trace, for traces larger than memory) gives the same answers.
+TestTraceStream = {}
+
+local function streaming()
+  local ok, m = pcall(require, "perfscript.trace")
+  if not ok or type(m) ~= "table" then lu.skip("this build has no perfscript.trace") end
+end
+
+function TestTraceStream:test_same_stats_as_in_memory()
+  streaming()
+  local opcmp = require "perfscript.analysis.opcmp"
+  local src = (os.getenv("PERFSCRIPT_SOURCE_DIR") or ".") .. "/tests/fixtures/analysis/tc_trace.json"
+  local mem = assert(tctrace.load(src))
+  local str = assert(tctrace.load(src, { stream_bytes = 0 }))
+  lu.assertNil(mem.stream); lu.assertNotNil(str.stream)
+  lu.assertEquals(tctrace.select_pid(str), tctrace.select_pid(mem))
+  local a = opcmp.tc_stats(mem, (tctrace.select_pid(mem)))
+  local b = opcmp.tc_stats(str, (tctrace.select_pid(str)))
+  for _, s in pairs(a) do s.seen = nil end
+  for _, s in pairs(b) do s.seen = nil end
+  lu.assertEquals(b, a)
+end
+
+function TestTraceStream:test_errors_and_interrupted_exports()
+  streaming()
+  local p = fx.write("bad.json", '{"traceEvents": [\n  {"ph": "X", "dur": 1},\n  {"ph": "X" "dur": 2}\n]}')
+  local t, err = tctrace.load(p, { stream_bytes = 0 })
+  lu.assertNil(t)
+  lu.assertStrContains(err, p .. ":3:")
+  lu.assertStrContains(err, "malformed JSON")
+  t = assert(tctrace.load(fx.write("cut.json", '[{"ph":"X","name":"a","pid":1,"dur":3},\n'), { stream_bytes = 0 }))
+  lu.assertTrue(t.repaired)
+  local n = 0
+  for ev in tctrace.each(t) do n = n + 1; lu.assertEquals(ev.dur, 3) end
+  lu.assertEquals(n, 1)
+end
+
 os.exit(lu.LuaUnit.run())

@@ -44,18 +44,29 @@ local function decode(path, text)
   return nil, string.format("%s: malformed JSON: %s", path, msg)
 end
 
--- Loads a trace. Returns {path = ..., events = {...}, repaired = bool} or nil, message.
-function M.load(path)
+-- Traces larger than this are streamed through perfscript.trace (libyajl) when the binary has
+-- it, so memory stays bounded; smaller ones are decoded at once with lua-cjson.
+M.STREAM_BYTES = 64 * 1024 * 1024
+
+local function open_check(path)
   local f, err = io.open(path, "rb")
   if not f then
     return nil, string.format("TC trace not found: %s (%s)", path, err:gsub("^[^:]*: ", ""))
   end
-  local text = f:read("a")
+  local head = f:read(64) or ""
+  local size = f:seek("end")
   f:close()
-  if text:find("^%s*$") then return nil, path .. ":1:1: empty file, not a JSON trace" end
-  if text:sub(1, 40):find("^version https://git%-lfs") then
+  if head:find("^%s*$") then return nil, path .. ":1:1: empty file, not a JSON trace" end
+  if head:find("^version https://git%-lfs") then
     return nil, path .. ": a Git LFS pointer, not a trace (fetch it with 'git lfs pull')"
   end
+  return size
+end
+
+local function load_memory(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
   local doc, derr = decode(path, text)
   local repaired = false
   if not doc and text:match("^%s*%[") then
@@ -87,6 +98,77 @@ function M.load(path)
   return { path = path, events = events, repaired = repaired }
 end
 
+-- "near byte N" in a streaming error -> line:column.
+local function stream_error(path, msg)
+  local at = tonumber(msg:match("near byte (%d+)"))
+  if not at then return msg end
+  local f = io.open(path, "rb")
+  if not f then return msg end
+  local line, col, done = 1, 1, 0
+  while done < at do
+    local chunk = f:read(math.min(65536, at - done))
+    if not chunk then break end
+    for nl in chunk:gmatch("()\n") do line = line + 1; col = #chunk - nl + 1 end
+    if not chunk:find("\n") then col = col + #chunk end
+    done = done + #chunk
+  end
+  f:close()
+  local why = msg:sub(#path + 3):gsub("^invalid JSON near byte %d+: ", ""):match("^[^\n]*")
+  return string.format("%s:%d:%d: malformed JSON: %s", path, line, col, why)
+end
+
+-- Streamed events come as text: numbers back to numbers for the members the tools compute with.
+local function normalize(ev)
+  ev.pid = tonumber(ev.pid) or ev.pid
+  ev.dur = tonumber(ev.dur) or ev.dur
+  return ev
+end
+
+-- Loads a trace: {path, events = {...}} in memory, or {path, stream = module} read anew at each
+-- pass. Returns the trace or nil, "file:line:column: why".
+function M.load(path, opts)
+  local size, err = open_check(path)
+  if not size then return nil, err end
+  local limit = (opts and opts.stream_bytes) or M.STREAM_BYTES
+  if size > limit then
+    local ok, stream = pcall(require, "perfscript.trace")
+    if ok and type(stream) == "table" then
+      local tr = { path = path, stream = stream }
+      local n, perr = 0, nil
+      -- a first pass checks the document, so that errors surface before any output
+      local okp, e = pcall(function() for _ in M.each(tr) do n = n + 1 end end)
+      if not okp then perr = tostring(e) end
+      if perr then return nil, perr end
+      return tr
+    end
+  end
+  return load_memory(path)
+end
+
+-- Iterates every event of the trace, in file order.
+function M.each(trace)
+  if trace.events then
+    local evs, i = trace.events, 0
+    return function()
+      i = i + 1
+      return evs[i]
+    end
+  end
+  local r, err = trace.stream.open(trace.path)
+  if not r then error(err, 0) end
+  return function()
+    local ev, rerr = r:read()
+    if ev then return normalize(ev) end
+    if rerr then
+      r:close()
+      error(stream_error(trace.path, rerr), 0)
+    end
+    trace.repaired = r:truncated()
+    r:close()
+    return nil
+  end
+end
+
 -- Python str() of a JSON value (lists as "[1, 2]"); nil stays nil.
 function M.pystr(v)
   v = val(v)
@@ -114,7 +196,7 @@ end
 -- The process names of "M" process_name events, by pid.
 function M.process_names(trace)
   local names, order = {}, {}
-  for _, ev in ipairs(trace.events) do
+  for ev in M.each(trace) do
     if ev.ph == "M" and ev.name == "process_name" and val(ev.pid) ~= nil then
       local args = type(val(ev.args)) == "table" and ev.args or {}
       local n = val(args.name)
@@ -140,7 +222,7 @@ function M.select_pid(trace, opts)
   opts = opts or {}
   local names, order = M.process_names(trace)
   local xpids, xorder = {}, {}
-  for _, ev in ipairs(trace.events) do
+  for ev in M.each(trace) do
     local p = val(ev.pid)
     if ev.ph == "X" and p ~= nil and not xpids[p] then
       xpids[p] = true
@@ -185,11 +267,10 @@ end
 
 -- Iterates the X events of one pid (all pids when pid is nil), in file order.
 function M.x_events(trace, pid)
-  local evs, i = trace.events, 0
+  local nxt = M.each(trace)
   return function()
     while true do
-      i = i + 1
-      local ev = evs[i]
+      local ev = nxt()
       if ev == nil then return nil end
       if ev.ph == "X" and (pid == nil or val(ev.pid) == pid) then return ev end
     end
