@@ -144,4 +144,22 @@ expect_eq "comm_bench: nothing buildable exits 1" "$st" 1
 expect_contains "comm_bench: unbuildable tier warned" "$(err)" "WARNING: skipping tier=2, num_devices=4: num_devices=4 exceeds span size 2"
 st=$(run "$R/comm_bench.lua" --ops broadcast)
 expect_eq "comm_bench: unknown op is a usage error" "$st" 1
+
+# --- real exports (skipped when absent) -------------------------------------------------------------
+echo '{"traceEvents": []}' >empty.json
+if K=$(real_data Ascend-msinsight/test/st/level2/rank_0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv); then
+  expect_run "op_comparison on a real kernel_details.csv (TAB after timestamps)" 0 out \
+    "hcom_allReduce_                              0.0       0      40342.5        7" \
+    "$R/op_comparison.lua" --tc-trace empty.json --prof-trace "$K"
+  expect_not_contains "real kernel_details: no row skipped" "$(err)" "skipped"
+  expect_run "m6 on a real kernel_details.csv" 0 out "  hcom:                 420,174.3 us" \
+    "$R/m6.lua" --tc-trace empty.json --prof-trace "$K"
+fi
+if T=$(real_data Ascend-msinsight/test/data/pytorch/text/level2/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json); then
+  expect_run "a real trace_view.json (bare array, string ts) with several processes" 1 err \
+    "cannot tell which model to analyse; pids: 3178231 (Python), 3254508960 (Ascend Hardware)" \
+    "$R/op_comparison.lua" --tc-trace "$T" --prof-trace prof.csv
+  expect_run "a real trace_view.json, one process chosen by name" 0 out "TOTAL" \
+    "$R/op_comparison.lua" --tc-trace "$T" --prof-trace prof.csv --model "ascend hardware"
+fi
 finish
