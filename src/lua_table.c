@@ -6,6 +6,7 @@
  *   local ix = t:index{ {col = "Input Shapes", kind = "shapes", formats = "Input Formats",
  *                        strip1 = true, n = 2}, {col = "Input Data Types", kind = "list"} }
  *   t:key(component, text [, formats]) -> canonical text | nil, why   (the query side)
+ *   t:shapes(text [, formats]) -> {{d1, d2}, {scalar = true}, ...} | nil, why
  *   ix:find(k1, ..., kn) -> {rows}, ix:ngroups(), ix:group(g) -> size, first, k1, ..., kn,
  *   ix:groups(min) -> {{rows}...}, ix:skipped() -> {rows}
  * Rows and columns are 1-based. Keys are canonical texts (src/dbkey.h). */
@@ -353,6 +354,45 @@ static int t_key(lua_State *L) {
   return 1;
 }
 
+/* t:shapes(text [, formats]) -> {{d, ...}, {scalar = true}, ...} with FRACTAL_NZ restored by
+ * formats, or nil, why: the consumer's parse without building canonical text. */
+static int t_shapes(lua_State *L) {
+  size_t len, flen = 0;
+  const char *s = luaL_checklstring(L, 2, &len);
+  const char *f = luaL_optlstring(L, 3, NULL, &flen);
+  ps_dbkey_shape sh[PS_DBKEY_MAXSLOTS];
+  char err[256];
+  int n = ps_dbkey_parse_shapes(s, len, sh, PS_DBKEY_MAXSLOTS, err, sizeof err);
+  if (n < 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  if (f) {
+    const char *parts[PS_DBKEY_MAXSLOTS];
+    size_t lens[PS_DBKEY_MAXSLOTS];
+    int nf = ps_dbkey_split_list(f, flen, parts, lens, PS_DBKEY_MAXSLOTS);
+    for (int i = 0; i < n && i < nf; i++)
+      if (lens[i] == 10 && memcmp(parts[i], "FRACTAL_NZ", 10) == 0) ps_dbkey_nz_restore(&sh[i]);
+  }
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    if (sh[i].rank < 0) {
+      lua_createtable(L, 0, 1);
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "scalar");
+    } else {
+      lua_createtable(L, sh[i].rank, 0);
+      for (int d = 0; d < sh[i].rank; d++) {
+        lua_pushinteger(L, (lua_Integer)sh[i].dims[d]);
+        lua_rawseti(L, -2, d + 1);
+      }
+    }
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 static int ix_gc(lua_State *L) {
   index_ud *u = luaL_checkudata(L, 1, INDEX);
   ps_index_free(u->ix);
@@ -456,7 +496,7 @@ static const luaL_Reg table_methods[] = {
   {"ncols", t_ncols}, {"path", t_path}, {"memory", t_memory}, {"columns", t_columns},
   {"column", t_column}, {"cell", t_cell}, {"num", t_num}, {"nums", t_nums}, {"strs", t_strs},
   {"record", t_record}, {"line", t_line}, {"nfields", t_nfields}, {"index", t_index},
-  {"key", t_key}, {"free", t_gc}, {NULL, NULL}
+  {"key", t_key}, {"shapes", t_shapes}, {"free", t_gc}, {NULL, NULL}
 };
 
 static const luaL_Reg index_methods[] = {

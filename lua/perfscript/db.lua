@@ -155,6 +155,25 @@ function Kmethods:latencies()
   return lat, src
 end
 
+-- The latency of one row without scanning the table (what a lookup needs).
+function Kmethods:latency(i)
+  local s = self._
+  if s.lat then return s.lat[i], s.latcol[i] end
+  local t = self:table()
+  if not s.latcols then
+    s.latcols, s.latidx = {}, {}
+    for _, c in ipairs(M.LATENCY) do
+      local j = t:column(c)
+      if j then s.latcols[#s.latcols + 1] = c; s.latidx[#s.latidx + 1] = j end
+    end
+  end
+  for j, c in ipairs(s.latidx) do
+    local v = t:num(i, c)
+    if v and v > 0 and v < math.huge then return v, s.latcols[j] end
+  end
+  return false, false
+end
+
 function Kmethods:preferred_latency()
   self:latencies()
   return self._.latcols[1] or "Duration(us)"
@@ -185,10 +204,13 @@ end
 -- Input shapes (FRACTAL_NZ restored, as the consumer compares them) and dtypes of row i.
 function Kmethods:inputs(i)
   local t = self:table()
-  local fcol = t:column(M.IF)
-  local key, err = t:key({ kind = "shapes" }, t:cell(i, M.IS), fcol and t:cell(i, fcol) or nil)
-  if not key then return nil, err end
-  return match.parse(key), t:column(M.IDT) and match.list(t:cell(i, M.IDT)) or {}
+  local s = self._
+  if s.cIS == nil then
+    s.cIS, s.cIF, s.cIDT = t:column(M.IS) or false, t:column(M.IF) or false, t:column(M.IDT) or false
+  end
+  local shapes, err = t:shapes(t:cell(i, s.cIS), s.cIF and t:cell(i, s.cIF) or nil)
+  if not shapes then return nil, err end
+  return shapes, s.cIDT and match.list(t:cell(i, s.cIDT)) or {}
 end
 
 -- A query: shapes as "a,b;c", {{a, b}, {c}} or {shapes = ..., dtypes = ..., seq = ...};
@@ -201,9 +223,9 @@ function Kmethods:query(shapes, dtypes)
     shapes = shapes.shapes
   end
   if type(shapes) == "string" then
-    local key, err = self:table():key({ kind = "shapes" }, shapes)
-    if not key then perf.fail("query shapes '%s': %s", shapes, err) end
-    q.shapes = match.parse(key)
+    local parsed, err = self:table():shapes(shapes)
+    if not parsed then perf.fail("query shapes '%s': %s", shapes, err) end
+    q.shapes = parsed
   elseif type(shapes) == "table" then
     q.shapes = {}
     for i, s in ipairs(shapes) do
@@ -268,10 +290,19 @@ local ROW_COLS = { "line", M.IS, M.IDT, M.OS, "latency(us)", "column" }
 
 function Kmethods:row_record(i)
   local t = self:table()
-  local lat, src = self:latencies()
-  local r = { row = i, line = t:line(i), ["latency(us)"] = lat[i] or nil, column = src[i] or nil }
-  for _, c in ipairs { M.IS, M.IDT, M.OS } do
-    if t:column(c) then r[c] = (t:cell(i, c):gsub('^"+', ""):gsub('"+$', "")) end
+  local lat, src = self:latency(i)
+  local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil }
+  local s = self._
+  if not s.show then
+    s.show = {}
+    for _, c in ipairs { M.IS, M.IDT, M.OS } do
+      if t:column(c) then s.show[#s.show + 1] = { c, t:column(c) } end
+    end
+  end
+  for _, c in ipairs(s.show) do
+    local v = t:cell(i, c[2])
+    if v:find('"', 1, true) then v = v:gsub('^"+', ""):gsub('"+$', "") end
+    r[c[1]] = v
   end
   return r
 end
@@ -279,7 +310,7 @@ end
 -- A row as a filter sees it: parsed shapes, dtypes, latency, and any cell by name.
 function Kmethods:row_view(i)
   local t = self:table()
-  local lat, src = self:latencies()
+  local lat, src = self:latency(i)
   local inputs, dtypes = self:inputs(i)
   local outputs
   if t:column(M.OS) then
@@ -287,7 +318,7 @@ function Kmethods:row_view(i)
     outputs = key and match.parse(key) or nil
   end
   return setmetatable({ row = i, line = t:line(i), inputs = inputs, dtypes = dtypes, outputs = outputs,
-                        latency = lat[i] or nil, column = src[i] or nil,
+                        latency = lat or nil, column = src or nil,
                         cell = function(_, name) return t:cell(i, name) end },
                       { __index = function(_, name) local c = t:column(name); return c and t:cell(i, c) or nil end })
 end
@@ -373,9 +404,16 @@ function Kmethods:lookup(shapes, dtypes, opts)
     for i = n + 1, #q.shapes do q.shapes[i] = nil end
     if q.dtypes then for i = n + 1, #q.dtypes do q.dtypes[i] = nil end end
   end
-  local lat, src = self:latencies()
+  self:latency(1)
   local pri = {}
   for j, c in ipairs(self._.latcols) do pri[c] = j end
+  local src = {}
+  local lat = setmetatable({}, { __index = function(l, i)
+    local v, c = self:latency(i)
+    rawset(l, i, v)
+    src[i] = c
+    return v
+  end })
   local L = self:lookup_index(n)
   local ix = L.ix
   local shape_comp = { kind = "shapes", strip1 = true, n = n }

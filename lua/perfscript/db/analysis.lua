@@ -131,8 +131,9 @@ local function matmul_axes(p)
   for i = 1, #b - 2 do bb[#bb + 1] = b[i] end
   local rest = {}
   for i = 3, #p.shapes do rest[#rest + 1] = slot_text(p.shapes[i]) end
-  return { M = m, K = k, N = n }, "batch=" .. table.concat(batch, ",") .. "/" .. table.concat(bb, ",") ..
-         " rhs " .. layout .. (#rest > 0 and (" +" .. table.concat(rest, ";")) or "")
+  -- the rhs layout (k,n or n,k) is not part of the consumer's regime key
+  local b_txt = (#batch > 0 or #bb > 0) and (" batch=" .. table.concat(batch, ",") .. "/" .. table.concat(bb, ",")) or ""
+  return { M = m, K = k, N = n }, b_txt .. (#rest > 0 and (" +" .. table.concat(rest, ";")) or ""), layout
 end
 
 -- value, rest description (without dtypes) of point p on axis; nil when p has no such axis.
@@ -143,7 +144,7 @@ function A.split(K, p, axis)
     if not ax then return nil end
     local others = {}
     for _, a in ipairs { "M", "K", "N" } do if a ~= axis then others[#others + 1] = a .. "=" .. ax[a] end end
-    return ax[axis], table.concat(others, " ") .. " " .. tail .. (ex ~= "" and (" " .. ex) or "")
+    return ax[axis], table.concat(others, " ") .. tail .. (ex ~= "" and (" " .. ex) or "")
   end
   for _, e in ipairs(D.EXTRAS) do
     if e.name == axis then
@@ -275,7 +276,7 @@ function A.coverage(K, axis, fixed, opts)
     for _, pt in ipairs(b.pts) do
       res[#res + 1] = { [axis] = pt.v, ["latency(us)"] = pt.lat, line = pt.line, rows = pt.rows, gap = at[pt.v] }
     end
-    res.title = string.format("coverage %s %s%s: %d values %s..%s in bucket [%s] %s (standard: %s)", K.name, axis, where,
+    res.title = string.format("coverage %s along %s%s: %d values %s..%s in bucket [%s] %s (standard: %s)", K.name, axis, where,
                               #values, values[1], values[#values], b.rest, b.dtypes, grid or "none for this axis")
     local ngaps = 0
     for _, pr in ipairs(problems) do

@@ -22,7 +22,9 @@ M.DTYPE_MAP = { bfloat16 = "DT_BF16", float16 = "DT_BF16", int8 = "INT8", int32 
                 fp16 = "DT_BF16", fp32 = "FLOAT" }
 
 function M.dtype(name)
-  name = name:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^torch%.", "")
+  local m = M.DTYPE_MAP[name]
+  if m then return m end
+  if name:find("[%s.]") then name = name:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^torch%.", "") end
   return M.DTYPE_MAP[name] or name
 end
 
@@ -54,7 +56,7 @@ end
 function M.list(text)
   local parts = {}
   for p in text:gmatch("[^;]+") do
-    p = p:gsub("^[%s\"]+", ""):gsub("[%s\"]+$", "")
+    if p:find('[%s"]') then p = p:gsub('^[%s"]+', ""):gsub('[%s"]+$', "") end
     if p ~= "" then parts[#parts + 1] = p end
   end
   return parts

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Database explorer benchmark (issue 7): a generated database whose MatMulV2.csv holds ROWS
+# distinct signatures (default 1,000,000, about 125 MB). Prints open + first query (target
+# < 2 s) and the exact lookup latency (target < 50 us), with a full-scan baseline measured in
+# the same run. Usage: tests/bench/db_bench.sh [ROWS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROWS=${1:-1000000}
+BUILD=${BUILD:-build}
+cmake --build "$BUILD" --target perfscript -j2 >/dev/null
+DIR=$(mktemp -d /tmp/perfscript_dbbench.XXXXXX)
+trap 'rm -rf "$DIR"' EXIT
+echo "command: tests/bench/db_bench.sh $ROWS"
+"$BUILD/perfscript" tests/bench/db_bench.lua gen "$DIR" "$ROWS"
+echo "database: $DIR ($(du -sh "$DIR" | cut -f1))"
+cat "$DIR"/*.csv > /dev/null  # warm the page cache
+start=$(date +%s%N)
+"$BUILD/perfscript" tests/bench/db_bench.lua run "$DIR" "$ROWS"
+echo "whole run wall time: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+start=$(date +%s%N)
+out=$(printf 'db:lookup("MatMulV2", "500,1024;2048,1024", "DT_BF16;DT_BF16")\n' | "$BUILD/perfscript" --db "$DIR")
+echo "perfscript --db DIR with one lookup piped in: $(( ($(date +%s%N) - start) / 1000000 )) ms wall ($(echo "$out" | head -1 | cut -c1-60)...)"
