@@ -88,7 +88,7 @@ function TestNumparse:test_timestamps_are_exact_nanoseconds()
   lu.assertEquals(numparse.us_to_ns("1736412474730135.222\t"), 1736412474730135222)
   lu.assertEquals(numparse.us_to_ns("1000"), 1000000)
   lu.assertEquals(numparse.us_to_ns("-2.5"), -2500)
-  lu.assertEquals(numparse.us_to_ns("1.0005"), 1000)     -- half to even
+  lu.assertEquals(numparse.us_to_ns("1.0005"), 1001)     -- beyond the ns: half up
   lu.assertEquals(numparse.us_to_ns("1.0015"), 1002)
   lu.assertEquals(numparse.us_to_ns("1.00051"), 1001)
   lu.assertEquals(numparse.us_to_ns("1.5e3"), 1500000)

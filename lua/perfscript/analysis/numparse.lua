@@ -33,35 +33,20 @@ function M.float(s)
   return v and v + 0.0
 end
 
--- Microsecond text -> integer nanoseconds, exact for plain decimals (digits beyond the ns are
--- rounded half to even). Other forms (exponents) go through a double. nil when unparseable.
+-- Microsecond text -> integer nanoseconds: exact for decimals (perfscript.profile's C parser,
+-- digits beyond the ns rounded half up); other forms Python's float() takes (exponents) go
+-- through a double. nil when unparseable or beyond int64.
+local us_to_ns_exact = require("perfscript.profile").us_to_ns
+
 function M.us_to_ns(s)
-  if type(s) ~= "string" then
-    if math.type(s) == "integer" then return s * 1000 end
-    if type(s) == "number" and s == s and math.abs(s) < 9e15 then
-      return math.floor(s * 1000 + 0.5)
-    end
-    return nil
-  end
-  s = strip(s)
-  local sign, ip, fp = s:match("^([-+]?)(%d*)%.?(%d*)$")
-  if not sign or (ip == "" and fp == "") or (fp ~= "" and not s:find(".", 1, true)) then
-    local v = M.float(s)
-    if not v or v ~= v or math.abs(v) >= 9e15 then return nil end
-    return math.floor(v * 1000 + 0.5)
-  end
-  ip = ip:gsub("^0+", "")
-  if #ip > 16 or (#ip == 16 and ip > "9223372036854774") then return nil end  -- beyond int64 ns
-  local ns = (tonumber(ip) or 0) * 1000
-  local f3 = (fp .. "000"):sub(1, 3)
-  ns = ns + tonumber(f3)
-  local rest = fp:sub(4)
-  if rest:find("[1-9]") then
-    local first = tonumber(rest:sub(1, 1))
-    local tail_nonzero = rest:sub(2):find("[1-9]") ~= nil
-    if first > 5 or (first == 5 and (tail_nonzero or ns % 2 == 1)) then ns = ns + 1 end
-  end
-  return sign == "-" and -ns or ns
+  if math.type(s) == "integer" then return s * 1000 end
+  if type(s) == "number" then s = string.format("%.17g", s) end
+  if type(s) ~= "string" then return nil end
+  local ns = us_to_ns_exact(s)
+  if ns then return ns end
+  local v = M.float(s)
+  if not v or v ~= v or math.abs(v) >= 9e15 then return nil end
+  return math.floor(v * 1000 + 0.5)
 end
 
 -- Integer nanoseconds -> "1736412474714258.990" (microseconds, three decimals).
