@@ -19,6 +19,7 @@
 #include <lua.h>
 
 #include "dbkey.h"
+#include "luabind.h"
 #include "table.h"
 
 #define TABLE "perfscript.table"
@@ -81,12 +82,7 @@ static int t_load(lua_State *L) {
   luaL_setmetatable(L, TABLE);
   char err[1024];
   u->t = ps_table_load(path, err, sizeof err);
-  if (u->t == NULL) {
-    lua_pushnil(L);
-    lua_pushstring(L, err);
-    return 2;
-  }
-  return 1;
+  return u->t ? 1 : ps_fail(L, err);
 }
 
 static int t_gc(lua_State *L) {
@@ -345,9 +341,7 @@ static int t_key(lua_State *L) {
   long n = canon(&c, s, len, f, flen, buf, err, sizeof err);
   if (n < 0) {
     free(buf);
-    lua_pushnil(L);
-    lua_pushstring(L, err);
-    return 2;
+    return ps_fail(L, err);
   }
   lua_pushlstring(L, buf, (size_t)n);
   free(buf);
@@ -363,11 +357,7 @@ static int t_shapes(lua_State *L) {
   ps_dbkey_shape sh[PS_DBKEY_MAXSLOTS];
   char err[256];
   int n = ps_dbkey_parse_shapes(s, len, sh, PS_DBKEY_MAXSLOTS, err, sizeof err);
-  if (n < 0) {
-    lua_pushnil(L);
-    lua_pushstring(L, err);
-    return 2;
-  }
+  if (n < 0) return ps_fail(L, err);
   if (f) {
     const char *parts[PS_DBKEY_MAXSLOTS];
     size_t lens[PS_DBKEY_MAXSLOTS];
@@ -504,27 +494,15 @@ static const luaL_Reg index_methods[] = {
   {"groups", ix_groups}, {"skipped", ix_skipped}, {NULL, NULL}
 };
 
+static const luaL_Reg table_meta[] = {
+  {"__gc", t_gc}, {"__close", t_gc}, {"__len", t_len}, {"__tostring", t_tostring}, {NULL, NULL}
+};
+
+static const luaL_Reg index_meta[] = { {"__gc", ix_gc}, {"__close", ix_gc}, {NULL, NULL} };
+
 int luaopen_perfscript_table(lua_State *L) {
-  luaL_newmetatable(L, TABLE);
-  luaL_newlib(L, table_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, t_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, t_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, t_len);
-  lua_setfield(L, -2, "__len");
-  lua_pushcfunction(L, t_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-  luaL_newmetatable(L, INDEX);
-  luaL_newlib(L, index_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, ix_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, ix_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pop(L, 1);
+  ps_newclass(L, TABLE, table_meta, table_methods);
+  ps_newclass(L, INDEX, index_meta, index_methods);
   lua_newtable(L);
   lua_pushcfunction(L, t_load);
   lua_setfield(L, -2, "load");

@@ -23,7 +23,6 @@ struct ps_table {
   size_t nstr, str_cap, ninterned;
   uint32_t *slots; size_t nslots;   /* sid + 1, open addressing */
 
-  double *num; unsigned char *num_state; size_t num_cap;   /* 0 unknown, 1 parsed */
 
   unsigned char *col_plain;         /* per column: cells appended, not interned (unique-ish) */
 };
@@ -129,28 +128,14 @@ ps_sid ps_table_interned(ps_table *t, ps_sid id) {
 
 double ps_table_num(ps_table *t, ps_sid id) {
   if (id >= t->nstr) return NAN;
-  if (id >= t->num_cap) {
-    size_t old = t->num_cap, cap = old;
-    if (!grow((void **)&t->num, &cap, t->nstr, sizeof *t->num)) return NAN;
-    cap = old;
-    if (!grow((void **)&t->num_state, &cap, t->nstr, 1)) return NAN;
-    memset(t->num_state + old, 0, cap - old);
-    t->num_cap = cap;
-  }
-  if (!t->num_state[id]) {
-    const char *s = t->pool + t->soff[id];
-    char *end;
-    double v = NAN;
-    while (*s == ' ' || *s == '\t') s++;
-    if (*s) {
-      v = strtod(s, &end);
-      while (*end == ' ' || *end == '\t') end++;
-      if (end == s || *end) v = NAN;
-    }
-    t->num[id] = v;
-    t->num_state[id] = 1;
-  }
-  return t->num[id];
+  /* strtod per call: cheaper than a cache sized to every string of a million-row table */
+  const char *s = t->pool + t->soff[id];
+  while (*s == ' ' || *s == '\t') s++;
+  if (*s == '\0') return NAN;
+  char *end;
+  double v = strtod(s, &end);
+  while (*end == ' ' || *end == '\t') end++;
+  return end == s || *end ? NAN : v;
 }
 
 /* ---- load ------------------------------------------------------------------------------- */
@@ -167,8 +152,6 @@ void ps_table_free(ps_table *t) {
   free(t->slen);
   free(t->shash);
   free(t->slots);
-  free(t->num);
-  free(t->num_state);
   free(t->col_plain);
   free(t->path);
   free(t);
@@ -267,7 +250,7 @@ size_t ps_table_nfields(const ps_table *t, size_t row) {
 
 size_t ps_table_memory(const ps_table *t) {
   return t->rows_cap * (t->ncols * sizeof(ps_sid) + sizeof(long) + sizeof(uint32_t)) +
-         t->pool_cap + t->str_cap * (8 + 4 + 8) + t->nslots * 4 + t->num_cap * 9;
+         t->pool_cap + t->str_cap * (8 + 4 + 8) + t->nslots * 4;
 }
 
 /* ---- index ------------------------------------------------------------------------------ */
