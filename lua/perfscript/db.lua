@@ -327,11 +327,18 @@ function Kmethods:rows(filter)
   local t = self:table()
   local n = #t
   local keep
+  local errors, first_error = 0, nil
   if filter == nil then
     keep = function() return true end
   elseif type(filter) == "function" then
+    -- a predicate that fails on a row (r.inputs[2] of a one-input row) rejects that row; the
+    -- result says how many did and why, so a typo does not pass for an empty answer
     keep = function(i)
       local ok, v = pcall(filter, self:row_view(i))
+      if not ok then
+        errors = errors + 1
+        first_error = first_error or v
+      end
       return ok and v
     end
   elseif type(filter) == "table" then
@@ -378,6 +385,9 @@ function Kmethods:rows(filter)
     if keep(i) then res[#res + 1] = self:row_record(i) end
   end
   res.title = string.format("%s: %d of %d rows", self.name, #res, n)
+  if errors > 0 then
+    res:note("the filter raised an error on %d rows (taken as false); the first: %s", errors, tostring(first_error))
+  end
   return res
 end
 

@@ -233,6 +233,39 @@ function TestQuality:test_diff()
   lu.assertEquals(k[1].change, "slower")
 end
 
+TestAxes = {}
+function TestAxes:test_comm_bytes_and_attention_seq()
+  local d = h.tmpdir()
+  h.write(d .. "/hcom_allReduce_.csv", "message_bytes,num_devices,topology_tier,dtype,Duration(us)\n" ..
+    "1024,16,1,DT_BF16,120.0\n4096,16,1,DT_BF16,120.0\n1048576,16,1,DT_BF16,130\n16777216,16,1,DT_BF16,288\n" ..
+    "1024,8,1,DT_BF16,50\n")
+  h.write(d .. "/FusedInferAttentionScore.csv",
+    "Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Runtime avg_seq_len,Average Duration(us)\n" ..
+    '"1,512;1000,1,512",DT_BF16;DT_BF16,ND;ND,"1,512",DT_BF16,1000,100\n' ..
+    '"1,512;1000,1,512",DT_BF16;DT_BF16,ND;ND,"1,512",DT_BF16,4000,1600\n' ..
+    '"1,512;1000,1,512",DT_BF16;DT_BF16,ND;ND,"1,512",DT_BF16,3518.5,900\n')
+  local x = assert(perf.open(d))
+  local c = x:coverage("hcom_allReduce_", "bytes", { devices = 16 })
+  lu.assertEquals(c.values, { 1024, 4096, 1048576, 16777216 })
+  lu.assertEquals(c.grid, "COMM_BYTES")
+  lu.assertStrContains(c[3].gap, "ratio 256 > 2")
+  -- comm has no shapes: the lint asks only for its own columns
+  lu.assertEquals(x:lint("hcom_allReduce_").errors, 0)
+  local r = x:interp("FusedInferAttentionScore", { shapes = "1,512;1000,1,512", dtypes = "DT_BF16", seq = 2000 })
+  lu.assertEquals(r.axis, "seq")
+  -- I19: seq 1000 -> 100, 4000 -> 1600, target 2000 -> 600 (linear); the fractional 3518.5 row
+  -- is not an interpolation point, as in the consumer
+  lu.assertAlmostEquals(r.latency, 600.0, 1e-9)
+  local l = x:lint("FusedInferAttentionScore")
+  lu.assertStrContains(l[1].problem, "fractional avg_seq_len 3518.5")
+end
+
+function TestRows:test_filter_errors_are_reported()
+  local r = db:rows("MatMulV2", function(row) return row.inputs[3][1] > 0 end)
+  lu.assertEquals(#r, 0)
+  lu.assertStrContains(tostring(r), "the filter raised an error on 9 rows")
+end
+
 TestSave = {}
 function TestSave:test_save_result_columns_in_order()
   local repl = require "perfscript.repl"

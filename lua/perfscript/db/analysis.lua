@@ -26,9 +26,11 @@ function A.points(K)
   local s = K._
   if s.points then return s.points end
   local t = K:table()
-  if not t:column(D.IS) then perf.fail("%s: no '%s' column", K.path, D.IS) end
-  local comps = { { col = D.IS, kind = "shapes", formats = t:column(D.IF) and D.IF or nil } }
-  local has_dt = t:column(D.IDT) ~= nil
+  -- communication files have no shapes: their points are (message_bytes, num_devices, tier)
+  local has_is = t:column(D.IS) ~= nil
+  local has_dt = has_is and t:column(D.IDT) ~= nil
+  local comps = {}
+  if has_is then comps[1] = { col = D.IS, kind = "shapes", formats = t:column(D.IF) and D.IF or nil } end
   if has_dt then comps[#comps + 1] = { col = D.IDT, kind = "list" } end
   local extras = {}
   for _, e in ipairs(D.EXTRAS) do
@@ -40,15 +42,20 @@ function A.points(K)
       end
     end
   end
+  if #comps == 0 then perf.fail("%s: neither '%s' nor runtime columns such as message_bytes", K.path, D.IS) end
   local ix = t:index(comps)
   local lat = K:latencies()
   local points = {}
-  local off = has_dt and 4 or 3
+  local off = 3 + (has_is and 1 or 0) + (has_dt and 1 or 0)
   for g = 1, ix:ngroups() do
     local v = table.pack(ix:group(g))
-    local p = { size = v[1], first = v[2], shapes = match.parse(v[3]), dtypes = has_dt and v[4] or "",
-                extras = {} }
-    for j, e in ipairs(extras) do p.extras[e.name] = tonumber(v[off + j - 1]) end
+    local p = { size = v[1], first = v[2], shapes = has_is and match.parse(v[3]) or {},
+                dtypes = has_dt and v[4] or "", extras = {} }
+    for j, e in ipairs(extras) do
+      -- runtime integers: the consumer's interpolation rejects fractional or negative values
+      local x = math.tointeger(tonumber(v[off + j - 1]))
+      p.extras[e.name] = x and x >= 0 and x or nil
+    end
     if p.size == 1 then
       p.lat = lat[p.first] or nil
     else
