@@ -319,9 +319,9 @@ static void compact(ps_trace_reader *r) {
     if (r->render_depth) r->cur.key -= b0, r->cur.val -= b0;
     if (r->have_key) r->key_off -= b0;
   }
-  memmove(r->mems, r->mems + m0, (r->nmems - m0) * sizeof *r->mems);
+  if (r->nmems > m0) memmove(r->mems, r->mems + m0, (r->nmems - m0) * sizeof *r->mems);
   r->nmems -= m0;
-  memmove(r->buf, r->buf + b0, r->len - b0);
+  if (r->len > b0) memmove(r->buf, r->buf + b0, r->len - b0);
   r->len -= b0;
   r->ev_mem0 = 0;
   r->ev_buf0 = 0;
