@@ -36,6 +36,8 @@ M.help = {
   { "db:outliers(k)", "monotonicity breaks along an axis; microbench/profiling gaps outside [0.8, 1.2]" },
   { "db:lint([k])", "cells that crash or mislead the consumer (shapes, slots, dtypes, zero latencies, EP Size)" },
   { "db:diff(other, [k])", "the same signatures in another version directory: ratios and regressions" },
+  { "db:mapping([op])", "op_mapping.yaml: the ops, or one op's kernels (CSV present, rows), mode and policies" },
+  { "db:lookup(op, ...)", "a TC op (\"aten.mm.default\"): its mapped kernels in the consumer's order" },
   { "db.<Kernel>", "a kernel type (tab completes); the same queries without the kernel argument" },
 }
 
@@ -567,8 +569,19 @@ for _, name in ipairs { "rows", "lookup", "nearest", "coverage", "interp", "dups
   end
 end
 
+-- lookup also takes a TC op of op_mapping.yaml ("aten.mm.default"): its kernels in order.
+function DBmethods:lookup(kernel, ...)
+  if type(kernel) == "string" and not self._kernels[kernel] then
+    local mapping = require "perfscript.db.mapping"
+    if mapping.entry(self, kernel) then return mapping.lookup(self, kernel, ...) end
+  end
+  local k = self:kernel(kernel)
+  return k:lookup(...)
+end
+
 -- The analysis and data-quality queries live in their own files and add their methods here.
 require("perfscript.db.analysis").install(M)
 require("perfscript.db.quality").install(M)
+require("perfscript.db.mapping").install(M)
 
 return M

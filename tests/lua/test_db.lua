@@ -266,6 +266,57 @@ function TestRows:test_filter_errors_are_reported()
   lu.assertStrContains(tostring(r), "the filter raised an error on 9 rows")
 end
 
+TestMapping = {}
+function TestMapping:test_mapping_and_lookup_by_op()
+  local d = h.tmpdir()
+  h.write(d .. "/MatMulV3.csv", HEAD .. mm(100, 512, 1024, "7", "") .. mm(144, 512, 1024, "9", ""))
+  h.write(d .. "/MatMulV2.csv", HEAD .. mm(136, 512, 1024, "14", "") .. mm(200, 512, 1024, "20", ""))
+  h.write(d .. "/op_mapping.yaml", [[
+version: 0.18.0
+interpolation_policy:
+  kernel_overrides:
+    MatMulV2: {max_interpolation_dim: 1}
+operator_mappings:
+  aten.mm.default:
+    kernel_type: MatMulV2
+    alternate_kernel_types: [MatMulV3, MatMulCommon]
+    notes: "[HIGH] decode GEMM"
+  aten.view.default:
+    zero_cost: true
+  aten.add.Tensor:
+    kernel_type: Add
+    query_mode: elementwise
+  static_quant_linear.default:
+    kernel_type: MatMulV2
+    tc_input_count: 2
+]])
+  local x = assert(perf.open(d))
+  local m = x:mapping("aten.mm.default")
+  lu.assertEquals(#m, 3)
+  lu.assertEquals(m[3].csv, "missing")
+  lu.assertStrContains(tostring(m), "interpolation_policy.MatMulV2")
+  lu.assertEquals(#x:mapping(), 4)
+  -- 144 pads to the MatMulV2 row 136 (distance 1) but is exact in the alternate MatMulV3:
+  -- semantic matches beat padding across alternates; an exact row of the first kernel wins
+  local r = x:lookup("aten.mm.default", "144,512;1024,512", "bfloat16")
+  lu.assertEquals(r.kernel, "MatMulV3")
+  lu.assertEquals(r.latency, 9.0)
+  r = x:lookup("aten.mm.default", "136,512;1024,512", "bfloat16")
+  lu.assertEquals(r.kernel, "MatMulV2")
+  lu.assertEquals(r.latency, 14.0)
+  r = x:lookup("aten.mm", "100,512;1024,512", "bfloat16")
+  lu.assertEquals(r.kernel, "MatMulV3")
+  lu.assertEquals(r.latency, 7.0)
+  r = x:lookup("aten.view.default", "1,2")
+  lu.assertEquals(r.latency, 0.0)
+  lu.assertEquals(r.rule, "zero_cost")
+  r = x:lookup("static_quant_linear.default", "200,512;1024,512;1024", "DT_BF16")
+  lu.assertEquals(r.latency, 20.0)  -- tc_input_count 2 drops the bias slot
+  local ok, err = pcall(x.lookup, x, "aten.add.Tensor", "1,2")
+  lu.assertFalse(ok)
+  lu.assertStrContains(tostring(err), "query mode 'elementwise' is not reproduced")
+end
+
 TestSave = {}
 function TestSave:test_save_result_columns_in_order()
   local repl = require "perfscript.repl"

@@ -1,0 +1,188 @@
+-- op_mapping.yaml of a version directory (spec database_consumer.md section 3): the routing
+-- from a TC op ("aten.mm.default") to kernel CSVs. db:mapping(op) shows an entry with its
+-- kernels (CSV present? rows?) and policies; db:lookup(op, ...) tries the entry's kernels in
+-- the consumer's order on the compute path.
+local perf = require "perfscript"
+local R = require "perfscript.db.result"
+
+local Mp = {}
+local D
+
+local function load(db)
+  if db._mapping ~= nil then return db._mapping or nil end
+  local path = db._dir .. "/op_mapping.yaml"
+  local f = io.open(path, "rb")
+  if not f then db._mapping = false; return nil end
+  local text = f:read("a")
+  f:close()
+  local ok, doc = pcall(require("lyaml").load, text)
+  if not ok or type(doc) ~= "table" then perf.fail("%s: not YAML: %s", path, tostring(doc)) end
+  doc._path = path
+  db._mapping = doc
+  return doc
+end
+Mp.load = load
+
+-- The entry of an op (with or without its overload suffix), or nil.
+function Mp.entry(db, op)
+  local doc = load(db)
+  local ops = doc and doc.operator_mappings
+  if type(ops) ~= "table" then return nil end
+  local e = ops[op] or ops[(op:gsub("%.[^.]+$", ""))] or ops[op .. ".default"]
+  return e, doc
+end
+
+-- Candidate kernel types in the consumer's order: a rank-specific list first, then the
+-- kernel type and its alternates, de-duplicated.
+function Mp.kernels(e, rank)
+  local list, seen = {}, {}
+  local function add(k) if type(k) == "string" and not seen[k] then seen[k] = true; list[#list + 1] = k end end
+  if rank and type(e.kernel_types_by_input_rank) == "table" then
+    for _, k in ipairs(e.kernel_types_by_input_rank[rank] or e.kernel_types_by_input_rank[tostring(rank)] or {}) do add(k) end
+  end
+  add(e.kernel_type)
+  for _, k in ipairs(type(e.alternate_kernel_types) == "table" and e.alternate_kernel_types or {}) do add(k) end
+  return list
+end
+
+local function mode(e)
+  if e.composite then return "composite" end
+  if e.category == "communication" then return "communication" end
+  if e.query_mode then return e.query_mode end
+  if e.zero_cost then return "zero_cost" end
+  if e.accepted_miss then return "accepted_miss" end
+  return "compute"
+end
+Mp.mode = mode
+
+local function policies(doc, kernels)
+  local out = {}
+  for _, section in ipairs { "interpolation_policy", "latency_policy", "query_selection_policy" } do
+    local ov = type(doc[section]) == "table" and doc[section].kernel_overrides
+    if type(ov) == "table" then
+      for _, k in ipairs(kernels) do
+        if ov[k] ~= nil then out[#out + 1] = section .. "." .. k .. " = " .. require("perfscript.pretty").format(ov[k]) end
+      end
+    end
+  end
+  return out
+end
+
+function Mp.show(db, op)
+  local doc = load(db)
+  if not doc then perf.fail("%s: no op_mapping.yaml", db._dir) end
+  if op == nil then
+    local res = R.new(nil, { "op", "mode", "kernels", "csv", "tc_input_count" })
+    local names = {}
+    for k in pairs(doc.operator_mappings or {}) do names[#names + 1] = k end
+    table.sort(names)
+    local missing = 0
+    for _, name in ipairs(names) do
+      local e = doc.operator_mappings[name]
+      local ks = Mp.kernels(e)
+      local have = {}
+      for _, k in ipairs(ks) do have[#have + 1] = db._kernels[k] and k or (k .. "(missing)") end
+      if ks[1] and not db._kernels[ks[1]] then missing = missing + 1 end
+      res[#res + 1] = { op = name, mode = mode(e), kernels = table.concat(ks, ","),
+                        csv = #ks == 0 and "" or table.concat(have, ","), tc_input_count = e.tc_input_count }
+    end
+    res.title = string.format("op_mapping.yaml of %s: %d ops (version %s), %d whose kernel type has no CSV", db._dir,
+                              #names, tostring(doc.version), missing)
+    return res
+  end
+  local e = Mp.entry(db, op)
+  if not e then perf.fail("%s: no mapping for '%s' (db:mapping() lists them)", doc._path, op) end
+  local ks = Mp.kernels(e)
+  local res = R.new(nil, { "kernel", "csv", "rows", "valid" })
+  for _, k in ipairs(ks) do
+    local K = db._kernels[k]
+    local rec = { kernel = k, csv = K and "yes" or "missing" }
+    if K then
+      local ok = pcall(function()
+        local lat = K:latencies()
+        local v = 0
+        for i = 1, #lat do if lat[i] then v = v + 1 end end
+        rec.rows, rec.valid = #lat, v
+      end)
+      if not ok then rec.csv = "unreadable" end
+    end
+    res[#res + 1] = rec
+  end
+  res.title = string.format("%s: %s%s%s", op, mode(e), e.tc_input_count and (", tc_input_count " .. e.tc_input_count) or "",
+                            e.sub_kernels and (", sub_kernels " .. table.concat(e.sub_kernels, ",")) or "")
+  if e.notes then res:note("notes: %s", tostring(e.notes)) end
+  for _, p in ipairs(policies(doc, ks)) do res:note("%s", p) end
+  res.entry = e
+  return res
+end
+
+-- lookup by op: the entry's kernels in order; the best (distance, kernel index) wins, then the
+-- kernel's own order (latency column, first row).
+function Mp.lookup(db, op, shapes, dtypes, opts)
+  if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then opts, dtypes = dtypes, nil end
+  opts = opts or {}
+  local e = Mp.entry(db, op)
+  if not e then perf.fail("%s: no kernel type or mapping entry '%s'", db._dir, op) end
+  local m = mode(e)
+  if m == "zero_cost" or m == "accepted_miss" then
+    local res = R.new(string.format("lookup %s: MEASURED 0 us (%s%s)", op, m,
+                                    e.accepted_miss and (": " .. tostring(e.accepted_miss)) or ""), {})
+    res.latency, res.source, res.rule, res.confidence = 0.0, "MEASURED", m, 1.0
+    return res
+  end
+  if m ~= "compute" and m ~= "mtp_projection" then
+    perf.fail("%s: query mode '%s' is not reproduced by the explorer (compute path only); look up its kernels (%s) directly",
+              op, m, table.concat(Mp.kernels(e), ", "))
+  end
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.n = o.n or math.tointeger(e.tc_input_count)
+  local first = type(shapes) == "string" and shapes or nil
+  local rank
+  if first then
+    local s1 = first:match("^[^;]*")
+    rank = select(2, s1:gsub(",", ",")) + 1
+  elseif type(shapes) == "table" and type(shapes[1]) == "table" then
+    rank = #shapes[1]
+  end
+  local ks = Mp.kernels(e, rank)
+  local best, best_idx, results = nil, nil, {}
+  for idx, k in ipairs(ks) do
+    local K = db._kernels[k]
+    if K then
+      local r = K:lookup(shapes, dtypes, o)
+      results[#results + 1] = { kernel = k, r = r, idx = idx }
+      if r.latency then
+        local d = r.rule and r.rule:find("padding", 1, true) and 1 or 0
+        if not best or d < best.d or (d == best.d and idx < best_idx) then best, best_idx = { d = d, r = r, kernel = k }, idx end
+      end
+    end
+  end
+  local res
+  if best then
+    res = best.r
+    res.title = string.format("lookup %s -> %s", op, res.title)
+    res.kernel = best.kernel
+  else
+    res = R.new(string.format("lookup %s: MISS %s (kernels tried: %s)", op,
+                              #results == 0 and "csv_not_found" or "shape_mismatch", table.concat(ks, ", ")), {})
+    res.miss = #results == 0 and "csv_not_found" or "shape_mismatch"
+  end
+  res:note("mapping: %s, kernels in order %s%s", m, table.concat(ks, ", "),
+           o.n and (", tc_input_count " .. o.n) or "")
+  if opts.explain then
+    for _, x in ipairs(results) do
+      if x.r ~= res then
+        res:note("%s: %s", x.kernel, x.r.title)
+      end
+    end
+  end
+  return res
+end
+
+function Mp.install(db)
+  D = db
+  db.DBmethods.mapping = function(self, op) return Mp.show(self, op) end
+end
+
+return Mp
