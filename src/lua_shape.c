@@ -1,0 +1,225 @@
+/* perfscript.shape: shape cells and dtypes for Lua (grammar in shape.h).
+ *   shape.parse(cell [, lenient]) -> {{d1, d2, ...}, {}, ...}   (an empty slot is {})
+ *       a slot that is not a list of integers is an error (nil, message), or false when
+ *       lenient is true
+ *   shape.format(slots) -> "a,b;;c"            (false/nil/empty slots are written empty)
+ *   shape.normalize(cell) -> canonical text   shape.normalize_slot(text) -> text
+ *   shape.split(cell) -> {"raw slot", ...}     (stripped slots, empty ones kept; "" -> {})
+ *   shape.dtype_bytes(name) -> n (2 when unknown)
+ *   shape.dtype_normalize(name) -> "DT_..."   (blank -> DT_UNDEFINED, else DT_ prefixed)
+ *   shape.numel(dims) -> n                     shape.nbytes(dims, dtype) -> n (0 for {})
+ *   shape.nz_logical(dims) -> {b*c, a*d} for a 4-D FRACTAL_NZ shape, or nil, message */
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "shape.h"
+
+#define SHAPE_CACHE "perfscript.shape.cache"
+
+static ps_shape *cache(lua_State *L) {
+  return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+static int shape_gc(lua_State *L) {
+  ps_shape_free(luaL_checkudata(L, 1, SHAPE_CACHE));
+  return 0;
+}
+
+static int l_parse(lua_State *L) {
+  size_t len;
+  const char *cell = luaL_optlstring(L, 1, "", &len);
+  int lenient = lua_toboolean(L, 2);
+  ps_shape *s = cache(L);
+  if (ps_shape_parse(s, cell, len) != 0) return luaL_error(L, "out of memory");
+  if (s->nbad && !lenient) {
+    for (size_t i = 0; i < s->nslots; i++) {
+      if (s->state[i] != PS_SLOT_BAD) continue;
+      luaL_pushfail(L);
+      lua_pushfstring(L, "shape cell '%s': slot %d is not a list of integer dims", cell,
+                      (int)i + 1);
+      return 2;
+    }
+  }
+  lua_createtable(L, (int)s->nslots, 0);
+  for (size_t i = 0; i < s->nslots; i++) {
+    if (s->state[i] == PS_SLOT_BAD) {
+      lua_pushboolean(L, 0);
+    } else {
+      size_t r = ps_shape_rank(s, i);
+      const int64_t *d = ps_shape_slot(s, i);
+      lua_createtable(L, (int)r, 0);
+      for (size_t j = 0; j < r; j++) {
+        lua_pushinteger(L, (lua_Integer)d[j]);
+        lua_rawseti(L, -2, (lua_Integer)j + 1);
+      }
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static int l_format(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    /* Read the slot into C first: the buffer needs a balanced stack when it grows. */
+    int64_t d[64];
+    size_t r = 0;
+    int t = lua_rawgeti(L, 1, i);
+    if (t == LUA_TTABLE) {
+      r = lua_rawlen(L, -1);
+      if (r > 64) return luaL_error(L, "shape.format: slot %d has more than 64 dims", (int)i);
+      for (size_t j = 0; j < r; j++) {
+        lua_rawgeti(L, -1, (lua_Integer)j + 1);
+        int isint;
+        d[j] = (int64_t)lua_tointegerx(L, -1, &isint);
+        if (!isint)
+          return luaL_error(L, "shape.format: slot %d dim %d is not an integer", (int)i, (int)j + 1);
+        lua_pop(L, 1);
+      }
+    } else if (t != LUA_TNIL && !(t == LUA_TBOOLEAN && !lua_toboolean(L, -1))) {
+      return luaL_error(L, "shape.format: slot %d is a %s, not a table", (int)i,
+                        luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    if (i > 1) luaL_addchar(&b, ';');
+    for (size_t j = 0; j < r; j++) {
+      char num[32];
+      snprintf(num, sizeof num, "%s%lld", j ? "," : "", (long long)d[j]);
+      luaL_addstring(&b, num);
+    }
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int l_normalize(lua_State *L) {
+  size_t len;
+  const char *cell = luaL_optlstring(L, 1, "", &len);
+  luaL_Buffer b;
+  char *out = luaL_buffinitsize(L, &b, len + 1);
+  luaL_pushresultsize(&b, ps_shape_norm_cell(cell, len, out));
+  return 1;
+}
+
+static int l_normalize_slot(lua_State *L) {
+  size_t len;
+  const char *s = luaL_optlstring(L, 1, "", &len);
+  luaL_Buffer b;
+  char *out = luaL_buffinitsize(L, &b, len + 1);
+  luaL_pushresultsize(&b, ps_shape_norm_slot(s, len, out));
+  return 1;
+}
+
+static int l_split(lua_State *L) {
+  size_t n;
+  const char *cell = luaL_optlstring(L, 1, "", &n);
+  n = ps_shape_strip(&cell, n);
+  lua_newtable(L);
+  if (n == 0) return 1;
+  size_t start = 0;
+  lua_Integer k = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && cell[i] != ';') continue;
+    const char *p = cell + start;
+    size_t len = ps_shape_strip(&p, i - start);
+    lua_pushlstring(L, p, len);
+    lua_rawseti(L, -2, ++k);
+    start = i + 1;
+  }
+  return 1;
+}
+
+static int l_dtype_bytes(lua_State *L) {
+  size_t len;
+  const char *s = luaL_optlstring(L, 1, "", &len);
+  lua_pushinteger(L, ps_dtype_bytes(s, len));
+  return 1;
+}
+
+static int l_dtype_normalize(lua_State *L) {
+  size_t len;
+  const char *s = luaL_optlstring(L, 1, "", &len);
+  while (len && (*s == ' ' || (*s >= '\t' && *s <= '\r'))) s++, len--;
+  while (len && (s[len - 1] == ' ' || (s[len - 1] >= '\t' && s[len - 1] <= '\r'))) len--;
+  if (len == 0) lua_pushliteral(L, "DT_UNDEFINED");
+  else if (len >= 3 && memcmp(s, "DT_", 3) == 0) lua_pushlstring(L, s, len);
+  else {
+    lua_pushliteral(L, "DT_");
+    lua_pushlstring(L, s, len);
+    lua_concat(L, 2);
+  }
+  return 1;
+}
+
+/* Reads a dims table into d (at most 64); returns the rank. */
+static size_t get_dims(lua_State *L, int idx, int64_t *d) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  size_t r = lua_rawlen(L, idx);
+  if (r > 64) luaL_error(L, "shape has %d dims (at most 64)", (int)r);
+  for (size_t i = 0; i < r; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i + 1);
+    int isint;
+    d[i] = (int64_t)lua_tointegerx(L, -1, &isint);
+    if (!isint) luaL_error(L, "dim %d is not an integer", (int)i + 1);
+    lua_pop(L, 1);
+  }
+  return r;
+}
+
+static int l_numel(lua_State *L) {
+  int64_t d[64];
+  size_t r = get_dims(L, 1, d);
+  uint64_t n = r ? ps_shape_nbytes(d, r, 1) : 1;
+  lua_pushinteger(L, n > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER : (lua_Integer)n);
+  return 1;
+}
+
+static int l_nbytes(lua_State *L) {
+  int64_t d[64];
+  size_t r = get_dims(L, 1, d);
+  size_t len;
+  const char *dt = luaL_optlstring(L, 2, "", &len);
+  uint64_t n = ps_shape_nbytes(d, r, ps_dtype_bytes(dt, len));
+  lua_pushinteger(L, n > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER : (lua_Integer)n);
+  return 1;
+}
+
+static int l_nz_logical(lua_State *L) {
+  int64_t d[64];
+  size_t r = get_dims(L, 1, d);
+  if (r != 4) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "Unsupported FRACTAL_NZ shape: rank %d (needs 4 dims)", (int)r);
+    return 2;
+  }
+  lua_createtable(L, 2, 0);
+  lua_pushinteger(L, (lua_Integer)(d[1] * d[2]));
+  lua_rawseti(L, -2, 1);
+  lua_pushinteger(L, (lua_Integer)(d[0] * d[3]));
+  lua_rawseti(L, -2, 2);
+  return 1;
+}
+
+int luaopen_perfscript_shape(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+    {"parse", l_parse}, {"format", l_format}, {"normalize", l_normalize},
+    {"normalize_slot", l_normalize_slot}, {"split", l_split}, {"dtype_bytes", l_dtype_bytes},
+    {"dtype_normalize", l_dtype_normalize}, {"numel", l_numel}, {"nbytes", l_nbytes},
+    {"nz_logical", l_nz_logical}, {NULL, NULL}};
+  luaL_newlibtable(L, funcs);
+  ps_shape *s = lua_newuserdatauv(L, sizeof *s, 0);
+  ps_shape_init(s);
+  if (luaL_newmetatable(L, SHAPE_CACHE)) {
+    lua_pushcfunction(L, shape_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  luaL_setfuncs(L, funcs, 1);
+  return 1;
+}

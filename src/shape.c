@@ -1,0 +1,218 @@
+/* Shape cells and dtypes: see shape.h for the grammar. */
+#include "shape.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int is_ws(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+static size_t trim(const char **p, size_t n) {
+  const char *s = *p;
+  while (n && is_ws(*s)) s++, n--;
+  while (n && is_ws(s[n - 1])) n--;
+  *p = s;
+  return n;
+}
+
+size_t ps_shape_strip(const char **p, size_t n) {
+  n = trim(p, n);
+  const char *s = *p;
+  while (n && *s == '"') s++, n--;
+  while (n && s[n - 1] == '"') n--;
+  *p = s;
+  return n;
+}
+
+static int is_empty_token(const char *s, size_t n) {
+  static const char *const tokens[] = {"()", "N/A", "NA", "NULL", "None", "none"};
+  for (size_t i = 0; i < sizeof tokens / sizeof *tokens; i++)
+    if (strlen(tokens[i]) == n && memcmp(tokens[i], s, n) == 0) return 1;
+  return 0;
+}
+
+size_t ps_shape_norm_slot(const char *s, size_t n, char *out) {
+  n = ps_shape_strip(&s, n);
+  n = trim(&s, n);
+  if (is_empty_token(s, n)) {
+    out[0] = '\0';
+    return 0;
+  }
+  if (n >= 2 && s[0] == '(' && s[n - 1] == ')') s++, n -= 2;
+  size_t o = 0;
+  int pending = 0; /* a separator run was seen after some piece */
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == ',' || is_ws(s[i])) {
+      if (o) pending = 1;
+      continue;
+    }
+    if (pending) out[o++] = ',', pending = 0;
+    out[o++] = s[i];
+  }
+  out[o] = '\0';
+  return o;
+}
+
+size_t ps_shape_norm_cell(const char *cell, size_t n, char *out) {
+  n = ps_shape_strip(&cell, n);
+  size_t o = 0, start = 0;
+  if (n == 0) {
+    out[0] = '\0';
+    return 0;
+  }
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && cell[i] != ';') continue;
+    if (start) out[o++] = ';';
+    o += ps_shape_norm_slot(cell + start, i - start, out + o);
+    start = i + 1;
+  }
+  out[o] = '\0';
+  return o;
+}
+
+/* Python's int(): optional sign, decimal digits. */
+static int parse_int(const char *s, size_t n, int64_t *v) {
+  size_t i = 0;
+  int neg = 0;
+  if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+  if (i == n) return -1;
+  uint64_t x = 0;
+  for (; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    if (x > (UINT64_MAX - 9) / 10) return -1;
+    x = x * 10 + (uint64_t)(s[i] - '0');
+  }
+  if (x > (uint64_t)INT64_MAX) return -1;
+  *v = neg ? -(int64_t)x : (int64_t)x;
+  return 0;
+}
+
+int ps_shape_parse_slot(const char *s, size_t n, int64_t *dims, int maxdims) {
+  int nd = 0;
+  size_t start = 0;
+  if (n == 0) return 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && s[i] != ',') continue;
+    if (nd == maxdims) return -1;
+    if (parse_int(s + start, i - start, &dims[nd]) != 0) return -1;
+    nd++;
+    start = i + 1;
+  }
+  return nd;
+}
+
+void ps_shape_init(ps_shape *s) { memset(s, 0, sizeof *s); }
+
+void ps_shape_free(ps_shape *s) {
+  free(s->start);
+  free(s->dims);
+  free(s->state);
+  ps_shape_init(s);
+}
+
+static int reserve(ps_shape *s, size_t slots, size_t dims) {
+  if (slots + 1 > s->cap_slots) {
+    size_t cap = s->cap_slots ? s->cap_slots : 8;
+    while (cap < slots + 1) cap *= 2;
+    size_t *st = realloc(s->start, cap * sizeof *st);
+    if (!st) return -1;
+    s->start = st;
+    unsigned char *sa = realloc(s->state, cap);
+    if (!sa) return -1;
+    s->state = sa;
+    s->cap_slots = cap;
+  }
+  if (dims > s->cap_dims) {
+    size_t cap = s->cap_dims ? s->cap_dims : 16;
+    while (cap < dims) cap *= 2;
+    int64_t *d = realloc(s->dims, cap * sizeof *d);
+    if (!d) return -1;
+    s->dims = d;
+    s->cap_dims = cap;
+  }
+  return 0;
+}
+
+int ps_shape_parse(ps_shape *s, const char *cell, size_t n) {
+  s->nslots = 0;
+  s->nbad = 0;
+  n = ps_shape_strip(&cell, n);
+  /* Upper bounds: slots <= separators + 1, dims per slot <= its length / 2 + 1. */
+  size_t slots = 1, dims = 1;
+  for (size_t i = 0; i < n; i++) slots += cell[i] == ';';
+  dims += n / 2 + slots;
+  if (reserve(s, slots, dims) != 0) return -1;
+  s->start[0] = 0;
+  if (n == 0) return 0;
+  char small[256];
+  char *buf = n < sizeof small ? small : malloc(n + 1);
+  if (!buf) return -1;
+  size_t start = 0, nd = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && cell[i] != ';') continue;
+    size_t len = ps_shape_norm_slot(cell + start, i - start, buf);
+    size_t k = s->nslots++;
+    int got = len ? ps_shape_parse_slot(buf, len, s->dims + nd, (int)(s->cap_dims - nd)) : 0;
+    if (got < 0) {
+      s->state[k] = PS_SLOT_BAD;
+      s->nbad++;
+      got = 0;
+    } else {
+      s->state[k] = len ? PS_SLOT_DIMS : PS_SLOT_EMPTY;
+    }
+    nd += (size_t)got;
+    s->start[k + 1] = nd;
+    start = i + 1;
+  }
+  if (buf != small) free(buf);
+  return 0;
+}
+
+size_t ps_shape_format(const ps_shape *s, char *out, size_t cap) {
+  size_t o = 0;
+  char num[24];
+#define PUT(c) do { char c_ = (c); if (o + 1 < cap) out[o] = c_; o++; } while (0)
+  for (size_t i = 0; i < s->nslots; i++) {
+    if (i) PUT(';');
+    for (size_t j = s->start[i]; j < s->start[i + 1]; j++) {
+      if (j > s->start[i]) PUT(',');
+      int64_t v = s->dims[j];
+      uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+      int k = 0;
+      do num[k++] = (char)('0' + u % 10), u /= 10; while (u);
+      if (v < 0) num[k++] = '-';
+      while (k) PUT(num[--k]);
+    }
+  }
+#undef PUT
+  if (cap) out[o < cap ? o : cap - 1] = '\0';
+  return o;
+}
+
+static const struct { const char *name; int bytes; } dtype_table[] = {
+  {"DT_FLOAT", 4}, {"DT_FLOAT16", 2}, {"DT_BF16", 2}, {"DT_BFLOAT16", 2}, {"DT_FLOAT32", 4},
+  {"DT_FLOAT64", 8}, {"DT_DOUBLE", 8}, {"DT_INT8", 1}, {"DT_INT16", 2}, {"DT_INT32", 4},
+  {"DT_INT64", 8}, {"DT_UINT8", 1}, {"DT_UINT16", 2}, {"DT_UINT32", 4}, {"DT_UINT64", 8},
+  {"DT_BOOL", 1}, {"DT_COMPLEX64", 8}, {"DT_COMPLEX128", 16}, {"DT_FLOAT8_E4M3", 1},
+  {"DT_FLOAT8_E5M2", 1}, {"DT_FLOAT8", 1}, {"FLOAT", 4}, {"INT8", 1}, {"INT16", 2},
+  {"INT32", 4}, {"INT64", 8}, {"UINT8", 1}, {"BOOL", 1},
+};
+
+int ps_dtype_bytes(const char *name, size_t n) {
+  n = trim(&name, n);
+  for (size_t i = 0; i < sizeof dtype_table / sizeof *dtype_table; i++)
+    if (strlen(dtype_table[i].name) == n && strncasecmp(dtype_table[i].name, name, n) == 0)
+      return dtype_table[i].bytes;
+  return 2;
+}
+
+uint64_t ps_shape_nbytes(const int64_t *dims, size_t rank, int elem_bytes) {
+  if (rank == 0 || elem_bytes <= 0) return 0;
+  uint64_t total = (uint64_t)elem_bytes;
+  for (size_t i = 0; i < rank; i++) {
+    if (dims[i] <= 0) return 0;
+    uint64_t d = (uint64_t)dims[i];
+    total = total > UINT64_MAX / d ? UINT64_MAX : total * d;
+  }
+  return total;
+}

@@ -1,0 +1,121 @@
+/* Shape-cell grammar and dtype sizes (src/shape.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shape.h"
+
+static const char *norm_slot(const char *s) {
+  static char out[256];
+  ps_shape_norm_slot(s, strlen(s), out);
+  return out;
+}
+
+static const char *norm_cell(const char *s) {
+  static char out[256];
+  ps_shape_norm_cell(s, strlen(s), out);
+  return out;
+}
+
+static void test_norm_slot(void **state) {
+  (void)state;
+  assert_string_equal(norm_slot("(1, 2)"), "1,2");
+  assert_string_equal(norm_slot("( 3 4 )"), "3,4");
+  assert_string_equal(norm_slot("[1,2]"), "[1,2]");
+  assert_string_equal(norm_slot("null"), "null");
+  assert_string_equal(norm_slot(" \"N/A\" "), "");
+  const char *empties[] = {"()", "N/A", "NA", "NULL", "None", "none", "", "  "};
+  for (size_t i = 0; i < sizeof empties / sizeof *empties; i++)
+    assert_string_equal(norm_slot(empties[i]), "");
+  assert_string_equal(norm_slot("n/a"), "n/a"); /* case-sensitive tokens */
+  assert_string_equal(norm_slot("1,,2 ,3"), "1,2,3");
+  assert_string_equal(norm_slot(",1,"), "1");
+}
+
+static void test_norm_cell(void **state) {
+  (void)state;
+  assert_string_equal(norm_cell("\"\"\"128,4;;2048, 2048\"\"\""), "128,4;;2048,2048");
+  assert_string_equal(norm_cell("\"1,128,1,512;();();2,16;()\""), "1,128,1,512;;;2,16;");
+  assert_string_equal(norm_cell("  "), "");
+  assert_string_equal(norm_cell("\"\"\"; \"\"\""), ";");
+}
+
+static void test_parse_format_round_trip(void **state) {
+  (void)state;
+  const char *canon[] = {"", "1", "128,4096;4096", "1,2;;3", ";;", "4,16;2,16,8;", "-1,5",
+                         "9223372036854775807"};
+  ps_shape s;
+  ps_shape_init(&s);
+  char out[256];
+  for (size_t i = 0; i < sizeof canon / sizeof *canon; i++) {
+    assert_int_equal(ps_shape_parse(&s, canon[i], strlen(canon[i])), 0);
+    assert_int_equal(s.nbad, 0);
+    size_t n = ps_shape_format(&s, out, sizeof out);
+    assert_int_equal(n, strlen(canon[i]));
+    assert_string_equal(out, canon[i]);
+  }
+  /* Quoted and spaced forms come out canonical. */
+  const char *q = "\"\"\"(1, 2); ( 3 4 );N/A\"\"\"";
+  assert_int_equal(ps_shape_parse(&s, q, strlen(q)), 0);
+  assert_int_equal(s.nslots, 3);
+  assert_int_equal(s.state[2], PS_SLOT_EMPTY);
+  assert_int_equal(ps_shape_rank(&s, 1), 2);
+  assert_int_equal(ps_shape_slot(&s, 1)[1], 4);
+  ps_shape_format(&s, out, sizeof out);
+  assert_string_equal(out, "1,2;3,4;");
+  /* Bad slots are flagged, not fatal. */
+  const char *bad = "[1,2];3;abc";
+  assert_int_equal(ps_shape_parse(&s, bad, strlen(bad)), 0);
+  assert_int_equal(s.nbad, 2);
+  assert_int_equal(s.state[0], PS_SLOT_BAD);
+  assert_int_equal(s.state[1], PS_SLOT_DIMS);
+  /* Truncation behaves like snprintf. */
+  const char *c = "123,456";
+  ps_shape_parse(&s, c, strlen(c));
+  char small[4];
+  assert_int_equal(ps_shape_format(&s, small, sizeof small), 7);
+  assert_string_equal(small, "123");
+  /* A long cell grows the buffers. */
+  char big[4000];
+  size_t o = 0;
+  for (int i = 0; i < 500; i++) o += (size_t)snprintf(big + o, sizeof big - o, "%s%d", i ? (i % 3 ? "," : ";") : "", i);
+  assert_int_equal(ps_shape_parse(&s, big, o), 0);
+  char back[4000];
+  ps_shape_format(&s, back, sizeof back);
+  assert_string_equal(back, big);
+  ps_shape_free(&s);
+}
+
+static void test_dtypes(void **state) {
+  (void)state;
+  assert_int_equal(ps_dtype_bytes("DT_BF16", 7), 2);
+  assert_int_equal(ps_dtype_bytes(" dt_float ", 10), 4);
+  assert_int_equal(ps_dtype_bytes("INT64", 5), 8);
+  assert_int_equal(ps_dtype_bytes("DT_COMPLEX128", 13), 16);
+  assert_int_equal(ps_dtype_bytes("FLOAT16", 7), 2);  /* not in the table: default */
+  assert_int_equal(ps_dtype_bytes("UINT32", 6), 2);
+  assert_int_equal(ps_dtype_bytes("", 0), 2);
+  assert_int_equal(ps_dtype_bytes("BOOL", 4), 1);
+  int64_t d[] = {128, 4096};
+  assert_int_equal(ps_shape_nbytes(d, 2, 2), 1048576);
+  assert_int_equal(ps_shape_nbytes(d, 0, 2), 0);
+  int64_t z[] = {4, 0};
+  assert_int_equal(ps_shape_nbytes(z, 2, 4), 0);
+  int64_t huge[] = {INT64_MAX, INT64_MAX};
+  assert_true(ps_shape_nbytes(huge, 2, 8) == UINT64_MAX);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_norm_slot),
+    cmocka_unit_test(test_norm_cell),
+    cmocka_unit_test(test_parse_format_round_trip),
+    cmocka_unit_test(test_dtypes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
