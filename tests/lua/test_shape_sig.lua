@@ -1,0 +1,119 @@
+-- perfscript.shape and perfscript.sig from Lua: the shape grammar, dtype sizes and the
+-- signature vectors of spec replay_and_update.md 2.6 / 14.1.
+local lu = require "luaunit"
+local shape = require "perfscript.shape"
+local sig = require "perfscript.sig"
+
+TestShape = {}
+
+function TestShape:test_parse_format()
+  lu.assertEquals(shape.parse('"""128,4;;2048, 2048"""'), { { 128, 4 }, {}, { 2048, 2048 } })
+  lu.assertEquals(shape.parse(""), {})
+  lu.assertEquals(shape.parse("(1, 2);N/A;()"), { { 1, 2 }, {}, {} })
+  local s, err = shape.parse("[1,2];3")
+  lu.assertNil(s)
+  lu.assertStrContains(err, "slot 1")
+  lu.assertEquals(shape.parse("[1,2];3", true), { false, { 3 } })
+  for _, text in ipairs { "", "1", "1,2;;3", ";;", "4,16;2,16,8;", "-1,5" } do
+    lu.assertEquals(shape.format(assert(shape.parse(text))), text)
+  end
+  lu.assertEquals(shape.format { { 1, 2 }, false, {}, { 3 } }, "1,2;;;3")
+  lu.assertError(shape.format, { { 1.5 } })
+end
+
+function TestShape:test_normalize_split()
+  lu.assertEquals(shape.normalize('"1,128,1,512;();();2,16;()"'), "1,128,1,512;;;2,16;")
+  lu.assertEquals(shape.normalize_slot(" ( 3 4 ) "), "3,4")
+  lu.assertEquals(shape.normalize_slot("[1,2]"), "[1,2]")
+  lu.assertEquals(shape.split(' "a; ;b;" '), { "a", "", "b", "" })
+  lu.assertEquals(shape.split(""), {})
+end
+
+function TestShape:test_dtypes()
+  lu.assertEquals(shape.dtype_bytes("DT_BF16"), 2)
+  lu.assertEquals(shape.dtype_bytes("float"), 4)
+  lu.assertEquals(shape.dtype_bytes("DT_UNDEFINED"), 2)
+  lu.assertEquals(shape.dtype_bytes(), 2)
+  -- D22
+  lu.assertEquals(shape.dtype_normalize("FLOAT"), "DT_FLOAT")
+  lu.assertEquals(shape.dtype_normalize(" INT64 "), "DT_INT64")
+  lu.assertEquals(shape.dtype_normalize("bf16"), "DT_bf16")
+  lu.assertEquals(shape.dtype_normalize(""), "DT_UNDEFINED")
+  lu.assertEquals(shape.numel { 2, 3, 4 }, 24)
+  lu.assertEquals(shape.numel {}, 1)
+  lu.assertEquals(shape.nbytes({ 128, 4096 }, "DT_BF16"), 1048576)
+  lu.assertEquals(shape.nbytes({}, "DT_BF16"), 0)
+  -- D1
+  lu.assertEquals(shape.nz_logical { 2, 3, 4, 5 }, { 12, 10 })
+  lu.assertEquals(shape.nz_logical { 256, 32, 16, 16 }, { 512, 4096 })
+  lu.assertNil(shape.nz_logical { 2, 3 })
+end
+
+TestSig = {}
+
+local function row(is, id, fm, os, od, extra)
+  local r = { ["Input Shapes"] = is, ["Input Data Types"] = id, ["Input Formats"] = fm,
+              ["Output Shapes"] = os, ["Output Data Types"] = od }
+  for k, v in pairs(extra or {}) do r[k] = v end
+  return r
+end
+
+local function tup(op, ...)
+  return (sig.tuple(row(...), op))
+end
+
+function TestSig:test_vectors()
+  lu.assertEquals(tup("RmsNorm", '"128,4096;4096"', "DT_BF16;DT_BF16", "ND;ND", '"128,4096;128,1"', "DT_BF16;FLOAT"),
+                  { "128,4096;4096", "DT_BF16;DT_BF16", "ND;ND", "128,4096;128,1", "DT_BF16;FLOAT" })
+  lu.assertEquals(tup("Foo", "1,2;;3", "A;B;C", "ND;NULL;ND", "", "X"), { "1,2;;3", "A;;C", "ND;;ND", "", "" })
+  lu.assertEquals(tup("Foo", "N/A;None;NULL;none;NA;()", "a;b;c;d;e;f", "", "5", "g;h"), { "", "", "", "5", "g" })
+  local s7 = { "24,512;4096,512", "DT_BF16;DT_BF16", "ND;ND", "24,4096", "DT_BF16" }
+  lu.assertEquals(tup("MatMulV3", "512,24;512,4096", "DT_BF16;DT_BF16", "ND;ND", "24,4096", "DT_BF16"), s7)
+  local t, canonical = sig.tuple(row("24,512;512,4096", "DT_BF16;DT_BF16", "ND;ND", "24,4096", "DT_BF16"), "MatMulCommon")
+  lu.assertEquals(t, s7)
+  lu.assertTrue(canonical)
+  lu.assertEquals(tup("MatMulV2", "64,64;64,128", "A;B", "ND;ND", "32,128", "C"), { "32,64;128,64", "A;B", "ND;ND", "32,128", "C" })
+  lu.assertEquals(tup("Index", "64,1728", "DT_BF16", "ND", "16,1728", "DT_BF16"),
+                  { "64,1728;16", "DT_BF16;DT_BF16", "ND;ND", "16,1728", "DT_BF16" })
+  lu.assertEquals(tup("Slice", "4,768;2;2", "DT_BF16;INT64;INT64", "NCL;ND;ND", "2,768", "DT_BF16"),
+                  { "4,768", "DT_BF16", "ND", "2,768", "DT_BF16" })
+  -- S19 / S20: EP Size for DispatchFFNCombine
+  local r = row("4,16;2,16,8", "DT_BF16;DT_BF16", "ND;ND", "4,16", "DT_BF16", { ["EP Size"] = " 16 " })
+  lu.assertEquals(#sig.tuple(r, "DispatchFFNCombine_run.py"), 6)
+  lu.assertEquals(sig.tuple(r, "DispatchFFNCombine")[6], "16")
+  lu.assertEquals(sig.tuple { ["OP Type"] = "DispatchFFNCombine.csv", ["Input Shapes"] = "4,16" },
+                  { "4,16", "", "", "", "", "" })
+  -- S21: op from OP State
+  lu.assertEquals(sig.tuple(row("64,1728;16", "DT_BF16;INT64", "ND;ND", "16,1728", "DT_BF16", { ["OP State"] = "Index" })),
+                  { "64,1728;16", "DT_BF16;INT64", "ND;ND", "16,1728", "DT_BF16" })
+end
+
+function TestSig:test_text_hash_record()
+  local a = row('"5,6144;2048,6144"', nil, nil, '"5,2048"', nil, { ["OP State"] = "dynamic" })
+  local b = row("5,6144;2048,6144", nil, nil, "5,2048", nil, { ["OP Type"] = "MatMulV2" })
+  local ta, ha = sig.row(a, "MatMulV2")
+  local tb, hb = sig.row(b)
+  lu.assertEquals(ta, tb)
+  lu.assertEquals(ha, hb)
+  lu.assertEquals(ha, sig.hash(ta))
+  lu.assertEquals(math.type(ha), "integer")
+  lu.assertEquals(ta, table.concat({ "5,6144;2048,6144", "", "", "5,2048", "" }, sig.SEP))
+  -- the record form over a CSV header gives the same text
+  local header = { "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
+                   "Output Shapes", "Output Data Types", "Output Formats" }
+  local cols = sig.columns(header)
+  local tr, hr = sig.record({ "dynamic", "AI_CORE", "5,6144;2048,6144", "", "", "5,2048", "", "ND" }, cols, "MatMulV2.csv")
+  lu.assertEquals(tr, ta)
+  lu.assertEquals(hr, ha)
+end
+
+function TestSig:test_helpers()
+  lu.assertEquals(sig.display(row("(1, 2);( 3 4 )", nil, nil, "(1,2)")), "(1, 2);( 3 4 ) -> (1,2)")
+  lu.assertEquals(sig.display(row("1,2;;3", nil, nil, "")), "1,2;;3 -> N/A")
+  lu.assertEquals(sig.op_name("PadV3_run"), "PadV3")
+  lu.assertEquals(sig.op_name("X_run.csv"), "X_run")
+  lu.assertTrue(sig.is_matmul("MatMulV2.csv"))
+  lu.assertFalse(sig.is_matmul("BatchMatMulV2"))
+end
+
+os.exit(lu.LuaUnit.run())
