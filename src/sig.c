@@ -215,7 +215,8 @@ static void generic(ps_sig *g) {
 }
 
 size_t ps_sig_op_name(const char *name, char *out, size_t cap) {
-  size_t n = name ? strlen(name) : 0;
+  if (!name) name = "";
+  size_t n = strlen(name);
   n = ps_shape_strip(&name, n);
   n = trim(&name, n);
   static const char *const suffixes[] = {"_run.py", "_run", ".csv"};
