@@ -1,49 +1,50 @@
 #!/usr/bin/env bash
 # perfscript.csv reads every real profiler CSV exactly as Python's csv module does
-# (records, fields, quoted newlines), and fails clearly on the ones that are not CSV.
+# (records, fields, quoted newlines, BOMs), file for file.
 source "$(dirname "$0")/lib.sh"
 root=$(real_data .) || exit 77
 command -v python3 >/dev/null || { echo "SKIP: python3 absent"; exit 77; }
 
+find "$root" -name '*.csv' -size +0 | sort > "$TMP/files"
+# One JSON line per file: [path, records] (or [path, null, error]).
 cat > "$TMP/dump.lua" <<'LUA'
 local csv, cjson = require "perfscript.csv", require "cjson"
-local r = assert(csv.open(arg[1], {header = false}))
-local rows = {}
-for f in r:lines() do rows[#rows + 1] = f end
-setmetatable(rows, cjson.array_mt)
-io.write(cjson.encode(rows))
+for path in io.lines(arg[1]) do
+  local r, err = csv.open(path, {header = false, reuse = false})
+  local rows = setmetatable({}, cjson.array_mt)
+  local ok = r ~= nil
+  if r then
+    ok, err = pcall(function() for f in r:lines() do rows[#rows + 1] = f end end)
+  end
+  print(cjson.encode(ok and {path, rows} or {path, cjson.null, err}))
+end
 LUA
-cat > "$TMP/dump.py" <<'PY'
+cat > "$TMP/compare.py" <<'PY'
 import csv, json, sys
-with open(sys.argv[1], newline="", encoding="utf-8-sig") as f:
-    rows = [r for r in csv.reader(f) if r]   # blank lines are not records
-json.dump(rows, sys.stdout, ensure_ascii=False)
+root, out = sys.argv[1], sys.argv[2]
+for line in open(out, encoding="utf-8"):
+    path, rows, *err = json.loads(line)
+    rel = path[len(root) + 1:]
+    if rows is None:
+        print(f"not ok - {rel}\n    perfscript: {err[0]}"); continue
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        want = [r for r in csv.reader(f) if r]   # blank lines are not records
+    if rows == want:
+        print(f"ok - {rel} ({len(rows)} records, same as Python's csv)")
+        continue
+    diff = next((i for i, (a, b) in enumerate(zip(rows, want)) if a != b), min(len(rows), len(want)))
+    print(f"not ok - {rel}\n    first difference at record {diff + 1}: "
+          f"perfscript {rows[diff][:4] if diff < len(rows) else 'end'} "
+          f"python {want[diff][:4] if diff < len(want) else 'end'}")
 PY
-cat > "$TMP/cmp.py" <<'PY'
-import json, sys
-a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-if a == b:
-    print(len(a)); sys.exit(0)
-for i, (x, y) in enumerate(zip(a, b)):
-    if x != y:
-        print(f"record {i + 1}: perfscript {x[:6]}... python {y[:6]}..."); sys.exit(1)
-print(f"perfscript {len(a)} records, python {len(b)}"); sys.exit(1)
-PY
-n=0
-while IFS= read -r -d '' f; do
-  [[ -s "$f" ]] || continue
-  rel=${f#"$root"/}
-  if ! "$PS_BIN" "$TMP/dump.lua" "$f" > "$TMP/ps.json" 2> "$TMP/ps.err"; then
-    not_ok "$rel" "$(cat "$TMP/ps.err")"
-    continue
-  fi
-  python3 "$TMP/dump.py" "$f" > "$TMP/py.json"
-  if res=$(python3 "$TMP/cmp.py" "$TMP/ps.json" "$TMP/py.json"); then
-    ok "$rel ($res records, same as Python's csv)"
-  else
-    not_ok "$rel" "$res"
-  fi
-  n=$((n + 1))
-done < <(find "$root" -name '*.csv' -print0 | sort -z)
+"$PS_BIN" "$TMP/dump.lua" "$TMP/files" > "$TMP/ps.jsonl"
+while IFS= read -r line; do
+  case "$line" in
+    "ok - "*) ok "${line#ok - }" ;;
+    "not ok - "*) failed=$((failed + 1)); echo "$line" ;;
+    *) echo "$line" ;;
+  esac
+done < <(python3 "$TMP/compare.py" "$root" "$TMP/ps.jsonl")
+n=$(wc -l < "$TMP/files")
 [[ $n -gt 10 ]] && ok "compared $n real CSV files" || not_ok "expected more than 10 real CSV files, found $n"
 finish
