@@ -72,6 +72,28 @@ function M.open(dir, opts)
       subdirs[#subdirs + 1] = name
     end
   end
+  -- communication kernels: the consumer reads hcom_* from op_mapping's communication_data_ref
+  -- first (a CSV there shadows one of the same name here)
+  local comm_dir, paths, shadowed = nil, {}, {}
+  local ok, mapping = pcall(function()
+    return require("perfscript.db.mapping").read(dir)
+  end)
+  local ref = ok and type(mapping) == "table" and mapping.communication_data_ref
+  if type(ref) == "string" then
+    comm_dir = ref:sub(1, 1) == "/" and ref or (dir .. "/" .. ref)
+    comm_dir = comm_dir:gsub("/+$", "")
+    if lfs.attributes(comm_dir, "mode") == "directory" then
+      local have = {}
+      for _, n in ipairs(names) do have[n] = true end
+      for name in lfs.dir(comm_dir) do
+        if name:match("^hcom_.*%.csv$") then
+          local k = name:sub(1, -5)
+          if have[k] then shadowed[#shadowed + 1] = k else names[#names + 1] = k end
+          paths[k] = comm_dir .. "/" .. name
+        end
+      end
+    end
+  end
   table.sort(names)
   if #names == 0 then
     table.sort(subdirs)
@@ -79,9 +101,11 @@ function M.open(dir, opts)
       "; a database is one version directory such as <root>/<DEVICE>/vllm_ascend/vllm<V>_torch<T>_cann<C>)") or ""
     return nil, dir .. ": no kernel CSV files" .. hint
   end
-  local db = setmetatable({ _dir = dir, _names = names, _opts = opts or {} }, DB)
+  local db = setmetatable({ _dir = dir, _names = names, _opts = opts or {}, _comm_dir = comm_dir,
+                            _comm_ref = ref or nil, _shadowed = shadowed }, DB)
+  if ok and type(mapping) == "table" then db._mapping = mapping end
   for _, name in ipairs(names) do
-    local k = setmetatable({ name = name, path = dir .. "/" .. name .. ".csv", db = db, _ = {} }, Kernel)
+    local k = setmetatable({ name = name, path = paths[name] or (dir .. "/" .. name .. ".csv"), db = db, _ = {} }, Kernel)
     if DBmethods[name] == nil then rawset(db, name, k) end  -- else only db:kernel(name)
   end
   db._kernels = {}

@@ -317,6 +317,23 @@ operator_mappings:
   lu.assertStrContains(tostring(err), "query mode 'elementwise' is not reproduced")
 end
 
+function TestMapping:test_communication_data_ref_shadows()
+  local root = h.tmpdir()
+  local d = root .. "/DEV/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
+  perf.fs.mkdir_p(d)
+  perf.fs.mkdir_p(root .. "/DEV/hccl/v8.5")
+  local head = "message_bytes,num_devices,Duration(us)\n"
+  h.write(d .. "/hcom_allReduce_.csv", head .. "1310720,2,999.99\n")
+  h.write(root .. "/DEV/hccl/v8.5/hcom_allReduce_.csv", head .. "1310720,2,100.00\n")
+  h.write(root .. "/DEV/hccl/v8.5/hcom_alltoall_.csv", head .. "1024,2,10\n")
+  h.write(d .. "/op_mapping.yaml", "communication_data_ref: ../../hccl/v8.5\noperator_mappings: {}\n")
+  local x = assert(perf.open(d))
+  lu.assertEquals(x:names(), { "hcom_allReduce_", "hcom_alltoall_" })
+  local r = x:rows("hcom_allReduce_")
+  lu.assertEquals(r[1]["latency(us)"], 100.0)  -- the hccl directory wins (spec 1.1)
+  lu.assertStrContains(tostring(x:lint()), "hcom_allReduce_.csv here is shadowed")
+end
+
 TestSave = {}
 function TestSave:test_save_result_columns_in_order()
   local repl = require "perfscript.repl"

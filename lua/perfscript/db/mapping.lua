@@ -8,18 +8,23 @@ local R = require "perfscript.db.result"
 local Mp = {}
 local D
 
-local function load(db)
-  if db._mapping ~= nil then return db._mapping or nil end
-  local path = db._dir .. "/op_mapping.yaml"
+-- The mapping of a directory, nil when it has none; a user error when it is not YAML.
+function Mp.read(dir)
+  local path = dir .. "/op_mapping.yaml"
   local f = io.open(path, "rb")
-  if not f then db._mapping = false; return nil end
+  if not f then return nil end
   local text = f:read("a")
   f:close()
   local ok, doc = pcall(require("lyaml").load, text)
   if not ok or type(doc) ~= "table" then perf.fail("%s: not YAML: %s", path, tostring(doc)) end
   doc._path = path
-  db._mapping = doc
   return doc
+end
+
+local function load(db)
+  if db._mapping ~= nil then return db._mapping or nil end
+  db._mapping = Mp.read(db._dir) or false
+  return db._mapping or nil
 end
 Mp.load = load
 

@@ -209,6 +209,38 @@ function Q.lint(db, kernel)
   res.widths = { problem = 160 }
   local names = kernel and { db:kernel(kernel).name } or db._names
   for _, name in ipairs(names) do lint_kernel(db:kernel(name), res) end
+  if not kernel then
+    local function add(sev, what) res[#res + 1] = { severity = sev, kernel = "", column = "op_mapping.yaml", problem = what } end
+    local ok, doc = pcall(require("perfscript.db.mapping").load, db)
+    if not ok then
+      add("error", tostring(perf.is_user_error(doc) and doc.message or doc))
+    elseif not doc then
+      add("warning", "no op_mapping.yaml: the consumer needs one in the version directory")
+    else
+      if db._comm_ref then
+        if require("lfs").attributes(db._comm_dir, "mode") ~= "directory" then
+          add("warning", string.format("communication_data_ref %s does not exist: hcom_* lookups use this directory only", db._comm_ref))
+        end
+      end
+      for _, k in ipairs(db._shadowed or {}) do
+        add("warning", string.format("%s.csv here is shadowed by the one in communication_data_ref %s", k, db._comm_ref))
+      end
+      local missing, seen = {}, {}
+      local mp = require "perfscript.db.mapping"
+      for _, e in pairs(doc.operator_mappings or {}) do
+        if type(e) == "table" and not e.zero_cost and not e.accepted_miss then
+          for _, k in ipairs(mp.kernels(e)) do
+            if not db._kernels[k] and not seen[k] then seen[k] = true; missing[#missing + 1] = k end
+          end
+        end
+      end
+      table.sort(missing)
+      if #missing > 0 then
+        add("warning", string.format("%d mapped kernel types have no CSV (their lookups miss: csv_not_found): %s",
+                                     #missing, table.concat(missing, ", ")))
+      end
+    end
+  end
   local errors, warnings = 0, 0
   for _, r in ipairs(res) do if r.severity == "error" then errors = errors + 1 else warnings = warnings + 1 end end
   res.errors, res.warnings = errors, warnings
