@@ -16,6 +16,7 @@ end
 function M.float(s)
   if type(s) == "number" then return s + 0.0 end
   if type(s) ~= "string" then return nil end
+  if s:find("^%-?%d+%.?%d*$") then return tonumber(s) + 0.0 end   -- the common case, fast
   s = strip(s)
   local sign, body = s:match("^([-+]?)(.*)$")
   local word = body:lower()

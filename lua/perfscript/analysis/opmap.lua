@@ -50,13 +50,22 @@ end
 
 -- The entry for a TC op name: the name without "torch.ops.", the name as is, then the name
 -- without its overload ("aten.add.Tensor" -> "aten.add").
+local NONE = {}
+
 function M:entry(op)
   op = tostring(op)
+  local memo = self.memo
+  if not memo then memo = {}; self.memo = memo end
+  local hit = memo[op]
+  if hit then return hit ~= NONE and hit or nil end
   local short = op:gsub("torch%.ops%.", "")
   local e = self.entries[short] or self.entries[op]
-  if e then return e end
-  local base = short:match("^(.+%..+)%.[^.]+$")
-  return base and self.entries[base] or nil
+  if not e then
+    local base = short:match("^(.+%..+)%.[^.]+$")
+    e = base and self.entries[base] or nil
+  end
+  memo[op] = e or NONE
+  return e
 end
 
 local function str(v)

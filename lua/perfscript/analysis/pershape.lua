@@ -16,9 +16,8 @@ local function dims(seq)
 end
 
 -- One key for TC's "[[16, 5120], [5120, 768]]" and the profiler's "16,5120;5120,768".
-function M.shape_key(s)
-  if s == nil then return "" end
-  s = tostring(s):gsub("^%s+", ""):gsub("%s+$", ""):gsub('^"+', ""):gsub('"+$', ""):gsub(" ", "")
+local function shape_key(s)
+  s = s:gsub("^%s+", ""):gsub("%s+$", ""):gsub('^"+', ""):gsub('"+$', ""):gsub(" ", "")
   if s == "" then return "" end
   if s:find(";", 1, true) or not s:find("[", 1, true) then return s end
   local v = pylit.parse(s)
@@ -31,6 +30,19 @@ function M.shape_key(s)
     parts[i] = pylit.is_seq(v[i]) and dims(v[i]) or pylit.str(v[i])
   end
   return table.concat(parts, ";")
+end
+
+-- Shapes repeat across rows: remember the keys of the first distinct texts.
+local key_cache, key_count = {}, 0
+
+function M.shape_key(s)
+  if s == nil then return "" end
+  s = tostring(s)
+  local k = key_cache[s]
+  if k then return k end
+  k = shape_key(s)
+  if key_count < 200000 then key_cache[s] = k; key_count = key_count + 1 end
+  return k
 end
 
 local function entry(map, order, kt, key)

@@ -3,8 +3,8 @@
 --
 -- One rule set for every tool (the original's three tools disagreed, spec section 8):
 --   * BOM stripped, columns found by name (with the profiler's aliases);
---   * rows with an empty Type are ignored; a bad Duration(us) or Start Time(us) skips the row and
---     is counted and reported with its line (the original aborted in some tools);
+--   * rows with an empty Type are ignored; a bad Duration(us) (or an hcom row's bad Start Time(us))
+--     skips the row, counted and reported with its line (the original aborted in some tools);
 --   * `...AicpuKernel` rows are control kernels: counted apart, before the hcom test;
 --   * `hcom_*` rows appear twice (stream N/A and a hardware stream): copies of the same type
 --     whose starts lie within `window_ns` (default 1 us) are one collective, its duration the
@@ -69,15 +69,15 @@ end
 
 ------------------------------------------------------------------------------------------------
 
--- Streams the CSV and calls on_row(kind, type, dur_us, start_ns | nil, shapes, line) for every
--- usable row. Returns a summary {rows, skipped = {{line, why}...}, nskipped} or nil, message.
--- opts.shapes: also deliver `Input Shapes` (stripped of whitespace and surrounding quotes).
+-- Streams the CSV and calls on_row(kind, type, dur_us, start_ns | nil, shapes) for every
+-- usable row (start_ns only for hcom rows, the only ones that need it). Returns a summary {rows, skipped = {{line, why}...}, nskipped} or nil, message.
+-- opts.shapes: also deliver the `Input Shapes` cell (whitespace-trimmed).
 function M.scan(path, opts, on_row)
   opts = opts or {}
   local fh = io.open(path, "rb")
   if not fh then return nil, "Prof trace not found: " .. path end
   fh:close()
-  local r, err = perf.csv.open(path, { trim = true })
+  local r, err = perf.csv.open(path, { trim = true, reuse = true })
   if not r then return nil, err end
   local cols, cerr = r:columns { "Type", "Duration(us)" }
   if not cols then r:close(); return nil, cerr end
@@ -85,39 +85,44 @@ function M.scan(path, opts, on_row)
   local si = r:column("Start Time(us)")
   local hi = opts.shapes and r:column("Input Shapes") or nil
   local summary = { rows = 0, skipped = {}, nskipped = 0 }
-  local function skip(line, why)
+  local function skip(why)
     summary.nskipped = summary.nskipped + 1
-    if #summary.skipped < 20 then summary.skipped[#summary.skipped + 1] = { line, why } end
+    if #summary.skipped < 20 then summary.skipped[#summary.skipped + 1] = { r:line(), why } end
   end
+  local kinds = {}   -- kernel type -> kind: types repeat, the string tests need not
+  local float, us_to_ns = numparse.float, numparse.us_to_ns
+  local nrows = 0
   local ok, perr = pcall(function()
     for f in r:lines() do
-      local kt = f[ti] or ""
-      if kt ~= "" then
-        local line = r:line()
+      local kt = f[ti]
+      if kt and kt ~= "" then
         local draw = f[di] or ""
-        local dur = draw == "" and 0.0 or numparse.float(draw)
-        local kind = M.kind(kt)
+        local dur = draw == "" and 0.0 or float(draw)
+        local kind = kinds[kt]
+        if not kind then kind = M.kind(kt); kinds[kt] = kind end
         local start_ns
-        if si and (f[si] or "") ~= "" then start_ns = numparse.us_to_ns(f[si]) end
+        if kind == "hcom" and si then
+          local st = f[si]
+          if st and st ~= "" then start_ns = us_to_ns(st) end
+        end
         if not dur or dur ~= dur then
-          skip(line, string.format("bad Duration(us) '%s'", draw))
-        elseif si and (f[si] or "") ~= "" and not start_ns then
-          skip(line, string.format("bad Start Time(us) '%s'", f[si]))
+          skip(string.format("bad Duration(us) '%s'", draw))
         elseif kind == "hcom" and not start_ns then
           if not si then
             error({ msg = string.format("%s:%d: hcom rows need the Start Time(us) column " ..
-                                        "to merge their duplicate copies", path, line) }, 0)
+                                        "to merge their duplicate copies", path, r:line()) }, 0)
           end
-          skip(line, "hcom row without Start Time(us)")
+          local st = f[si] or ""
+          skip(st == "" and "hcom row without Start Time(us)" or
+               string.format("bad Start Time(us) '%s'", st))
         else
-          summary.rows = summary.rows + 1
-          local shapes = ""
-          if hi then shapes = (f[hi] or ""):gsub('^"+', ""):gsub('"+$', "") end
-          on_row(kind, kt, dur, start_ns, shapes, line)
+          nrows = nrows + 1
+          on_row(kind, kt, dur, start_ns, hi and f[hi] or "")
         end
       end
     end
   end)
+  summary.rows = nrows
   r:close()
   if not ok then
     return nil, type(perr) == "table" and perr.msg or tostring(perr)

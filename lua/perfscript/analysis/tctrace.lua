@@ -303,15 +303,26 @@ function M.kernel_type(args)
   return kt
 end
 
--- "A, B,,C" -> {"A", "B", "C"}
+-- "A, B,,C" -> {"A", "B", "C"} (the same table for the same text: callers must not change it)
+local split_cache = {}
+local split_count = 0
+
 function M.split_kernel_types(kt)
+  local cached = split_cache[kt]
+  if cached then return cached end
   local t = {}
   for part in (kt .. ","):gmatch("([^,]*),") do
     part = part:match("^%s*(.-)%s*$")
     if part ~= "" then t[#t + 1] = part end
   end
+  if split_count < 100000 then   -- kernel-type lists repeat; the cache stays small
+    split_cache[kt] = t
+    split_count = split_count + 1
+  end
   return t
 end
+
+local skd_cache, skd_count = {}, 0
 
 -- args.sub_kernel_durations as {{name, us}, ...}; nil when absent, not a list of pairs, or
 -- empty. Accepts the Python literal text of the real traces and a JSON array of pairs.
@@ -320,7 +331,11 @@ function M.sub_kernel_durations(args)
   if not M.truthy(raw) then return nil end
   local v
   if type(raw) == "string" then
-    v = pylit.parse(raw)
+    v = skd_cache[raw]
+    if v == nil then
+      v = pylit.parse(raw) or false
+      if skd_count < 100000 then skd_cache[raw] = v; skd_count = skd_count + 1 end
+    end
     if not (pylit.is_seq(v) and v.kind == "list") then return nil end
   elseif type(raw) == "table" then
     v = raw
