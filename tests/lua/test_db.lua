@@ -203,6 +203,22 @@ function TestQuality:test_dups()
   lu.assertEquals(r[1]["median(us)"], 12.0)
   lu.assertAlmostEquals(r[1]["spread(%)"], 40.0, 1e-9)
 end
+function TestQuality:test_dups_by_the_writers_signature()
+  local d = h.tmpdir()
+  -- the same matmul with the weight stored (n,k) and (k,n): one row for the write-back's
+  -- signature (MatMul-family canonical form), two different rows for the consumer
+  h.write(d .. "/MatMulV2.csv", HEAD .. mm(24, 512, 4096, "10", "") ..
+    'dynamic,AI_CORE,"24,512;512,4096",DT_BF16;DT_BF16,ND;ND,"24,4096",DT_BF16,ND,12,\n')
+  local x = assert(perf.open(d))
+  lu.assertEquals(#x:dups("MatMulV2"), 0)
+  local w = x:dups("MatMulV2", { writer = true })
+  lu.assertEquals(#w, 1)
+  lu.assertEquals(w[1].lines, "2,3")
+  lu.assertStrContains(w.title, "write-back's signature")
+  local diff = x:diff(dir, "MatMulV2", { writer = true })
+  lu.assertStrContains(diff.title, "0 common signatures")
+end
+
 function TestQuality:test_lint()
   local r = db:lint()
   local found = {}

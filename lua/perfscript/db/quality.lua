@@ -49,16 +49,55 @@ local function signature_index(K)
 end
 Q.signature_index = signature_index
 
+-- Groups of rows by the write-back's signature (perfscript.sig, spec replay_and_update.md 2:
+-- what a merge treats as one row), in order of first row: {{rows...}, ...} and the text of each.
+local function writer_groups(K)
+  local s = K._
+  if s.wgroups then return s.wgroups, s.wkeys end
+  local sig = require "perfscript.sig"
+  local t = K:table()
+  local header, idx = {}, {}
+  for _, c in ipairs { "OP Type", "OP State", D.IS, D.IDT, D.IF, D.OS, D.ODT, "EP Size" } do
+    local j = t:column(c)
+    if j then header[#header + 1] = c; idx[#idx + 1] = j end
+  end
+  local cols = sig.columns(header)
+  local groups, keys, by = {}, {}, {}
+  local fields = {}
+  for i = 1, #t do
+    for j, c in ipairs(idx) do fields[j] = t:cell(i, c) end
+    local text = sig.record(fields, cols, K.name)
+    local g = by[text]
+    if not g then
+      g = {}
+      by[text] = g
+      groups[#groups + 1] = g
+      keys[#keys + 1] = text
+    end
+    g[#g + 1] = i
+  end
+  s.wgroups, s.wkeys = groups, keys
+  return groups, keys
+end
+Q.writer_groups = writer_groups
+
 function Q.dups(K, opts)
   opts = opts or {}
   local t = K:table()
   local lat = K:latencies()
   local ix = signature_index(K).ix
+  local groups
+  if opts.writer then
+    groups = {}
+    for _, g in ipairs((writer_groups(K))) do if #g > 1 then groups[#groups + 1] = g end end
+  else
+    groups = ix:groups(2)
+  end
   local res = R.new(nil, { "line", "count", "lines", D.IS, "first(us)", "median(us)", "min(us)", "max(us)",
                            "spread(%)", "consumer" })
   local unique = match.SEMANTIC_UNIQUE[K.name]
   local conflicting = 0
-  for _, rows in ipairs(ix:groups(2)) do
+  for _, rows in ipairs(groups) do
     local vals, lines = {}, {}
     for j, r in ipairs(rows) do
       lines[j] = t:line(r)
@@ -81,8 +120,9 @@ function Q.dups(K, opts)
     if spread > (opts.conflicting or 10) then conflicting = conflicting + 1 end
     if not opts.conflicting or spread > opts.conflicting then res[#res + 1] = rec end
   end
-  res.title = string.format("dups %s: %d signatures on more than one row, %d with latencies more than %s%% apart",
-                            K.name, #ix:groups(2), conflicting, opts.conflicting or 10)
+  res.title = string.format("dups %s: %d signatures on more than one row, %d with latencies more than %s%% apart (%s)",
+                            K.name, #groups, conflicting, opts.conflicting or 10,
+                            opts.writer and "the write-back's signature" or "as the consumer compares rows")
   return res
 end
 
@@ -253,7 +293,18 @@ end
 -- ---- diff -------------------------------------------------------------------------------------
 
 -- signature text -> {row, latency} of the first row with that signature
-local function signature_map(K)
+local function signature_map(K, writer)
+  if writer then
+    local lat = K:latencies()
+    local groups, keys = writer_groups(K)
+    local map = {}
+    for g, rows in ipairs(groups) do
+      local l
+      for _, r in ipairs(rows) do if lat[r] then l = lat[r]; break end end
+      map[keys[g]] = { row = rows[1], lat = l }
+    end
+    return map
+  end
   local six = signature_index(K)
   local ix = six.ix
   local lat = K:latencies()
@@ -272,9 +323,9 @@ local function signature_map(K)
   return map, n
 end
 
-local function diff_kernel(KA, KB, tol)
-  local ma = signature_map(KA)
-  local mb = signature_map(KB)
+local function diff_kernel(KA, KB, tol, writer)
+  local ma = signature_map(KA, writer)
+  local mb = signature_map(KB, writer)
   local common, onlyA, onlyB, ratios, worse, better = 0, 0, 0, {}, 0, 0
   local pairs_list = {}
   for k, a in pairs(ma) do
@@ -304,7 +355,7 @@ function Q.diff(db, other, kernel, opts)
   if getmetatable(other) ~= D.DB then perf.fail("diff: other must be a database or a directory path") end
   if kernel then
     local KA, KB = db:kernel(kernel), other:kernel(type(kernel) == "string" and kernel or kernel.name)
-    local d = diff_kernel(KA, KB, tol)
+    local d = diff_kernel(KA, KB, tol, opts.writer)
     table.sort(d.pairs, function(x, y) return math.abs(math.log(x.r)) > math.abs(math.log(y.r)) end)
     local res = R.new(nil, { "line A", "line B", D.IS, D.IDT, "A(us)", "B(us)", "B/A", "change" })
     local ta, tb = KA:table(), KB:table()
@@ -328,7 +379,7 @@ function Q.diff(db, other, kernel, opts)
     local KA, KB = db._kernels[n], other._kernels[n]
     local rec = { kernel = n }
     if KA and KB then
-      local ok, d = pcall(diff_kernel, KA, KB, tol)
+      local ok, d = pcall(diff_kernel, KA, KB, tol, opts.writer)
       if ok then
         rec["rows A"], rec["rows B"] = #KA:table(), #KB:table()
         rec.common, rec["only A"], rec["only B"] = d.common, d.onlyA, d.onlyB
@@ -344,7 +395,8 @@ function Q.diff(db, other, kernel, opts)
     res[#res + 1] = rec
   end
   res.title = string.format("diff %s (A) vs %s (B): %d kernel types", db._dir, other._dir, #names)
-  res:note("signatures compared as the consumer sees them; db:diff(other, \"Kernel\") lists each one")
+  res:note("signatures compared %s; db:diff(other, \"Kernel\") lists each one",
+           opts.writer and "by the write-back's signature (perfscript.sig)" or "as the consumer sees them ({writer = true}: perfscript.sig)")
   return res
 end
 
