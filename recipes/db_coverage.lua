@@ -65,7 +65,7 @@ out("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>perfscript cove
     "td,th{border:1px solid #ddd;padding:2px 4px;text-align:right;white-space:nowrap}",
     "th.b{text-align:left;font-weight:normal;max-width:28em;overflow:hidden;text-overflow:ellipsis}",
     "td.m{background:#f3f3f3;color:#bbb}td.gap{outline:2px solid #d22;outline-offset:-2px}",
-    "caption{text-align:left;font-weight:bold;padding:4px 0}.note{color:#555}</style></head><body>\n",
+    "caption{text-align:left;font-weight:bold;padding:4px 0;white-space:nowrap}.note{color:#555}</style></head><body>\n",
     "<h1>Coverage of ", esc(dir), "</h1>\n<p class=\"note\">One table per kernel type: a row per bucket ",
     "(the other axes and dtypes fixed, as the consumer interpolates), a column per measured value of the axis. ",
     "Colour: latency on a log scale (light = fast). Grey: not measured in this bucket. ",
@@ -82,6 +82,10 @@ for _, s in ipairs(sections) do
     end
   end
   table.sort(values)
+  if #values == 0 then
+    out("<p><b>", esc(s.kernel), "</b>: no measured point along ", esc(res.axis), "</p>\n")
+    goto continue
+  end
   out("<table><caption>", esc(s.kernel), " along ", esc(res.axis), " (standard: ", esc(res.grid or "none"), ", ",
       #buckets, " buckets", #buckets > args.max_buckets and (", first " .. args.max_buckets .. " shown") or "",
       ")</caption>\n<tr><th class=\"b\">bucket</th>")
@@ -107,6 +111,7 @@ for _, s in ipairs(sections) do
     out("</tr>\n")
   end
   out("</table>\n")
+  ::continue::
 end
 out("</body></html>\n")
 perf.fs.write_atomic(args.html, table.concat(html))

@@ -72,6 +72,16 @@ html=$(cat "$TMP/cov.html" 2>/dev/null)
 expect_contains "coverage page is HTML" "$html" "<!DOCTYPE html>"
 expect_not_contains "coverage page is self-contained" "$html" "<script src"
 expect_contains "coverage page has the heatmap" "$html" "MatMulV2"
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [[ -n $CHROMIUM ]]; then
+  dom=$(timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --disable-component-update --disable-sync --no-first-run --user-data-dir="$TMP/profile" \
+    --dump-dom "file://$TMP/cov.html" 2>/dev/null)
+  expect_contains "browser: the heatmap table" "$dom" "MatMulV2 along M"
+  expect_contains "browser: the gap cell is outlined" "$dom" 'class="gap" title="M=800: 80.500 us, line 6; gap 400 &gt; 256 after 400"'
+else
+  echo "SKIP: chromium not installed; coverage page not rendered"
+fi
 out=$("$PS_BIN" "$SRC/recipes/db_coverage.lua" --help 2>&1)
 expect_contains "db_coverage --help" "$out" "--html"
 
