@@ -336,8 +336,8 @@ function test_parse_render()
 end
 
 local function key(k, ins, idt, ifm, outs, odt, ep)
-  return cells.key(k, { in_shapes = ins, in_dtypes = idt, in_formats = ifm, out_shapes = outs,
-                        out_dtypes = odt, ep_size = ep })
+  return cells.lua_key(k, { ["Input Shapes"] = ins, ["Input Data Types"] = idt, ["Input Formats"] = ifm,
+                            ["Output Shapes"] = outs, ["Output Data Types"] = odt, ["EP Size"] = ep })
 end
 
 function test_signatures()

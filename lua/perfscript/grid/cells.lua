@@ -67,20 +67,56 @@ function M.less(a, b)
   return #a < #b
 end
 
+-- A byte string that orders like M.less (string comparison runs in C, so sorting big
+-- populations stays fast): per slot, "\1" + 8 big-endian bytes per dim, then "\0".
+local pack, MIN = string.pack, math.mininteger
+function M.sort_key(shapes)
+  local parts, n = {}, 0
+  for i = 1, #shapes do
+    local s = shapes[i]
+    for j = 1, #s do n = n + 1; parts[n] = pack(">BI8", 1, s[j] ~ MIN) end
+    n = n + 1
+    parts[n] = "\0"
+  end
+  return table.concat(parts)
+end
+
 ---------------------------------------------------------------------------------------------
 -- Signature (replay_and_update spec section 2), as one string key.
 
 local SIG_EMPTY = { ["()"] = true, ["N/A"] = true, NA = true, NULL = true, None = true, none = true }
 
 local function split_slots(cell)
-  local s = strip(cell or ""):gsub('^"+', ""):gsub('"+$', "")
-  local out = {}
+  local s = cell or ""
+  local out, n = {}, 0
+  if s:find('[%s"]') then
+    s = strip(s):gsub('^"+', ""):gsub('"+$', "")
+    if s:find('[%s"]') then
+      for part in (s .. ";"):gmatch("([^;]*);") do n = n + 1; out[n] = strip(part):gsub('"', "") end
+      return out
+    end
+  end
   if s == "" then return out end
-  for part in (s .. ";"):gmatch("([^;]*);") do out[#out + 1] = strip(part):gsub('"', "") end
+  for part in (s .. ";"):gmatch("([^;]*);") do n = n + 1; out[n] = part end
   return out
 end
 
+-- Attribute cells (dtypes, formats) repeat across rows: split each distinct one once.
+-- The lists are shared, so callers never modify them.
+local attr_cache, attr_n = {}, 0
+local function split_attrs(cell)
+  cell = cell or ""
+  local t = attr_cache[cell]
+  if t then return t end
+  if attr_n > 50000 then attr_cache, attr_n = {}, 0 end
+  t = split_slots(cell)
+  attr_cache[cell], attr_n = t, attr_n + 1
+  return t
+end
+
 local function norm_slot(s)
+  -- already canonical ("128,5120"): the common case, no pattern work
+  if s:find("^%d+$") or (s:find("^%d[%d,]*%d$") and not s:find(",,", 1, true)) then return s end
   s = strip(strip(s):gsub('^"+', ""):gsub('"+$', ""))
   if SIG_EMPTY[s] then return "" end
   if s:sub(1, 1) == "(" and s:sub(-1) == ")" then s = s:sub(2, -2) end
@@ -119,7 +155,7 @@ local SLOT0 = { Slice = true, SliceAiCore = true, Transpose = true, TransposeAiC
 local SEP = "\31"
 
 local function matmul_key(r)
-  local ins, outs = split_slots(r.in_shapes), split_slots(r.out_shapes)
+  local ins, outs = split_slots(r["Input Shapes"]), split_slots(r["Output Shapes"])
   local A, B, O = ins[1] and parse_slot(ins[1]), ins[2] and parse_slot(ins[2]), outs[1] and parse_slot(outs[1])
   if not (A and B and O and #A == 2 and #B == 2 and #O == 2) then return nil end
   local m, n, k = O[1], O[2], nil
@@ -135,22 +171,23 @@ local function matmul_key(r)
     if #outside == 1 then k = outside[1] elseif #common == 1 then k = common[1] end
   end
   if not k then return nil end
-  local dt, fm = split_slots(r.in_dtypes), split_slots(r.in_formats)
-  local _, odt = norm_attr(outs, split_slots(r.out_dtypes))
+  local dt, fm = split_attrs(r["Input Data Types"]), split_attrs(r["Input Formats"])
+  local _, odt = norm_attr(outs, split_attrs(r["Output Data Types"]))
   return table.concat({ "_matmul_family", m .. "," .. k .. ";" .. n .. "," .. k,
                         table.concat({ dt[1], dt[2] }, ";"), table.concat({ fm[1], fm[2] }, ";"),
                         m .. "," .. n, odt }, SEP)
 end
 
--- key(kernel, r): r has in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes, ep_size.
-function M.key(kernel, r)
+-- The signature text of row r (a table keyed by column name) in CSV kernel's file.
+local function lua_key(kernel, r)
   if MATMUL[kernel] then
     local k = matmul_key(r)
     if k then return k end
   end
-  local sh, dt, fm = split_slots(r.in_shapes), split_slots(r.in_dtypes), split_slots(r.in_formats)
+  local sh, dt, fm = split_slots(r["Input Shapes"]), split_attrs(r["Input Data Types"]),
+                     split_attrs(r["Input Formats"])
   if kernel == "Index" then
-    local o = split_slots(r.out_shapes)
+    local o = split_slots(r["Output Shapes"])
     local first = o[1] and parse_slot(o[1])
     if first and #first > 0 and #sh > 0 then
       sh = { sh[1], tostring(first[1]) }
@@ -162,10 +199,43 @@ function M.key(kernel, r)
   end
   local s1, d1 = norm_attr(sh, dt)
   local _, f1 = norm_attr(sh, fm)
-  local s2, d2 = norm_attr(split_slots(r.out_shapes), split_slots(r.out_dtypes))
+  local s2, d2 = norm_attr(split_slots(r["Output Shapes"]), split_attrs(r["Output Data Types"]))
   local parts = { "_profile", s1, d1, f1, s2, d2 }
-  if kernel == "DispatchFFNCombine" then parts[7] = strip(r.ep_size or "") end
+  if kernel == "DispatchFFNCombine" then parts[7] = strip(r["EP Size"] or "") end
   return table.concat(parts, SEP)
+end
+M.lua_key = lua_key
+
+-- perfscript.sig (C, shared with the replay write-back) when present: keys are its 64-bit
+-- hashes; else the local rendition above, keyed by text. Both sides of a comparison always
+-- come from the same function.
+local ok_sig, sig = pcall(require, "perfscript.sig")
+if not ok_sig or type(sig) ~= "table" or not sig.row then sig = nil end
+M.native = sig ~= nil
+
+-- key(kernel, row) -> key of a row given as a table keyed by column name.
+function M.key(kernel, r)
+  if sig then return select(2, sig.row(r, kernel)) end
+  return lua_key(kernel, r)
+end
+
+local COLS = { "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
+               "EP Size" }
+
+-- record_keyer(header, kernel) -> f(fields) -> key, for records read with that header.
+function M.record_keyer(header, kernel)
+  if sig then
+    local cols = sig.columns(header)
+    local record = sig.record
+    return function(fields) return select(2, record(fields, cols, kernel)) end
+  end
+  local idx = {}
+  for i = #header, 1, -1 do idx[header[i]] = i end
+  local r = {}
+  return function(fields)
+    for _, c in ipairs(COLS) do local i = idx[c]; r[c] = i and fields[i] or nil end
+    return lua_key(kernel, r)
+  end
 end
 
 return M

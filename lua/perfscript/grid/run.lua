@@ -67,11 +67,28 @@ local function split_meta(cell)
   return out
 end
 
+-- Slot indices whose dtype or format entry says "absent", per (dtypes, formats) pair.
+local absent_cache = setmetatable({}, { __mode = "k" })
+local function absent_slots(dtypes, formats)
+  local by_dt = absent_cache[dtypes]
+  if not by_dt then by_dt = {}; absent_cache[dtypes] = by_dt end
+  local list = by_dt[formats]
+  if list then return list end
+  list = {}
+  local dt, fm = split_meta(dtypes), split_meta(formats)
+  for j = 1, math.max(#dt, #fm) do
+    if (dt[j] and ABSENT[dt[j]:upper()]) or (fm[j] and ABSENT[fm[j]:upper()]) then list[#list + 1] = j end
+  end
+  by_dt[formats] = list
+  return list
+end
+
 -- Empties shape j when its dtype or format entry says the slot is absent (template layout wins).
 local function clear_absent(shapes, dtypes, formats)
-  local dt, fm = split_meta(dtypes), split_meta(formats)
-  for j = 1, #shapes do
-    if (dt[j] and ABSENT[dt[j]:upper()]) or (fm[j] and ABSENT[fm[j]:upper()]) then shapes[j] = {} end
+  local list = absent_slots(dtypes, formats)
+  for i = 1, #list do
+    local j = list[i]
+    if j <= #shapes then shapes[j] = {} end
   end
 end
 
@@ -132,16 +149,12 @@ local function load_csv(path, kernel)
   local col = {}
   for i, h in ipairs(header) do if col[h] == nil then col[h] = i end end
   if not col["Input Shapes"] then r:close(); return nil, "no 'Input Shapes' column" end
-  local ci, cid, cif = col["Input Shapes"], col["Input Data Types"], col["Input Formats"]
-  local co, cod, cep = col["Output Shapes"], col["Output Data Types"], col["EP Size"]
   local existing, template, nrows = {}, nil, 0
-  local key, rec = cells.key, {}
+  local key = cells.record_keyer(header, kernel)
   for f in r:lines() do
     nrows = nrows + 1
     if not template then template = table.move(f, 1, #f, 1, {}) end
-    rec.in_shapes, rec.in_dtypes, rec.in_formats = f[ci], cid and f[cid], cif and f[cif]
-    rec.out_shapes, rec.out_dtypes, rec.ep_size = co and f[co], cod and f[cod], cep and f[cep]
-    existing[key(kernel, rec)] = true
+    existing[key(f)] = true
   end
   local eol = r:style()
   r:close()
@@ -176,13 +189,14 @@ local function population(job, csv, st)
       st.memory = st.memory + 1
       return
     end
-    rec.in_shapes, rec.in_dtypes, rec.in_formats = cells.text(ins), idt, ifm
-    rec.out_shapes, rec.out_dtypes = cells.text(outs), odt
-    rec.ep_size = extra["EP Size"] or T["EP Size"]
+    local it, ot = cells.text(ins), cells.text(outs)
+    rec["Input Shapes"], rec["Input Data Types"], rec["Input Formats"] = it, idt, ifm
+    rec["Output Shapes"], rec["Output Data Types"] = ot, odt
+    rec["EP Size"] = extra["EP Size"] or T["EP Size"]
     local key = cells.key(kernel, rec)
     if seen[key] then st.duplicates = st.duplicates + 1; return end
     seen[key] = true
-    pop[#pop + 1] = { ins = ins, outs = outs, extra = extra, key = key }
+    pop[#pop + 1] = { ins = ins, it = it, ot = ot, extra = extra, key = key }
   end
   job.generate(emit, st)
   return pop
@@ -193,8 +207,8 @@ local function render(header, T, cand)
   local row = {}
   for i, name in ipairs(header) do
     local v
-    if name == "Input Shapes" then v = cells.cell(cand.ins)
-    elseif name == "Output Shapes" then v = cells.cell(cand.outs)
+    if name == "Input Shapes" then v = cand.it == "" and "" or '"' .. cand.it .. '"'
+    elseif name == "Output Shapes" then v = cand.ot == "" and "" or '"' .. cand.ot .. '"'
     elseif cand.extra[name] ~= nil then v = cand.extra[name]
     elseif INHERIT[name] then v = T[name] or ""
     else v = "" end  -- latencies, counters, unset runtime and user columns: to be measured
@@ -273,12 +287,13 @@ function M.process(job)
   for _, c in ipairs(chosen) do
     if csv.existing[c.key] then st.present = st.present + 1 else appended[#appended + 1] = c end
   end
-  for i, c in ipairs(appended) do c.order = i end
-  table.sort(appended, function(a, b)
-    if cells.less(a.ins, b.ins) then return true end
-    if cells.less(b.ins, a.ins) then return false end
-    return a.order < b.order
-  end)
+  -- by shape, stable: sort byte keys (compared in C) that end with the position
+  local keys = {}
+  for i, c in ipairs(appended) do keys[i] = cells.sort_key(c.ins) .. string.pack(">I4", i) end
+  table.sort(keys)
+  local sorted = {}
+  for i, k in ipairs(keys) do sorted[i] = appended[string.unpack(">I4", k, #k - 3)] end
+  appended = sorted
   st.appended = #appended
   if #appended == 0 then st.status = "unchanged"; return st end
   if job.dry_run then st.status = "would append"; return st end
