@@ -245,10 +245,34 @@ local function write_rows(job, csv, appended)
     local eol = csv.eol or "\n"
     local buf = { text }
     if #text > 0 and not text:find("\n$") then buf[#buf + 1] = eol end
+    -- per column: a fixed encoded cell (inherited or blank), or what varies per row
+    local plan, fixed = {}, {}
+    local extra_names = {}
+    for _, c in ipairs(appended) do for name in pairs(c.extra) do extra_names[name] = true end end
+    for i, name in ipairs(header) do
+      if name == "Input Shapes" then plan[i] = 1
+      elseif name == "Output Shapes" then plan[i] = 2
+      elseif extra_names[name] then plan[i] = name
+      else
+        plan[i] = 0
+        fixed[i] = csv_field(INHERIT[name] and csv.template[name] or "")
+      end
+    end
+    local row, n = {}, #header
     for _, c in ipairs(appended) do
-      local row = render(header, csv.template, c)
-      for i = 1, #row do row[i] = csv_field(row[i]) end
-      buf[#buf + 1] = table.concat(row, ",") .. eol
+      local extra = c.extra
+      for i = 1, n do
+        local k = plan[i]
+        if k == 0 then row[i] = fixed[i]
+        elseif k == 1 then row[i] = c.it == "" and "" or '"""' .. c.it .. '"""'
+        elseif k == 2 then row[i] = c.ot == "" and "" or '"""' .. c.ot .. '"""'
+        else
+          local v = extra[k]
+          if v == nil then v = INHERIT[k] and csv.template[k] or "" end
+          row[i] = csv_field(v)
+        end
+      end
+      buf[#buf + 1] = table.concat(row, ",", 1, n) .. eol
     end
     return perf.fs.write_atomic(job.path, table.concat(buf))
   end
@@ -321,32 +345,56 @@ function M.run(opts)
   local nk_pairs = opts.models and models.matmul_nk_pairs(configs) or nil
   local env = { grids = rules.grids, scenes = rules.scenes, is_mla = models.is_mla,
                 moe_configs = models.moe_configs }
-  local compiled = {}
   local lock
   if not opts.dry_run then
     local err
     lock, err = perf.fs.lock(dir)
     if not lock then perf.fail("%s", err) end
   end
-  local results = {}
-  for _, f in ipairs(files) do
+  -- route every file first: a pattern used by several files is generated once and replayed
+  local routes, uses = {}, {}
+  for i, f in ipairs(files) do
     local pname, why = route.pattern_for(f.kernel, rules.assignments, rules.patterns, meta)
+    routes[i] = { pname, why }
+    if pname then uses[pname] = (uses[pname] or 0) + 1 end
+  end
+  local function source(pname)
+    local p = rules.patterns[pname]
+    local gen
+    if p.generator then
+      local ok, g = pcall(require, "perfscript.grid.generators." .. p.generator)
+      if not ok then perf.fail("pattern '%s': unknown generator '%s'", pname, p.generator) end
+      gen = { columns = g.columns, each = function(emit) g.generate(configs, emit, env) end }
+    else
+      local c = expand.compile(pname, p, rules.grids)
+      gen = { each = function(emit, st) expand.each(c, nk_pairs, emit, st) end }
+    end
+    if uses[pname] > 1 then
+      local list, counts = {}, { candidates = 0, rejected = 0 }
+      gen.each(function(c) list[#list + 1] = c end, counts)
+      gen.each = function(emit, st)
+        st.candidates, st.rejected = st.candidates + counts.candidates, st.rejected + counts.rejected
+        for i = 1, #list do
+          local c = list[i]
+          emit { inputs = table.move(c.inputs, 1, #c.inputs, 1, {}),
+                 outputs = table.move(c.outputs, 1, #c.outputs, 1, {}), extra = c.extra }
+        end
+      end
+    end
+    return gen
+  end
+  local sources = {}
+  local results = {}
+  for i, f in ipairs(files) do
+    local pname, why = routes[i][1], routes[i][2]
     if not pname then
       results[#results + 1] = { file = f.name, kernel = f.kernel, status = "no generator: " .. why }
     else
-      local p = rules.patterns[pname]
+      sources[pname] = sources[pname] or source(pname)
+      local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
-                    max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname }
-      if p.generator then
-        local ok, gen = pcall(require, "perfscript.grid.generators." .. p.generator)
-        if not ok then perf.fail("pattern '%s': unknown generator '%s'", pname, p.generator) end
-        job.columns = gen.columns
-        job.generate = function(emit) gen.generate(configs, emit, env) end
-      else
-        compiled[pname] = compiled[pname] or expand.compile(pname, p, rules.grids)
-        local c = compiled[pname]
-        job.generate = function(emit, st) expand.each(c, nk_pairs, emit, st) end
-      end
+                    max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
+                    columns = gen.columns, generate = gen.each }
       local st = M.process(job)
       st.pattern = pname
       results[#results + 1] = st
