@@ -7,15 +7,12 @@ local argparse = require "argparse"
 local mem = require "perfscript.mem"
 local models = require "perfscript.grid.models"
 local run = require "perfscript.grid.run"
+local dbpath = require "perfscript.dbpath"
 
 local M = {}
 
 M.DEFAULT_ROOT = "perfdb"
 M.SEED_VERSION = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
-local DEVICES = { "TEST_DEVICE", "ATLAS_800_A2_376T_64G", "ATLAS_800_A2_313T_64G",
-                  "ATLAS_800_A2_280T_64G", "ATLAS_800_A2_280T_64G_PCIE", "ATLAS_800_A2_280T_32G_PCIE",
-                  "ATLAS_800_A3_752T_128G_DIE", "ATLAS_800_A3_560T_128G_DIE" }
-
 local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
 
 -- The repository root, from the recipe's own path (recipes/<x>.lua).
@@ -43,26 +40,14 @@ local function copy_tree(src, dst)
   return n
 end
 
-local function version_ok(v)
-  v = v:match("^%s*(.-)%s*$")
-  if v:match("^%w+$") or v:match("^%w+[%w._+%-]*%w$") and not v:find("[._+%-][._+%-]") then return v end
-  return nil, ("Invalid version value: '%s'. Expected something like 0.9.2, 2.9.0, 8.5, or "
-               .. "vllm0.13.0_torch2.8.0_cann8.3."):format(v)
-end
-
 -- Builds the parser; `preset` is the recipe's fixed model list (nil: all models).
 function M.parser(info)
   local p = argparse(info.name, info.description)
   p:epilog(info.epilog or ("With no database flags the run uses ./" .. M.DEFAULT_ROOT .. "/"
     .. M.SEED_VERSION .. ", a working copy of the bundled seed database (data/seed_db), "
     .. "created on first use."))
-  p:option("--database-path --data-dir", "Database version directory holding <KernelType>.csv and op_mapping.yaml.")
-  p:option("--device", "Device directory name (with the version flags).")
-   :choices(DEVICES):default("ATLAS_800_A3_752T_128G_DIE")
-  p:option("--vllm-version", "vLLM-Ascend version, or a full version directory name.")
-   :convert(version_ok)
-  p:option("--torch-version", "PyTorch version."):convert(version_ok)
-  p:option("--cann-version", "CANN version."):convert(version_ok)
+  dbpath.add_options(p)
+  p:option("--data-dir", "The same as --database-path."):target("database_path"):hidden(true)
   p:option("--target-models", "Comma-separated model ids" .. (info.models and
     (" (default: " .. table.concat(info.models, ",") .. ")") or " (default: all presets)") .. ".")
   p:option("--model-config", "A local HuggingFace config.json: adds that model (no network access).")
@@ -71,34 +56,22 @@ function M.parser(info)
   p:option("--seed", "Sampling seed (per file, mixed with the kernel type).", "0"):convert(math.tointeger)
   p:option("--max-hbm-gb", "Per-row budget in GiB for input plus output tensors (0 = off).", "32")
    :convert(tonumber)
-  p:option("--root", "Database root for the version flags and the default copy.", M.DEFAULT_ROOT)
   p:flag("--dry-run", "Report what would be appended; write nothing.")
   return p
 end
 
--- Resolves the database directory; copies the seed database on first use.
+-- Resolves the database directory: --database-path, or the version flags under
+-- --database-root ($PERFSCRIPT_DB_ROOT, else ./perfdb); with none of them, ./perfdb's copy of
+-- the bundled seed database, made on first use.
 function M.database_dir(a, script, say)
-  if a.database_path then return a.database_path end
-  if a.torch_version or a.cann_version or a.vllm_version then
-    local v = a.vllm_version
-    if not v then perf.fail("--torch-version/--cann-version need --vllm-version (or use --database-path)") end
-    local name
-    if v:match("^vllm.+_torch.+_cann.+$") and not a.torch_version and not a.cann_version then
-      name = v
-    else
-      if not (a.torch_version and a.cann_version) then
-        perf.fail("give all of --vllm-version, --torch-version and --cann-version, a full version "
-                  .. "directory name (vllm<V>_torch<T>_cann<C>) or --database-path")
-      end
-      local V = v:gsub("^[Vv][Ll][Ll][Mm]", "", 1)
-      if V == v then V = v:gsub("^[Vv]", "", 1) end
-      local T = a.torch_version:gsub("^[Tt][Oo][Rr][Cc][Hh]", "", 1):gsub("%+.*$", "")
-      local C = a.cann_version:gsub("^[Cc][Aa][Nn][Nn]", "", 1)
-      name = ("vllm%s_torch%s_cann%s"):format(V, T, C)
+  if a.database_path or a.vllm_version or a.torch_version or a.cann_version then
+    if not a.database_root or a.database_root == "" then
+      a.database_root = os.getenv(dbpath.ROOT_ENV) or M.DEFAULT_ROOT
     end
-    return ("%s/%s/vllm_ascend/%s"):format(a.root, a.device, name)
+    return dbpath.from_args(a)
   end
-  local dir = a.root .. "/" .. M.SEED_VERSION
+  local root = a.database_root or os.getenv(dbpath.ROOT_ENV) or M.DEFAULT_ROOT
+  local dir = root .. "/" .. M.SEED_VERSION
   if lfs.attributes(dir, "mode") ~= "directory" then
     local seed = repo_root(script) .. "/data/seed_db/" .. M.SEED_VERSION
     if lfs.attributes(seed, "mode") ~= "directory" then
@@ -158,13 +131,19 @@ function M.main(argv, info)
     end
     if #names == 0 then perf.fail("--target-models lists no model") end
   elseif info.models then
-    names = info.models
+    names = table.move(info.models, 1, #info.models, 1, {})
   end
   local presets = {}
   for _, path in ipairs(a.model_config or {}) do
     local p = models.from_hf_config(path)
     presets[#presets + 1] = p
-    if names then names[#names + 1] = p.name end
+    if names then
+      local listed = false
+      for _, n in ipairs(names) do
+        if models.normalize(n) == models.normalize(p.name) then listed = true end
+      end
+      if not listed then names[#names + 1] = p.name end
+    end
   end
   if a.rows == nil or a.seed == nil then perf.fail("--rows and --seed take integers") end
   if not a.max_hbm_gb then perf.fail("--max-hbm-gb takes a number") end

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# recipes/shape_grid.lua and qwen3_grid.lua: database flags (--database-path, --data-dir,
+# version flags under --database-root), --model-config, --target-models, errors.
+set -euo pipefail
+: "${PERFSCRIPT:?}" "${PERFSCRIPT_SOURCE_DIR:?}" "${PERFSCRIPT_TEST_TMP:?}"
+work="$PERFSCRIPT_TEST_TMP/shape_grid"
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+src="$PERFSCRIPT_SOURCE_DIR"
+ver=ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5
+mkdir -p root/$(dirname $ver)
+cp -r "$src/data/seed_db/$ver" root/$ver
+db=root/$ver
+grid() { "$PERFSCRIPT" "$src/recipes/shape_grid.lua" "$@"; }
+
+# version flags under --database-root resolve to the same directory as --database-path
+grid --database-root root --vllm-version 0.18.0 --torch-version 2.9.0+cpu --cann-version 8.5 \
+     --target-models Qwen/Qwen3-32B --rows 3 --dry-run > a.txt
+grep -q "under $db (nothing written)" a.txt
+grep -q "^Target models: Qwen/Qwen3-32B$" a.txt
+grid --data-dir "$db" --target-models Qwen/Qwen3-32B --rows 3 --dry-run > b.txt
+grep -q "^Dry run: would append" b.txt
+grep -q "^split_qkv_rmsnorm_rope_kernel .* 3 *would append" b.txt
+
+# qwen3_grid.lua: its preset; appends, then a rerun appends nothing
+"$PERFSCRIPT" "$src/recipes/qwen3_grid.lua" --database-path "$db" --rows 4 > q1.txt
+grep -q "^Target models: Qwen/Qwen3-32B$" q1.txt
+grep -q "^Appended [1-9][0-9]* rows" q1.txt
+grep -q "^DispatchFFNCombine .* 0 *unchanged" q1.txt     # no MoE in Qwen3
+"$PERFSCRIPT" "$src/recipes/qwen3_grid.lua" --database-path "$db" --rows 4 > q2.txt
+grep -q "^Appended 0 rows" q2.txt
+
+# a model from a local HuggingFace config.json
+cat > config.json <<'JSON'
+{"_name_or_path": "my-org/Tiny-MoE", "hidden_size": 2048, "intermediate_size": 5632,
+ "num_attention_heads": 16, "num_key_value_heads": 4, "n_routed_experts": 64,
+ "num_experts_per_tok": 6, "moe_intermediate_size": 1408}
+JSON
+grid --database-path "$db" --model-config config.json --target-models my-org/Tiny-MoE --rows 0 --dry-run > c.txt
+grep -q "^Target models: my-org/Tiny-MoE$" c.txt
+grep -q "^GroupedMatmul  *340 " c.txt
+grep -q "^MatMulV2  *[1-9]" c.txt
+
+# errors: clean messages, exit status 1, nothing written
+sum=$(cat "$db"/*.csv | md5sum)
+if grid --database-path "$db" --target-models ", ," 2> e1.txt; then exit 1; fi
+grep -q "lists no model" e1.txt
+if grid --database-path "$db" --target-models nope/none 2> e2.txt; then exit 1; fi
+grep -q "unknown model 'nope/none'" e2.txt
+if grid --torch-version 2.9.0 2> e3.txt; then exit 1; fi
+grep -q "Could not determine runtime stack version" e3.txt
+if grid --database-path "$work/missing" 2> e4.txt; then exit 1; fi
+grep -q "Data directory does not exist" e4.txt
+if grid --database-path "$db" --model-config "$work/none.json" 2> e5.txt; then exit 1; fi
+grep -q "model-config" e5.txt
+[[ $(cat "$db"/*.csv | md5sum) == "$sum" ]]
+echo ok
