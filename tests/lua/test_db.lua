@@ -272,6 +272,14 @@ function TestAxes:test_comm_bytes_and_attention_seq()
   -- I19: seq 1000 -> 100, 4000 -> 1600, target 2000 -> 600 (linear); the fractional 3518.5 row
   -- is not an interpolation point, as in the consumer
   lu.assertAlmostEquals(r.latency, 600.0, 1e-9)
+  -- I20: under the production policy axis_transform: sqrt_seq (op_mapping.yaml)
+  h.write(d .. "/op_mapping.yaml", "interpolation_policy:\n  kernel_overrides:\n    FusedInferAttentionScore: {axis_transform: sqrt_seq}\noperator_mappings: {}\n")
+  x = assert(perf.open(d))
+  r = x:interp("FusedInferAttentionScore", { shapes = "1,512;1000,1,512", dtypes = "DT_BF16", seq = 2000 })
+  lu.assertAlmostEquals(r.latency, 100 + 1500 * (math.sqrt(2000) - math.sqrt(1000)) / (math.sqrt(4000) - math.sqrt(1000)), 1e-9)
+  lu.assertStrContains(r[1].status, "linear_1d_sqrt")
+  r = x:interp("FusedInferAttentionScore", { shapes = "1,512;1000,1,512", dtypes = "DT_BF16", seq = 2000 }, { transform = "linear" })
+  lu.assertAlmostEquals(r.latency, 600.0, 1e-9)
   local l = x:lint("FusedInferAttentionScore")
   lu.assertStrContains(l[1].problem, "fractional avg_seq_len 3518.5")
 end
@@ -328,9 +336,36 @@ operator_mappings:
   lu.assertEquals(r.rule, "zero_cost")
   r = x:lookup("static_quant_linear.default", "200,512;1024,512;1024", "DT_BF16")
   lu.assertEquals(r.latency, 20.0)  -- tc_input_count 2 drops the bias slot
-  local ok, err = pcall(x.lookup, x, "aten.add.Tensor", "1,2")
+  local ok, err = pcall(x.lookup, x, "tensor_cast.attention.default", "1,2")
   lu.assertFalse(ok)
-  lu.assertStrContains(tostring(err), "query mode 'elementwise' is not reproduced")
+  lu.assertStrContains(tostring(err), "no kernel type 'tensor_cast.attention.default'")
+end
+
+function TestMapping:test_elementwise_by_output_shape()
+  local d = h.tmpdir()
+  h.write(d .. "/Add.csv", "Input Shapes,Input Data Types,Output Shapes,Output Data Types,Average Duration(us)\n" ..
+    '"128,7168;128,7168",FLOAT;FLOAT,"128,7168",FLOAT,30\n' ..
+    '"128,7168;128,7168",DT_BF16;DT_BF16,"128,7168",DT_BF16,16\n' ..
+    '"136,1536;136,1536",DT_BF16;DT_BF16,"136,1536",DT_BF16,4\n' ..
+    '"256,64;256,64",DT_BF16;DT_BF16,"256,64",DT_BF16,2\n')
+  h.write(d .. "/op_mapping.yaml", "operator_mappings:\n  aten.add.Tensor: {kernel_type: Add, query_mode: elementwise}\n" ..
+    "  aten.attention.default: {kernel_type: FIA, query_mode: attention_special}\n")
+  local x = assert(perf.open(d))
+  -- the FLOAT row comes first: a BF16 query gets its latency halved (spec 2.4)
+  local r = x:lookup("aten.add.Tensor", nil, nil, { out = "1,128,7168", out_dtype = "bfloat16" })
+  lu.assertEquals(r.latency, 15.0)
+  lu.assertEquals(r.confidence, 0.9)
+  lu.assertEquals(r.line, 2)
+  r = x:lookup("aten.add.Tensor", nil, nil, { out = "144,1536", out_dtype = "bfloat16" })
+  lu.assertEquals(r.latency, 4.0)
+  lu.assertEquals(r.rule, "elementwise+padding")
+  r = x:lookup("aten.add.Tensor", nil, nil, { out = "4,64,64", out_dtype = "bfloat16" })
+  lu.assertEquals(r.rule, "elementwise flatten_3d")
+  r = x:lookup("aten.add.Tensor", nil, nil, { out = "7,7", out_dtype = "bfloat16" })
+  lu.assertEquals(r.miss, "elementwise_output_shape_mismatch")
+  local ok, err = pcall(x.lookup, x, "aten.attention.default", "1,2")
+  lu.assertFalse(ok)
+  lu.assertStrContains(tostring(err), "query mode 'attention_special' is not reproduced")
 end
 
 function TestMapping:test_communication_data_ref_shadows()

@@ -324,6 +324,9 @@ function A.interp(K, query, dtypes, opts)
   local axes = opts.axis and { opts.axis } or A.default_axes(K)
   local res = R.new(nil, { "axis", "target", "status", "points", "lower", "lower(us)", "upper", "upper(us)", "latency(us)" })
   local t = K:table()
+  local doc = require("perfscript.db.mapping").load(K.db)
+  local ov = doc and type(doc.interpolation_policy) == "table" and doc.interpolation_policy.kernel_overrides
+  local policy = type(ov) == "table" and type(ov[K.name]) == "table" and ov[K.name] or {}
   for _, axis in ipairs(axes) do
     local qv, qrest = A.split(K, p, axis)
     local rec = { axis = axis, target = qv }
@@ -356,9 +359,12 @@ function A.interp(K, query, dtypes, opts)
         elseif not lo or not hi then
           rec.status = string.format("outside_axis_boundary [%s, %s]", pts[1].v, pts[#pts].v)
         else
-          local w = (qv - lo.v) / (hi.v - lo.v)
+          -- the mapping's axis_transform (FIA: sqrt_seq) unless the caller simulates another
+          local transform = opts.transform or policy.axis_transform
+          local f = (axis == "seq" and transform == "sqrt_seq") and math.sqrt or function(x) return x end
+          local w = (f(qv) - f(lo.v)) / (f(hi.v) - f(lo.v))
           rec["latency(us)"] = lo.lat + (hi.lat - lo.lat) * w
-          rec.status = "interpolated (linear_1d)"
+          rec.status = f == math.sqrt and "interpolated (linear_1d_sqrt)" or "interpolated (linear_1d)"
           rec.lower, rec["lower(us)"], rec.upper, rec["upper(us)"] = lo.v, lo.lat, hi.v, hi.lat
           if not res.latency then res.bracket = { lo, hi }; res.weight = w end
         end
