@@ -220,11 +220,11 @@ static int f_key(lua_State *L) {
   ps_profkey *k = ps_profkey_new();
   if (k == NULL) return luaL_error(L, "out of memory");
   size_t keylen;
-  uint64_t hash;
-  const char *key = ps_profkey_build(k, type, tlen, cells, lens, &keylen, &hash);
+  uint64_t hash[2];
+  const char *key = ps_profkey_build(k, type, tlen, cells, lens, &keylen, hash);
   if (key) {
     lua_pushlstring(L, key, keylen);
-    lua_pushinteger(L, (lua_Integer)hash);
+    lua_pushinteger(L, (lua_Integer)hash[0]);
   }
   ps_profkey_free(k);
   if (key == NULL) return luaL_error(L, "out of memory");

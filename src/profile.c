@@ -39,28 +39,41 @@ const char *const ps_profile_optional[] = {
   "OP State", "Accelerator Core", "Start Time(us)", "Task ID", "Stream ID", "Device_id", NULL,
 };
 
+/* Hot fields first: a row touches the start of its group and little else. */
 typedef struct group {
-  uint64_t hash;
-  char *key;
-  size_t keylen;
-  char *cells[PS_PC_NCELLS];
   uint64_t count;
   double sum, min, max;
   double *durs;
   size_t ndur, capdur;
+  unsigned filled;                       /* bit c: cells[c] holds a non-empty value */
+  uint32_t mcount[PS_PROFILE_NMETRICS];
   double msum[PS_PROFILE_NMETRICS];
-  uint64_t mcount[PS_PROFILE_NMETRICS];
   int64_t first_ns, last_ns;
   long fia_file, fia_ordinal;
+  uint64_t hash, hash2;
+  char *key;
+  size_t keylen;
+  char *cells[PS_PC_NCELLS];
 } group;
+
+typedef struct slot {
+  uint64_t hash;
+  uint32_t idx;                          /* group index + 1, 0 = empty */
+} slot;
+
+/* Exact-duplicate detection keeps the row keys of the last DUP_WINDOW to 2 * DUP_WINDOW rows
+ * of the file in two small tables (old and current generation), so it costs constant memory
+ * and stays in cache. Duplicates an export writes sit close together. */
+#define DUP_WINDOW 65536
+#define DUP_SLOTS (2 * DUP_WINDOW)
 
 struct ps_profile {
   group *groups;
   size_t ngroups, capgroups;
-  uint32_t *slots;            /* open addressing: group index + 1, 0 = empty */
+  slot *slots;                /* open addressing on the key hash */
   size_t nslots;              /* power of two */
-  uint64_t *seen;             /* duplicate detection, per file: row hashes, 0 = empty */
-  size_t nseen, seencap;
+  uint64_t *seen[2];          /* duplicate window: current and previous generation */
+  size_t nseen;
   ps_profile_counts totals;
   long nfiles;
   ps_profkey *keys;
@@ -89,7 +102,8 @@ void ps_profile_free(ps_profile *p) {
   }
   free(p->groups);
   free(p->slots);
-  free(p->seen);
+  free(p->seen[0]);
+  free(p->seen[1]);
   ps_profkey_free(p->keys);
   free(p);
 }
@@ -205,12 +219,12 @@ int ps_profile_number(const char *s, size_t len, double *out) {
 
 static int grow_table(ps_profile *p) {
   size_t n = p->nslots * 2;
-  uint32_t *t = calloc(n, sizeof *t);
+  slot *t = calloc(n, sizeof *t);
   if (t == NULL) return -1;
   for (size_t i = 0; i < p->ngroups; i++) {
     size_t h = (size_t)p->groups[i].hash & (n - 1);
-    while (t[h]) h = (h + 1) & (n - 1);
-    t[h] = (uint32_t)i + 1;
+    while (t[h].idx) h = (h + 1) & (n - 1);
+    t[h] = (slot){p->groups[i].hash, (uint32_t)i + 1};
   }
   free(p->slots);
   p->slots = t;
@@ -218,12 +232,13 @@ static int grow_table(ps_profile *p) {
   return 0;
 }
 
-static group *find_or_add(ps_profile *p, const char *key, size_t keylen, uint64_t hash,
+static group *find_or_add(ps_profile *p, const char *key, size_t keylen, const uint64_t hash[2],
                           int *created) {
-  size_t h = (size_t)hash & (p->nslots - 1);
-  for (; p->slots[h]; h = (h + 1) & (p->nslots - 1)) {
-    group *g = &p->groups[p->slots[h] - 1];
-    if (g->hash == hash && g->keylen == keylen && memcmp(g->key, key, keylen) == 0) {
+  size_t h = (size_t)hash[0] & (p->nslots - 1);
+  for (; p->slots[h].idx; h = (h + 1) & (p->nslots - 1)) {
+    if (p->slots[h].hash != hash[0]) continue;
+    group *g = &p->groups[p->slots[h].idx - 1];
+    if (g->hash2 == hash[1]) {   /* 128 bits agree: the same key */
       *created = 0;
       return g;
     }
@@ -243,50 +258,56 @@ static group *find_or_add(ps_profile *p, const char *key, size_t keylen, uint64_
   memcpy(g->key, key, keylen);
   g->key[keylen] = 0;
   g->keylen = keylen;
-  g->hash = hash;
+  g->hash = hash[0];
+  g->hash2 = hash[1];
   g->first_ns = g->last_ns = INT64_MIN;
   g->fia_file = g->fia_ordinal = -1;
   g->min = INFINITY;
   g->max = -INFINITY;
-  p->slots[h] = (uint32_t)++p->ngroups;
+  p->slots[h] = (slot){hash[0], (uint32_t)++p->ngroups};
   if (p->ngroups * 2 > p->nslots && grow_table(p) != 0) return NULL;
   *created = 1;
   return &p->groups[p->ngroups - 1];
 }
 
-/* Duplicate rows: 1 when hash was seen in this file, else records it. */
+static int in_table(const uint64_t *t, uint64_t hash) {
+  for (size_t h = (size_t)hash & (DUP_SLOTS - 1); t[h]; h = (h + 1) & (DUP_SLOTS - 1))
+    if (t[h] == hash) return 1;
+  return 0;
+}
+
+/* Duplicate rows: 1 when hash was seen within the window, else records it. */
 static int seen_before(ps_profile *p, uint64_t hash) {
   if (hash == 0) hash = 1;
-  if ((p->nseen + 1) * 2 > p->seencap) {
-    size_t n = p->seencap ? p->seencap * 2 : 4096;
-    uint64_t *t = calloc(n, sizeof *t);
-    if (t == NULL) return 0;  /* out of memory: stop detecting, never drop a row */
-    for (size_t i = 0; i < p->seencap; i++)
-      if (p->seen[i]) {
-        size_t h = (size_t)p->seen[i] & (n - 1);
-        while (t[h]) h = (h + 1) & (n - 1);
-        t[h] = p->seen[i];
-      }
-    free(p->seen);
-    p->seen = t;
-    p->seencap = n;
+  if (p->seen[0] == NULL) {
+    p->seen[0] = calloc(DUP_SLOTS, sizeof(uint64_t));
+    p->seen[1] = calloc(DUP_SLOTS, sizeof(uint64_t));
+    if (p->seen[0] == NULL || p->seen[1] == NULL) return 0;  /* never drop a row for it */
   }
-  size_t h = (size_t)hash & (p->seencap - 1);
-  for (; p->seen[h]; h = (h + 1) & (p->seencap - 1))
-    if (p->seen[h] == hash) return 1;
-  p->seen[h] = hash;
+  if (in_table(p->seen[0], hash) || in_table(p->seen[1], hash)) return 1;
+  if (p->nseen == DUP_WINDOW) {   /* a new generation; the oldest is forgotten */
+    uint64_t *t = p->seen[1];
+    p->seen[1] = p->seen[0];
+    p->seen[0] = t;
+    memset(t, 0, DUP_SLOTS * sizeof *t);
+    p->nseen = 0;
+  }
+  size_t h = (size_t)hash & (DUP_SLOTS - 1);
+  while (p->seen[0][h]) h = (h + 1) & (DUP_SLOTS - 1);
+  p->seen[0][h] = hash;
   p->nseen++;
   return 0;
 }
 
 static int set_cell(group *g, int c, const char *s, size_t len) {
-  if (g->cells[c] && g->cells[c][0]) return 0;
+  if (len == 0 && g->cells[c]) return 0;
   char *v = malloc(len + 1);
   if (v == NULL) return -1;
   memcpy(v, s, len);
   v[len] = 0;
   free(g->cells[c]);
   g->cells[c] = v;
+  if (len) g->filled |= 1u << c;
   return 0;
 }
 
@@ -372,7 +393,10 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   }
   note_absent(col, absent, absentsize);
   int dedup = col[C_TASK] >= 0 && col[C_START] >= 0;
-  if (p->seen) memset(p->seen, 0, p->seencap * sizeof *p->seen);
+  if (p->seen[0]) {
+    memset(p->seen[0], 0, DUP_SLOTS * sizeof(uint64_t));
+    memset(p->seen[1], 0, DUP_SLOTS * sizeof(uint64_t));
+  }
   p->nseen = 0;
   long file_index = p->nfiles++;
   int rc = 0;
@@ -428,9 +452,9 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
       continue;
     }
     size_t keylen;
-    uint64_t hash;
+    uint64_t hash[2];
     const char *key = ps_profkey_build(p->keys, type, tlen, cell + PS_PC_IN_SHAPES,
-                                       len + PS_PC_IN_SHAPES, &keylen, &hash);
+                                       len + PS_PC_IN_SHAPES, &keylen, hash);
     int created;
     group *g = key ? find_or_add(p, key, keylen, hash, &created) : NULL;
     if (g == NULL || add_duration(g, d) != 0) {
@@ -438,11 +462,12 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
       rc = -1;
       break;
     }
-    if (created || !g->cells[PS_PC_TYPE]) {
-      if (set_cell(g, PS_PC_TYPE, type, tlen) != 0) goto oom;
-    }
-    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
-      if ((!g->cells[c] || !g->cells[c][0]) && set_cell(g, c, cell[c], len[c]) != 0) goto oom;
+    /* the first non-empty value of each cell */
+    if (created && set_cell(g, PS_PC_TYPE, type, tlen) != 0) goto oom;
+    if (g->filled != (1u << PS_PC_NCELLS) - 1)
+      for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
+        if (!(g->filled & (1u << c)) && (created || len[c]) && set_cell(g, c, cell[c], len[c]) != 0)
+          goto oom;
     for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
       double v;
       if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &v) == 0) {

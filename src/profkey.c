@@ -27,7 +27,7 @@ static const char *strip(const char *s, size_t *len) {
 
 const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
                              const char *const *cells, const size_t *lens, size_t *keylen,
-                             uint64_t *hash) {
+                             uint64_t hash[2]) {
   size_t need = tlen + 6;
   for (int i = 0; i < 5; i++) need += lens[i];
   if (need > k->cap) {
@@ -50,6 +50,8 @@ const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
   }
   k->buf[n] = 0;
   *keylen = n;
-  *hash = XXH3_64bits(k->buf, n);
+  XXH128_hash_t h = XXH3_128bits(k->buf, n);
+  hash[0] = h.low64;
+  hash[1] = h.high64;
   return k->buf;
 }

@@ -1,6 +1,7 @@
 /* The grouping key of a profiler row: the kernel type and the row's signature (input shapes,
  * dtypes and formats, output shapes and dtypes), so that rows the database would match to
- * one row are aggregated together. Text: type, 0x1F, signature text; hash: XXH3 64. */
+ * one row are aggregated together. Text: type, 0x1F, signature text; hash: XXH3 128 of the
+ * text (hash[0] low, hash[1] high 64 bits; equal keys are told apart by both). */
 #ifndef PS_PROFKEY_H
 #define PS_PROFKEY_H
 
@@ -16,6 +17,6 @@ void ps_profkey_free(ps_profkey *k);
  * Types. Returns the key (valid until the next call) or NULL when out of memory. */
 const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
                              const char *const *cells, const size_t *lens, size_t *keylen,
-                             uint64_t *hash);
+                             uint64_t hash[2]);
 
 #endif
