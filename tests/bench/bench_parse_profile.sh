@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Benchmark: parse_profile against a Python baseline in the original's style (csv.DictReader,
+# every row loaded, dict grouping: baseline_parse_kernel_details.py), on one generated
+# kernel_details.csv, in the same run. Prints wall time, CPU time and peak RSS of each and the
+# ratios. Not a ctest test.
+#   tests/bench/bench_parse_profile.sh [SIZE_MB [NSIG]]     (default 1024 MB, 50000 signatures)
+# Environment: PERFSCRIPT (the binary; default build/perfscript), BENCH_TMP (default /tmp).
+# The Python baseline needs about 16 bytes of memory per byte of CSV; when the machine has less
+# available, it runs on the largest leading slice that fits and its figures are scaled to the
+# full size linearly (the report says so).
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+PS=${PERFSCRIPT:-$SRC/build/perfscript}
+SIZE_MB=${1:-1024}
+NSIG=${2:-50000}
+WORK=$(mktemp -d "${BENCH_TMP:-/tmp}/psbench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+KD=$WORK/cap/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv
+mkdir -p "$(dirname "$KD")"
+
+echo "generating $SIZE_MB MB kernel_details with $NSIG signatures in $WORK ..."
+python3 "$SRC/tests/bench/gen_kernel_details.py" "$KD" "$SIZE_MB" "$NSIG"
+bytes=$(stat -c %s "$KD")
+rows=$(($(wc -l < "$KD") - 1))
+echo "input: $bytes bytes, $rows rows"
+
+# measure NAME CMD...: sets W (wall s), C (user+sys s), R (max RSS KB)
+measure() {
+  local name=$1; shift
+  /usr/bin/time -f "%e %U %S %M" -o "$WORK/time.$name" "$@" > "$WORK/out.$name" 2>&1 || {
+    echo "$name failed:"; cat "$WORK/out.$name"; exit 1; }
+  read -r W u s R < "$WORK/time.$name"
+  C=$(echo "$u + $s" | bc)
+}
+
+measure perfscript "$PS" "$SRC/recipes/parse_profile.lua" --profiling-path "$WORK/cap" --database-path "$WORK/db"
+PW=$W PC=$C PR=$R
+tail -n 3 "$WORK/out.perfscript" | head -n 1
+
+avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+need_kb=$((bytes / 1024 * 17))
+scale=1
+BKD=$KD
+if (( need_kb > avail_kb * 7 / 10 )); then
+  slice=$((bytes * avail_kb * 7 / 10 / need_kb))
+  head -c "$slice" "$KD" | sed '$d' > "$WORK/slice.csv"
+  BKD=$WORK/slice.csv
+  scale=$(echo "scale=6; $bytes / $(stat -c %s "$BKD")" | bc)
+  echo "baseline: not enough memory for the whole file (needs ~$((need_kb / 1024)) MB, $((avail_kb / 1024)) MB available);"
+  echo "          run on the first $(stat -c %s "$BKD") bytes, figures scaled x$scale"
+fi
+measure python python3 "$SRC/tests/bench/baseline_parse_kernel_details.py" "$BKD" "$WORK/dbpy"
+YW=$(echo "$W * $scale" | bc) YC=$(echo "$C * $scale" | bc) YR=$(echo "$R * $scale / 1" | bc)
+
+# the two agree on the number of output rows
+ours=$(cat "$WORK"/db/*.csv | grep -c -v '^OP State')
+echo "perfscript wrote $ours rows in $(ls "$WORK/db" | wc -l) files"
+
+printf '\n%-12s %10s %10s %12s\n' "" "wall s" "cpu s" "peak RSS MB"
+printf '%-12s %10.2f %10.2f %12d\n' perfscript "$PW" "$PC" $((PR / 1024))
+printf '%-12s %10.2f %10.2f %12d%s\n' python "$YW" "$YC" $((YR / 1024)) "$([[ $scale != 1 ]] && echo ' (scaled)')"
+printf 'speed-up: %.1fx wall, %.1fx cpu; memory: %.1fx less\n' \
+  "$(echo "$YW / $PW" | bc -l)" "$(echo "$YC / $PC" | bc -l)" "$(echo "$YR / $PR" | bc -l)"
