@@ -62,6 +62,7 @@ print(string.format("Read %d file(s), %s rows; %s aggregated into %s signature(s
 local skipped = {}
 if t.na_shapes > 0 then skipped[#skipped + 1] = group_digits(t.na_shapes) .. " with N/A shapes" end
 if t.duplicates > 0 then skipped[#skipped + 1] = group_digits(t.duplicates) .. " exact duplicate rows (same Task ID and start time)" end
+if t.no_shapes > 0 then skipped[#skipped + 1] = group_digits(t.no_shapes) .. " without input dims (scalar-only kernels)" end
 if t.no_type > 0 then skipped[#skipped + 1] = group_digits(t.no_type) .. " without a Type" end
 if t.bad_duration > 0 then skipped[#skipped + 1] = group_digits(t.bad_duration) .. " without a numeric duration" end
 print("Skipped rows: " .. (#skipped > 0 and table.concat(skipped, ", ") or "none"))

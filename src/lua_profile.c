@@ -44,9 +44,10 @@ static int a_close(lua_State *L) {
 }
 
 static void push_counts(lua_State *L, const ps_profile_counts *c) {
-  lua_createtable(L, 0, 7);
+  lua_createtable(L, 0, 8);
 #define F(name) lua_pushinteger(L, (lua_Integer)c->name), lua_setfield(L, -2, #name)
-  F(rows); F(used); F(na_shapes); F(no_type); F(bad_duration); F(duplicates); F(fia_rows);
+  F(rows); F(used); F(na_shapes); F(no_type); F(no_shapes); F(bad_duration); F(duplicates);
+  F(fia_rows);
 #undef F
 }
 

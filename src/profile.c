@@ -144,6 +144,12 @@ int ps_profile_is_na(const char *s, size_t len) {
   return len == 3 && (s[0] == 'N' || s[0] == 'n') && s[1] == '/' && (s[2] == 'A' || s[2] == 'a');
 }
 
+int ps_profile_no_dims(const char *s, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (!strchr(" \t\r\n\v\f\";()", s[i]) || s[i] == 0) return 0;
+  return 1;
+}
+
 int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns) {
   s = trim(s, &len);
   size_t i = 0;
@@ -446,6 +452,10 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
       counts->na_shapes++;
       continue;
     }
+    if (ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES])) {
+      counts->no_shapes++;
+      continue;
+    }
     double d;
     if (parse_number(cell[C_DURATION], len[C_DURATION], &d) != 0) {
       counts->bad_duration++;
@@ -500,6 +510,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   p->totals.used += counts->used;
   p->totals.na_shapes += counts->na_shapes;
   p->totals.no_type += counts->no_type;
+  p->totals.no_shapes += counts->no_shapes;
   p->totals.bad_duration += counts->bad_duration;
   p->totals.duplicates += counts->duplicates;
   p->totals.fia_rows += counts->fia_rows;

@@ -9,7 +9,7 @@
  * the first non-empty descriptive cells. Everything else is bounded by the number of groups.
  *
  * Rows are skipped, and counted by reason, when: the shapes are `N/A` (ops launched around
- * the graph engine), the type is empty, the duration is not a finite number, or the row is an
+ * the graph engine), the Input Shapes have no dims at all (`""`, `";"`), the type is empty, the duration is not a finite number, or the row is an
  * exact duplicate of an earlier row of the same file (same Task ID, Stream ID, Device_id and
  * start time). */
 #ifndef PS_PROFILE_H
@@ -47,6 +47,8 @@ typedef struct ps_profile_counts {
   uint64_t used;          /* rows aggregated */
   uint64_t na_shapes;     /* skipped: Input or Output Shapes is N/A */
   uint64_t no_type;       /* skipped: empty Type */
+  uint64_t no_shapes;     /* skipped: Input Shapes without any dims (scalar-only kernels:
+                             the database's consumer cannot use an empty shape cell) */
   uint64_t bad_duration;  /* skipped: Duration(us) empty or not a finite number */
   uint64_t duplicates;    /* skipped: exact duplicate (same Task ID and start time) */
   uint64_t fia_rows;      /* FusedInferAttentionScore rows aggregated (in file order) */
@@ -98,6 +100,9 @@ int ps_profile_group(ps_profile *p, size_t i, ps_profile_group_info *info);
  * (split_qkv_rmsnorm_rope_kernel_0 -> split_qkv_rmsnorm_rope_kernel, ...). Returns a pointer
  * into s or to a static string. */
 const char *ps_profile_kernel_type(const char *s, size_t *len);
+
+/* 1 when a shape cell holds no dims at all (only whitespace, quotes, `;` and `()`). */
+int ps_profile_no_dims(const char *s, size_t len);
 
 /* 1 when a shape cell means "no shape" (`N/A` after trimming whitespace and quotes). */
 int ps_profile_is_na(const char *s, size_t len);

@@ -5,52 +5,63 @@
 
 #include <xxhash.h>
 
+#include "sig.h"
+
 struct ps_profkey {
+  ps_sig *sig;
   char *buf;
   size_t cap;
 };
 
-ps_profkey *ps_profkey_new(void) { return calloc(1, sizeof(ps_profkey)); }
+ps_profkey *ps_profkey_new(void) {
+  ps_profkey *k = calloc(1, sizeof *k);
+  if (k == NULL) return NULL;
+  k->sig = ps_sig_new();
+  if (k->sig == NULL) {
+    free(k);
+    return NULL;
+  }
+  return k;
+}
 
 void ps_profkey_free(ps_profkey *k) {
-  if (k) free(k->buf);
+  if (k == NULL) return;
+  ps_sig_free(k->sig);
+  free(k->buf);
   free(k);
 }
 
-static const char *strip(const char *s, size_t *len) {
-  size_t n = *len;
-  while (n && (*s == '"' || *s == ' ' || *s == '\t')) s++, n--;
-  while (n && (s[n - 1] == '"' || s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-  *len = n;
-  return s;
+static int reserve(ps_profkey *k, size_t need) {
+  if (need <= k->cap) return 0;
+  size_t c = k->cap ? k->cap : 256;
+  while (c < need) c *= 2;
+  char *b = realloc(k->buf, c);
+  if (b == NULL) return -1;
+  k->buf = b;
+  k->cap = c;
+  return 0;
 }
 
 const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
                              const char *const *cells, const size_t *lens, size_t *keylen,
                              uint64_t hash[2]) {
-  size_t need = tlen + 6;
-  for (int i = 0; i < 5; i++) need += lens[i];
-  if (need > k->cap) {
-    size_t c = k->cap ? k->cap : 256;
-    while (c < need) c *= 2;
-    char *b = realloc(k->buf, c);
-    if (b == NULL) return NULL;
-    k->buf = b;
-    k->cap = c;
-  }
-  size_t n = 0;
+  (void)lens;  /* the cells are NUL-terminated */
+  if (reserve(k, tlen + 2) != 0) return NULL;
   memcpy(k->buf, type, tlen);
-  n = tlen;
-  for (int i = 0; i < 5; i++) {
-    size_t l = lens[i];
-    const char *s = strip(cells[i], &l);
-    k->buf[n++] = '\x1f';
-    memcpy(k->buf + n, s, l);
-    n += l;
-  }
-  k->buf[n] = 0;
-  *keylen = n;
-  XXH128_hash_t h = XXH3_128bits(k->buf, n);
+  k->buf[tlen] = 0;
+  ps_sig_row row = {
+    .op_name = k->buf, .in_shapes = cells[0], .in_dtypes = cells[1], .in_formats = cells[2],
+    .out_shapes = cells[3], .out_dtypes = cells[4],
+  };
+  if (ps_sig_compute(k->sig, &row) != 0) return NULL;
+  size_t slen;
+  const char *sig = ps_sig_text(k->sig, &slen);
+  if (reserve(k, tlen + slen + 2) != 0) return NULL;
+  k->buf[tlen] = PS_SIG_SEP;
+  memcpy(k->buf + tlen + 1, sig, slen);
+  k->buf[tlen + 1 + slen] = 0;
+  *keylen = tlen + 1 + slen;
+  XXH128_hash_t h = XXH3_128bits(k->buf, *keylen);
   hash[0] = h.low64;
   hash[1] = h.high64;
   return k->buf;

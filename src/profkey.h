@@ -13,8 +13,11 @@ typedef struct ps_profkey ps_profkey;
 ps_profkey *ps_profkey_new(void);
 void ps_profkey_free(ps_profkey *k);
 
-/* cells/lens: Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data
- * Types. Returns the key (valid until the next call) or NULL when out of memory. */
+/* cells: Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data Types,
+ * NUL-terminated (lens unused). The signature is perfscript.sig's (spec replay_and_update
+ * section 2) with the kernel type as op name, so a MatMulV2 row with a bias slot meets the
+ * row without it, as the database's write-back matches them. Returns the key (valid until
+ * the next call) or NULL when out of memory. */
 const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
                              const char *const *cells, const size_t *lens, size_t *keylen,
                              uint64_t hash[2]);
