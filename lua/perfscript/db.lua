@@ -156,7 +156,7 @@ function Kmethods:table()
   return s.t
 end
 
-function Kmethods:has(col) return self:table():column(col) ~= nil end
+function Kmethods:_has(col) return self:table():column(col) ~= nil end
 
 -- Per row: the latency the consumer reads (first finite value > 0 along the column chain,
 -- preferred column first) or false, and the column it came from.
@@ -206,12 +206,12 @@ function Kmethods:preferred_latency()
 end
 
 local function need(self, col)
-  if not self:has(col) then perf.fail("%s: no '%s' column", self.path, col) end
+  if not self:_has(col) then perf.fail("%s: no '%s' column", self.path, col) end
 end
 
 -- The index the lookup uses: input shapes as the consumer compares them (FRACTAL_NZ restored,
 -- one leading 1 stripped, first n slots) and input dtypes.
-function Kmethods:lookup_index(n)
+function Kmethods:_lookup_index(n)
   local s = self._
   s.lix = s.lix or {}
   n = n or 0
@@ -228,7 +228,7 @@ function Kmethods:lookup_index(n)
 end
 
 -- Input shapes (FRACTAL_NZ restored, as the consumer compares them) and dtypes of row i.
-function Kmethods:inputs(i)
+function Kmethods:_inputs(i)
   local t = self:table()
   local s = self._
   if s.cIS == nil then
@@ -241,7 +241,7 @@ end
 
 -- A query: shapes as "a,b;c", {{a, b}, {c}} or {shapes = ..., dtypes = ..., seq = ...};
 -- dtypes as "DT_BF16;DT_BF16", {"bfloat16", ...} or one name for every input.
-function Kmethods:query(shapes, dtypes)
+function Kmethods:_query(shapes, dtypes)
   local q = {}
   if type(shapes) == "table" and shapes.shapes then
     for k, v in pairs(shapes) do q[k] = v end
@@ -314,7 +314,7 @@ end
 
 local ROW_COLS = { "line", M.IS, M.IDT, M.OS, "latency(us)", "column" }
 
-function Kmethods:row_record(i)
+function Kmethods:_row_record(i)
   local t = self:table()
   local lat, src = self:latency(i)
   local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil }
@@ -334,10 +334,10 @@ function Kmethods:row_record(i)
 end
 
 -- A row as a filter sees it: parsed shapes, dtypes, latency, and any cell by name.
-function Kmethods:row_view(i)
+function Kmethods:_row_view(i)
   local t = self:table()
   local lat, src = self:latency(i)
-  local inputs, dtypes = self:inputs(i)
+  local inputs, dtypes = self:_inputs(i)
   local outputs
   if t:column(M.OS) then
     local key = t:key({ kind = "shapes" }, t:cell(i, M.OS))
@@ -360,7 +360,7 @@ function Kmethods:rows(filter)
     -- a predicate that fails on a row (r.inputs[2] of a one-input row) rejects that row; the
     -- result says how many did and why, so a typo does not pass for an empty answer
     keep = function(i)
-      local ok, v = pcall(filter, self:row_view(i))
+      local ok, v = pcall(filter, self:_row_view(i))
       if not ok then
         errors = errors + 1
         first_error = first_error or v
@@ -408,7 +408,7 @@ function Kmethods:rows(filter)
   end
   local res = R.new(nil, ROW_COLS)
   for i = 1, n do
-    if keep(i) then res[#res + 1] = self:row_record(i) end
+    if keep(i) then res[#res + 1] = self:_row_record(i) end
   end
   res.title = string.format("%s: %d of %d rows", self.name, #res, n)
   if errors > 0 then
@@ -434,7 +434,7 @@ function Kmethods:lookup(shapes, dtypes, opts)
   end
   opts = opts or {}
   local t = self:table()
-  local q = self:query(shapes, dtypes)
+  local q = self:_query(shapes, dtypes)
   local n = opts.n or opts.tc_input_count or 0
   if n > 0 then
     for i = n + 1, #q.shapes do q.shapes[i] = nil end
@@ -450,7 +450,7 @@ function Kmethods:lookup(shapes, dtypes, opts)
     src[i] = c
     return v
   end })
-  local L = self:lookup_index(n)
+  local L = self:_lookup_index(n)
   local ix = L.ix
   local shape_comp = { kind = "shapes", strip1 = true, n = n }
   local dtype_comp = L.comps[2] and { kind = "list", float_group = L.comps[2].float_group, n = n }
@@ -463,7 +463,7 @@ function Kmethods:lookup(shapes, dtypes, opts)
     if not lat[i] then
       res = { reason = "no valid latency (skipped by the consumer)" }
     else
-      local shapes_i, dtypes_i = self:inputs(i)
+      local shapes_i, dtypes_i = self:_inputs(i)
       if not shapes_i then
         res = { reason = "malformed Input Shapes: " .. dtypes_i .. " (the consumer would crash)" }
       else
@@ -578,7 +578,7 @@ function Kmethods:lookup(shapes, dtypes, opts)
              #summary > 0 and table.concat(summary, "; ") or "none")
     if not q.dtypes then res:note("no dtypes given: dtypes were not compared") end
   elseif best and not res.miss then
-    res[1] = self:row_record(best.row)
+    res[1] = self:_row_record(best.row)
     res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
   end
   return res

@@ -235,7 +235,7 @@ end
 
 -- The point of a query (shapes, dtypes, runtime values such as seq = 2048).
 local function query_point(K, query, dtypes)
-  local q = K:query(query, dtypes)
+  local q = K:_query(query, dtypes)
   local p = { shapes = q.shapes, dtypes = q.dtypes and table.concat(q.dtypes, ";") or nil, extras = {} }
   if type(query) == "table" then
     for _, e in ipairs(D.EXTRAS) do
@@ -445,7 +445,7 @@ function A.nearest(K, query, k, opts)
   end
   local res = R.new(nil, { "rank", "line", D.IS, D.IDT, "latency(us)", "rows", "distance" })
   for i, e in ipairs(best) do
-    local rec = K:row_record(e.p.first)
+    local rec = K:_row_record(e.p.first)
     rec.rank, rec.rows, rec.distance, rec["latency(us)"] = i, e.p.size, e.d, e.p.lat
     res[#res + 1] = rec
   end
@@ -503,7 +503,7 @@ end
 -- The value of an axis for one row (rows{M = 128}).
 function A.row_axis(K, i, axis)
   local t = K:table()
-  local shapes, dtypes = K:inputs(i)
+  local shapes, dtypes = K:_inputs(i)
   if not shapes then return nil end
   local p = { shapes = shapes, dtypes = table.concat(dtypes, ";"), extras = {} }
   for _, e in ipairs(D.EXTRAS) do

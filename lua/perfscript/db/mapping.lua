@@ -207,7 +207,7 @@ function Mp.elementwise(db, op, e, opts)
     local K = db._kernels[k]
     if K then
       local t = K:table()
-      local q = K:query(opts.out, out_dtype)
+      local q = K:_query(opts.out, out_dtype)
       local target = match.strip1(q.shapes[1])
       local cos, codt = t:column(D.OS), t:column(D.ODT)
       if cos then
@@ -243,7 +243,7 @@ function Mp.elementwise(db, op, e, opts)
                                                 D.shapes_label({ target }), R.fmt(latency), t:line(i),
                                                 select(2, K:latency(i)), rule, note and (", " .. note) or ""),
                                   { "line", D.IS, D.OS, "latency(us)", "column" })
-                res[1] = K:row_record(i)
+                res[1] = K:_row_record(i)
                 res.latency, res.kernel, res.row, res.line, res.rule = latency, k, i, t:line(i), rule
                 res.source, res.confidence, res.column = "MEASURED", conf, select(2, K:latency(i))
                 res:note("elementwise: the first matching row in file order wins, whatever its dtype")

@@ -108,7 +108,7 @@ function Q.dups(K, opts)
     local spread = #vals > 1 and (hi - lo) / lo * 100 or 0
     local first
     for _, r in ipairs(rows) do if lat[r] then first = lat[r]; break end end
-    local rec = K:row_record(rows[1])
+    local rec = K:_row_record(rows[1])
     rec.count, rec.lines = #rows, table.concat(lines, ",", 1, math.min(#lines, 8)) .. (#lines > 8 and ",..." or "")
     rec["first(us)"], rec["median(us)"] = first, analysis.median(vals)
     rec["min(us)"], rec["max(us)"], rec["spread(%)"] = #vals > 0 and lo or nil, #vals > 0 and hi or nil, spread
@@ -360,7 +360,7 @@ function Q.diff(db, other, kernel, opts)
     local res = R.new(nil, { "line A", "line B", D.IS, D.IDT, "A(us)", "B(us)", "B/A", "change" })
     local ta, tb = KA:table(), KB:table()
     for _, pr in ipairs(d.pairs) do
-      local rec = KA:row_record(pr.a.row)
+      local rec = KA:_row_record(pr.a.row)
       res[#res + 1] = { ["line A"] = ta:line(pr.a.row), ["line B"] = tb:line(pr.b.row), [D.IS] = rec[D.IS],
                         [D.IDT] = rec[D.IDT], ["A(us)"] = pr.a.lat, ["B(us)"] = pr.b.lat, ["B/A"] = pr.r,
                         change = pr.r > 1 + tol and "slower" or pr.r < 1 - tol and "faster" or "" }
