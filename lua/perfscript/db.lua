@@ -200,6 +200,17 @@ function Kmethods:latency(i)
   return false, false
 end
 
+-- latency_policy.kernel_overrides.<kernel> of the directory's op_mapping.yaml, or {}.
+function Kmethods:_latency_policy()
+  local s = self._
+  if s.lpol == nil then
+    local ok, doc = pcall(require("perfscript.db.mapping").load, self.db)
+    local lp = ok and doc and type(doc.latency_policy) == "table" and doc.latency_policy.kernel_overrides
+    s.lpol = type(lp) == "table" and type(lp[self.name]) == "table" and lp[self.name] or {}
+  end
+  return s.lpol
+end
+
 function Kmethods:preferred_latency()
   self:latencies()
   return self._.latcols[1] or "Duration(us)"
@@ -443,6 +454,12 @@ function Kmethods:lookup(shapes, dtypes, opts)
   self:latency(1)
   local pri = {}
   for j, c in ipairs(self._.latcols) do pri[c] = j end
+  -- latency_policy of op_mapping.yaml (v0.18): profiling rows first in ties, and the
+  -- core-envelope substitution for scheduling outliers
+  local lpol = self:_latency_policy()
+  if lpol.prefer_profiling_rows then
+    pri["Profiling Average Duration(us)"], pri["Average Duration(us)"] = 0, 1
+  end
   local src = {}
   local lat = setmetatable({}, { __index = function(l, i)
     local v, c = self:latency(i)
@@ -539,6 +556,18 @@ function Kmethods:lookup(shapes, dtypes, opts)
       res.latency, res.row, res.line = lat[best.row], best.row, t:line(best.row)
       res.column, res.rule, res.rules, res.source = src[best.row], best.rule, best.rules, "MEASURED"
       res.confidence = 1.0
+      local env = lpol.profiling_core_envelope_fallback
+      if type(env) == "table" and res.column == "Profiling Average Duration(us)" and t:column("Accelerator Core") and
+         t:cell(best.row, "Accelerator Core") == "MIX_AIC" then
+        local core = math.max(t:column("Profiling Average aicore_time(us)") and t:num(best.row, "Profiling Average aicore_time(us)") or 0,
+                              t:column("Profiling Average aiv_time(us)") and t:num(best.row, "Profiling Average aiv_time(us)") or 0)
+        local ratio = tonumber(env.max_duration_to_core_ratio) or 1.5
+        if core > 0 and res.latency / core > ratio then
+          res:note("profiling_core_envelope_fallback: %s us / max(aicore, aiv) %s us > %s, latency is the core time",
+                   R.fmt(res.latency), R.fmt(core), ratio)
+          res.latency, res.latency_selection = core, "profiling_core_envelope_fallback"
+        end
+      end
       title = string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
                             R.fmt(res.latency), res.line, res.column, res.rule,
                             best.distance > 0 and ", padded" or "")

@@ -341,6 +341,29 @@ operator_mappings:
   lu.assertStrContains(tostring(err), "no kernel type 'tensor_cast.attention.default'")
 end
 
+function TestMapping:test_latency_policies()
+  local d = h.tmpdir()
+  local head = "Accelerator Core,Input Shapes,Input Data Types,Average Duration(us),Profiling Average Duration(us)," ..
+               "Profiling Average aicore_time(us),Profiling Average aiv_time(us)\n"
+  h.write(d .. "/LightningIndexer.csv", head .. '"AI_CORE","8,64",DT_BF16,10,,,\n"AI_CORE","8,64",DT_BF16,,12,,\n')
+  h.write(d .. "/QuantBatchMatmulV3.csv", head .. '"MIX_AIC","8,64;64,64",INT8;INT8,,50,20,30\n')
+  h.write(d .. "/op_mapping.yaml", [[
+latency_policy:
+  kernel_overrides:
+    LightningIndexer: {prefer_profiling_rows: true}
+    QuantBatchMatmulV3:
+      profiling_core_envelope_fallback: {max_duration_to_core_ratio: 1.5}
+operator_mappings: {}
+]])
+  local x = assert(perf.open(d))
+  local r = x:lookup("LightningIndexer", "8,64", "DT_BF16")
+  lu.assertEquals(r.latency, 12.0)  -- the profiling row ranks first
+  lu.assertEquals(r.line, 3)
+  r = x:lookup("QuantBatchMatmulV3", "8,64;64,64", "INT8")
+  lu.assertEquals(r.latency, 30.0)  -- 50 / max(20, 30) > 1.5
+  lu.assertEquals(r.latency_selection, "profiling_core_envelope_fallback")
+end
+
 function TestMapping:test_elementwise_by_output_shape()
   local d = h.tmpdir()
   h.write(d .. "/Add.csv", "Input Shapes,Input Data Types,Output Shapes,Output Data Types,Average Duration(us)\n" ..
