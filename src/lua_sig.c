@@ -6,6 +6,11 @@
  *   sig.display(row) -> "<Input Shapes or N/A> -> <Output Shapes or N/A>"
  *   sig.hash(text) -> 64-bit XXH3 as a Lua integer
  *   sig.op_name(name) -> normalised op name      sig.is_matmul(name) -> bool
+ *   sig.scan(path, {op = name, columns = {names}, defaults = {col = value}})
+ *       -> {header = {...}, n = rows, hashes = {h1, ...}, values = {[name] = {v1, ...}}}
+ *       one streaming pass in C over a database CSV: every row's signature hash (file stem
+ *       as op name), and the values of the named columns (those present); defaults stand
+ *       in for signature columns the file lacks (EP Size of legacy files). nil, msg on error
  *   sig.SEP: the separator between tuple fields in the canonical text ("\31")
  * The row's op is the explicit op_name, else its `OP Type`, else its `OP State`. */
 #include <string.h>
@@ -13,6 +18,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "csvread.h"
 #include "sig.h"
 
 #define SIG_STATE "perfscript.sig.state"
@@ -35,6 +41,12 @@ static int state_gc(lua_State *L) {
   ps_sig_free(u->g);
   u->g = NULL;
   return 0;
+}
+
+static int ps_sig_fail(lua_State *L, const char *msg) {
+  luaL_pushfail(L);
+  lua_pushstring(L, msg);
+  return 2;
 }
 
 static const char *opt_str(lua_State *L, int idx) {
@@ -157,6 +169,127 @@ static int l_display(lua_State *L) {
   return 1;
 }
 
+/* sig.scan: see the header comment. */
+static int l_scan(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checkstack(L, 100, NULL);
+  lua_getfield(L, 2, "op");
+  const char *op = luaL_optstring(L, -1, NULL);
+  int top = lua_gettop(L);
+  char err[600];
+  ps_csv_reader *r = ps_csv_open(path, PS_CSV_TRIM, err, sizeof err);
+  if (!r) return ps_sig_fail(L, err);
+  ps_csv_record rec;
+  int st = ps_csv_next(r, &rec);
+  if (st < 0) {
+    lua_pushstring(L, ps_csv_error(r));
+    ps_csv_close(r);
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  lua_createtable(L, 0, 4); /* result */
+  int res = lua_gettop(L);
+  size_t ncols = st ? rec.nfields : 0;
+  lua_createtable(L, (int)ncols, 0);
+  for (size_t i = 0; i < ncols; i++) {
+    lua_pushlstring(L, rec.fields[i], rec.lens[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  int header = lua_gettop(L);
+  lua_pushvalue(L, header);
+  lua_setfield(L, res, "header");
+  /* Signature columns: index in the header, else a default value. */
+  int idx[NCOLS];
+  const char *defaults[NCOLS];
+  lua_getfield(L, 2, "defaults");
+  int deft = lua_gettop(L);
+  for (int c = 0; c < NCOLS; c++) {
+    idx[c] = -1;
+    defaults[c] = NULL;
+    for (size_t i = 0; i < ncols; i++) {
+      lua_rawgeti(L, header, (lua_Integer)i + 1);
+      int eq = strcmp(lua_tostring(L, -1), COLUMNS[c]) == 0;
+      lua_pop(L, 1);
+      if (eq) { idx[c] = (int)i; break; }
+    }
+    if (idx[c] < 0 && lua_istable(L, deft)) {
+      lua_getfield(L, deft, COLUMNS[c]);
+      defaults[c] = lua_tostring(L, -1); /* stays on the stack */
+    }
+  }
+  /* Requested value columns. */
+  lua_newtable(L);
+  int values = lua_gettop(L);
+  int want[64], nwant = 0, wantcol[64];
+  if (lua_getfield(L, 2, "columns") == LUA_TTABLE) {
+    int cols = lua_gettop(L);
+    int n = (int)lua_rawlen(L, cols);
+    for (int k = 1; k <= n && nwant < 64; k++) {
+      lua_rawgeti(L, cols, k);
+      const char *name = lua_tostring(L, -1);
+      int found = -1;
+      for (size_t i = 0; name && i < ncols && found < 0; i++) {
+        lua_rawgeti(L, header, (lua_Integer)i + 1);
+        if (strcmp(lua_tostring(L, -1), name) == 0) found = (int)i;
+        lua_pop(L, 1);
+      }
+      if (found >= 0) {
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, values, name); /* name is still below the new table */
+        lua_remove(L, -2);             /* drop the name; the value table stays on the stack */
+        want[nwant] = lua_gettop(L);
+        wantcol[nwant++] = found;
+      } else {
+        lua_pop(L, 1);
+      }
+    }
+  }
+  lua_newtable(L);
+  int hashes = lua_gettop(L);
+  ps_sig *g = state(L);
+  lua_Integer n = 0;
+  while (st > 0 && (st = ps_csv_next(r, &rec)) > 0) {
+    ps_sig_row row = {.op_name = op};
+    const char **dst[NCOLS] = {&row.op_type, &row.op_state, &row.in_shapes, &row.in_dtypes,
+                               &row.in_formats, &row.out_shapes, &row.out_dtypes, &row.ep_size};
+    for (int c = 0; c < NCOLS; c++)
+      *dst[c] = idx[c] >= 0 ? ((size_t)idx[c] < rec.nfields ? rec.fields[idx[c]] : "") : defaults[c];
+    if (ps_sig_compute(g, &row) != 0) {
+      ps_csv_close(r);
+      return luaL_error(L, "out of memory");
+    }
+    n++;
+    lua_pushinteger(L, (lua_Integer)ps_sig_hash(g));
+    lua_rawseti(L, hashes, n);
+    for (int k = 0; k < nwant; k++) {
+      size_t i = (size_t)wantcol[k];
+      if (i < rec.nfields) lua_pushlstring(L, rec.fields[i], rec.lens[i]);
+      else lua_pushliteral(L, "");
+      lua_rawseti(L, want[k], n);
+    }
+  }
+  if (st < 0) {
+    lua_pushstring(L, ps_csv_error(r));
+    ps_csv_close(r);
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  ps_csv_close(r);
+  lua_pushvalue(L, hashes);
+  lua_setfield(L, res, "hashes");
+  lua_pushvalue(L, values);
+  lua_setfield(L, res, "values");
+  lua_pushinteger(L, n);
+  lua_setfield(L, res, "n");
+  lua_settop(L, res);
+  (void)top;
+  return 1;
+}
+
 static int l_hash(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
@@ -184,7 +317,7 @@ int luaopen_perfscript_sig(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"row", l_row}, {"tuple", l_tuple}, {"columns", l_columns}, {"record", l_record},
     {"display", l_display}, {"hash", l_hash}, {"op_name", l_op_name},
-    {"is_matmul", l_is_matmul}, {NULL, NULL}};
+    {"is_matmul", l_is_matmul}, {"scan", l_scan}, {NULL, NULL}};
   luaL_newlibtable(L, funcs);
   sig_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->g = ps_sig_new();

@@ -1,0 +1,153 @@
+-- msprof launch orchestration (spec replay_and_update.md section 7.3, with the fixes of
+-- section 13): argv arrays only, the profiler output in a scratch directory outside the
+-- database, a timeout that kills the whole process tree, and a per-operator fallback that
+-- keeps going and keeps what succeeded.
+local perf = require "perfscript"
+local lfs = require "lfs"
+
+local M = {}
+
+local function isdir(p) return lfs.attributes(p, "mode") == "directory" end
+
+-- Every PROF_* directory under root (recursive), sorted.
+function M.prof_dirs(root)
+  local out = {}
+  local function walk(dir)
+    if not isdir(dir) then return end
+    for name in lfs.dir(dir) do
+      if name ~= "." and name ~= ".." then
+        local p = dir .. "/" .. name
+        if isdir(p) then
+          if name:match("^PROF_") then out[#out + 1] = p end
+          walk(p)
+        end
+      end
+    end
+  end
+  walk(root)
+  table.sort(out)
+  return out
+end
+
+-- The op_summary_*.csv files (all slices) of the PROF directories, in order.
+function M.summaries(prof_dirs)
+  local out = {}
+  for _, d in ipairs(prof_dirs) do
+    local o = d .. "/mindstudio_profiler_output"
+    local list = {}
+    if isdir(o) then
+      for name in lfs.dir(o) do
+        if name:match("^op_summary_.*%.csv$") then list[#list + 1] = o .. "/" .. name end
+      end
+    end
+    table.sort(list)
+    for _, p in ipairs(list) do out[#out + 1] = p end
+  end
+  return out
+end
+
+-- Removes a directory tree (the profiler scratch directory).
+function M.rmtree(p)
+  local mode = lfs.attributes(p, "mode")
+  if mode == "directory" then
+    for name in lfs.dir(p) do
+      if name ~= "." and name ~= ".." then M.rmtree(p .. "/" .. name) end
+    end
+    return lfs.rmdir(p)
+  elseif mode then
+    return os.remove(p)
+  end
+  return true
+end
+
+local function quote_cmd(argv)
+  local parts = {}
+  for i, a in ipairs(argv) do
+    parts[i] = a:find("[%s'\"$]") and ("'" .. a:gsub("'", "'\\''") .. "'") or a
+  end
+  return table.concat(parts, " ")
+end
+M.quote_cmd = quote_cmd
+
+-- Starts `msprof --output=<out> <app...>` without waiting. o: msprof, out, app (argv), env,
+-- cwd, log. Returns the process or nil, message.
+function M.start(o)
+  assert(perf.fs.mkdir_p(o.out))
+  local argv = { o.msprof or "msprof", "--output=" .. o.out }
+  for _, a in ipairs(o.app) do argv[#argv + 1] = a end
+  local p, err = perf.proc.spawn { argv = argv, env = o.env, cwd = o.cwd, stdout = o.log,
+    stderr = o.log, stdin_null = true }
+  if not p then
+    if err:find(": not found$") then
+      err = ("msprof not found (%s). Activate the Ascend toolkit environment "
+        .. "(source <ascend-toolkit>/set_env.sh) or pass --msprof PATH, or use --simulate."):format(argv[1])
+    end
+    return nil, err
+  end
+  return p, quote_cmd(argv)
+end
+
+-- Waits for a started run; returns {rc=, how=, summaries=, cmd=}.
+function M.finish(p, o, cmd)
+  local rc, how = p:wait(o.timeout)
+  if not rc then
+    p:kill(2)
+    rc, how = 124, "timeout"
+  end
+  return { rc = rc, how = how, cmd = cmd, out = o.out, summaries = M.summaries(M.prof_dirs(o.out)) }
+end
+
+-- One profiled run, start to end.
+function M.run(o)
+  local p, cmd = M.start(o)
+  if not p then return nil, cmd end
+  return M.finish(p, o, cmd)
+end
+
+-- The combined run with the per-operator fallback. o: as M.run plus ops (list), app_for(op_or_nil)
+-- -> app argv, allow_fallback, say. Returns {summaries=, failed={{op=, reason=}}, runs=} or nil, message.
+function M.profile(o)
+  local say = o.say or print
+  local res = { summaries = {}, failed = {}, runs = 0, dirs = {} }
+  local first, err = M.run { msprof = o.msprof, out = o.out, app = o.app_for(nil), env = o.env,
+    cwd = o.cwd, log = o.out .. "/msprof.log", timeout = o.timeout }
+  if not first then return nil, err end
+  res.runs = 1
+  if first.rc == 0 and #first.summaries > 0 then
+    res.summaries = first.summaries
+    return res
+  end
+  if #first.summaries > 0 then
+    say(("[WARN] msprof exited with %s, but %d op_summary file(s) were generated under %s. "
+      .. "Continuing with generated profiling data."):format(first.how == "timeout" and "a timeout" or tostring(first.rc),
+      #first.summaries, o.out))
+    res.summaries = first.summaries
+    res.partial = true
+    return res
+  end
+  local ops = o.ops or {}
+  if not o.allow_fallback or #ops < 2 or o.fail_fast then
+    return nil, ("msprof exited with %s without op_summary data; profiling data kept at %s (log: %s/msprof.log): %s%s")
+      :format(first.how == "timeout" and "a timeout" or tostring(first.rc), o.out, o.out, first.cmd,
+        (#ops < 2 or o.fail_fast) and "" or "; rerun with --ops to enable the per-operator fallback")
+  end
+  say("[WARN] Combined msprof run produced no op_summary data. Retrying each selected operator in a separate msprof run.")
+  for _, op in ipairs(ops) do
+    local dir = o.out .. "/per_op_" .. op
+    local r, rerr = M.run { msprof = o.msprof, out = dir, app = o.app_for(op), env = o.env, cwd = o.cwd,
+      log = dir .. "/msprof.log", timeout = o.timeout }
+    res.runs = res.runs + 1
+    if not r then return nil, rerr end
+    if #r.summaries == 0 then
+      res.failed[#res.failed + 1] = { op = op, reason = ("msprof exited with %s while profiling %s; data kept at %s")
+        :format(r.how == "timeout" and "a timeout" or tostring(r.rc), op, dir) }
+      say("[FAIL] " .. res.failed[#res.failed].reason)
+    else
+      if r.rc ~= 0 then say(("[WARN] msprof exited with %d while profiling %s; continuing with its op_summary data."):format(r.rc, op)) end
+      for _, s in ipairs(r.summaries) do res.summaries[#res.summaries + 1] = s end
+    end
+  end
+  return res
+end
+
+return M

@@ -1,0 +1,131 @@
+-- Replay plans: database rows -> replay cases through the per-operator builders of
+-- recipes/replay/<Op>.lua, written as JSON lines for the executor. A row that cannot be
+-- replayed is reported with its reason, never deleted.
+--
+--   local p = plan.build(files, {mode = "all", ep_size = 16, builder = function(op) ... end})
+--   p.cases, p.unreplayable = {{op=, csv=, row=, shapes=, reason=}}, p.skipped[op] = n
+--   plan.write(path, p, {repeat_count = 1, warmup = 1, seed = 0})
+local perf = require "perfscript"
+local schema = require "perfscript.microbench.schema"
+
+local M = {}
+
+-- The 36 operators with a replay builder (the original's list_ops order).
+M.OPS = {
+  "Add", "AddRmsNormBias", "ArgMaxV2", "AscendQuantV2", "BatchMatMulV2", "DispatchFFNCombine",
+  "DynamicQuant", "FusedInferAttentionScore", "GatherV2", "GroupedMatmul",
+  "GroupedMatmulSwigluQuant", "Index", "InterleaveRope", "KvRmsNormRopeCache", "LightningIndexer",
+  "MaskedFill", "MatMulCommon", "MatMulV2", "MatMulV3", "MoeTokenPermute", "MoeTokenUnpermute",
+  "PadV3", "QuantBatchMatmulV3", "RINGMLAPrefillBF16Kernel", "ReshapeAndCacheNdKernel", "RmsNorm",
+  "ScatterNdUpdate", "Slice", "SoftmaxV2", "Sort", "SparseFlashAttention", "SwiGlu", "TensorMove",
+  "TransposeBatchMatMul", "Transpose", "split_qkv_rmsnorm_rope_kernel",
+}
+table.sort(M.OPS)
+M.IS_OP = {}
+for _, op in ipairs(M.OPS) do M.IS_OP[op] = true end
+
+-- Operators whose replay needs the vllm-ascend custom operator package (the original's list,
+-- plus SparseFlashAttention and LightningIndexer which call the same library).
+M.CUSTOM_OPP_OPS = { AddRmsNormBias = true, DispatchFFNCombine = true, KvRmsNormRopeCache = true,
+  RINGMLAPrefillBF16Kernel = true, split_qkv_rmsnorm_rope_kernel = true,
+  SparseFlashAttention = true, LightningIndexer = true }
+
+-- The builder of op (recipes/replay/<op>.lua, found through package.path).
+function M.builder(op)
+  local ok, b = pcall(require, "replay." .. op)
+  if not ok then return nil, tostring(b) end
+  return b
+end
+
+local RECORD = { "OP State", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+                 "Output Data Types", "Output Formats", "EP Size" }
+
+-- files: list of {op=, path=}. opts: mode, ep_size, builder (op -> builder), say.
+function M.build(files, opts)
+  opts = opts or {}
+  local getb = opts.builder or M.builder
+  local p = { cases = {}, unreplayable = {}, skipped = {}, rows = {}, ops = {} }
+  for _, f in ipairs(files) do
+    local op, path = f.op, f.path
+    local builder, berr = getb(op)
+    local r, err = perf.csv.open(path)
+    if not r then return nil, err end
+    local header = r:header()
+    p.skipped[op], p.rows[op] = 0, 0
+    local ncase = 0
+    for fields in r:lines() do
+      p.rows[op] = p.rows[op] + 1
+      local row = {}
+      for i, c in ipairs(header) do row[c] = fields[i] or "" end
+      local line = r:line()
+      local mb = row[schema.MB_DUR] or row[schema.LEGACY_MB_DUR]
+      local ep = schema.trim(row[schema.EP_SIZE])
+      if opts.mode == "missing-only" and schema.has_valid_duration(mb, row[schema.PROF_AVG]) then
+        p.skipped[op] = p.skipped[op] + 1
+      elseif op == schema.DFC and opts.ep_size and ep:match("^%-?%d+$") and tonumber(ep) ~= opts.ep_size then
+        p.skipped[op] = p.skipped[op] + 1
+        p.unreplayable[#p.unreplayable + 1] = { op = op, csv = path, row = line,
+          shapes = row["Input Shapes"], reason = ("EP Size=%s does not match replay --ep-size %d"):format(ep, opts.ep_size),
+          kind = "skipped" }
+      else
+        local case, reason
+        if builder then
+          local ok, c, why = pcall(builder, row, { op = op, ep_size = opts.ep_size })
+          if ok then case, reason = c, why else reason = "builder error: " .. tostring(c) end
+        else
+          reason = "no replay builder: " .. tostring(berr)
+        end
+        if case then
+          case.id = ("%s:%d"):format(op, line)
+          case.op, case.csv, case.row = op, path, line
+          local rec = {}
+          for _, c in ipairs(RECORD) do rec[c] = row[c] end
+          case.record = rec
+          p.cases[#p.cases + 1] = case
+          ncase = ncase + 1
+        else
+          p.unreplayable[#p.unreplayable + 1] = { op = op, csv = path, row = line,
+            shapes = row["Input Shapes"], reason = reason or "not replayable", kind = "invalid" }
+        end
+      end
+    end
+    r:close()
+    if ncase > 0 then p.ops[#p.ops + 1] = op end
+  end
+  return p
+end
+
+-- Writes the plan: a header line, then one case per line.
+function M.write(path, p, opts)
+  opts = opts or {}
+  local cjson = require "cjson"
+  local out = { cjson.encode { kind = "perfscript-replay-plan", version = 1,
+    repeat_count = opts.repeat_count or 1, warmup = opts.warmup or 1, seed = opts.seed or 0,
+    ops = p.ops, cases = #p.cases } }
+  for _, c in ipairs(p.cases) do out[#out + 1] = cjson.encode(c) end
+  return perf.fs.write_atomic(path, table.concat(out, "\n") .. "\n", { if_changed = false })
+end
+
+-- Reads a plan back: header, cases.
+function M.read(path)
+  local cjson = require "cjson"
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local header, cases = nil, {}
+  local n = 0
+  for line in f:lines() do
+    n = n + 1
+    if line:match("%S") then
+      local ok, v = pcall(cjson.decode, line)
+      if not ok then f:close(); return nil, ("%s:%d: %s"):format(path, n, v) end
+      if not header then header = v else cases[#cases + 1] = v end
+    end
+  end
+  f:close()
+  if not header or header.kind ~= "perfscript-replay-plan" then
+    return nil, path .. ":1: not a perfscript replay plan"
+  end
+  return header, cases
+end
+
+return M

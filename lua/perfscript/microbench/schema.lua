@@ -1,0 +1,127 @@
+-- Column names and duration rules of the microbench write-back (spec replay_and_update.md
+-- sections 1.2, 1.3 and 9.1).
+local M = {}
+
+M.BASE_COLS = { "OP State", "Accelerator Core", "Input Shapes", "Input Data Types",
+                "Input Formats", "Output Shapes", "Output Data Types", "Output Formats" }
+M.MB_DUR = "Average Duration(us)"            -- holds the MINIMUM of the task durations
+M.LEGACY_MB_DUR = "MicroBench Duration(us)"
+M.DROPPED = { ["MicroBench Task Duration(us)"] = true, ["MicroBench Kernel Duration(us)"] = true }
+M.PROF_AVG = "Profiling Average Duration(us)"
+M.PROF_MED = "Profiling Median Duration(us)"
+M.PROF_STD = "Profiling Std Duration(us)"
+M.EP_SIZE = "EP Size"
+M.DFC = "DispatchFFNCombine"
+
+M.METRICS = {
+  "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio", "aic_scalar_time(us)",
+  "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio", "aic_mte2_time(us)", "aic_mte2_ratio",
+  "aic_fixpipe_time(us)", "aic_fixpipe_ratio", "aic_icache_miss_rate", "aiv_time(us)",
+  "aiv_total_cycles", "aiv_vec_time(us)", "aiv_vec_ratio", "aiv_scalar_time(us)", "aiv_scalar_ratio",
+  "aiv_mte2_time(us)", "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio",
+  "aiv_icache_miss_rate", "cube_utilization(%)",
+}
+
+function M.mb_col(metric) return "MicroBench " .. metric end
+function M.prof_col(metric) return "Profiling Average " .. metric end
+
+-- The 62 columns of a new file.
+function M.default_columns()
+  local cols = {}
+  for _, c in ipairs(M.BASE_COLS) do cols[#cols + 1] = c end
+  for _, c in ipairs { M.MB_DUR, M.PROF_AVG, M.PROF_MED, M.PROF_STD } do cols[#cols + 1] = c end
+  for _, m in ipairs(M.METRICS) do
+    cols[#cols + 1] = M.mb_col(m)
+    cols[#cols + 1] = M.prof_col(m)
+  end
+  return cols
+end
+
+local function trim(s) return (tostring(s or ""):gsub("^%s+", ""):gsub("%s+$", "")) end
+M.trim = trim
+
+-- parse_float: trimmed float; empty or unparsable gives 0.0; "nan" and "inf" parse.
+function M.parse_float(s)
+  s = trim(s):lower()
+  if s == "" then return 0.0 end
+  if s == "nan" or s == "+nan" or s == "-nan" then return 0 / 0 end
+  if s == "inf" or s == "+inf" or s == "infinity" or s == "+infinity" then return math.huge end
+  if s == "-inf" or s == "-infinity" then return -math.huge end
+  return tonumber(s) or 0.0
+end
+
+-- A duration is real when parse_float > 0 (NaN is not, inf is: the original's rule, kept
+-- for the database's validity test).
+function M.is_real(s)
+  local v = M.parse_float(s)
+  return v > 0
+end
+
+-- A sample that may enter a minimum: finite and > 0 (a blank never wins).
+function M.valid_sample(s)
+  local v = M.parse_float(s)
+  if v > 0 and v < math.huge then return v end
+  return nil
+end
+
+function M.has_valid_duration(mb, prof)
+  return M.is_real(mb) or M.is_real(prof)
+end
+
+function M.fmt(v) return string.format("%.6f", v) end
+
+-- Existing file columns after the spec's migration (9.1): legacy columns dropped, the legacy
+-- duration renamed in place, Average Duration(us) inserted after the 8 base columns when
+-- absent, MicroBench <m> before each Profiling Average <m>. Returns cols and a source map
+-- (output column -> source column name).
+function M.migrate_columns(header)
+  local cols, src = {}, {}
+  local has = {}
+  for _, c in ipairs(header) do has[c] = true end
+  for _, c in ipairs(header) do
+    if not M.DROPPED[c] then
+      if c == M.LEGACY_MB_DUR and not has[M.MB_DUR] then
+        cols[#cols + 1] = M.MB_DUR
+        src[M.MB_DUR] = c
+      else
+        cols[#cols + 1] = c
+        src[c] = c
+      end
+    end
+  end
+  local present = {}
+  for _, c in ipairs(cols) do present[c] = true end
+  if not present[M.MB_DUR] then
+    local out = {}
+    for _, c in ipairs(M.BASE_COLS) do out[#out + 1] = c; present[c] = true end
+    out[#out + 1] = M.MB_DUR
+    local base = {}
+    for _, c in ipairs(M.BASE_COLS) do base[c] = true end
+    for _, c in ipairs(cols) do if not base[c] then out[#out + 1] = c end end
+    cols = out
+    present[M.MB_DUR] = true
+  end
+  for _, m in ipairs(M.METRICS) do
+    local p, mb = M.prof_col(m), M.mb_col(m)
+    if present[p] and not present[mb] then
+      for i, c in ipairs(cols) do
+        if c == p then table.insert(cols, i, mb); present[mb] = true; break end
+      end
+    end
+  end
+  return cols, src
+end
+
+M.LFS_MAGIC = "version https://git-lfs.github.com/spec/"
+
+-- True when the file is a Git LFS pointer (its first line starts with the magic).
+function M.is_lfs_pointer(path)
+  local f = io.open(path, "rb")
+  if not f then return false end
+  local head = f:read(#M.LFS_MAGIC + 3) or ""
+  f:close()
+  head = head:gsub("^\239\187\191", "")
+  return head:sub(1, #M.LFS_MAGIC) == M.LFS_MAGIC
+end
+
+return M

@@ -1,0 +1,449 @@
+-- Microbench collection: replay database rows on an NPU under msprof and write the measured
+-- durations back (replaces the original's start_microbench.py, op_replay/ and
+-- signature_utils.py; spec replay_and_update.md).
+--
+--   perfscript recipes/microbench.lua --database-path DB [--ops MatMulV2 Add] [--update-mode all]
+--   perfscript recipes/microbench.lua --simulate             # no NPU: a simulated device
+--   perfscript recipes/microbench.lua --database-path DB --prof-path PROF_DIR   # re-parse only
+--
+-- 1. plan: each target CSV's rows become replay cases (recipes/replay/<Op>.lua); rows that
+--    cannot be replayed are reported, never deleted; the database is not touched.
+-- 2. profile: `msprof --output=<scratch> python3 recipes/replay/executor.py <plan>` (one child
+--    process per operator), per-operator fallback, --devices shards, --simulate, --prof-path.
+-- 3. write-back: op_summary aggregation and the per-file merge under the database lock,
+--    atomic writes, reports under <db>/reports/.
+local perf = require "perfscript"
+local lfs = require "lfs"
+local argparse = require "argparse"
+local dbpath = require "perfscript.dbpath"
+local schema = require "perfscript.microbench.schema"
+local plan = require "perfscript.microbench.plan"
+local aggregate = require "perfscript.microbench.aggregate"
+local merge = require "perfscript.microbench.merge"
+local report = require "perfscript.microbench.report"
+local msprof = require "perfscript.microbench.msprof"
+local simulate = require "perfscript.microbench.simulate"
+
+local SCRIPT_DIR = (arg and arg[0] or "recipes/microbench.lua"):match("^(.*)/[^/]*$") or "."
+local SEED_VERSION = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
+local MATMUL_ALIASES = {
+  MatMulV2 = { "MatMulV3", "MatMulCommon" },
+  MatMulV3 = { "MatMulV2", "MatMulCommon" },
+  MatMulCommon = { "MatMulV2", "MatMulV3" },
+}
+
+local function isdir(p) return lfs.attributes(p, "mode") == "directory" end
+local function isfile(p) return lfs.attributes(p, "mode") == "file" end
+
+local function abspath(p)
+  if p:sub(1, 1) == "/" then return p end
+  return (lfs.currentdir() .. "/" .. p):gsub("/%./", "/")
+end
+
+local function say(s)
+  io.stdout:write(s, "\n")
+  io.stdout:flush()
+end
+
+local function parser()
+  local p = argparse("microbench.lua",
+    "Replay database rows under msprof (or a simulated device) and write the durations back.")
+  p:epilog("Available operators: " .. table.concat(plan.OPS, ", ") .. "\n\nUpdate modes:\n"
+    .. "  all: Update all matched rows\n  missing-only: Only fill rows with invalid durations\n\n"
+    .. "With --simulate and no database flags the run reads the bundled seed database and writes a\n"
+    .. "separate copy (./perfdb_simulated/...); simulated results never land in a database unless\n"
+    .. "you name it with --output-database.")
+  dbpath.add_options(p)
+  p:option("--ops", "Operators to replay (names as in the list below; X_run and X_run.py accepted).")
+   :args("+")
+  p:option("--prof-path", "Re-parse existing PROF_* directories under this path; launch nothing.")
+  p:option("--repeat-count", "Timed calls per case.", "1"):convert(math.tointeger)
+  p:option("--warmup", "Untimed calls per case before the timed ones.", "1"):convert(math.tointeger)
+  p:option("--update-mode", "all | missing-only", "all"):choices { "all", "missing-only" }
+  p:flag("--fail-fast", "Stop at the first failing operator (no per-operator fallback).")
+  p:flag("--prune-empty-duration-rows", "Delete rows that still have no valid duration (reported).")
+  p:option("--dispatch-ffn-combine-ep-size", "Expert-parallel size for DispatchFFNCombine.", "16")
+   :convert(math.tointeger)
+  p:option("--dispatch-ffn-combine-nproc-per-node", "torchrun processes per node (default: EP size).")
+   :convert(math.tointeger)
+  p:option("--dispatch-ffn-combine-nnodes", "torchrun node count.", "1"):convert(math.tointeger)
+  p:option("--dispatch-ffn-combine-node-rank", "torchrun node rank.", "0"):convert(math.tointeger)
+  p:option("--dispatch-ffn-combine-master-addr", "torchrun master address.", "127.0.0.1")
+  p:option("--dispatch-ffn-combine-master-port", "torchrun master port.")
+   :convert(math.tointeger)
+  p:option("--devices", "NPU ids to shard the replay over, e.g. 0,1,2,3 (one msprof per device).")
+  p:flag("--simulate", "Use a simulated device (roofline model) instead of msprof and an NPU.")
+  p:option("--output-database", "Write results here instead of the database that was read.")
+  p:option("--msprof", "The msprof program.", "msprof")
+  p:option("--python", "The Python interpreter that runs the executor.", "python3")
+  p:option("--timeout", "Seconds allowed per msprof run (0: no limit).", "0"):convert(tonumber)
+  p:option("--work-dir", "Scratch directory for plans and profiler output (default: $TMPDIR).")
+  p:flag("--keep-profiler-output", "Keep the profiler output even after a successful run.")
+  p:flag("--plan-only", "Write the replay plan and stop.")
+  return p
+end
+
+local function copy_tree(src, dst)
+  assert(perf.fs.mkdir_p(dst))
+  local n = 0
+  for name in lfs.dir(src) do
+    if name ~= "." and name ~= ".." and name ~= "reports" and not name:match("^%.") then
+      local s, d = src .. "/" .. name, dst .. "/" .. name
+      if isdir(s) then
+        n = n + copy_tree(s, d)
+      elseif not isfile(d) then
+        local f = assert(io.open(s, "rb"))
+        local text = f:read("a")
+        f:close()
+        assert(perf.fs.write_atomic(d, text))
+        n = n + 1
+      end
+    end
+  end
+  return n
+end
+
+-- Source and target database directories.
+local function databases(a)
+  local given = a.database_path or a.vllm_version or a.torch_version or a.cann_version
+  local src
+  if given then
+    src = abspath(dbpath.from_args(a))
+  elseif a.simulate then
+    src = abspath(SCRIPT_DIR .. "/../data/seed_db/" .. SEED_VERSION)
+  else
+    perf.fail("name the database with --database-path (or --database-root with the version flags), or use --simulate")
+  end
+  if not isdir(src) and not a.output_database then perf.fail("%s: no such database directory", src) end
+  local dst = a.output_database and abspath(a.output_database)
+  if a.simulate and not dst then
+    dst = given and (src:gsub("/+$", "") .. "_simulated") or abspath("perfdb_simulated/" .. SEED_VERSION)
+  end
+  dst = dst or src
+  if dst ~= src and isdir(src) then
+    local n = copy_tree(src, dst)
+    if n > 0 then say(("Copied %d file(s) of %s into %s."):format(n, src, dst)) end
+  end
+  return src, dst
+end
+
+-- Target CSV files: one explicit, non-recursive set.
+local function target_files(dir, ops)
+  local files = {}
+  if ops then
+    for _, op in ipairs(ops) do files[#files + 1] = { op = op, path = dir .. "/" .. op .. ".csv" } end
+  elseif isdir(dir) then
+    local names = {}
+    for name in lfs.dir(dir) do
+      local stem = name:match("^(.*)%.csv$")
+      if stem and plan.IS_OP[stem] then names[#names + 1] = stem end
+    end
+    table.sort(names)
+    for _, op in ipairs(names) do files[#files + 1] = { op = op, path = dir .. "/" .. op .. ".csv" } end
+  end
+  local present, lfs_skipped = {}, {}
+  for _, f in ipairs(files) do
+    if isfile(f.path) then
+      if schema.is_lfs_pointer(f.path) then
+        lfs_skipped[#lfs_skipped + 1] = f.path
+        say(("[SKIP] %s is a Git LFS pointer, not the real CSV content. Run `git lfs pull` and retry."):format(f.path))
+      else
+        present[#present + 1] = f
+      end
+    end
+  end
+  return present, files, lfs_skipped
+end
+
+local function validate_ops(list)
+  if not list then return nil end
+  local out, bad = {}, {}
+  for _, o in ipairs(list) do
+    for piece in o:gmatch("[^,%s]+") do
+      local n = perf.sig.op_name(piece)
+      if plan.IS_OP[n] then out[#out + 1] = n else bad[#bad + 1] = n end
+    end
+  end
+  if #bad > 0 then
+    table.sort(bad)
+    perf.fail("Unsupported --ops: %s. Available: %s", table.concat(bad, ", "), table.concat(plan.OPS, ", "))
+  end
+  return out
+end
+
+local function check_custom_env(ops)
+  local need = {}
+  for _, op in ipairs(ops) do if plan.CUSTOM_OPP_OPS[op] then need[#need + 1] = op end end
+  if #need == 0 then return end
+  local opp = os.getenv("ASCEND_CUSTOM_OPP_PATH") or ""
+  local ld = os.getenv("LD_LIBRARY_PATH") or ""
+  local ok = opp:match("%S") and ld:match("%S")
+  if ok then
+    ok = false
+    for p in opp:gmatch("[^:]+") do if isdir(p) then ok = true end end
+  end
+  if not ok then
+    perf.fail("Missing env vars for operators: %s.\nPlease run:\n"
+      .. "  export ASCEND_CUSTOM_OPP_PATH=<vllm-ascend>/_cann_ops_custom/vendors/vllm-ascend:$ASCEND_CUSTOM_OPP_PATH\n"
+      .. "  export LD_LIBRARY_PATH=<vllm-ascend>/_cann_ops_custom/vendors/vllm-ascend/op_api/lib/:$LD_LIBRARY_PATH\n"
+      .. "(<vllm-ascend> is the installed vllm_ascend package directory; ASCEND_CUSTOM_OPP_PATH must "
+      .. "name an existing directory)", table.concat(need, ", "))
+  end
+end
+
+-- A run id two runs cannot share: local time plus the process id.
+local function run_id()
+  local f = io.open("/proc/self/stat")
+  local pid = f and f:read("n")
+  if f then f:close() end
+  return os.date("%Y%m%d_%H%M%S") .. "_" .. tostring(pid or math.random(1, 999999))
+end
+
+-- Executor command line for an operator (nil: all of the plan).
+local function app_for(a, plan_path, status_path)
+  return function(op)
+    local argv = { a.python, abspath(SCRIPT_DIR .. "/replay/executor.py"), plan_path,
+                   "--repeat-count", tostring(a.repeat_count), "--warmup", tostring(a.warmup),
+                   "--status", status_path .. (op and ("." .. op) or "") }
+    if op then argv[#argv + 1] = "--ops"; argv[#argv + 1] = op end
+    return argv
+  end
+end
+
+local function read_status(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  local ok, v = pcall(require("cjson").decode, text)
+  if ok and type(v) == "table" then return v end
+  return nil
+end
+
+-- Profiling on one or several devices; returns summaries, status, failures.
+local function profile(a, ops, plan_path, run_dir)
+  local status_path = run_dir .. "/status.json"
+  local env = {}
+  local timeout = (a.timeout and a.timeout > 0) and a.timeout or nil
+  local devices = {}
+  for d in (a.devices or ""):gmatch("[^,%s]+") do devices[#devices + 1] = d end
+  if #devices <= 1 then
+    if devices[1] then env.ASCEND_RT_VISIBLE_DEVICES = devices[1] end
+    local res, err = msprof.profile { msprof = a.msprof, out = run_dir .. "/prof", env = env,
+      cwd = run_dir, timeout = timeout, ops = ops, allow_fallback = a.ops ~= nil,
+      fail_fast = a.fail_fast, say = say, app_for = app_for(a, plan_path, status_path) }
+    if not res then return nil, err end
+    local status = read_status(status_path) or { success = {}, failed = {}, skipped = {} }
+    for _, f in ipairs(res.failed) do status.failed[#status.failed + 1] = f end
+    return res.summaries, status
+  end
+  -- One worker per device on a shard of the operators, all at once; merged afterwards.
+  local shards = {}
+  for i, op in ipairs(ops) do
+    local k = (i - 1) % #devices + 1
+    shards[k] = shards[k] or {}
+    table.insert(shards[k], op)
+  end
+  local workers = {}
+  for k, list in pairs(shards) do
+    local out = ("%s/prof_dev%s"):format(run_dir, devices[k])
+    local argv = app_for(a, plan_path, status_path .. ".dev" .. devices[k])(nil)
+    argv[#argv + 1] = "--ops"
+    argv[#argv + 1] = table.concat(list, ",")
+    local p, cmd = msprof.start { msprof = a.msprof, out = out, app = argv, cwd = run_dir,
+      env = { ASCEND_RT_VISIBLE_DEVICES = devices[k] }, log = out .. "/msprof.log" }
+    if not p then
+      for _, w in ipairs(workers) do w.p:kill(1) end
+      return nil, cmd
+    end
+    say(("[RUN] device %s: %s"):format(devices[k], table.concat(list, ", ")))
+    workers[#workers + 1] = { p = p, cmd = cmd, out = out, ops = list, device = devices[k],
+      status = status_path .. ".dev" .. devices[k] }
+  end
+  local summaries, status = {}, { success = {}, failed = {}, skipped = {} }
+  local start = os.time()
+  local pending = #workers
+  local aborted = false
+  while pending > 0 do
+    for _, w in ipairs(workers) do
+      if not w.done then
+        local rc, how = w.p:wait(0.05)
+        local late = timeout and os.time() - start > timeout
+        if rc or late or aborted then
+          if not rc then w.p:kill(2); rc, how = 124, "timeout" end
+          w.done, w.rc, w.how = true, rc, how
+          pending = pending - 1
+          local got = msprof.summaries(msprof.prof_dirs(w.out))
+          for _, s in ipairs(got) do summaries[#summaries + 1] = s end
+          local st = read_status(w.status)
+          if st then
+            for _, x in ipairs(st.success or {}) do status.success[#status.success + 1] = x end
+            for _, x in ipairs(st.failed or {}) do status.failed[#status.failed + 1] = x end
+          end
+          if #got == 0 then
+            for _, op in ipairs(w.ops) do
+              status.failed[#status.failed + 1] = { op = op, reason = ("device %s worker exited with %s (%s); data kept at %s")
+                :format(w.device, tostring(rc), how, w.out) }
+            end
+            if a.fail_fast and not aborted then
+              aborted = true
+              say(("[FAIL] device %s failed; stopping the other workers (--fail-fast)."):format(w.device))
+            end
+          end
+        end
+      end
+    end
+  end
+  return summaries, status
+end
+
+local function main(a)
+  local ops = validate_ops(a.ops)
+  if a.msprof:find("/") then a.msprof = abspath(a.msprof) end
+  if a.python:find("/") then a.python = abspath(a.python) end
+  if a.repeat_count <= 0 then perf.fail("--repeat-count must be positive, got %d", a.repeat_count) end
+  local src, dst = databases(a)
+  local files = target_files(src, ops)
+  local id = run_id()
+  local work = abspath(a.work_dir or os.getenv("TMPDIR") or "/tmp")
+  local run_dir = ("%s/perfscript-microbench-%s"):format(work, id)
+  assert(perf.fs.mkdir_p(run_dir))
+  if a.simulate then say("SIMULATED run: durations come from a roofline model, not an NPU.") end
+  say(("Database: %s%s"):format(src, dst ~= src and (" -> results into " .. dst) or ""))
+
+  -- 1. plan (read-only)
+  local p = plan.build(files, { mode = a.update_mode, ep_size = a.dispatch_ffn_combine_ep_size })
+  local plan_path = run_dir .. "/plan.jsonl"
+  assert(plan.write(plan_path, p, { repeat_count = a.repeat_count, warmup = a.warmup }))
+  say(("[PLAN] %d case(s) for %d operator(s); %d row(s) not replayable; plan %s")
+    :format(#p.cases, #p.ops, #p.unreplayable, plan_path))
+  for _, u in ipairs(p.unreplayable) do
+    say(("[%s] %s:%d shapes=%s reason=%s"):format(u.kind == "skipped" and "SKIP" or "INVALID", u.csv, u.row,
+      u.shapes or "", u.reason))
+  end
+  if a.plan_only then return 0 end
+
+  -- 2. profile
+  local summaries, status
+  local profiled_ops = p.ops
+  if a.prof_path then
+    summaries = msprof.summaries(msprof.prof_dirs(abspath(a.prof_path)))
+    if #summaries == 0 then perf.fail("No op_summary_*.csv found under PROF_* directories of %s", a.prof_path) end
+  elseif #p.cases == 0 then
+    summaries = {}
+    say("[SUMMARY] Nothing to replay.")
+  elseif a.simulate then
+    summaries = { (simulate.write_op_summary(run_dir .. "/prof", p.cases, { repeat_count = a.repeat_count })) }
+    status = { success = p.ops, failed = {}, skipped = {} }
+  else
+    check_custom_env(p.ops)
+    local err
+    summaries, status = profile(a, p.ops, plan_path, run_dir)
+    if not summaries then perf.fail("%s", status) end
+  end
+
+  -- 3. aggregate and write back under the lock
+  local agg = assert(aggregate.files(summaries, { ep_size = a.dispatch_ffn_combine_ep_size }))
+  for _, g in ipairs(agg.no_duration) do
+    say(("[WARN] %s: %d sample(s) of %s had no valid duration; nothing written for it."):format(g.op, g.count, g.sig))
+  end
+  -- Status: the executor's when it wrote one; an operator without any op_summary row failed.
+  if status and not a.prof_path and not a.simulate then
+    local seen = {}
+    for _, t in ipairs(agg.order) do seen[perf.sig.op_name(t)] = true end
+    local known = {}
+    for _, f in ipairs(status.failed) do known[f.op] = true end
+    local ok = {}
+    for _, op in ipairs(profiled_ops) do
+      if seen[op] then
+        if not known[op] then ok[#ok + 1] = op end
+      elseif not known[op] then
+        status.failed[#status.failed + 1] = { op = op, reason = "no op_summary rows (the replay produced no kernel)" }
+      end
+    end
+    status.success = ok
+  end
+  local wanted = {}
+  for _, op in ipairs(a.prof_path and (ops or agg.order) or profiled_ops) do
+    wanted[op] = true
+    for _, al in ipairs(MATMUL_ALIASES[op] or {}) do wanted[al] = wanted[al] or "alias" end
+  end
+  local by_stem = {}
+  for _, t in ipairs(agg.order) do
+    local n = perf.sig.op_name(t)
+    if wanted[n] then
+      by_stem[n] = by_stem[n] or {}
+      for _, r in ipairs(agg.rows[t]) do table.insert(by_stem[n], r) end
+    elseif not plan.IS_OP[n] then
+      agg.side = (agg.side or 0) + 1 -- side-effect kernels (TransData, Cast ...) are not written
+    end
+  end
+  local stems = {}
+  for stem, v in pairs(wanted) do if v == true then stems[#stems + 1] = stem end end
+  table.sort(stems)
+  local results, gaps = {}, {}
+  do
+    if not isdir(dst) then assert(perf.fs.mkdir_p(dst)) end
+    local lock <close> = assert(perf.fs.lock(dst, { wait = true }))
+    for _, stem in ipairs(stems) do
+      local own = by_stem[stem] or {}
+      local rows, match_only = own, {}
+      if MATMUL_ALIASES[stem] then
+        match_only, rows = {}, {}
+        for _, r in ipairs(own) do match_only[#match_only + 1] = r end
+        for _, al in ipairs(MATMUL_ALIASES[stem]) do
+          for _, r in ipairs(by_stem[al] or {}) do match_only[#match_only + 1] = r end
+        end
+      end
+      local path = dst .. "/" .. stem .. ".csv"
+      if #rows + #match_only > 0 or a.prune_empty_duration_rows then
+        if isfile(path) or #rows > 0 then
+          local res, err = merge.file(path, rows, match_only, { mode = a.update_mode,
+            prune = a.prune_empty_duration_rows, say = say })
+          if not res then perf.fail("%s", err) end
+          results[#results + 1] = res
+          for _, g in ipairs(res.gaps) do gaps[#gaps + 1] = g end
+          if res.status and res.status ~= "unchanged" then
+            say(("[WRITE] %s %s (updated %d, added %d, deleted %d)"):format(res.status, path, res.updated,
+              res.added, #res.deleted))
+          end
+        end
+      end
+    end
+  end
+
+  -- 4. report
+  local extra = {}
+  if #p.unreplayable > 0 then
+    local t = {}
+    for _, u in ipairs(p.unreplayable) do
+      t[#t + 1] = { u.op, ("%s:%d"):format(u.csv:match("[^/]+$"), u.row), u.shapes or "", u.reason }
+    end
+    extra[#extra + 1] = { "Rows Not Replayed (kept)", report.table({ "Operator", "Row", "Input Shapes", "Reason" }, t) }
+  end
+  local text, hot = report.render(results, gaps, status, { simulated = a.simulate, extra = extra })
+  io.stdout:write(text)
+  local json = { run_id = id, simulated = a.simulate or false, database = dst, status = status,
+    files = {}, hotspots = #hot, unreplayable = p.unreplayable }
+  for _, r in ipairs(results) do
+    json.files[#json.files + 1] = { file = r.csv_path, status = r.status or r.skipped, updated = r.updated,
+      added = r.added, unchanged = r.unchanged, deleted = r.deleted, missing = r.missing }
+  end
+  local md, csvp = report.write(dst, text, hot, id, json)
+  say("\n[REPORT] " .. md .. "\n[REPORT] " .. csvp)
+  local failed = status and #status.failed > 0
+  if failed or a.keep_profiler_output or a.prof_path then
+    if not a.prof_path then say("[PRESERVE] profiling data kept: " .. run_dir) end
+  else
+    msprof.rmtree(run_dir)
+    say("[CLEAN] removed " .. run_dir)
+  end
+  if failed then
+    io.stderr:write(("perfscript: %d operator(s) failed; see the report\n"):format(#status.failed))
+    return 3
+  end
+  return 0
+end
+
+local args = parser():parse(arg)
+os.exit(main(args))

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""perfscript replay executor: runs a replay plan (JSON lines written by
+recipes/microbench.lua) on an Ascend NPU with torch and torch_npu, under msprof.
+
+    python3 executor.py PLAN [--ops A,B] [--status FILE] [--repeat-count N] [--warmup N]
+    python3 executor.py PLAN --check      # validate the plan only (no torch needed)
+
+Each operator runs in its own child process (one crash cannot lose the others' results);
+a case builds its tensors once (seeded), warms up, calls the API --repeat-count times with a
+device synchronize after each call, and records its status. The database is never touched:
+failures go to the status file, and write-back decides what to do with them.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+PLAN_KIND = "perfscript-replay-plan"
+DTYPES = {"DT_FLOAT": "float32", "DT_FLOAT16": "float16", "DT_BF16": "bfloat16",
+          "DT_DOUBLE": "float64", "DT_INT8": "int8", "DT_UINT8": "uint8", "DT_INT16": "int16",
+          "DT_INT32": "int32", "DT_INT64": "int64", "DT_BOOL": "bool"}
+INITS = {"empty", "randint", "ones", "zeros", "arange", "perm", "data", "triu", "randn"}
+API_PREFIXES = ("torch.", "torch_npu.")
+FRACTAL_NZ_FORMAT_ID = 29
+
+
+class PlanError(Exception):
+    pass
+
+
+def read_plan(path):
+    header, cases = None, []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                v = json.loads(line)
+            except ValueError as e:
+                raise PlanError(f"{path}:{n}: {e}")
+            if header is None:
+                if not isinstance(v, dict) or v.get("kind") != PLAN_KIND:
+                    raise PlanError(f"{path}:{n}: not a perfscript replay plan")
+                header = v
+            else:
+                cases.append((n, v))
+    if header is None:
+        raise PlanError(f"{path}: empty plan")
+    return header, cases
+
+
+def as_list(v):
+    # the Lua JSON encoder writes an empty list as {}
+    if v == {}:
+        return []
+    return v
+
+
+def check_value(v, where):
+    if isinstance(v, dict) and "tensor" in v:
+        t = v["tensor"]
+        shape = as_list(t.get("shape"))
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise PlanError(f"{where}: bad tensor shape {shape!r}")
+        if t.get("dtype") not in DTYPES:
+            raise PlanError(f"{where}: unsupported dtype {t.get('dtype')!r}")
+        if t.get("init", "empty") not in INITS:
+            raise PlanError(f"{where}: unknown init {t.get('init')!r}")
+    elif isinstance(v, dict) and "torch_attr" in v:
+        if not isinstance(v["torch_attr"], str):
+            raise PlanError(f"{where}: bad torch_attr")
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            check_value(x, f"{where}.{k}")
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            check_value(x, f"{where}[{i}]")
+
+
+def check_case(n, c, where_prefix):
+    where = f"{where_prefix}:{n} ({c.get('id', '?')})"
+    for key in ("id", "op"):
+        if not isinstance(c.get(key), str):
+            raise PlanError(f"{where}: missing {key}")
+    attempts = as_list(c.get("attempts")) or [c]
+    for a in attempts:
+        api = a.get("api")
+        if not a.get("method") and not a.get("index"):
+            if not isinstance(api, str) or not api.startswith(API_PREFIXES):
+                raise PlanError(f"{where}: unsupported api path {api!r}")
+        check_value(as_list(a.get("args", [])), where + ".args")
+        check_value(a.get("kwargs") or {}, where + ".kwargs")
+
+
+def check_plan(path):
+    header, cases = read_plan(path)
+    for n, c in cases:
+        check_case(n, c, path)
+    if header.get("cases") not in (None, len(cases)):
+        raise PlanError(f"{path}: header says {header.get('cases')} cases, found {len(cases)}")
+    return header, cases
+
+
+# ---- running on the NPU ----------------------------------------------------------------
+
+def resolve(torch, torch_npu, path):
+    if path.startswith("torch_npu."):
+        obj, rest = torch_npu, path[len("torch_npu."):]
+    elif path.startswith("torch."):
+        obj, rest = torch, path[len("torch."):]
+    else:
+        raise PlanError(f"Unsupported api path {path}")
+    for part in rest.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def build_tensor(torch, torch_npu, t, gen):
+    shape = as_list(t["shape"])
+    dtype = getattr(torch, DTYPES[t["dtype"]])
+    init = t.get("init", "empty")
+    if init == "data":
+        x = torch.tensor(as_list(t["data"]), dtype=dtype).reshape(shape)
+    elif init == "arange":
+        x = (torch.arange(int(torch.tensor(shape).prod().item()) if shape else 1) % max(1, t.get("high", 1 << 62))).to(dtype).reshape(shape)
+    elif init == "perm":
+        n = t.get("high", shape[0] if shape else 1)
+        x = torch.randperm(n, generator=gen)[: (shape[0] if shape else 1)].to(dtype).reshape(shape)
+    elif init == "ones":
+        x = torch.ones(shape, dtype=dtype)
+    elif init == "zeros":
+        x = torch.zeros(shape, dtype=dtype)
+    elif init == "triu":
+        x = torch.triu(torch.ones(shape[-2:], dtype=torch.bool), diagonal=1).expand(shape).to(dtype)
+    elif dtype == torch.bool:
+        x = torch.randint(0, 2, shape, generator=gen, dtype=torch.int32).to(torch.bool)
+    elif dtype.is_floating_point:
+        # finite values: uninitialised memory may hold NaN/Inf and change kernel paths
+        x = torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
+    else:
+        x = torch.randint(0, t.get("high", 8), shape, generator=gen, dtype=torch.int64).to(dtype)
+    if t.get("host"):
+        return x
+    x = x.npu()
+    if t.get("transpose"):
+        x = x.t()
+    if t.get("transpose_last2"):
+        x = x.transpose(-1, -2)
+    if t.get("nz"):
+        x = torch_npu.npu_format_cast(x, FRACTAL_NZ_FORMAT_ID)
+    return x
+
+
+def build_value(torch, torch_npu, v, gen):
+    if isinstance(v, dict) and "tensor" in v:
+        return build_tensor(torch, torch_npu, v["tensor"], gen)
+    if isinstance(v, dict) and "torch_attr" in v:
+        return getattr(torch, v["torch_attr"])
+    if isinstance(v, dict) and v.get("list_of") is not None:
+        return [build_value(torch, torch_npu, x, gen) for x in as_list(v["list_of"])]
+    if isinstance(v, dict):
+        return {k: build_value(torch, torch_npu, x, gen) for k, x in v.items()}
+    if isinstance(v, list):
+        return [build_value(torch, torch_npu, x, gen) for x in v]
+    return v
+
+
+def make_call(torch, torch_npu, a, gen):
+    args = [build_value(torch, torch_npu, x, gen) for x in as_list(a.get("args", []))]
+    kwargs = {k: build_value(torch, torch_npu, x, gen) for k, x in (a.get("kwargs") or {}).items()}
+    if a.get("method"):
+        fn = getattr(args[0], a["method"])
+        args = args[1:]
+    elif a.get("index"):
+        src, idx = args[0], args[1]
+        return lambda: src[idx]
+    else:
+        fn = resolve(torch, torch_npu, a["api"])
+    post = a.get("post")
+    if post == "contiguous":
+        return lambda: fn(*args, **kwargs).contiguous()
+    return lambda: fn(*args, **kwargs)
+
+
+def run_op(plan_path, op, repeat, warmup, seed):
+    import torch
+    import torch_npu  # noqa: F401
+    try:
+        from vllm_ascend.utils import enable_custom_op
+        enable_custom_op()
+    except Exception as e:  # custom ops only matter for some operators
+        print(f"Warning: custom op dependencies are unavailable ({e}). Replay may fail for custom operators.")
+    torch_npu.npu.config.allow_internal_format = True
+    if not torch.npu.is_available():
+        raise RuntimeError("NPU not found")
+    _, cases = check_plan(plan_path)
+    results = []
+    for _, c in cases:
+        if c["op"] != op:
+            continue
+        gen = torch.Generator().manual_seed(seed)
+        attempts = as_list(c.get("attempts")) or [c]
+        errors = []
+        for a in attempts:
+            try:
+                call = make_call(torch, torch_npu, a, gen)
+                for _ in range(warmup):
+                    call()
+                torch.npu.synchronize()
+                for _ in range(repeat):
+                    call()
+                    torch.npu.synchronize()
+                results.append({"id": c["id"], "status": "ok", "attempt": a.get("name")})
+                print(f"[OK] {c['id']} shapes={c.get('record', {}).get('Input Shapes', '')}")
+                break
+            except MemoryError:
+                raise
+            except Exception as e:  # recorded, never deleted
+                if type(e).__name__.endswith("OutOfMemoryError"):
+                    raise
+                fb = a.get("fallback")
+                if fb and fb.get("when", "\0") in str(e):
+                    attempts.append(fb)
+                errors.append(f"{type(e).__name__}: {e}")
+        else:
+            results.append({"id": c["id"], "status": "failed", "error": "; ".join(errors)})
+            print(f"[FAIL] {c['id']} error={'; '.join(errors)}")
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("plan")
+    ap.add_argument("--check", action="store_true", help="validate the plan; no torch needed")
+    ap.add_argument("--ops", help="comma-separated operators to run (default: all in the plan)")
+    ap.add_argument("--status", help="write the per-operator status JSON here")
+    ap.add_argument("--repeat-count", type=int)
+    ap.add_argument("--warmup", type=int)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    try:
+        header, cases = check_plan(args.plan)
+    except (PlanError, OSError) as e:
+        print(f"executor: {e}", file=sys.stderr)
+        return 2
+    if args.check:
+        print(f"plan OK: {len(cases)} case(s), ops {', '.join(header.get('ops') or []) or '-'}")
+        return 0
+    repeat = args.repeat_count or header.get("repeat_count") or 1
+    warmup = header.get("warmup", 1) if args.warmup is None else args.warmup
+    if repeat <= 0:
+        print(f"executor: --repeat-count must be positive, got {repeat}", file=sys.stderr)
+        return 2
+    seed = header.get("seed", 0)
+    if args.worker:
+        results = run_op(args.plan, args.worker, repeat, warmup, seed)
+        with open(args.status, "w", encoding="utf-8") as f:
+            json.dump(results, f)
+        return 0
+    ops = [o for o in (header.get("ops") or [])]
+    if args.ops:
+        wanted = set(args.ops.split(","))
+        ops = [o for o in ops if o in wanted]
+    status = {"success": [], "failed": [], "skipped": [], "cases": {}}
+    for op in ops:
+        part = f"{args.status or args.plan}.{op}.json"
+        cmd = [sys.executable, os.path.abspath(__file__), args.plan, "--worker", op, "--status", part,
+               "--repeat-count", str(repeat), "--warmup", str(warmup)]
+        print(f"[RUN] {op}", flush=True)
+        rc = subprocess.call(cmd)
+        results = []
+        if os.path.exists(part):
+            with open(part, encoding="utf-8") as f:
+                results = json.load(f)
+            os.remove(part)
+        for r in results:
+            status["cases"][r["id"]] = r
+        if rc != 0:
+            status["failed"].append({"op": op, "reason": f"worker exit code {rc}"})
+        elif any(r["status"] != "ok" for r in results):
+            bad = sum(1 for r in results if r["status"] != "ok")
+            status["failed"].append({"op": op, "reason": f"{bad} case(s) failed"})
+        else:
+            status["success"].append(op)
+        print(f"[DONE] {op}", flush=True)
+    if args.status:
+        with open(args.status, "w", encoding="utf-8") as f:
+            json.dump(status, f, indent=2)
+    return 1 if status["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
