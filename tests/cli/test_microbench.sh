@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# recipes/microbench.lua end to end with the stand-in msprof (tests/fixtures/microbench/msprof):
+# plan, profile, aggregation, write-back, reports, fallback, failures, --devices, --prof-path,
+# --simulate, timeouts, LFS pointers, and two concurrent write-backs that both land.
+source "$(dirname "$0")/lib.sh"
+export PERFSCRIPT="$PS_BIN" PERFSCRIPT_LUA_DIR="$SRC/lua"
+MSPROF="$SRC/tests/fixtures/microbench/msprof"
+MB="$SRC/recipes/microbench.lua"
+export MSPROF_STANDIN_LOG="$TMP/msprof.calls"
+HEADER='OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us),Profiling Average Duration(us)'
+
+make_db() {  # make_db DIR
+  mkdir -p "$1"
+  cat > "$1/MatMulV2.csv" <<EOF
+$HEADER
+dynamic,AI_CORE,"""1024,1024;1024,1024""",FLOAT16;FLOAT16,ND;ND,"""1024,1024""",FLOAT16,ND,,
+dynamic,AI_CORE,"""24,512;4096,512""",DT_BF16;DT_BF16,ND;ND,"""24,4096""",DT_BF16,ND,,10.0
+EOF
+  cat > "$1/Add.csv" <<EOF
+$HEADER
+dynamic,AI_VECTOR_CORE,"""1024,1024;1024,1024""",FLOAT16;FLOAT16,ND;ND,"""1024,1024""",FLOAT16,ND,5.0,
+dynamic,AI_VECTOR_CORE,"""8,8;8,8""",DT_BF16;DT_BF16,ND;ND,"""8,8""",DT_BF16,ND,,
+EOF
+  cat > "$1/RmsNorm.csv" <<EOF
+$HEADER
+dynamic,AI_VECTOR_CORE,"""128,4096;4096""",DT_BF16;DT_BF16,ND;ND,"""128,4096;128,1""",DT_BF16;FLOAT,ND;ND,,
+dynamic,AI_VECTOR_CORE,"""128,4096;4096;4096""",DT_BF16;DT_BF16;DT_BF16,ND;ND;ND,"""128,4096""",DT_BF16,ND,,
+dynamic,AI_VECTOR_CORE,"""128,4096;;4096""",DT_BF16;DT_BF16;DT_BF16,ND;ND;ND,"""128,4096""",DT_BF16,ND,,
+EOF
+  printf 'version https://git-lfs.github.com/spec/v1\noid sha256:0000\nsize 947024\n' > "$1/Sort.csv"
+}
+run_mb() { "$PS_BIN" "$MB" --msprof "$MSPROF" --work-dir "$TMP/work" "$@"; }
+mkdir -p "$TMP/work"
+cell() { # cell FILE ROW(1-based data row) COLUMN-NAME
+  "$PS_BIN" -e "local r = assert(require('perfscript.csv').open('$1')); local c = r:column('$3'); local n = 0
+    for f in r:lines() do n = n + 1; if n == $2 then io.write(f[c] or '') end end"
+}
+mtime() { stat -c %Y.%N "$1" 2>/dev/null || stat -c %Y "$1"; }
+
+# 1. A full run fills every replayable row; the unreplayable one is reported and kept.
+DB="$TMP/db1"; make_db "$DB"
+lfs_before=$(cat "$DB/Sort.csv")
+check=0; command -v python3 >/dev/null && check=1
+out=$(MSPROF_STANDIN_CHECK=$check run_mb --database-path "$DB" 2>&1); rc=$?
+expect_eq "full run exits 0" "$rc" "0"
+expect_contains "plan counts" "$out" "[PLAN] 6 case(s) for 3 operator(s); 1 row(s) not replayable"
+expect_contains "unreplayable row reported" "$out" "RmsNorm.csv:3"
+expect_contains "the unreplayable row is kept" "$(cat "$DB/RmsNorm.csv")" '"""128,4096;4096;4096"""'
+v=$(cell "$DB/RmsNorm.csv" 3 "Average Duration(us)")
+[[ -n "$v" ]] && ok "a row with an empty slot replays (holes kept by index)" || not_ok "hole row replayed"
+v=$(cell "$DB/MatMulV2.csv" 1 "Average Duration(us)")
+[[ "$v" =~ ^[0-9]+\.[0-9]{6}$ ]] && ok "MatMulV2 row 1 filled ($v)" || not_ok "MatMulV2 row 1 filled" "got '$v'"
+v=$(cell "$DB/Add.csv" 2 "Average Duration(us)")
+[[ "$v" =~ ^[0-9]+\.[0-9]{6}$ ]] && ok "Add row 2 filled" || not_ok "Add row 2 filled" "got '$v'"
+expect_eq "LFS pointer left untouched" "$(cat "$DB/Sort.csv")" "$lfs_before"
+expect_eq "one markdown report" "$(ls "$DB/reports"/profile_update_report_*.md | wc -l)" "1"
+expect_eq "one hotspot CSV" "$(ls "$DB/reports"/duration_gap_hotspots_full_*.csv | wc -l)" "1"
+expect_eq "one JSON report" "$(ls "$DB/reports"/profile_update_report_*.json | wc -l)" "1"
+expect_eq "scratch directory removed on success" "$(ls "$TMP/work" | wc -l)" "0"
+expect_eq "the database was not changed during replay (no msprof_run_ dirs)" "$(ls -d "$DB"/msprof_run_* 2>/dev/null | wc -l)" "0"
+
+# 2. missing-only over a complete database: nothing to replay, files not rewritten.
+before=$(mtime "$DB/Add.csv"); sum_before=$(md5sum "$DB"/*.csv)
+sleep 1
+out=$(run_mb --database-path "$DB" --update-mode missing-only 2>&1); rc=$?
+expect_eq "missing-only exits 0" "$rc" "0"
+expect_contains "missing-only plans nothing for filled rows" "$out" "[PLAN] 0 case(s)"
+expect_eq "files byte-identical" "$(md5sum "$DB"/*.csv)" "$sum_before"
+expect_eq "unchanged file not rewritten (mtime)" "$(mtime "$DB/Add.csv")" "$before"
+
+# 3. Per-operator fallback when the combined run yields nothing (--ops given).
+DB="$TMP/db3"; make_db "$DB"; : > "$MSPROF_STANDIN_LOG"
+out=$(MSPROF_STANDIN_FAIL=combined run_mb --database-path "$DB" --ops MatMulV2 Add 2>&1); rc=$?
+expect_eq "fallback run exits 0" "$rc" "0"
+expect_contains "fallback announced" "$out" "Retrying each selected operator in a separate msprof run"
+expect_eq "three msprof invocations" "$(wc -l < "$MSPROF_STANDIN_LOG")" "3"
+v=$(cell "$DB/Add.csv" 2 "Average Duration(us)"); [[ -n "$v" ]] && ok "fallback results written" || not_ok "fallback results written"
+
+# 4. Without --ops the fallback is not allowed: a clear error, the database untouched.
+DB="$TMP/db4"; make_db "$DB"; sum_before=$(md5sum "$DB"/*.csv)
+out=$(MSPROF_STANDIN_FAIL=all run_mb --database-path "$DB" 2>&1); rc=$?
+expect_eq "failed combined run exits 1" "$rc" "1"
+expect_contains "the error names the cause" "$out" "without op_summary data; profiling data kept at"
+expect_eq "database untouched after a failed run" "$(md5sum "$DB"/*.csv)" "$sum_before"
+rm -rf "$TMP/work"/*
+
+# 5. Non-zero exit with a summary: continue.
+out=$(MSPROF_STANDIN_FAIL=partial run_mb --database-path "$DB" 2>&1)
+expect_contains "partial run continues" "$out" "Continuing with generated profiling data"
+
+# 6. An operator that produced no kernel: reported as failed, exit 3, other ops written.
+DB="$TMP/db6"; make_db "$DB"
+out=$(MSPROF_STANDIN_FAIL_OPS=Add run_mb --database-path "$DB" 2>&1); rc=$?
+expect_eq "failed operator gives exit 3" "$rc" "3"
+expect_contains "failure in the report" "$out" "## Failures"
+expect_eq "Add row left as it was" "$(cell "$DB/Add.csv" 2 "Average Duration(us)")" ""
+v=$(cell "$DB/RmsNorm.csv" 1 "Average Duration(us)"); [[ -n "$v" ]] && ok "other operators written" || not_ok "other operators written"
+expect_contains "profiler output kept on failure" "$out" "[PRESERVE]"
+rm -rf "$TMP/work"/*
+
+# 7. msprof missing: a clear message.
+out=$("$PS_BIN" "$MB" --database-path "$DB" --msprof perfscript-no-msprof --work-dir "$TMP/work" 2>&1); rc=$?
+expect_eq "missing msprof exits 1" "$rc" "1"
+expect_contains "missing msprof message" "$out" "msprof not found"
+rm -rf "$TMP/work"/*
+
+# 8. Timeout kills the profiler's process tree.
+start=$(date +%s)
+out=$(MSPROF_STANDIN_SLEEP=30 run_mb --database-path "$DB" --timeout 1 2>&1); rc=$?
+took=$(( $(date +%s) - start ))
+expect_eq "timeout exits 1" "$rc" "1"
+[[ $took -lt 20 ]] && ok "timeout honoured (${took}s)" || not_ok "timeout honoured" "took ${took}s"
+rm -rf "$TMP/work"/*
+
+# 9. --devices: one stand-in msprof per device, results merged.
+DB="$TMP/db9"; make_db "$DB"; : > "$MSPROF_STANDIN_LOG"
+out=$(run_mb --database-path "$DB" --devices 0,1 2>&1); rc=$?
+expect_eq "--devices run exits 0" "$rc" "0"
+expect_eq "two workers" "$(wc -l < "$MSPROF_STANDIN_LOG")" "2"
+for f in MatMulV2 Add RmsNorm; do
+  v=$(cell "$DB/$f.csv" 1 "Average Duration(us)"); [[ -n "$v" ]] && ok "--devices wrote $f" || not_ok "--devices wrote $f"
+done
+
+# 10. --prof-path re-parses an existing PROF tree without launching anything.
+DB="$TMP/db10"; make_db "$DB"
+run_mb --database-path "$DB" --keep-profiler-output >/dev/null 2>&1
+prof=$(ls -d "$TMP/work"/perfscript-microbench-*/prof | head -1)
+DB2="$TMP/db10b"; make_db "$DB2"; : > "$MSPROF_STANDIN_LOG"
+out=$(run_mb --database-path "$DB2" --prof-path "$prof" 2>&1); rc=$?
+expect_eq "--prof-path exits 0" "$rc" "0"
+expect_eq "--prof-path launched nothing" "$(wc -l < "$MSPROF_STANDIN_LOG")" "0"
+expect_eq "--prof-path gives the same values" "$(cell "$DB2/MatMulV2.csv" 1 "Average Duration(us)")" "$(cell "$DB/MatMulV2.csv" 1 "Average Duration(us)")"
+rm -rf "$TMP/work"/*
+
+# 11. Two concurrent write-backs on one database both land: the second waits for the lock.
+DB="$TMP/db11"; make_db "$DB"
+mkdir -p "$TMP/p1/PROF_1/mindstudio_profiler_output" "$TMP/p2/PROF_2/mindstudio_profiler_output"
+OS_H='OP Type,OP State,Task Type,Task Duration(us),Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats'
+printf '%s\nAdd,dynamic,AI_VECTOR_CORE,11.5,"""8,8;8,8""",DT_BF16;DT_BF16,ND;ND,"""8,8""",DT_BF16,ND\n' "$OS_H" > "$TMP/p1/PROF_1/mindstudio_profiler_output/op_summary_1.csv"
+printf '%s\nAdd,dynamic,AI_VECTOR_CORE,22.5,"""1024,1024;1024,1024""",FLOAT16;FLOAT16,ND;ND,"""1024,1024""",FLOAT16,ND\n' "$OS_H" > "$TMP/p2/PROF_2/mindstudio_profiler_output/op_summary_2.csv"
+# hold the lock so that both runs queue up behind it
+"$PS_BIN" -e "local l = assert(require('perfscript.fs').lock('$DB')); io.open('$TMP/locked', 'w'):close(); os.execute('sleep 2')" &
+holder=$!
+while [[ ! -e "$TMP/locked" ]]; do sleep 0.1; done
+run_mb --database-path "$DB" --prof-path "$TMP/p1" --ops Add > "$TMP/run1.out" 2>&1 &
+r1=$!
+run_mb --database-path "$DB" --prof-path "$TMP/p2" --ops Add > "$TMP/run2.out" 2>&1 &
+r2=$!
+wait $r1; rc1=$?
+wait $r2; rc2=$?
+wait $holder
+expect_eq "concurrent run 1 exits 0" "$rc1" "0"
+expect_eq "concurrent run 2 exits 0" "$rc2" "0"
+expect_contains "a run said it waits for the lock" "$(cat "$TMP/run1.out" "$TMP/run2.out")" "waiting for it to finish"
+expect_eq "run 1's update landed" "$(cell "$DB/Add.csv" 2 "Average Duration(us)")" "11.500000"
+expect_eq "run 2's update landed" "$(cell "$DB/Add.csv" 1 "Average Duration(us)")" "22.500000"
+expect_eq "no stray temporary files" "$(ls -a "$DB" | grep -c '\.tmp')" "0"
+
+# 12. --simulate with no database: the seed database is read, a separate copy is written.
+mkdir -p "$TMP/sim" && cd "$TMP/sim"
+out=$("$PS_BIN" "$MB" --simulate --work-dir "$TMP/work" --ops RmsNorm MatMulV2 2>&1); rc=$?
+cd - >/dev/null
+expect_eq "--simulate exits 0" "$rc" "0"
+expect_contains "report says SIMULATED" "$out" "SIMULATED"
+n=$(ls "$TMP/sim/perfdb_simulated"/*/vllm_ascend/*/RmsNorm.csv 2>/dev/null | wc -l)
+expect_eq "simulated results in a separate copy" "$n" "1"
+expect_eq "the bundled seed database is untouched" "$(cd "$SRC" && git status --porcelain data/ 2>/dev/null | wc -l)" "0"
+
+# 13. The executor validates plans without torch (python3 only).
+if command -v python3 >/dev/null; then
+  DB="$TMP/db13"; make_db "$DB"
+  run_mb --database-path "$DB" --plan-only --keep-profiler-output >/dev/null 2>&1
+  plan=$(ls "$TMP/work"/perfscript-microbench-*/plan.jsonl | tail -1)
+  out=$(python3 "$SRC/recipes/replay/executor.py" "$plan" --check 2>&1); rc=$?
+  expect_eq "executor --check accepts the plan" "$rc" "0"
+  expect_contains "executor --check summary" "$out" "plan OK: 6 case(s)"
+  sed 's/"DT_BF16"/"DT_BOGUS"/' "$plan" > "$TMP/bad.jsonl"
+  out=$(python3 "$SRC/recipes/replay/executor.py" "$TMP/bad.jsonl" --check 2>&1); rc=$?
+  expect_eq "executor --check rejects a bad dtype" "$rc" "2"
+  expect_contains "executor names the problem" "$out" "unsupported dtype 'DT_BOGUS'"
+else
+  echo "SKIP: python3 absent, executor --check not tested"
+fi
+
+finish
