@@ -211,6 +211,17 @@ function Kmethods:_latency_policy()
   return s.lpol
 end
 
+-- query_selection_policy ... require_semantic_unique of the mapping; without a mapping that
+-- has the policy, the v0.18 list.
+function Kmethods:_semantic_unique()
+  local ok, doc = pcall(require("perfscript.db.mapping").load, self.db)
+  local qs = ok and doc and type(doc.query_selection_policy) == "table" and doc.query_selection_policy.kernel_overrides
+  if type(qs) == "table" then
+    return type(qs[self.name]) == "table" and qs[self.name].require_semantic_unique == true
+  end
+  return match.SEMANTIC_UNIQUE[self.name] or false
+end
+
 function Kmethods:preferred_latency()
   self:latencies()
   return self._.latcols[1] or "Duration(us)"
@@ -544,7 +555,7 @@ function Kmethods:lookup(shapes, dtypes, opts)
       if c ~= best and c.distance == best.distance and c.pri == best.pri then ties[#ties + 1] = c end
     end
     local ambiguous = false
-    if match.SEMANTIC_UNIQUE[self.name] then
+    if self:_semantic_unique() then
       for _, c in ipairs(ties) do
         if string.format("%.12f", lat[c.row]) ~= string.format("%.12f", lat[best.row]) then ambiguous = true end
       end

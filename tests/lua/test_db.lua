@@ -353,8 +353,13 @@ latency_policy:
     LightningIndexer: {prefer_profiling_rows: true}
     QuantBatchMatmulV3:
       profiling_core_envelope_fallback: {max_duration_to_core_ratio: 1.5}
+query_selection_policy:
+  kernel_overrides:
+    KvRmsNormRopeCache: {require_semantic_unique: true}
 operator_mappings: {}
 ]])
+  h.write(d .. "/KvRmsNormRopeCache.csv", head .. '"AI_CORE","1,128,1,512",DT_BF16,5,,,\n"AI_CORE","1,128,1,512",DT_BF16,6,,,\n')
+  h.write(d .. "/RmsNorm.csv", head .. '"AI_CORE","1,128,1,512",DT_BF16,5,,,\n"AI_CORE","1,128,1,512",DT_BF16,6,,,\n')
   local x = assert(perf.open(d))
   local r = x:lookup("LightningIndexer", "8,64", "DT_BF16")
   lu.assertEquals(r.latency, 12.0)  -- the profiling row ranks first
@@ -362,6 +367,11 @@ operator_mappings: {}
   r = x:lookup("QuantBatchMatmulV3", "8,64;64,64", "INT8")
   lu.assertEquals(r.latency, 30.0)  -- 50 / max(20, 30) > 1.5
   lu.assertEquals(r.latency_selection, "profiling_core_envelope_fallback")
+  -- equally good rows that disagree: a miss for semantic-unique kernels, the first row otherwise
+  r = x:lookup("KvRmsNormRopeCache", "1,128,1,512", "DT_BF16")
+  lu.assertEquals(r.miss, "ambiguous_semantic_match:KvRmsNormRopeCache")
+  lu.assertStrContains(x:dups("KvRmsNormRopeCache")[1].consumer, "ambiguous_semantic_match")
+  lu.assertEquals(x:lookup("RmsNorm", "1,128,1,512", "DT_BF16").latency, 5.0)
 end
 
 function TestMapping:test_elementwise_by_output_shape()

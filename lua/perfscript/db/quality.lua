@@ -95,7 +95,7 @@ function Q.dups(K, opts)
   end
   local res = R.new(nil, { "line", "count", "lines", D.IS, "first(us)", "median(us)", "min(us)", "max(us)",
                            "spread(%)", "consumer" })
-  local unique = match.SEMANTIC_UNIQUE[K.name]
+  local unique = K:_semantic_unique()
   local conflicting = 0
   for _, rows in ipairs(groups) do
     local vals, lines = {}, {}
