@@ -14,9 +14,12 @@ echo "command: tests/bench/db_bench.sh $ROWS"
 "$BUILD/perfscript" tests/bench/db_bench.lua gen "$DIR" "$ROWS"
 echo "database: $DIR ($(du -sh "$DIR" | cut -f1))"
 cat "$DIR"/*.csv > /dev/null  # warm the page cache
-start=$(date +%s%N)
-"$BUILD/perfscript" tests/bench/db_bench.lua run "$DIR" "$ROWS"
-echo "whole run wall time: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+for i in 1 2 3; do  # three fresh processes: the machine is shared, so look at the best
+  start=$(date +%s%N)
+  "$BUILD/perfscript" tests/bench/db_bench.lua first "$DIR" "$ROWS"
+  echo "  (process wall time $(( ($(date +%s%N) - start) / 1000000 )) ms)"
+done
+"$BUILD/perfscript" tests/bench/db_bench.lua run "$DIR" "$ROWS" | tail -n +2
 start=$(date +%s%N)
 out=$(printf 'db:lookup("MatMulV2", "500,1024;2048,1024", "DT_BF16;DT_BF16")\n' | "$BUILD/perfscript" --db "$DIR")
 echo "perfscript --db DIR with one lookup piped in: $(( ($(date +%s%N) - start) / 1000000 )) ms wall ($(echo "$out" | head -1 | cut -c1-60)...)"
