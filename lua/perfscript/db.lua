@@ -29,6 +29,7 @@ M.help = {
   { "db:kernels()", "per kernel type: rows, rows with a valid latency, theory rows" },
   { "db:rows(k, filter)", "rows of kernel k; filter: {column = value, M = 128} or function(r)" },
   { "db:lookup(k, shapes, dtypes, {explain = true})", "the consumer's exact match; explain: each row's first failing input" },
+  { "db:lookup(hcom_k, {bytes = b, devices = n})", "communication: exact, else the alpha-beta fit clamped to its bracket" },
   { "db:nearest(k, query, n)", "the n closest measured rows (log-space distance over the shape dims)" },
   { "db:coverage(k, axis, fixed)", "values measured along an axis (M, K, N, tokens, ...), gaps against the density standard" },
   { "db:interp(k, query)", "one-axis linear interpolation preview with its bracket (never extrapolates)" },
@@ -456,6 +457,9 @@ function Kmethods:lookup(shapes, dtypes, opts)
   end
   opts = opts or {}
   local t = self:table()
+  if t:column("message_bytes") and not t:column(M.IS) then
+    return require("perfscript.db.comm").lookup(self, shapes, opts)
+  end
   local q = self:_query(shapes, dtypes)
   local n = opts.n or opts.tc_input_count or 0
   if n > 0 then

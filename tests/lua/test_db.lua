@@ -265,6 +265,17 @@ function TestAxes:test_comm_bytes_and_attention_seq()
   lu.assertEquals(c.values, { 1024, 4096, 1048576, 16777216 })
   lu.assertEquals(c.grid, "COMM_BYTES")
   lu.assertStrContains(c[3].gap, "ratio 256 > 2")
+  -- E25-like: exact, then the alpha-beta fit clamped to the bracket, no extrapolation
+  local e = x:lookup("hcom_allReduce_", { bytes = 4096, devices = 16 })
+  lu.assertEquals(e.latency, 120.0)
+  lu.assertEquals(e.source, "MEASURED")
+  e = x:lookup("hcom_allReduce_", { bytes = 2048, devices = 16 })
+  lu.assertEquals(e.source, "INTERPOLATED")
+  lu.assertEquals(e.latency, 120.0)  -- the fit is clamped to [120, 120]
+  e = x:lookup("hcom_allReduce_", { bytes = 8388608, devices = 16 })
+  lu.assertTrue(e.latency >= 130 and e.latency <= 288)
+  lu.assertAlmostEquals(e.bracket_linear, 130 + 158 * (8388608 - 1048576) / (16777216 - 1048576), 1e-9)
+  lu.assertEquals(x:lookup("hcom_allReduce_", { bytes = 1e9, devices = 16 }).miss, "shape_mismatch")
   -- comm has no shapes: the lint asks only for its own columns
   lu.assertEquals(x:lint("hcom_allReduce_").errors, 0)
   local r = x:interp("FusedInferAttentionScore", { shapes = "1,512;1000,1,512", dtypes = "DT_BF16", seq = 2000 })
@@ -282,6 +293,22 @@ function TestAxes:test_comm_bytes_and_attention_seq()
   lu.assertAlmostEquals(r.latency, 600.0, 1e-9)
   local l = x:lint("FusedInferAttentionScore")
   lu.assertStrContains(l[1].problem, "fractional avg_seq_len 3518.5")
+end
+
+function TestAxes:test_comm_alpha_beta_E25()
+  local d = h.tmpdir()
+  local rows = { "message_bytes,num_devices,Duration(us)" }
+  for _, p in ipairs { { 1024, 120.0 }, { 4096, 120.0 }, { 16384, 120.0 }, { 65536, 120.5 }, { 1048576, 130 },
+                       { 16777216, 288 }, { 67108864, 791 }, { 268435456, 2804 } } do
+    rows[#rows + 1] = string.format("%d,16,%s", p[1], p[2])
+  end
+  h.write(d .. "/hcom_allReduce_.csv", table.concat(rows, "\n") .. "\n")
+  local x = assert(perf.open(d))
+  local r = x:lookup("hcom_allReduce_", { bytes = 163840, devices = 16 })
+  lu.assertAlmostEquals(r.latency, 121.54, 0.01)
+  lu.assertAlmostEquals(r.bracket_linear, 121.45, 0.01)
+  lu.assertAlmostEquals(r.alpha, 119.90, 0.01)
+  lu.assertStrContains(tostring(r), "GB/s")
 end
 
 function TestRows:test_filter_errors_are_reported()
