@@ -314,7 +314,10 @@ local function main(a)
   -- 1. plan (read-only)
   local p = plan.build(files, { mode = a.update_mode, ep_size = a.dispatch_ffn_combine_ep_size })
   local plan_path = run_dir .. "/plan.jsonl"
-  assert(plan.write(plan_path, p, { repeat_count = a.repeat_count, warmup = a.warmup }))
+  assert(plan.write(plan_path, p, { repeat_count = a.repeat_count, warmup = a.warmup, distributed = {
+    nproc_per_node = a.dispatch_ffn_combine_nproc_per_node, nnodes = a.dispatch_ffn_combine_nnodes,
+    node_rank = a.dispatch_ffn_combine_node_rank, master_addr = a.dispatch_ffn_combine_master_addr,
+    master_port = a.dispatch_ffn_combine_master_port } }))
   say(("[PLAN] %d case(s) for %d operator(s); %d row(s) not replayable; plan %s")
     :format(#p.cases, #p.ops, #p.unreplayable, plan_path))
   for _, u in ipairs(p.unreplayable) do

@@ -152,7 +152,58 @@ def build_tensor(torch, torch_npu, t, gen):
     return x
 
 
+_GROUP = {}
+
+
+def hccl_group_name(torch, torch_npu):
+    """The HCCL communicator name of the default process group (created once per process):
+    WORLD_SIZE ranks under torchrun, else a 1-rank group on the current device."""
+    if "name" in _GROUP:
+        return _GROUP["name"]
+    import torch.distributed as dist
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        torch.npu.set_device(rank % torch.npu.device_count())
+        addr = os.environ.get("MASTER_ADDR", "127.0.0.1")
+        port = os.environ.get("MASTER_PORT", "29500")
+    else:
+        addr, port = "127.0.0.1", str(free_port())
+    if not dist.is_initialized():
+        dist.init_process_group(backend="hccl", rank=rank, world_size=world, init_method=f"tcp://{addr}:{port}")
+    pg = dist.distributed_c10d._get_default_group()
+    backend = pg._get_backend(torch.device("npu"))
+    _GROUP["name"] = backend.get_hccl_comm_name(rank)
+    return _GROUP["name"]
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prepare(kind):
+    if kind == "vllm_ascend_triton":
+        searched = []
+        for extra in [None, os.environ.get("VLLM_ASCEND_PATH")]:
+            if extra:
+                sys.path.insert(0, extra)
+                searched.append(extra)
+            try:
+                import vllm_ascend.ops.register_custom_ops  # noqa: F401
+                from vllm_ascend.ops.triton.triton_utils import init_device_properties_triton
+                init_device_properties_triton()
+                return
+            except ImportError:
+                continue
+        raise RuntimeError(f"Unable to import vllm_ascend. Searched: {searched}")
+
+
 def build_value(torch, torch_npu, v, gen):
+    if isinstance(v, dict) and v.get("hccl_group"):
+        return hccl_group_name(torch, torch_npu)
     if isinstance(v, dict) and "tensor" in v:
         return build_tensor(torch, torch_npu, v["tensor"], gen)
     if isinstance(v, dict) and "torch_attr" in v:
@@ -200,6 +251,8 @@ def run_op(plan_path, op, repeat, warmup, seed):
         if c["op"] != op:
             continue
         gen = torch.Generator().manual_seed(seed)
+        if c.get("prepare"):
+            prepare(c["prepare"])
         attempts = as_list(c.get("attempts")) or [c]
         errors = []
         for a in attempts:
@@ -229,6 +282,26 @@ def run_op(plan_path, op, repeat, warmup, seed):
     return results
 
 
+def torchrun_command(cmd, d):
+    """The worker under torch.distributed.run with ep_size ranks (nproc_per_node x nnodes)."""
+    ep = int(d["ep_size"])
+    nproc = int(d.get("nproc_per_node") or ep)
+    nnodes = int(d.get("nnodes") or 1)
+    if nproc * nnodes != ep:
+        raise PlanError(f"torchrun world size mismatch: nproc_per_node({nproc}) * nnodes({nnodes}) != ep_size({ep})")
+    port = d.get("master_port")
+    if nnodes > 1 and not port:
+        raise PlanError("--master-port must be set explicitly for multi-node DispatchFFNCombine EP replay.")
+    port = port or free_port()
+    run = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--nnodes={nnodes}",
+           f"--node_rank={int(d.get('node_rank') or 0)}", f"--master_addr={d.get('master_addr') or '127.0.0.1'}",
+           f"--master_port={port}"] + cmd[1:]
+    env = dict(os.environ, _DFC_AUTO_TORCHRUN="1")
+    print(f"[Auto EP] Launching torchrun world_size={ep} nnodes={nnodes} nproc_per_node={nproc} "
+          f"node_rank={d.get('node_rank') or 0} master={d.get('master_addr') or '127.0.0.1'}:{port}...", flush=True)
+    return run, env
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("plan")
@@ -255,8 +328,9 @@ def main(argv=None):
     seed = header.get("seed", 0)
     if args.worker:
         results = run_op(args.plan, args.worker, repeat, warmup, seed)
-        with open(args.status, "w", encoding="utf-8") as f:
-            json.dump(results, f)
+        if os.environ.get("RANK", "0") == "0":
+            with open(args.status, "w", encoding="utf-8") as f:
+                json.dump(results, f)
         return 0
     ops = [o for o in (header.get("ops") or [])]
     if args.ops:
@@ -268,7 +342,11 @@ def main(argv=None):
         cmd = [sys.executable, os.path.abspath(__file__), args.plan, "--worker", op, "--status", part,
                "--repeat-count", str(repeat), "--warmup", str(warmup)]
         print(f"[RUN] {op}", flush=True)
-        rc = subprocess.call(cmd)
+        dist = header.get("distributed", {}).get(op)
+        env = None
+        if dist and int(dist.get("ep_size", 1)) > 1:
+            cmd, env = torchrun_command(cmd, dist)
+        rc = subprocess.call(cmd, env=env)
         results = []
         if os.path.exists(part):
             with open(part, encoding="utf-8") as f:

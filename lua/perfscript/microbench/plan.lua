@@ -99,9 +99,20 @@ end
 function M.write(path, p, opts)
   opts = opts or {}
   local cjson = require "cjson"
-  local out = { cjson.encode { kind = "perfscript-replay-plan", version = 1,
+  local header = { kind = "perfscript-replay-plan", version = 1,
     repeat_count = opts.repeat_count or 1, warmup = opts.warmup or 1, seed = opts.seed or 0,
-    ops = p.ops, cases = #p.cases } }
+    ops = p.ops, cases = #p.cases }
+  -- Operators that run on several ranks (torchrun): DispatchFFNCombine with its EP flags.
+  for _, c in ipairs(p.cases) do
+    if c.distributed then
+      header.distributed = header.distributed or {}
+      local d = {}
+      for k, v in pairs(opts.distributed or {}) do d[k] = v end
+      d.ep_size = c.distributed.ep_size
+      header.distributed[c.op] = d
+    end
+  end
+  local out = { cjson.encode(header) }
   for _, c in ipairs(p.cases) do out[#out + 1] = cjson.encode(c) end
   return perf.fs.write_atomic(path, table.concat(out, "\n") .. "\n", { if_changed = false })
 end
