@@ -136,6 +136,18 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
     return res
   end
   if m == "elementwise" and opts.out then return Mp.elementwise(db, op, e, opts) end
+  if m == "communication" then
+    -- only kernel_type: the consumer ignores alternates for communication
+    local K = db._kernels[e.kernel_type or ""]
+    if not K then
+      local res = R.new(string.format("lookup %s: MISS csv_not_found (%s)", op, tostring(e.kernel_type)), {})
+      res.miss = "csv_not_found"
+      return res
+    end
+    local res = require("perfscript.db.comm").lookup(K, shapes, opts)
+    res.title = string.format("lookup %s -> %s", op, res.title)
+    return res
+  end
   if m ~= "compute" and m ~= "mtp_projection" and m ~= "elementwise" then
     perf.fail("%s: query mode '%s' is not reproduced by the explorer (compute path only); look up its kernels (%s) directly",
               op, m, table.concat(Mp.kernels(e), ", "))
