@@ -30,6 +30,7 @@ M.help = {
   { "db:rows(k, filter)", "rows of kernel k; filter: {column = value, M = 128} or function(r)" },
   { "db:lookup(k, shapes, dtypes, {explain = true})", "the consumer's exact match; explain: each row's first failing input" },
   { "db:lookup(hcom_k, {bytes = b, devices = n})", "communication: exact, else the alpha-beta fit clamped to its bracket" },
+  { "db:lookup(\"FusedInferAttentionScore\", {q = \"T,N,D\", seq = s})", "attention: runtime filters, nearest avg_seq_len within 16" },
   { "db:nearest(k, query, n)", "the n closest measured rows (log-space distance over the shape dims)" },
   { "db:coverage(k, axis, fixed)", "values measured along an axis (M, K, N, tokens, ...), gaps against the density standard" },
   { "db:interp(k, query)", "one-axis linear interpolation preview with its bracket (never extrapolates)" },
@@ -459,6 +460,9 @@ function Kmethods:lookup(shapes, dtypes, opts)
   local t = self:table()
   if t:column("message_bytes") and not t:column(M.IS) then
     return require("perfscript.db.comm").lookup(self, shapes, opts)
+  end
+  if type(shapes) == "table" and shapes.seq and (t:column("Runtime avg_seq_len") or t:column("avg_seq_len")) then
+    return require("perfscript.db.attention").lookup(self, shapes, opts)
   end
   local q = self:_query(shapes, dtypes)
   local n = opts.n or opts.tc_input_count or 0

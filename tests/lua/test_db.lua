@@ -313,6 +313,28 @@ function TestAxes:test_comm_alpha_beta_E25()
   lu.assertStrContains(tostring(r), "GB/s")
 end
 
+function TestAxes:test_attention_exact()
+  local d = h.tmpdir()
+  h.write(d .. "/FusedInferAttentionScore.csv",
+    "Input Shapes,Input Data Types,Runtime avg_seq_len,Runtime sparse_mode,Runtime num_key_value_heads,Runtime input_layout,Average Duration(us)\n" ..
+    '"""128,4,128;12307,128,128;;2048,2048""",DT_BF16;DT_BF16;;INT8,1000,3,1,TND,50\n' ..
+    '"""144,4,128;12307,128,128""",DT_BF16;DT_BF16,1010,3,1,TND,55\n' ..
+    '"""128,4,128;12307,128,128""",DT_BF16;DT_BF16,1012,0,1,TND,99\n' ..
+    '"""128,8,128;12307,128,128""",DT_BF16;DT_BF16,1008,3,1,TND,77\n')
+  h.write(d .. "/op_mapping.yaml", "operator_mappings:\n  tensor_cast.attention.default: {kernel_type: FusedInferAttentionScore, query_mode: attention_special}\n")
+  local x = assert(perf.open(d))
+  -- q T=136, seq 1009: line 3 (T 144 = 136 padded to 16, distance 1) wins; line 2 has T 128
+  -- (not a padding of 136), line 4 sparse_mode 0 and line 5 N = 8
+  local r = x:lookup("FusedInferAttentionScore", { q = "136,4,128", seq = 1009, dtype = "bfloat16", kv_heads = 1 })
+  lu.assertEquals(r.latency, 55.0)
+  lu.assertEquals(r.line, 3)
+  lu.assertEquals(r.confidence, 0.9)
+  r = x:lookup("tensor_cast.attention.default", { q = "128,512", head_dim = 128, seq = 1003 }, { explain = true })
+  lu.assertEquals(r.line, 2)
+  lu.assertStrContains(tostring(r), "Runtime sparse_mode 0")
+  lu.assertEquals(x:lookup("FusedInferAttentionScore", { q = "128,4,128", seq = 1200 }).miss, "shape_mismatch")
+end
+
 function TestRows:test_filter_errors_are_reported()
   local r = db:rows("MatMulV2", function(row) return row.inputs[3][1] > 0 end)
   lu.assertEquals(#r, 0)

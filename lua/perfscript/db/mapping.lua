@@ -136,6 +136,14 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
     return res
   end
   if m == "elementwise" and opts.out then return Mp.elementwise(db, op, e, opts) end
+  if m == "attention_special" and type(shapes) == "table" and shapes.seq then
+    local K = db._kernels[e.kernel_type or ""]
+    if K then
+      local res = require("perfscript.db.attention").lookup(K, shapes, opts)
+      res.title = string.format("lookup %s -> %s", op, res.title)
+      return res
+    end
+  end
   if m == "communication" then
     -- only kernel_type: the consumer ignores alternates for communication
     local K = db._kernels[e.kernel_type or ""]

@@ -1,0 +1,107 @@
+-- Attention exact lookups (spec database_consumer.md 2.5, FusedInferAttentionScore): rows are
+-- filtered on the query's slot 0 normalised to 3-D (T, N, D), its dtype, the runtime columns
+-- the row has (sparse mode, kv heads, layout), |avg_seq_len - seq| <= 16 and T equal or
+-- block-padded either way; the nearest avg_seq_len wins (+0.5 for legacy metadata), the first
+-- row on ties. Confidence 0.9, rule "attention".
+local perf = require "perfscript"
+local R = require "perfscript.db.result"
+local match = require "perfscript.db.match"
+
+local A = {}
+local TOLERANCE = 16
+
+local function q3d(s, head_dim)
+  if #s == 3 then return { s[1], s[2], s[3] } end
+  if #s == 4 and s[3] == 1 then return { s[1], s[2], s[4] } end
+  if #s == 2 and head_dim and head_dim > 0 and s[2] % head_dim == 0 then return { s[1], s[2] // head_dim, head_dim } end
+  return nil
+end
+
+local function column(t, names)
+  for _, n in ipairs(names) do if t:column(n) then return n end end
+end
+
+-- q: {q = "T,N,D" | {T, N, D}, seq = avg_seq_len, dtype = "bfloat16", head_dim = D (2-D q),
+--     sparse_mode = 3, kv_heads = k, layout = "TND"}
+function A.lookup(K, q, opts)
+  opts = opts or {}
+  local t = K:table()
+  local seqcol = column(t, { "Runtime avg_seq_len", "avg_seq_len" })
+  if not seqcol then perf.fail("%s: no Runtime avg_seq_len column: attention lookups need it", K.path) end
+  local qs = q.q or q.shapes
+  if type(qs) == "string" then qs = assert(t:shapes(qs))[1] elseif type(qs) == "table" and type(qs[1]) == "table" then qs = qs[1] end
+  if type(qs) ~= "table" then perf.fail("attention lookup: give q = \"T,N,D\" (the query tensor's shape)") end
+  local target = q3d(qs, q.head_dim)
+  if not target then perf.fail("attention lookup: cannot normalise q %s to (T, N, D): q_shape_normalize_failed", match.format_shape(qs)) end
+  local seq = math.tointeger(q.seq) or (q.seq and math.floor(q.seq))
+  if not seq then perf.fail("attention lookup: give seq = the average sequence length (missing_seq_lens)") end
+  local dtype = q.dtype and match.dtype(q.dtype)
+  local sparse = q.sparse_mode or 3
+  local layout = q.layout or (#qs == 3 and "TND" or #qs == 4 and "BNSD_NBSD" or nil)
+  local filters = {
+    { col = "Runtime sparse_mode", want = sparse, num = true },
+    { col = "Runtime num_key_value_heads", want = q.kv_heads, num = true },
+    { col = "Runtime input_layout", want = layout, blank_ok = true },
+  }
+  local cdt, cmeta = t:column("Input Data Types"), t:column("Runtime metadata_completeness")
+  local best, tried = nil, {}
+  for i = 1, #t do
+    local lat, col = K:latency(i)
+    local why
+    local rowseq = tonumber(t:cell(i, seqcol))
+    local shapes = t:shapes(t:cell(i, "Input Shapes"))
+    local s0 = shapes and shapes[1] and not shapes[1].scalar and q3d(shapes[1], target[3])
+    if not lat then why = "no valid latency"
+    elseif not rowseq or rowseq ~= rowseq or rowseq < 0 then why = "no avg_seq_len"
+    elseif not s0 then why = "slot 0 is not a (T, N, D) shape"
+    elseif dtype and cdt and match.list(t:cell(i, cdt))[1] ~= dtype then why = "dtype " .. tostring(match.list(t:cell(i, cdt))[1])
+    elseif s0[2] ~= target[2] or s0[3] ~= target[3] then why = string.format("N,D %d,%d", s0[2], s0[3])
+    else
+      for _, f in ipairs(filters) do
+        if f.want ~= nil and t:column(f.col) then
+          local cell = t:cell(i, f.col)
+          if not (f.blank_ok and cell == "") then
+            local ok = f.num and tonumber(cell) == tonumber(f.want) or (not f.num and cell == tostring(f.want))
+            if not ok then why = f.col .. " " .. cell; break end
+          end
+        end
+      end
+      if not why and math.abs(math.floor(rowseq) - seq) > TOLERANCE then
+        why = string.format("avg_seq_len %s is more than %d from %d", t:cell(i, seqcol), TOLERANCE, seq)
+      end
+      if not why and s0[1] ~= target[1] and not match.padded(target[1], s0[1]) and not match.padded(s0[1], target[1]) then
+        why = string.format("T %d vs %d, not block-padded", s0[1], target[1])
+      end
+    end
+    if why then
+      tried[#tried + 1] = { line = t:line(i), why = why }
+    else
+      local d = math.abs(math.floor(rowseq) - seq)
+      if cmeta then
+        local m = t:cell(i, cmeta)
+        if m == "" or m == "legacy" then d = d + 0.5 end
+      end
+      tried[#tried + 1] = { line = t:line(i), why = string.format("match, distance %s", d) }
+      if not best or d < best.d then best = { d = d, row = i, lat = lat, col = col } end
+    end
+  end
+  local label = string.format("%s q %s seq %d", K.name, match.format_shape(target), seq)
+  local res = R.new(nil, { "line", "result" })
+  if best then
+    res.latency, res.source, res.confidence, res.rule = best.lat, "MEASURED", 0.9, "attention"
+    res.row, res.line, res.column = best.row, t:line(best.row), best.col
+    res.title = string.format("lookup %s: MEASURED %s us from line %d (%s, rule attention, seq distance %s)", label,
+                              R.fmt(best.lat), res.line, best.col, best.d)
+  else
+    res.miss = "shape_mismatch"
+    res.title = string.format("lookup %s: MISS shape_mismatch (%d rows tried)", label, #tried)
+  end
+  if opts.explain then
+    for _, x in ipairs(tried) do
+      res[#res + 1] = { line = x.line, result = (best and x.line == res.line) and ("CHOSEN " .. x.why) or x.why }
+    end
+  end
+  return res
+end
+
+return A
