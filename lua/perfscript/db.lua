@@ -493,11 +493,23 @@ function Kmethods:lookup(shapes, dtypes, opts)
   local tried = {}      -- row -> {ok, reason, rule}
   local cands = {}
 
+  -- MoE (DispatchFFNCombine, spec 2.6): a file with an EP Size column needs the query's ep;
+  -- rows must equal it, and the first matching row wins
+  local epcol = t:column("EP Size")
+  local ep = opts.ep or opts.ep_size
+  local moe = epcol and (self.name == "DispatchFFNCombine" or opts.moe)
+  if moe and not ep then
+    local res = R.new(string.format("lookup %s: MISS ep_size_not_configured (the file has EP Size; pass {ep = n})", self.name), {})
+    res.miss = "ep_size_not_configured"
+    return res
+  end
   local function check_row(i)
     if tried[i] then return tried[i] end
     local res
     if not lat[i] then
       res = { reason = "no valid latency (skipped by the consumer)" }
+    elseif moe and math.tointeger(tonumber(t:cell(i, epcol))) ~= ep then
+      res = { reason = "EP Size " .. (t:cell(i, epcol) == "" and "blank" or t:cell(i, epcol)) .. ", query ep " .. ep }
     else
       local shapes_i, dtypes_i = self:_inputs(i)
       if not shapes_i then
@@ -549,7 +561,7 @@ function Kmethods:lookup(shapes, dtypes, opts)
     end
     for _, i in ipairs(ix:skipped()) do check_row(i) end
   end
-  table.sort(cands, score_less)
+  table.sort(cands, moe and function(a, b) return a.row < b.row end or score_less)
   local best = cands[1]
   local title
   local res = R.new(nil, opts.explain and { "line", "result", "rule or first failure", "latency(us)", "column" }

@@ -335,6 +335,16 @@ function TestAxes:test_attention_exact()
   lu.assertEquals(x:lookup("FusedInferAttentionScore", { q = "128,4,128", seq = 1200 }).miss, "shape_mismatch")
 end
 
+function TestAxes:test_moe_ep_size()
+  local r = db:lookup("DispatchFFNCombine", "120,7168;16,7168,4096", "DT_BF16;INT8", { ep = 16 })
+  lu.assertEquals(r.latency, 10.0)
+  r = db:lookup("DispatchFFNCombine", "240,7168;16,7168,4096", "DT_BF16;INT8", { ep = 16, explain = true })
+  lu.assertEquals(r.miss, "shape_mismatch")  -- its EP Size is blank: never matches
+  lu.assertStrContains(r[2]["rule or first failure"], "EP Size blank")
+  r = db:lookup("DispatchFFNCombine", "120,7168;16,7168,4096", "DT_BF16;INT8")
+  lu.assertEquals(r.miss, "ep_size_not_configured")
+end
+
 function TestRows:test_filter_errors_are_reported()
   local r = db:rows("MatMulV2", function(row) return row.inputs[3][1] > 0 end)
   lu.assertEquals(#r, 0)

@@ -156,13 +156,14 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
     res.title = string.format("lookup %s -> %s", op, res.title)
     return res
   end
-  if m ~= "compute" and m ~= "mtp_projection" and m ~= "elementwise" then
+  if m ~= "compute" and m ~= "mtp_projection" and m ~= "elementwise" and m ~= "moe_fused" then
     perf.fail("%s: query mode '%s' is not reproduced by the explorer (compute path only); look up its kernels (%s) directly",
               op, m, table.concat(Mp.kernels(e), ", "))
   end
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
   o.n = o.n or math.tointeger(e.tc_input_count)
+  if m == "moe_fused" then o.moe, o.n = true, nil end  -- shapes as the 7 physical inputs
   local first = type(shapes) == "string" and shapes or nil
   local rank
   if first then
