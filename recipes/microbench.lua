@@ -311,8 +311,14 @@ local function main(a)
   if a.simulate then say("SIMULATED run: durations come from a roofline model, not an NPU.") end
   say(("Database: %s%s"):format(src, dst ~= src and (" -> results into " .. dst) or ""))
 
-  -- 1. plan (read-only)
-  local p = plan.build(files, { mode = a.update_mode, ep_size = a.dispatch_ffn_combine_ep_size })
+  -- 1. plan (read-only; --prof-path re-parses without replaying, so it needs no plan)
+  local p
+  if a.prof_path then
+    p = { cases = {}, unreplayable = {}, ops = {} }
+    for _, f in ipairs(files) do p.ops[#p.ops + 1] = f.op end
+  else
+    p = plan.build(files, { mode = a.update_mode, ep_size = a.dispatch_ffn_combine_ep_size })
+  end
   local plan_path = run_dir .. "/plan.jsonl"
   assert(plan.write(plan_path, p, { repeat_count = a.repeat_count, warmup = a.warmup, distributed = {
     nproc_per_node = a.dispatch_ffn_combine_nproc_per_node, nnodes = a.dispatch_ffn_combine_nnodes,

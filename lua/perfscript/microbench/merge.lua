@@ -138,8 +138,25 @@ function M.file(path, rows, match_only, opts)
   local recorded = {}                       -- target rows reached by a rows-to-merge row
   local added = {}                          -- appended rows (output arrays)
   local added_index = {}                    -- hash -> index in added
+  local stem_op = perf.sig.op_name(stem)
+  local stem_mm = perf.sig.is_matmul(stem_op)
+  local same_sig = {}                       -- op -> aggregated hash valid under this stem?
   local function consider(r, kind)
-    local text, h = perf.sig.row(r, stem)
+    local h = r._hash
+    if h then
+      local op = r._op
+      local ok = same_sig[op]
+      if ok == nil then
+        local n = perf.sig.op_name(op)
+        ok = n == stem_op or (stem_mm and perf.sig.is_matmul(n))
+        same_sig[op] = ok
+      end
+      if not ok then h = nil end
+    end
+    if not h then
+      local _
+      _, h = perf.sig.row(r, stem)
+    end
     local target = first[h]
     local dur = schema.valid_sample(r[schema.MB_DUR])
     if not target then

@@ -59,7 +59,11 @@ end
 
 -- A sample that may enter a minimum: finite and > 0 (a blank never wins).
 function M.valid_sample(s)
-  local v = M.parse_float(s)
+  local v = tonumber(s) -- fast path: plain numbers (the slow path handles spaces, nan, inf)
+  if not v then
+    if s == nil or s == "" then return nil end
+    v = M.parse_float(s)
+  end
   if v > 0 and v < math.huge then return v end
   return nil
 end

@@ -1,0 +1,80 @@
+/* perfscript.opsum: op_summary aggregation in C (see opsum.h), returned as database rows.
+ *   opsum.aggregate({path, ...}) -> {samples = n, groups = {g, ...}} or nil, message
+ *   g = {op = "MatMulV2", hash = <signature hash>, count = n, nvalid = n, min = d | nil,
+ *        row = {["OP State"] = ..., ["Accelerator Core"] = <Task Type>, ... ,
+ *               ["Average Duration(us)"] = "%.6f", ["MicroBench <m>"] = "%.6f" | ""}} */
+#include <stdio.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "luabind.h"
+#include "opsum.h"
+
+static int l_aggregate(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  ps_opsum *a = ps_opsum_new();
+  if (!a) return luaL_error(L, "out of memory");
+  char err[700];
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    const char *path = lua_tostring(L, -1);
+    if (!path || ps_opsum_add_file(a, path, err, sizeof err) != 0) {
+      if (!path) snprintf(err, sizeof err, "opsum.aggregate: paths[%d] is not a string", (int)i);
+      ps_opsum_free(a);
+      return ps_fail(L, err);
+    }
+    lua_pop(L, 1);
+  }
+  size_t ng = ps_opsum_ngroups(a);
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, (lua_Integer)ps_opsum_rows(a));
+  lua_setfield(L, -2, "samples");
+  lua_createtable(L, (int)ng, 0);
+  char num[64], name[64];
+  for (size_t i = 0; i < ng; i++) {
+    const ps_opsum_group *g = ps_opsum_group_at(a, i);
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, g->op);
+    lua_setfield(L, -2, "op");
+    lua_pushinteger(L, (lua_Integer)g->hash);
+    lua_setfield(L, -2, "hash");
+    lua_pushinteger(L, (lua_Integer)g->count);
+    lua_setfield(L, -2, "count");
+    lua_pushinteger(L, (lua_Integer)g->nvalid);
+    lua_setfield(L, -2, "nvalid");
+    if (g->nvalid) {
+      lua_pushnumber(L, g->min);
+      lua_setfield(L, -2, "min");
+    }
+    lua_createtable(L, 0, 8 + 1 + PS_OPSUM_NMETRICS);
+    for (int c = 0; c < 8; c++) {
+      lua_pushstring(L, c == 1 ? g->cells[PS_OPSUM_TASK_TYPE] : g->cells[c]);
+      lua_setfield(L, -2, ps_opsum_base_columns[c]);
+    }
+    if (g->nvalid) {
+      snprintf(num, sizeof num, "%.6f", g->min);
+      lua_pushstring(L, num);
+      lua_setfield(L, -2, "Average Duration(us)");
+      for (int m = 0; m < PS_OPSUM_NMETRICS; m++) {
+        if (g->counts[m]) snprintf(num, sizeof num, "%.6f", g->sums[m] / (double)g->counts[m]);
+        else num[0] = '\0';
+        snprintf(name, sizeof name, "MicroBench %s", ps_opsum_metrics[m]);
+        lua_pushstring(L, num);
+        lua_setfield(L, -2, name);
+      }
+    }
+    lua_setfield(L, -2, "row");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "groups");
+  ps_opsum_free(a);
+  return 1;
+}
+
+int luaopen_perfscript_opsum(lua_State *L) {
+  static const luaL_Reg funcs[] = {{"aggregate", l_aggregate}, {NULL, NULL}};
+  luaL_newlib(L, funcs);
+  return 1;
+}

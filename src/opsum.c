@@ -1,0 +1,202 @@
+/* op_summary aggregation; see opsum.h. */
+#include "opsum.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csvread.h"
+#include "sig.h"
+
+const char *const ps_opsum_base_columns[8] = {
+  "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
+  "Output Shapes", "Output Data Types", "Output Formats"};
+
+const char *const ps_opsum_metrics[PS_OPSUM_NMETRICS] = {
+  "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
+  "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio",
+  "aic_mte2_time(us)", "aic_mte2_ratio", "aic_fixpipe_time(us)", "aic_fixpipe_ratio",
+  "aic_icache_miss_rate", "aiv_time(us)", "aiv_total_cycles", "aiv_vec_time(us)",
+  "aiv_vec_ratio", "aiv_scalar_time(us)", "aiv_scalar_ratio", "aiv_mte2_time(us)",
+  "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio", "aiv_icache_miss_rate",
+  "cube_utilization(%)"};
+
+typedef struct slot { uint64_t h; size_t group; char *key; size_t keylen; } slot;
+
+struct ps_opsum {
+  ps_opsum_group *groups;
+  size_t ngroups, cap;
+  slot *table;             /* open addressing, power-of-two size; key NULL = empty */
+  size_t tsize;
+  uint64_t rows;
+  ps_sig *sig;
+  char *kbuf;
+  size_t kcap;
+};
+
+ps_opsum *ps_opsum_new(void) {
+  ps_opsum *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  a->sig = ps_sig_new();
+  a->tsize = 1024;
+  a->table = calloc(a->tsize, sizeof *a->table);
+  if (!a->sig || !a->table) {
+    ps_opsum_free(a);
+    return NULL;
+  }
+  return a;
+}
+
+void ps_opsum_free(ps_opsum *a) {
+  if (!a) return;
+  for (size_t i = 0; i < a->ngroups; i++) {
+    free(a->groups[i].op);
+    for (int c = 0; c < PS_OPSUM_NCELLS; c++) free(a->groups[i].cells[c]);
+  }
+  for (size_t i = 0; i < a->tsize; i++) free(a->table[i].key);
+  free(a->groups);
+  free(a->table);
+  free(a->kbuf);
+  ps_sig_free(a->sig);
+  free(a);
+}
+
+uint64_t ps_opsum_rows(const ps_opsum *a) { return a->rows; }
+size_t ps_opsum_ngroups(const ps_opsum *a) { return a->ngroups; }
+const ps_opsum_group *ps_opsum_group_at(const ps_opsum *a, size_t i) {
+  return i < a->ngroups ? &a->groups[i] : NULL;
+}
+
+/* Fields come trimmed from the reader (PS_CSV_TRIM). */
+static char *dup_trim(const char *s) {
+  size_t n = strlen(s);
+  char *d = malloc(n + 1);
+  if (d) memcpy(d, s, n + 1);
+  return d;
+}
+
+static int grow_table(ps_opsum *a) {
+  size_t nsize = a->tsize * 2;
+  slot *t = calloc(nsize, sizeof *t);
+  if (!t) return -1;
+  for (size_t i = 0; i < a->tsize; i++) {
+    if (!a->table[i].key) continue;
+    size_t j = a->table[i].h & (nsize - 1);
+    while (t[j].key) j = (j + 1) & (nsize - 1);
+    t[j] = a->table[i];
+  }
+  free(a->table);
+  a->table = t;
+  a->tsize = nsize;
+  return 0;
+}
+
+/* A finite number parsed from the whole (trimmed) field, or NAN. */
+static double number(const char *s) {
+  if (!*s) return NAN;
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end) return NAN;
+  return isfinite(v) ? v : NAN;
+}
+
+int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) {
+  ps_csv_reader *r = ps_csv_open(path, PS_CSV_TRIM, err, errsize);
+  if (!r) return -1;
+  ps_csv_record rec;
+  int st = ps_csv_next(r, &rec);
+  if (st <= 0) {
+    snprintf(err, errsize, "%s", st < 0 ? ps_csv_error(r) : "empty op_summary file");
+    ps_csv_close(r);
+    return -1;
+  }
+  int c_type = ps_csv_find_column(rec.fields, rec.nfields, "OP Type");
+  int c_task = ps_csv_find_column(rec.fields, rec.nfields, "Task Type");
+  int c_dur = ps_csv_find_column(rec.fields, rec.nfields, "Task Duration(us)");
+  if (c_type < 0 || c_dur < 0) {
+    snprintf(err, errsize, "%s:1: not an op_summary file (no OP Type / Task Duration(us) column)", path);
+    ps_csv_close(r);
+    return -1;
+  }
+  int c_base[8], c_met[PS_OPSUM_NMETRICS];
+  for (int i = 0; i < 8; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_opsum_base_columns[i]);
+  /* Accelerator Core is an alias of Task Type: the template's core comes from Task Type. */
+  c_base[1] = -1;
+  for (int i = 0; i < PS_OPSUM_NMETRICS; i++)
+    c_met[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_opsum_metrics[i]);
+#define F(c) ((c) >= 0 && (size_t)(c) < rec.nfields ? rec.fields[c] : "")
+  while ((st = ps_csv_next(r, &rec)) > 0) {
+    a->rows++;
+    const char *op = F(c_type);
+    if (!*op) continue;
+    ps_sig_row sr = {.op_name = op, .op_state = F(c_base[0]), .in_shapes = F(c_base[2]),
+                     .in_dtypes = F(c_base[3]), .in_formats = F(c_base[4]),
+                     .out_shapes = F(c_base[5]), .out_dtypes = F(c_base[6])};
+    if (ps_sig_compute(a->sig, &sr) != 0) goto oom;
+    size_t slen, oplen = strlen(op);
+    const char *text = ps_sig_text(a->sig, &slen);
+    size_t klen = oplen + 1 + slen;
+    if (klen + 1 > a->kcap) {
+      char *k = realloc(a->kbuf, klen + 64);
+      if (!k) goto oom;
+      a->kbuf = k;
+      a->kcap = klen + 64;
+    }
+    memcpy(a->kbuf, op, oplen);
+    a->kbuf[oplen] = '\x1e';
+    memcpy(a->kbuf + oplen + 1, text, slen);
+    uint64_t h = ps_sig_hash_bytes(a->kbuf, klen);
+    size_t j = h & (a->tsize - 1);
+    while (a->table[j].key && !(a->table[j].h == h && a->table[j].keylen == klen &&
+                                memcmp(a->table[j].key, a->kbuf, klen) == 0))
+      j = (j + 1) & (a->tsize - 1);
+    ps_opsum_group *g;
+    if (a->table[j].key) {
+      g = &a->groups[a->table[j].group];
+    } else {
+      if (a->ngroups == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 256;
+        ps_opsum_group *ng = realloc(a->groups, cap * sizeof *ng);
+        if (!ng) goto oom;
+        a->groups = ng;
+        a->cap = cap;
+      }
+      g = &a->groups[a->ngroups];
+      memset(g, 0, sizeof *g);
+      g->op = dup_trim(op);
+      for (int c = 0; c < 8; c++) g->cells[c] = dup_trim(F(c_base[c]));
+      g->cells[PS_OPSUM_TASK_TYPE] = dup_trim(F(c_task));
+      g->hash = ps_sig_hash(a->sig);
+      char *key = malloc(klen);
+      if (!key || !g->op) { free(key); goto oom; }
+      memcpy(key, a->kbuf, klen);
+      a->table[j] = (slot){h, a->ngroups, key, klen};
+      a->ngroups++;
+      if (a->ngroups * 2 > a->tsize && grow_table(a) != 0) goto oom;
+    }
+    g->count++;
+    double d = number(F(c_dur));
+    if (d > 0) {
+      if (!g->nvalid || d < g->min) g->min = d;
+      g->nvalid++;
+    }
+    for (int i = 0; i < PS_OPSUM_NMETRICS; i++) {
+      if (c_met[i] < 0) continue;
+      double v = number(F(c_met[i]));
+      if (!isnan(v)) g->sums[i] += v, g->counts[i]++;
+    }
+  }
+#undef F
+  if (st < 0) {
+    snprintf(err, errsize, "%s", ps_csv_error(r));
+    ps_csv_close(r);
+    return -1;
+  }
+  ps_csv_close(r);
+  return 0;
+oom:
+  snprintf(err, errsize, "%s: out of memory", path);
+  ps_csv_close(r);
+  return -1;
+}
