@@ -1,4 +1,5 @@
 #include "csvread.h"
+#include "grow.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -49,23 +50,13 @@ static void set_error(ps_csv_reader *r, const char *fmt, ...) {
   va_end(ap);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 1;
-  size_t c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, c * elem);
-  if (q == NULL) return 0;
-  *p = q;
-  *cap = c;
-  return 1;
-}
 
 static void on_field(void *s, size_t len, void *ud) {
   ps_csv_reader *r = ud;
   if (r->failed) return;
   if (r->nfields == r->open_first) r->open_line = r->line;
-  if (!grow((void **)&r->data, &r->data_cap, r->data_len + len + 1, 1) ||
-      !grow((void **)&r->fields, &r->fields_cap, r->nfields + 1, sizeof(field_ref))) {
+  if (ps_grow((void **)&r->data, &r->data_cap, r->data_len + len + 1, 1) != 0 ||
+      ps_grow((void **)&r->fields, &r->fields_cap, r->nfields + 1, sizeof(field_ref)) != 0) {
     r->failed = 1;
     set_error(r, "%ld: out of memory", r->line);
     return;
@@ -85,7 +76,7 @@ static void on_record(int c, void *ud) {
   if (r->failed) return;
   size_t n = r->nfields - r->open_first;
   if (n > 0) {  /* a line ending with no fields before it is a blank line: skipped */
-    if (!grow((void **)&r->records, &r->records_cap, r->nrecords + 1, sizeof(record_ref))) {
+    if (ps_grow((void **)&r->records, &r->records_cap, r->nrecords + 1, sizeof(record_ref)) != 0) {
       r->failed = 1;
       set_error(r, "%ld: out of memory", r->line);
       return;
@@ -192,7 +183,7 @@ static int fast_line(ps_csv_reader *r, const unsigned char *s, const unsigned ch
   if (cr) e--;
   size_t len = (size_t)(e - s);
   if (len == 0 || memchr(s, '\r', len) != NULL) return 0;
-  if (!grow((void **)&r->data, &r->data_cap, r->data_len + 2 * len + 2, 1)) return 0;
+  if (ps_grow((void **)&r->data, &r->data_cap, r->data_len + 2 * len + 2, 1) != 0) return 0;
   size_t first = r->nfields, data_len0 = r->data_len;
   const unsigned char *f = s, *next;
   do {
@@ -219,7 +210,7 @@ static int fast_line(ps_csv_reader *r, const unsigned char *s, const unsigned ch
       next = c ? c + 1 : NULL;
     }
     out[n] = '\0';
-    if (!grow((void **)&r->fields, &r->fields_cap, r->nfields + 1, sizeof(field_ref))) goto reject;
+    if (ps_grow((void **)&r->fields, &r->fields_cap, r->nfields + 1, sizeof(field_ref)) != 0) goto reject;
     r->fields[r->nfields++] = (field_ref){r->data_len, n};
     r->data_len += n + 1;
     f = next;
@@ -338,7 +329,7 @@ int ps_csv_next(ps_csv_reader *r, ps_csv_record *rec) {
     if (st == 0) return 0;
   }
   record_ref *rr = &r->records[r->next++];
-  if (!grow((void **)&r->out_fields, &r->out_cap, rr->n, sizeof(char *))) {
+  if (ps_grow((void **)&r->out_fields, &r->out_cap, rr->n, sizeof(char *)) != 0) {
     set_error(r, "%ld: out of memory", rr->line);
     r->failed = 1;
     return -1;

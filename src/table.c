@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "csvread.h"
+#include "grow.h"
 
 struct ps_table {
   char *path;
@@ -36,16 +37,6 @@ struct ps_index {
   size_t *skipped; size_t nskipped, skipped_cap;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 1;
-  size_t c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, c * elem);
-  if (q == NULL) return 0;
-  *p = q;
-  *cap = c;
-  return 1;
-}
 
 /* ---- strings ---------------------------------------------------------------------------- */
 
@@ -84,13 +75,13 @@ static ps_sid add_string(ps_table *t, const char *s, size_t len, uint64_t h) {
   if (len > UINT32_MAX || t->nstr >= PS_SID_NONE - 2) return PS_SID_NONE;
   if (h && (t->ninterned + 1) * 2 > t->nslots && !rehash(t, t->nslots * 2)) return PS_SID_NONE;
   size_t cap = t->str_cap;
-  if (!grow((void **)&t->soff, &cap, t->nstr + 1, sizeof *t->soff)) return PS_SID_NONE;
+  if (ps_grow((void **)&t->soff, &cap, t->nstr + 1, sizeof *t->soff) != 0) return PS_SID_NONE;
   cap = t->str_cap;
-  if (!grow((void **)&t->slen, &cap, t->nstr + 1, sizeof *t->slen)) return PS_SID_NONE;
+  if (ps_grow((void **)&t->slen, &cap, t->nstr + 1, sizeof *t->slen) != 0) return PS_SID_NONE;
   cap = t->str_cap;
-  if (!grow((void **)&t->shash, &cap, t->nstr + 1, sizeof *t->shash)) return PS_SID_NONE;
+  if (ps_grow((void **)&t->shash, &cap, t->nstr + 1, sizeof *t->shash) != 0) return PS_SID_NONE;
   t->str_cap = cap;
-  if (!grow((void **)&t->pool, &t->pool_cap, t->pool_len + len + 1, 1)) return PS_SID_NONE;
+  if (ps_grow((void **)&t->pool, &t->pool_cap, t->pool_len + len + 1, 1) != 0) return PS_SID_NONE;
   memcpy(t->pool + t->pool_len, s, len);
   t->pool[t->pool_len + len] = '\0';
   ps_sid id = (ps_sid)t->nstr++;
@@ -185,11 +176,11 @@ ps_table *ps_table_load(const char *path, char *err, size_t errsize) {
     if (t->nrows == SAMPLE)
       for (size_t c = 0; c < t->ncols; c++) t->col_plain[c] = fresh[c] > SAMPLE / 2;
     size_t cap = t->rows_cap;
-    if (!grow((void **)&t->lines, &cap, t->nrows + 1, sizeof *t->lines)) goto oom;
+    if (ps_grow((void **)&t->lines, &cap, t->nrows + 1, sizeof *t->lines) != 0) goto oom;
     cap = t->rows_cap;
-    if (!grow((void **)&t->nfields, &cap, t->nrows + 1, sizeof *t->nfields)) goto oom;
+    if (ps_grow((void **)&t->nfields, &cap, t->nrows + 1, sizeof *t->nfields) != 0) goto oom;
     cap = t->rows_cap;
-    if (!grow((void **)&t->cells, &cap, t->nrows + 1, t->ncols * sizeof *t->cells)) goto oom;
+    if (ps_grow((void **)&t->cells, &cap, t->nrows + 1, t->ncols * sizeof *t->cells) != 0) goto oom;
     t->rows_cap = cap;
     ps_sid *row = t->cells + t->nrows * t->ncols;
     for (size_t c = 0; c < t->ncols; c++) {
@@ -306,7 +297,7 @@ ps_index *ps_index_build(ps_table *t, size_t nkey, ps_keyfn fn, void *ud) {
   for (size_t row = 0; row < t->nrows; row++) {
     ix->next[row] = -1;
     if (!fn(t, row, key, ud)) {
-      if (!grow((void **)&ix->skipped, &ix->skipped_cap, ix->nskipped + 1, sizeof(size_t)))
+      if (ps_grow((void **)&ix->skipped, &ix->skipped_cap, ix->nskipped + 1, sizeof(size_t)) != 0)
         goto oom;
       ix->skipped[ix->nskipped++] = row;
       continue;
@@ -321,13 +312,13 @@ ps_index *ps_index_build(ps_table *t, size_t nkey, ps_keyfn fn, void *ud) {
     }
     if ((ix->ngroups + 1) * 2 > ix->nslots && !index_rehash(ix, ix->nslots * 2)) goto oom;
     size_t cap = ix->groups_cap;
-    if (!grow((void **)&ix->keys, &cap, ix->ngroups + 1, nkey * sizeof *key)) goto oom;
+    if (ps_grow((void **)&ix->keys, &cap, ix->ngroups + 1, nkey * sizeof *key) != 0) goto oom;
     cap = ix->groups_cap;
-    if (!grow((void **)&ix->first, &cap, ix->ngroups + 1, sizeof *ix->first)) goto oom;
+    if (ps_grow((void **)&ix->first, &cap, ix->ngroups + 1, sizeof *ix->first) != 0) goto oom;
     cap = ix->groups_cap;
-    if (!grow((void **)&ix->last, &cap, ix->ngroups + 1, sizeof *ix->last)) goto oom;
+    if (ps_grow((void **)&ix->last, &cap, ix->ngroups + 1, sizeof *ix->last) != 0) goto oom;
     cap = ix->groups_cap;
-    if (!grow((void **)&ix->size, &cap, ix->ngroups + 1, sizeof *ix->size)) goto oom;
+    if (ps_grow((void **)&ix->size, &cap, ix->ngroups + 1, sizeof *ix->size) != 0) goto oom;
     ix->groups_cap = cap;
     g = (long)ix->ngroups++;
     memcpy(ix->keys + (size_t)g * nkey, key, nkey * sizeof *key);
