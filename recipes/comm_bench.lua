@@ -114,6 +114,7 @@ end
 if args.do_run then
   local runner = require "perfscript.analysis.commrun"
   local log_dir = args.log_dir or (args.database_path .. "/logs")
-  local failed = runner.run_all(sessions, { timeout = args.timeout, log_dir = log_dir })
+  local failed = runner.run_all(sessions, { timeout = args.timeout, log_dir = log_dir,
+                                           out_dir = args.database_path })
   os.exit(failed == 0 and 0 or 1)
 end

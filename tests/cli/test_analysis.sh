@@ -145,6 +145,31 @@ expect_contains "comm_bench: unbuildable tier warned" "$(err)" "WARNING: skippin
 st=$(run "$R/comm_bench.lua" --ops broadcast)
 expect_eq "comm_bench: unknown op is a usage error" "$st" 1
 
+# --do-run with a stand-in torchrun: argv passed as is (no shell), 139 harmless, failures and
+# timeouts reported, the next session still runs, exit status 1 when one failed.
+cat >fake-torchrun <<'SH'
+#!/bin/sh
+echo "$@" >>"$(dirname "$0")/calls.txt"
+case "$*" in
+  *"--ops all_gather --num-devices 2 "*) kill -SEGV $$ ;;
+  *"--ops all_gather --num-devices 4 "*) echo "HCCL init failed" >&2; exit 3 ;;
+  *"--ops all_to_all --num-devices 2 "*) sleep 30 ;;
+esac
+exit 0
+SH
+chmod +x fake-torchrun
+expect_run "comm_bench --do-run" 1 out "2 of 4 sessions succeeded; results in bench out, logs in bench out/logs" \
+  "$R/comm_bench.lua" --do-run --torchrun "$TMP/fake-torchrun" --ops all_gather,all_to_all \
+  --num-devices 2,4 --topology-tier 1 --bytes-grid 1024 --database-path "bench out" --timeout 1
+expect_contains "comm_bench --do-run: harmless SIGSEGV" "$(out)" "[1/4] all_gather n=2 tier=1 ... ok"
+expect_contains "comm_bench --do-run: failure reported" "$(out)" "[2/4] all_gather n=4 tier=1 ... FAILED with status 3 (exit); log bench out/logs/02_all_gather_n4_tier1.err"
+expect_contains "comm_bench --do-run: timeout reported" "$(out)" "[3/4] all_to_all n=2 tier=1 ... TIMEOUT after 1s (process group killed)"
+expect_contains "comm_bench --do-run: the session's stderr logged" "$(cat "bench out/logs/02_all_gather_n4_tier1.err")" "HCCL init failed"
+expect_eq "comm_bench --do-run: every session started" "$(wc -l <calls.txt | tr -d ' ')" 4
+expect_contains "comm_bench --do-run: argv kept whole" "$(head -1 calls.txt)" "--nproc_per_node=2 --master_port=29700 tools/perf_data_collection/comm_bench/generate_comm_microbench.py --ops all_gather"
+expect_run "comm_bench --do-run without torchrun" 1 err "nonexistent-torchrun not found on PATH" \
+  "$R/comm_bench.lua" --do-run --torchrun nonexistent-torchrun --ops all_reduce --num-devices 2
+
 # --- real exports (skipped when absent) -------------------------------------------------------------
 echo '{"traceEvents": []}' >empty.json
 if K=$(real_data Ascend-msinsight/test/st/level2/rank_0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv); then
