@@ -58,6 +58,29 @@ function M.save(rows, path)
   return path
 end
 
+-- Completion inside a string argument: for `obj:method("pre` (or obj.method), the names that
+-- obj:names() lists (a database's kernel types), filtered by the prefix typed so far.
+function M.complete_string(word, before)
+  local path = before:match("([%a_][%w_%.]*)[:.][%a_][%w_]*%s*%(%s*$")
+    or before:match("([%a_][%w_%.]*)%s*%[%s*$")
+  if not path then return {} end
+  local obj = _G
+  for part in path:gmatch("[^.]+") do
+    if type(obj) ~= "table" and type(obj) ~= "userdata" then return {} end
+    local ok, v = pcall(function() return obj[part] end)
+    if not ok then return {} end
+    obj = v
+  end
+  local ok, names = pcall(function() return obj:names() end)
+  if not ok or type(names) ~= "table" then return {} end
+  local out = {}
+  for _, n in ipairs(names) do
+    if type(n) == "string" and n:sub(1, #word) == word then out[#out + 1] = n end
+  end
+  table.sort(out)
+  return out
+end
+
 function M.open_db(dir)
   local db, err = perf.open(dir)
   if not db then perf.fail("%s", err) end

@@ -211,14 +211,37 @@ static char *match_generator(const char *text, int state) {
   return next < nmatches ? strdup(matches[next++]) : NULL;  /* readline frees what it gets */
 }
 
+/* Inside a string argument (db:lookup("Mat<Tab>) the candidates come from Lua:
+ * perfscript.repl.complete_string(word, line_before_the_quote) returns an array. A single
+ * match is closed with the quote it was opened with (readline's rule). */
+static void complete_in_string(lua_State *L, const char *text, int start) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "perfscript.repl");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK || !lua_istable(L, -1)) return;
+  if (lua_getfield(L, -1, "complete_string") != LUA_TFUNCTION) return;
+  lua_pushstring(L, text);
+  lua_pushlstring(L, rl_line_buffer, (size_t)(start - 1));
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK || !lua_istable(L, -1)) return;
+  lua_Integer n = luaL_len(L, -1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, -1, i) == LUA_TSTRING) add_match(lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+}
+
 static char **complete(const char *text, int start, int end) {
-  (void)start; (void)end;
+  (void)end;
   lua_State *L = repl_state;
   rl_attempted_completion_over = 1;
   rl_completion_append_character = '\0';
   for (size_t i = 0; i < nmatches; i++) free(matches[i]);
   nmatches = 0;
   int top = lua_gettop(L);
+  if (start > 0 && (rl_line_buffer[start - 1] == '"' || rl_line_buffer[start - 1] == '\'')) {
+    complete_in_string(L, text, start);
+    lua_settop(L, top);
+    return nmatches ? rl_completion_matches(text, match_generator) : NULL;
+  }
   const char *sep = strrchr(text, '.');
   const char *colon = strrchr(text, ':');
   if (colon > sep) sep = colon;

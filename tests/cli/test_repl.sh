@@ -47,6 +47,11 @@ tmux -S "$sock" send-keys 'string.up' Tab
 sleep 0.3
 tmux -S "$sock" send-keys '("abc")' Enter
 wait_for '"ABC"' && ok "tab completes a table field" || not_ok "tab completes a table field" "$(screen)" "$(cat $TMP/tty.err)"
+tmux -S "$sock" send-keys 'names_obj = {names = function() return {"MatMulV2", "QuantBatchMatmulV3"} end}' Enter
+tmux -S "$sock" send-keys 'print(#names_obj:names("Quant' Tab
+sleep 0.3
+tmux -S "$sock" send-keys '))' Enter
+wait_for "print(#names_obj:names(\"QuantBatchMatmulV3\"))" && ok "tab completes names inside a string" || not_ok "tab completes names inside a string" "$(screen)"
 tmux -S "$sock" send-keys 'for i = 1, 2 do' Enter
 wait_for ">>" && ok "continuation prompt for an open statement" || not_ok "continuation prompt" "$(screen)"
 tmux -S "$sock" send-keys 'end' Enter
