@@ -164,19 +164,21 @@ local function load_csv(path, kernel)
   return { header = header, col = col, template = trow, existing = existing, rows = nrows, eol = eol }
 end
 
--- The generated population of one file: candidates after alignment, clearing, memory and
--- in-set dedup, in generation order; stats counted.
-local function population(job, csv, st)
-  local T = csv.template
-  local t_in = cells.parse(T["Input Shapes"] or "") or {}
-  local t_out = (T["Output Shapes"] or "") ~= "" and (cells.parse(T["Output Shapes"]) or {}) or {}
+-- Stage 1, independent of the file's existing rows and of its kernel's signature rules:
+-- candidates aligned to the template's slots, absent slots cleared, the memory budget
+-- applied, shape text made, and the shape order worked out. Files whose templates agree on
+-- these cells share one result (M.run caches it), so e.g. MatMulV2 and MatMulV3 generate once.
+local function shaped(gen, T, budget)
+  local t_in = cells.parse(T["Input Shapes"] or "")
+  local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
   local kin, kout = #t_in, #t_out
-  local budget, kernel = job.max_hbm_bytes, job.kernel
-  local seen, pop = {}, {}
-  local rec = {}
+  local S = { list = {}, candidates = 0, rejected = 0, generated = 0, memory = 0, renders = {},
+              extra_names = {} }
+  local list, names, text = S.list, S.extra_names, cells.text
+  local EMPTY = {}
   local function emit(c)
-    st.generated = st.generated + 1
-    local ins, outs, extra = c.inputs, c.outputs, c.extra or {}
+    S.generated = S.generated + 1
+    local ins, outs, extra = c.inputs, c.outputs, c.extra or EMPTY
     if kin > 0 then align(ins, kin) end
     if kout > 0 then align(outs, kout) end
     local idt = extra["Input Data Types"] or T["Input Data Types"] or ""
@@ -186,30 +188,67 @@ local function population(job, csv, st)
     clear_absent(ins, idt, ifm)
     clear_absent(outs, odt, ofm)
     if budget and mem.row_bytes(ins, idt, outs, odt) > budget then
-      st.memory = st.memory + 1
+      S.memory = S.memory + 1
       return
     end
-    local it, ot = cells.text(ins), cells.text(outs)
-    rec["Input Shapes"], rec["Input Data Types"], rec["Input Formats"] = it, idt, ifm
-    rec["Output Shapes"], rec["Output Data Types"] = ot, odt
-    rec["EP Size"] = extra["EP Size"] or T["EP Size"]
-    local key = cells.key(kernel, rec)
-    if seen[key] then st.duplicates = st.duplicates + 1; return end
-    seen[key] = true
-    pop[#pop + 1] = { ins = ins, it = it, ot = ot, extra = extra, key = key }
+    if extra ~= EMPTY then for k in pairs(extra) do names[k] = true end end
+    list[#list + 1] = { ins = ins, it = text(ins), ot = text(outs), idt = idt, ifm = ifm, odt = odt,
+                        extra = extra }
   end
-  job.generate(emit, st)
-  return pop
+  gen(emit, S)
+  if S.candidates == 0 then S.candidates = S.generated end  -- generators count as they emit
+  -- shape order (stable): byte keys compared in C, each ending with the position
+  local keys = {}
+  for i, e in ipairs(list) do keys[i] = cells.sort_key(e.ins) .. string.pack(">I4", i); e.ins = nil end
+  table.sort(keys)
+  local order = {}
+  for i, k in ipairs(keys) do order[i] = string.unpack(">I4", k, #k - 3) end
+  S.order = order
+  return S
+end
+
+-- Stage 2: this file's population (dedup by its kernel's signature), the sample, and the
+-- entries not already in the file, in shape order. Returns indices into S.list.
+local function select_rows(job, csv, S, st)
+  local T, kernel, existing = csv.template, job.kernel, csv.existing
+  local key, rec, seen, pop, keys = cells.key, {}, {}, {}, {}
+  local t_ep = T["EP Size"]
+  for i, e in ipairs(S.list) do
+    rec["Input Shapes"], rec["Input Data Types"], rec["Input Formats"] = e.it, e.idt, e.ifm
+    rec["Output Shapes"], rec["Output Data Types"] = e.ot, e.odt
+    rec["EP Size"] = e.extra["EP Size"] or t_ep
+    local k = key(kernel, rec)
+    if seen[k] then
+      st.duplicates = st.duplicates + 1
+    else
+      seen[k] = true
+      pop[#pop + 1] = i
+      keys[i] = k
+    end
+  end
+  local chosen = pop
+  if job.rows and job.rows > 0 and #pop > job.rows then
+    chosen = {}
+    for n, idx in ipairs(M.sample(#pop, job.rows, job.seed, kernel)) do chosen[n] = pop[idx] end
+    st.sampled_out = #pop - job.rows
+  end
+  local mark = {}
+  for _, i in ipairs(chosen) do
+    if existing[keys[i]] then st.present = st.present + 1 else mark[i] = true end
+  end
+  local out = {}
+  for _, i in ipairs(S.order) do if mark[i] then out[#out + 1] = i end end
+  return out
 end
 
 -- Cell values of one appended row, in `header` order.
-local function render(header, T, cand)
+local function render(header, T, e)
   local row = {}
   for i, name in ipairs(header) do
     local v
-    if name == "Input Shapes" then v = cand.it == "" and "" or '"' .. cand.it .. '"'
-    elseif name == "Output Shapes" then v = cand.ot == "" and "" or '"' .. cand.ot .. '"'
-    elseif cand.extra[name] ~= nil then v = cand.extra[name]
+    if name == "Input Shapes" then v = e.it == "" and "" or '"' .. e.it .. '"'
+    elseif name == "Output Shapes" then v = e.ot == "" and "" or '"' .. e.ot .. '"'
+    elseif e.extra[name] ~= nil then v = e.extra[name]
     elseif INHERIT[name] then v = T[name] or ""
     else v = "" end  -- latencies, counters, unset runtime and user columns: to be measured
     row[i] = v
@@ -217,24 +256,60 @@ local function render(header, T, cand)
   return row
 end
 
-local function write_rows(job, csv, appended)
+-- Encoded CSV lines (without line end) of entries, cached per header/template layout.
+local function lines_for(S, header, T, idx)
+  local plan, fixed, sigparts = {}, {}, {}
+  for i, name in ipairs(header) do
+    if name == "Input Shapes" then plan[i] = 1
+    elseif name == "Output Shapes" then plan[i] = 2
+    elseif S.extra_names[name] then plan[i] = name
+    else
+      plan[i] = 0
+      fixed[i] = csv_field(INHERIT[name] and T[name] or "")
+    end
+    sigparts[i] = name .. "\1" .. (fixed[i] or "")
+  end
+  local sig = table.concat(sigparts, "\2")
+  local cache = S.renders[sig]
+  if not cache then cache = {}; S.renders[sig] = cache end
+  local out, row, n, list = {}, {}, #header, S.list
+  for o, i in ipairs(idx) do
+    local line = cache[i]
+    if not line then
+      local e = list[i]
+      local extra = e.extra
+      for c = 1, n do
+        local k = plan[c]
+        if k == 0 then row[c] = fixed[c]
+        elseif k == 1 then row[c] = e.it == "" and "" or '"""' .. e.it .. '"""'
+        elseif k == 2 then row[c] = e.ot == "" and "" or '"""' .. e.ot .. '"""'
+        else
+          local v = extra[k]
+          if v == nil then v = INHERIT[k] and T[k] or "" end
+          row[c] = csv_field(v)
+        end
+      end
+      line = table.concat(row, ",", 1, n)
+      cache[i] = line
+    end
+    out[o] = line
+  end
+  return out
+end
+
+local function write_rows(job, csv, S, idx)
   -- columns the new rows need that the header lacks (e.g. FIA runtime columns, EP Size)
   local extra_cols, have = {}, {}
   for _, h in ipairs(csv.header) do have[h] = true end
-  local function want(name)
-    if not have[name] then have[name] = true; extra_cols[#extra_cols + 1] = name end
-  end
+  local used = {}
+  for _, i in ipairs(idx) do for name in pairs(S.list[i].extra) do used[name] = true end end
   for _, name in ipairs(job.columns or {}) do
-    for _, c in ipairs(appended) do if c.extra[name] ~= nil then want(name); break end end
+    if used[name] and not have[name] then have[name] = true; extra_cols[#extra_cols + 1] = name end
   end
   local others = {}
-  for _, c in ipairs(appended) do
-    for name in pairs(c.extra) do if not have[name] then others[name] = true end end
-  end
-  local sorted = {}
-  for name in pairs(others) do sorted[#sorted + 1] = name end
-  table.sort(sorted)
-  for _, name in ipairs(sorted) do want(name) end
+  for name in pairs(used) do if not have[name] then others[#others + 1] = name end end
+  table.sort(others)
+  for _, name in ipairs(others) do extra_cols[#extra_cols + 1] = name end
 
   local header = table.move(csv.header, 1, #csv.header, 1, {})
   for _, name in ipairs(extra_cols) do header[#header + 1] = name end
@@ -243,38 +318,10 @@ local function write_rows(job, csv, appended)
     local text, err = read_file(job.path)
     if not text then return nil, err end
     local eol = csv.eol or "\n"
-    local buf = { text }
-    if #text > 0 and not text:find("\n$") then buf[#buf + 1] = eol end
-    -- per column: a fixed encoded cell (inherited or blank), or what varies per row
-    local plan, fixed = {}, {}
-    local extra_names = {}
-    for _, c in ipairs(appended) do for name in pairs(c.extra) do extra_names[name] = true end end
-    for i, name in ipairs(header) do
-      if name == "Input Shapes" then plan[i] = 1
-      elseif name == "Output Shapes" then plan[i] = 2
-      elseif extra_names[name] then plan[i] = name
-      else
-        plan[i] = 0
-        fixed[i] = csv_field(INHERIT[name] and csv.template[name] or "")
-      end
-    end
-    local row, n = {}, #header
-    for _, c in ipairs(appended) do
-      local extra = c.extra
-      for i = 1, n do
-        local k = plan[i]
-        if k == 0 then row[i] = fixed[i]
-        elseif k == 1 then row[i] = c.it == "" and "" or '"""' .. c.it .. '"""'
-        elseif k == 2 then row[i] = c.ot == "" and "" or '"""' .. c.ot .. '"""'
-        else
-          local v = extra[k]
-          if v == nil then v = INHERIT[k] and csv.template[k] or "" end
-          row[i] = csv_field(v)
-        end
-      end
-      buf[#buf + 1] = table.concat(row, ",", 1, n) .. eol
-    end
-    return perf.fs.write_atomic(job.path, table.concat(buf))
+    local lines = lines_for(S, header, csv.template, idx)
+    local sep = (#text > 0 and not text:find("\n$")) and eol or ""
+    return perf.fs.write_atomic(job.path, text .. sep .. table.concat(lines, eol) .. eol,
+                                { if_changed = false })
   end
   -- header extension: existing rows rewritten with empty cells in the new columns
   local r, err = perf.csv.open(job.path, { header = true })
@@ -288,40 +335,31 @@ local function write_rows(job, csv, appended)
     w:write(f)
   end
   r:close()
-  for _, c in ipairs(appended) do w:write(render(header, csv.template, c)) end
+  for _, i in ipairs(idx) do w:write(render(header, csv.template, S.list[i])) end
   return w:commit()
 end
 
 -- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
--- rows, seed, max_hbm_bytes, dry_run.
+-- rows, seed, max_hbm_bytes, dry_run, cache (a table shared by the files of one run).
 function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
                memory = 0, duplicates = 0, sampled_out = 0, present = 0, appended = 0 }
   local csv, why = load_csv(job.path, job.kernel)
   if not csv then st.status = "skipped: " .. why; return st end
-  local pop = population(job, csv, st)
-  if st.candidates == 0 then st.candidates = st.generated end  -- generators count as they emit
-  local chosen = pop
-  if job.rows and job.rows > 0 and #pop > job.rows then
-    chosen = {}
-    for i, idx in ipairs(M.sample(#pop, job.rows, job.seed, job.kernel)) do chosen[i] = pop[idx] end
-    st.sampled_out = #pop - job.rows
-  end
-  local appended = {}
-  for _, c in ipairs(chosen) do
-    if csv.existing[c.key] then st.present = st.present + 1 else appended[#appended + 1] = c end
-  end
-  -- by shape, stable: sort byte keys (compared in C) that end with the position
-  local keys = {}
-  for i, c in ipairs(appended) do keys[i] = cells.sort_key(c.ins) .. string.pack(">I4", i) end
-  table.sort(keys)
-  local sorted = {}
-  for i, k in ipairs(keys) do sorted[i] = appended[string.unpack(">I4", k, #k - 3)] end
-  appended = sorted
-  st.appended = #appended
-  if #appended == 0 then st.status = "unchanged"; return st end
+  local T = csv.template
+  local ck = table.concat({ job.pattern or job.path, T["Input Shapes"] and #cells.parse(T["Input Shapes"]) or 0,
+                            (T["Output Shapes"] or "") ~= "" and #cells.parse(T["Output Shapes"]) or 0,
+                            T["Input Data Types"] or "", T["Input Formats"] or "", T["Output Data Types"] or "",
+                            T["Output Formats"] or "", tostring(job.max_hbm_bytes) }, "\0")
+  local cache = job.cache or {}
+  local S = cache[ck]
+  if not S then S = shaped(job.generate, T, job.max_hbm_bytes); cache[ck] = S end
+  st.candidates, st.rejected, st.generated, st.memory = S.candidates, S.rejected, S.generated, S.memory
+  local idx = select_rows(job, csv, S, st)
+  st.appended = #idx
+  if #idx == 0 then st.status = "unchanged"; return st end
   if job.dry_run then st.status = "would append"; return st end
-  local res, err = write_rows(job, csv, appended)
+  local res, err = write_rows(job, csv, S, idx)
   if not res then perf.fail("%s: %s", job.path, err) end
   st.status = "appended"
   return st
@@ -351,12 +389,9 @@ function M.run(opts)
     lock, err = perf.fs.lock(dir)
     if not lock then perf.fail("%s", err) end
   end
-  -- route every file first: a pattern used by several files is generated once and replayed
-  local routes, uses = {}, {}
+  local routes = {}
   for i, f in ipairs(files) do
-    local pname, why = route.pattern_for(f.kernel, rules.assignments, rules.patterns, meta)
-    routes[i] = { pname, why }
-    if pname then uses[pname] = (uses[pname] or 0) + 1 end
+    routes[i] = { route.pattern_for(f.kernel, rules.assignments, rules.patterns, meta) }
   end
   local function source(pname)
     local p = rules.patterns[pname]
@@ -369,21 +404,9 @@ function M.run(opts)
       local c = expand.compile(pname, p, rules.grids)
       gen = { each = function(emit, st) expand.each(c, nk_pairs, emit, st) end }
     end
-    if uses[pname] > 1 then
-      local list, counts = {}, { candidates = 0, rejected = 0 }
-      gen.each(function(c) list[#list + 1] = c end, counts)
-      gen.each = function(emit, st)
-        st.candidates, st.rejected = st.candidates + counts.candidates, st.rejected + counts.rejected
-        for i = 1, #list do
-          local c = list[i]
-          emit { inputs = table.move(c.inputs, 1, #c.inputs, 1, {}),
-                 outputs = table.move(c.outputs, 1, #c.outputs, 1, {}), extra = c.extra }
-        end
-      end
-    end
     return gen
   end
-  local sources = {}
+  local sources, cache = {}, {}
   local results = {}
   for i, f in ipairs(files) do
     local pname, why = routes[i][1], routes[i][2]
@@ -394,7 +417,7 @@ function M.run(opts)
       local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
-                    columns = gen.columns, generate = gen.each }
+                    columns = gen.columns, generate = gen.each, cache = cache }
       local st = M.process(job)
       st.pattern = pname
       results[#results + 1] = st
