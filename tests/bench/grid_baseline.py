@@ -77,9 +77,34 @@ def parse(cell):
         parts = parts[:-1]
     return [tuple(int(x) for x in re.split(r"[,\s]+", p.strip("()")) if x) if p.strip() else () for p in parts]
 
-def norm_attr(shapes_cell, attr_cell):
-    sh = [re.sub(r"[,\s]+", ",", p.strip().strip('"').strip("()")).strip(",") for p in (shapes_cell or "").strip().strip('"').split(";")] if (shapes_cell or "").strip().strip('"') else []
-    at = [p.strip() for p in (attr_cell or "").strip().strip('"').split(";")] if (attr_cell or "").strip().strip('"') else []
+EMPTY_SLOTS = {"()", "N/A", "NA", "NULL", "None", "none"}
+
+def split_slots(cell):
+    s = str(cell or "").strip().strip('"')
+    if not s:
+        return []
+    return [p.strip().strip('"') for p in s.split(";")]
+
+def norm_slot(s):
+    s = str(s or "").strip().strip('"').strip()
+    if s in EMPTY_SLOTS:
+        return ""
+    if s.startswith("(") and s.endswith(")"):
+        s = s[1:-1]
+    return ",".join(p for p in re.split(r"[,\s]+", s) if p)
+
+def parse_slot(s):
+    s = norm_slot(s)
+    if not s:
+        return None
+    try:
+        return tuple(int(p) for p in s.split(","))
+    except ValueError:
+        return None
+
+def norm_attr(shapes, attrs):
+    sh = [norm_slot(x) for x in shapes]
+    at = list(attrs)
     n = max(len(sh), len(at))
     sh += [""] * (n - len(sh)); at += [""] * (n - len(at))
     at = [a if s else "" for s, a in zip(sh, at)]
@@ -87,10 +112,50 @@ def norm_attr(shapes_cell, attr_cell):
     while at and not at[-1]: at.pop()
     return ";".join(sh), ";".join(at)
 
+def matmul_key(row):
+    ins, outs = split_slots(row.get("Input Shapes")), split_slots(row.get("Output Shapes"))
+    if len(ins) < 2 or not outs:
+        return None
+    a, b, o = parse_slot(ins[0]), parse_slot(ins[1]), parse_slot(outs[0])
+    if not a or not b or not o or len(a) != 2 or len(b) != 2 or len(o) != 2:
+        return None
+    m, n = o
+    k = None
+    if a[0] == m and b[0] == n and a[1] == b[1]:
+        k = a[1]
+    elif a[0] == m and b[1] == n and a[1] == b[0]:
+        k = a[1]
+    else:
+        common = set(a) & set(b)
+        outside = [d for d in common if d not in (m, n)]
+        if len(outside) == 1:
+            k = outside[0]
+        elif len(common) == 1:
+            k = next(iter(common))
+    if k is None:
+        return None
+    dt, fm = split_slots(row.get("Input Data Types")), split_slots(row.get("Input Formats"))
+    return ("_matmul_family", "%d,%d;%d,%d" % (m, k, n, k), ";".join(dt[:2]), ";".join(fm[:2]), "%d,%d" % (m, n))
+
 def sig(row, stem):
-    s1, d1 = norm_attr(row.get("Input Shapes"), row.get("Input Data Types"))
-    _, f1 = norm_attr(row.get("Input Shapes"), row.get("Input Formats"))
-    s2, d2 = norm_attr(row.get("Output Shapes"), row.get("Output Data Types"))
+    """signature_utils as the original's dedup uses it (grid_generator spec section 6)."""
+    if stem in ("MatMulV2", "MatMulV3", "MatMulCommon"):
+        k = matmul_key(row)
+        if k is not None:
+            return k
+    sh, dt, fm = split_slots(row.get("Input Shapes")), split_slots(row.get("Input Data Types")), split_slots(row.get("Input Formats"))
+    if stem == "Index":
+        o = split_slots(row.get("Output Shapes"))
+        first = parse_slot(o[0]) if o else None
+        if first and sh:
+            sh = [sh[0], str(first[0])]
+            dt = [dt[0], dt[-1]] if dt else []
+            fm = [fm[0], fm[-1]] if fm else []
+    elif stem in ("Slice", "SliceAiCore", "Transpose", "TransposeAiCore"):
+        sh, dt, fm = sh[:1], dt[:1], ["ND"] if fm else []
+    s1, d1 = norm_attr(sh, dt)
+    _, f1 = norm_attr(sh, fm)
+    s2, d2 = norm_attr(split_slots(row.get("Output Shapes")), split_slots(row.get("Output Data Types")))
     t = ("_profile", s1, d1, f1, s2, d2)
     if stem == "DispatchFFNCombine":
         t += ((row.get("EP Size") or "").strip(),)

@@ -172,10 +172,14 @@ local function shaped(gen, T, budget)
   local t_in = cells.parse(T["Input Shapes"] or "")
   local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
   local kin, kout = #t_in, #t_out
-  local S = { list = {}, candidates = 0, rejected = 0, generated = 0, memory = 0, renders = {},
-              extra_names = {} }
-  local list, names, text = S.list, S.extra_names, cells.text
+  -- one array per field rather than one table per row: far fewer objects for the collector
+  local S = { n = 0, it = {}, ot = {}, idt = {}, ifm = {}, odt = {}, extra = {},
+              candidates = 0, rejected = 0, generated = 0, memory = 0, renders = {}, extra_names = {} }
+  local IT, OT, IDT, IFM, ODT, EX, names, text = S.it, S.ot, S.idt, S.ifm, S.odt, S.extra, S.extra_names,
+                                                 cells.text
   local EMPTY = {}
+  local skeys, sort_key, pack = {}, cells.sort_key, string.pack
+  local n = 0
   local function emit(c)
     S.generated = S.generated + 1
     local ins, outs, extra = c.inputs, c.outputs, c.extra or EMPTY
@@ -192,31 +196,31 @@ local function shaped(gen, T, budget)
       return
     end
     if extra ~= EMPTY then for k in pairs(extra) do names[k] = true end end
-    list[#list + 1] = { ins = ins, it = text(ins), ot = text(outs), idt = idt, ifm = ifm, odt = odt,
-                        extra = extra }
+    n = n + 1
+    IT[n], OT[n], IDT[n], IFM[n], ODT[n], EX[n] = text(ins), text(outs), idt, ifm, odt, extra
+    skeys[n] = sort_key(ins) .. pack(">I4", n)  -- shape order, stable (compared in C)
   end
   gen(emit, S)
+  S.n = n
   if S.candidates == 0 then S.candidates = S.generated end  -- generators count as they emit
-  -- shape order (stable): byte keys compared in C, each ending with the position
-  local keys = {}
-  for i, e in ipairs(list) do keys[i] = cells.sort_key(e.ins) .. string.pack(">I4", i); e.ins = nil end
-  table.sort(keys)
-  local order = {}
-  for i, k in ipairs(keys) do order[i] = string.unpack(">I4", k, #k - 3) end
+  table.sort(skeys)
+  local order, unpack = {}, string.unpack
+  for i = 1, n do local k = skeys[i]; order[i] = unpack(">I4", k, #k - 3) end
   S.order = order
   return S
 end
 
 -- Stage 2: this file's population (dedup by its kernel's signature), the sample, and the
--- entries not already in the file, in shape order. Returns indices into S.list.
+-- entries not already in the file, in shape order. Returns row indices of S.
 local function select_rows(job, csv, S, st)
   local T, kernel, existing = csv.template, job.kernel, csv.existing
   local key, rec, seen, pop, keys = cells.key, {}, {}, {}, {}
   local t_ep = T["EP Size"]
-  for i, e in ipairs(S.list) do
-    rec["Input Shapes"], rec["Input Data Types"], rec["Input Formats"] = e.it, e.idt, e.ifm
-    rec["Output Shapes"], rec["Output Data Types"] = e.ot, e.odt
-    rec["EP Size"] = e.extra["EP Size"] or t_ep
+  local IT, OT, IDT, IFM, ODT, EX = S.it, S.ot, S.idt, S.ifm, S.odt, S.extra
+  for i = 1, S.n do
+    rec["Input Shapes"], rec["Input Data Types"], rec["Input Formats"] = IT[i], IDT[i], IFM[i]
+    rec["Output Shapes"], rec["Output Data Types"] = OT[i], ODT[i]
+    rec["EP Size"] = EX[i]["EP Size"] or t_ep
     local k = key(kernel, rec)
     if seen[k] then
       st.duplicates = st.duplicates + 1
@@ -241,17 +245,17 @@ local function select_rows(job, csv, S, st)
   return out
 end
 
--- Cell values of one appended row, in `header` order.
-local function render(header, T, e)
-  local row = {}
-  for i, name in ipairs(header) do
+-- Cell values of appended row i, in `header` order.
+local function render(header, T, S, i)
+  local row, it, ot, extra = {}, S.it[i], S.ot[i], S.extra[i]
+  for c, name in ipairs(header) do
     local v
-    if name == "Input Shapes" then v = e.it == "" and "" or '"' .. e.it .. '"'
-    elseif name == "Output Shapes" then v = e.ot == "" and "" or '"' .. e.ot .. '"'
-    elseif e.extra[name] ~= nil then v = e.extra[name]
+    if name == "Input Shapes" then v = it == "" and "" or '"' .. it .. '"'
+    elseif name == "Output Shapes" then v = ot == "" and "" or '"' .. ot .. '"'
+    elseif extra[name] ~= nil then v = extra[name]
     elseif INHERIT[name] then v = T[name] or ""
     else v = "" end  -- latencies, counters, unset runtime and user columns: to be measured
-    row[i] = v
+    row[c] = v
   end
   return row
 end
@@ -272,17 +276,17 @@ local function lines_for(S, header, T, idx)
   local sig = table.concat(sigparts, "\2")
   local cache = S.renders[sig]
   if not cache then cache = {}; S.renders[sig] = cache end
-  local out, row, n, list = {}, {}, #header, S.list
+  local out, row, n = {}, {}, #header
+  local IT, OT, EX = S.it, S.ot, S.extra
   for o, i in ipairs(idx) do
     local line = cache[i]
     if not line then
-      local e = list[i]
-      local extra = e.extra
+      local it, ot, extra = IT[i], OT[i], EX[i]
       for c = 1, n do
         local k = plan[c]
         if k == 0 then row[c] = fixed[c]
-        elseif k == 1 then row[c] = e.it == "" and "" or '"""' .. e.it .. '"""'
-        elseif k == 2 then row[c] = e.ot == "" and "" or '"""' .. e.ot .. '"""'
+        elseif k == 1 then row[c] = it == "" and "" or '"""' .. it .. '"""'
+        elseif k == 2 then row[c] = ot == "" and "" or '"""' .. ot .. '"""'
         else
           local v = extra[k]
           if v == nil then v = INHERIT[k] and T[k] or "" end
@@ -302,7 +306,7 @@ local function write_rows(job, csv, S, idx)
   local extra_cols, have = {}, {}
   for _, h in ipairs(csv.header) do have[h] = true end
   local used = {}
-  for _, i in ipairs(idx) do for name in pairs(S.list[i].extra) do used[name] = true end end
+  for _, i in ipairs(idx) do for name in pairs(S.extra[i]) do used[name] = true end end
   for _, name in ipairs(job.columns or {}) do
     if used[name] and not have[name] then have[name] = true; extra_cols[#extra_cols + 1] = name end
   end
@@ -319,7 +323,7 @@ local function write_rows(job, csv, S, idx)
     if not text then return nil, err end
     local eol = csv.eol or "\n"
     local lines = lines_for(S, header, csv.template, idx)
-    local sep = (#text > 0 and not text:find("\n$")) and eol or ""
+    local sep = (#text > 0 and text:byte(-1) ~= 10) and eol or ""  -- (a "\n$" find scans the text)
     return perf.fs.write_atomic(job.path, text .. sep .. table.concat(lines, eol) .. eol,
                                 { if_changed = false })
   end
@@ -335,7 +339,7 @@ local function write_rows(job, csv, S, idx)
     w:write(f)
   end
   r:close()
-  for _, i in ipairs(idx) do w:write(render(header, csv.template, S.list[i])) end
+  for _, i in ipairs(idx) do w:write(render(header, csv.template, S, i)) end
   return w:commit()
 end
 
@@ -389,9 +393,11 @@ function M.run(opts)
     lock, err = perf.fs.lock(dir)
     if not lock then perf.fail("%s", err) end
   end
-  local routes = {}
+  local routes, left = {}, {}
   for i, f in ipairs(files) do
     routes[i] = { route.pattern_for(f.kernel, rules.assignments, rules.patterns, meta) }
+    local pname = routes[i][1]
+    if pname then left[pname] = (left[pname] or 0) + 1 end
   end
   local function source(pname)
     local p = rules.patterns[pname]
@@ -417,9 +423,13 @@ function M.run(opts)
       local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
-                    columns = gen.columns, generate = gen.each, cache = cache }
+                    columns = gen.columns, generate = gen.each }
+      cache[pname] = cache[pname] or {}
+      job.cache = cache[pname]
       local st = M.process(job)
       st.pattern = pname
+      left[pname] = left[pname] - 1
+      if left[pname] == 0 then cache[pname] = nil end  -- no later file uses this pattern
       results[#results + 1] = st
       if opts.print then opts.print(st) end
     end
