@@ -127,6 +127,10 @@ function TestTraceRead:test_roots_and_repair()
   lu.assertStrContains(err, "empty file")
   _, err = tctrace.load(fx.write("lfs.json", "version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 5\n"))
   lu.assertStrContains(err, "Git LFS pointer")
+  local dir = fx.path("adir")
+  require("perfscript").fs.mkdir_p(dir)
+  _, err = tctrace.load(dir)
+  lu.assertStrContains(err, dir .. ": Is a directory")
 end
 
 function TestTraceRead:test_args_helpers()

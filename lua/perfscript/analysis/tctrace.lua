@@ -53,7 +53,9 @@ local function open_check(path)
   if not f then
     return nil, string.format("TC trace not found: %s (%s)", path, err:gsub("^[^:]*: ", ""))
   end
-  local head = f:read(64) or ""
+  local head, rerr = f:read(64)
+  if rerr then f:close(); return nil, string.format("%s: %s", path, rerr) end
+  head = head or ""
   local size = f:seek("end")
   f:close()
   if head:find("^%s*$") then return nil, path .. ":1:1: empty file, not a JSON trace" end
