@@ -13,6 +13,8 @@ parser:option("--tc-trace", "TensorCast Chrome trace (JSON)."):argname("<json>")
 parser:option("--prof-trace", "Forward-pass trace CSV (kernel_details columns)."):argname("<csv>")
   :count(1)
 parser:option("--output", "CSV output (default: standard output)."):argname("<csv>")
+parser:flag("--kernel-shapes", "Key TC kernels by the shapes their database lookup used " ..
+            "(kernel_shapes / sub_kernel_shapes) when the trace has them, not the op's inputs.")
 cli.add_trace_options(parser)
 local args = parser:parse(arg)
 
@@ -22,7 +24,7 @@ do
   f:close()
 end
 local tr, pid = cli.trace_and_pid(args.tc_trace, args)
-local tc = pershape.tc_side(tr, pid)
+local tc = pershape.tc_side(tr, pid, { kernel_shapes = args.kernel_shapes })
 local pr, summary = pershape.prof_side(args.prof_trace, { window_ns = cli.window_ns(args) })
 if not pr then perf.fail("%s", summary) end
 prof.report_skipped(args.prof_trace, summary)

@@ -101,6 +101,25 @@ function TestPerShape:test_spec_example_output()
     'Add,"16,5120;16,5120",0,2.0,-100.0,0,1,', "" }, "\r\n"))
 end
 
+function TestPerShape:test_kernel_shapes_option()
+  local ev = fx.ev("tensor_cast.mla.default", 77, {
+    kernel_type = "BatchMatMulV2,FusedInferAttentionScore", simulation_shapes = "[[4, 512]]",
+    sub_kernel_durations = "[('BatchMatMulV2', 22.0), ('FusedInferAttentionScore', 55.0)]",
+    sub_kernel_shapes = '[{"kernel_type": "FusedInferAttentionScore", "simulation_shapes": "[[4, 512]]", ' ..
+                        '"kernel_shapes": "[[4, 16, 1, 512], [1135, 1, 128, 512]]", "shape_match_rule": "exact"}]' })
+  local mm = fx.ev("aten.mm.default", 20, { kernel_type = "MatMulV2", simulation_shapes = "[[4, 7168], [7168, 512]]",
+                                            kernel_shapes = "[[4, 7168], [512, 7168]]" })
+  local tr = assert(tctrace.load(fx.trace { ev, mm }))
+  local pid = tctrace.select_pid(tr)
+  local plain = pershape.tc_side(tr, pid)
+  local _, order = pershape.tc_side(tr, pid, { kernel_shapes = true })
+  lu.assertNotNil(plain["FusedInferAttentionScore\0" .. "4,512"])
+  local keys = {}
+  for _, e in ipairs(order) do keys[#keys + 1] = e.kernel_type .. " " .. e.shape_key end
+  lu.assertEquals(keys, { "BatchMatMulV2 4,512", "FusedInferAttentionScore 4,16,1,512;1135,1,128,512",
+                          "MatMulV2 4,7168;512,7168" })
+end
+
 function TestPerShape:test_ties_are_deterministic()
   local rs = rows({}, { { "B", "5", 0, "2" }, { "A", "5", 10, "9" }, { "A", "5", 20, "1" } })
   lu.assertEquals({ rs[1].kernel_type, rs[1].shape_key }, { "A", "1" })

@@ -2,6 +2,7 @@
 -- generate_per_shape_comparison.py, spec parsers_analysis.md section 5.3).
 -- Fixed here: ties are ordered by (kernel_type, shape_key) instead of hash order; a flat shape
 -- list "[4,8]" is one tensor instead of a crash; the events of one model (pid) only.
+local cjson = require "cjson"
 local pyfmt = require "perfscript.analysis.pyfmt"
 local pylit = require "perfscript.analysis.pylit"
 local tctrace = require "perfscript.analysis.tctrace"
@@ -56,7 +57,30 @@ local function entry(map, order, kt, key)
   return e
 end
 
-function M.tc_side(trace, pid)
+-- args.sub_kernel_shapes (JSON text: [{kernel_type, simulation_shapes, kernel_shapes, ...}])
+-- as kernel type -> shape text; nil when absent or unreadable.
+local function sub_kernel_shapes(args)
+  local raw = tctrace.val(args.sub_kernel_shapes)
+  if type(raw) ~= "string" or raw == "" then return nil end
+  local ok, list = pcall(cjson.decode, raw)
+  if not ok or type(list) ~= "table" then return nil end
+  local map = {}
+  for _, e in ipairs(list) do
+    if type(e) == "table" then
+      local kt = tctrace.val(e.kernel_type)
+      local ks = tctrace.pystr(e.kernel_shapes)
+      if ks == nil or ks == "" then ks = tctrace.pystr(e.simulation_shapes) end
+      if type(kt) == "string" and ks and ks ~= "" and map[kt] == nil then map[kt] = ks end
+    end
+  end
+  return map
+end
+
+-- TC side. opts.kernel_shapes: key each kernel by the shapes the database lookup used
+-- (args.kernel_shapes, or the sub-kernel's entry in args.sub_kernel_shapes) when the trace has
+-- them, instead of the op's top-level simulation_shapes (spec section 8.10).
+function M.tc_side(trace, pid, opts)
+  local by_kernel = opts and opts.kernel_shapes
   local map, order = {}, {}
   for ev in tctrace.x_events(trace, pid) do
     local args = tctrace.args(ev)
@@ -65,19 +89,27 @@ function M.tc_side(trace, pid)
       local dur = tctrace.dur(ev)
       local src = tctrace.source(args)
       local key = M.shape_key(tctrace.pystr(args.simulation_shapes))
-      local skd = tctrace.sub_kernel_durations(args)
+      local own, subs
+      if by_kernel then
+        own = tctrace.pystr(args.kernel_shapes)
+        own = own and own ~= "" and M.shape_key(own) or nil
+        subs = sub_kernel_shapes(args)
+      end
       local function add(name, d)
-        local e = entry(map, order, name, key)
+        local k = key
+        if subs and subs[name] then k = M.shape_key(subs[name]) elseif own then k = own end
+        local e = entry(map, order, name, k)
         e.dur = e.dur + d
         e.count = e.count + 1
         e.source = src
       end
+      local skd = tctrace.sub_kernel_durations(args)
       if skd then
         for _, p in ipairs(skd) do add(p[1], p[2]) end
       else
-        local subs = tctrace.split_kernel_types(kt)
-        if #subs > 1 then
-          for _, sk in ipairs(subs) do add(sk, dur / #subs) end
+        local subs_kt = tctrace.split_kernel_types(kt)
+        if #subs_kt > 1 then
+          for _, sk in ipairs(subs_kt) do add(sk, dur / #subs_kt) end
         else
           add(kt, dur)
         end

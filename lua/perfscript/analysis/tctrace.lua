@@ -1,7 +1,8 @@
 -- TensorCast Chrome traces (spec parsers_analysis.md section 1.5): reading, the choice of the
 -- performance model (process id), and the meaning of the args the analysis tools read.
--- The document is decoded with lua-cjson (TC traces are a few MB); a decode error is reported
--- as "file:line:column: why". Both roots are accepted: {"traceEvents": [...]} and a bare array.
+-- A trace is decoded at once with lua-cjson (TC traces are a few MB), or streamed through
+-- perfscript.trace (libyajl) when it is larger than STREAM_BYTES; errors read
+-- "file:line:column: why". Both roots are accepted: {"traceEvents": [...]} and a bare array.
 local cjson = require "cjson"
 local pyfmt = require "perfscript.analysis.pyfmt"
 local pylit = require "perfscript.analysis.pylit"
