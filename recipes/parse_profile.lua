@@ -89,7 +89,7 @@ for _, pf in ipairs(per_file) do
 end
 for _, w in ipairs(warnings) do print("Warning: " .. w) end
 print("Signatures per kernel type:")
-for _, tb in ipairs(tables) do print(string.format("  %-40s %d", tb.type, #tb.rows)) end
+for _, tb in ipairs(tables) do print(string.format("  %-40s %d", tb.type, tb.rows)) end
 
 local verb = args.dry_run and "would be " or ""
 print(string.format("Database %s (update mode %s)%s:", dir, args.update_mode,

@@ -2,7 +2,8 @@
  *   local agg = profile.new()
  *   local counts, absent = agg:add_file(path [, function(done, total) end])
  *                          -- or nil, "file: missing columns: ..." / "file:line: reason"
- *   agg:totals(), #agg, agg:group(i) -> {type=, in_shapes=, ..., count=, mean=, ...}
+ *   agg:totals(), #agg, agg:group(i [, stats]) -> {type=, in_shapes=, ..., count=, mean=, ...}
+ *       (stats = false: no mean/median/std/min/max/metrics, no sorting)
  *   agg:row(i) -> the 36 database cells (base columns, profiling statistics, counters)
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
@@ -90,9 +91,9 @@ static int a_len(lua_State *L) {
   return 1;
 }
 
-static void get_info(lua_State *L, ps_profile *p, ps_profile_group_info *info) {
+static void get_info(lua_State *L, ps_profile *p, int stats, ps_profile_group_info *info) {
   lua_Integer i = luaL_checkinteger(L, 2);
-  if (i < 1 || ps_profile_group(p, (size_t)(i - 1), info) != 0)
+  if (i < 1 || ps_profile_group(p, (size_t)(i - 1), stats, info) != 0)
     luaL_argerror(L, 2, "group index out of range");
 }
 
@@ -109,7 +110,8 @@ static void push_num(lua_State *L, double v) {
 static int a_group(lua_State *L) {
   ps_profile *p = check_agg(L);
   ps_profile_group_info g;
-  get_info(L, p, &g);
+  int stats = lua_isnoneornil(L, 3) || lua_toboolean(L, 3);
+  get_info(L, p, stats, &g);
   lua_createtable(L, 0, 24);
   for (int c = 0; c < PS_PC_NCELLS; c++) {
     lua_pushstring(L, g.cells[c]);
@@ -118,17 +120,19 @@ static int a_group(lua_State *L) {
   lua_pushlstring(L, g.key, g.keylen), lua_setfield(L, -2, "key");
   lua_pushinteger(L, (lua_Integer)g.hash), lua_setfield(L, -2, "hash");
   lua_pushinteger(L, (lua_Integer)g.count), lua_setfield(L, -2, "count");
-  push_num(L, g.mean), lua_setfield(L, -2, "mean");
-  push_num(L, g.median), lua_setfield(L, -2, "median");
-  push_num(L, g.std), lua_setfield(L, -2, "std");
-  push_num(L, g.min), lua_setfield(L, -2, "min");
-  push_num(L, g.max), lua_setfield(L, -2, "max");
-  lua_createtable(L, PS_PROFILE_NMETRICS, 0);
-  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
-    push_num(L, g.metric_mean[m]);
-    lua_rawseti(L, -2, m + 1);
+  if (stats) {
+    push_num(L, g.mean), lua_setfield(L, -2, "mean");
+    push_num(L, g.median), lua_setfield(L, -2, "median");
+    push_num(L, g.std), lua_setfield(L, -2, "std");
+    push_num(L, g.min), lua_setfield(L, -2, "min");
+    push_num(L, g.max), lua_setfield(L, -2, "max");
+    lua_createtable(L, PS_PROFILE_NMETRICS, 0);
+    for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+      push_num(L, g.metric_mean[m]);
+      lua_rawseti(L, -2, m + 1);
+    }
+    lua_setfield(L, -2, "metrics");
   }
-  lua_setfield(L, -2, "metrics");
   if (g.first_start_ns != INT64_MIN) {
     lua_pushinteger(L, g.first_start_ns), lua_setfield(L, -2, "first_ns");
     lua_pushinteger(L, g.last_start_ns), lua_setfield(L, -2, "last_ns");
@@ -154,7 +158,7 @@ static void push_fixed(lua_State *L, double v) {
 static int a_row(lua_State *L) {
   ps_profile *p = check_agg(L);
   ps_profile_group_info g;
-  get_info(L, p, &g);
+  get_info(L, p, 1, &g);
   lua_createtable(L, 11 + PS_PROFILE_NMETRICS, 0);
   int k = 0;
   for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {

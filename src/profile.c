@@ -1,6 +1,9 @@
 #include "profile.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +11,7 @@
 #include <xxhash.h>
 
 #include "csvread.h"
+#include "csvscan.h"
 #include "profkey.h"
 
 const char *const ps_profile_metrics[PS_PROFILE_NMETRICS] = {
@@ -61,6 +65,13 @@ typedef struct slot {
   uint32_t idx;                          /* group index + 1, 0 = empty */
 } slot;
 
+/* The raw cells of a row (as written) -> its group: most rows repeat a few texts, so the
+ * signature is worked out once per distinct text, not once per row. */
+typedef struct rawslot {
+  uint64_t h0, h1;
+  uint32_t idx;                          /* group index + 1, 0 = empty */
+} rawslot;
+
 /* Exact-duplicate detection keeps the row keys of the last DUP_WINDOW to 2 * DUP_WINDOW rows
  * of the file in two small tables (old and current generation), so it costs constant memory
  * and stays in cache. Duplicates an export writes sit close together. */
@@ -72,6 +83,10 @@ struct ps_profile {
   size_t ngroups, capgroups;
   slot *slots;                /* open addressing on the key hash */
   size_t nslots;              /* power of two */
+  rawslot *raw;               /* raw row text -> group */
+  size_t nraw, rawcap;        /* rawcap: power of two */
+  char *rawbuf;
+  size_t rawbufcap;
   uint64_t *seen[2];          /* duplicate window: current and previous generation */
   size_t nseen;
   ps_profile_counts totals;
@@ -102,6 +117,8 @@ void ps_profile_free(ps_profile *p) {
   }
   free(p->groups);
   free(p->slots);
+  free(p->raw);
+  free(p->rawbuf);
   free(p->seen[0]);
   free(p->seen[1]);
   ps_profkey_free(p->keys);
@@ -181,23 +198,22 @@ int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns) {
  * exact power of ten is correctly rounded); anything else goes to strtod. */
 static int parse_number(const char *s, size_t len, double *out) {
   static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
-                               1e21, 1e22};
-  size_t i = 0;
-  int neg = 0;
+                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
+  const unsigned char *c = (const unsigned char *)s, *e = c + len;
   if (len == 0) return -1;
-  if (s[0] == '-' || s[0] == '+') neg = s[i++] == '-';
+  int neg = *c == '-';
+  if (*c == '-' || *c == '+') c++;
+  const unsigned char *d0 = c;
   uint64_t m = 0;
-  int ndig = 0, scale = 0, any = 0;
-  for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, any = 1)
-    if (m || s[i] != '0') m = m * 10 + (uint64_t)(s[i] - '0'), ndig++;
-  if (i < len && s[i] == '.')
-    for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
-      if (m || s[i] != '0') m = m * 10 + (uint64_t)(s[i] - '0'), ndig++;
-      scale++;
-    }
-  if (i == len && any && ndig <= 15 && scale <= 22) {
-    double d = (double)m / p10[scale];
+  while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
+  size_t nint = (size_t)(c - d0), nfrac = 0;
+  if (c < e && *c == '.') {
+    const unsigned char *f0 = ++c;
+    while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
+    nfrac = (size_t)(c - f0);
+  }
+  if (c == e && nint + nfrac > 0 && nint + nfrac <= 18 && m < (UINT64_C(1) << 53)) {
+    double d = (double)m / p10[nfrac];
     *out = neg ? -d : d;
     return 0;
   }
@@ -274,6 +290,68 @@ static group *find_or_add(ps_profile *p, const char *key, size_t keylen, const u
   if (p->ngroups * 2 > p->nslots && grow_table(p) != 0) return NULL;
   *created = 1;
   return &p->groups[p->ngroups - 1];
+}
+
+/* Finds the group of a raw row text; NULL when not cached yet (*at: where to insert). */
+static group *raw_find(ps_profile *p, const uint64_t h[2], size_t *at) {
+  if (p->rawcap == 0) {
+    *at = 0;
+    return NULL;
+  }
+  size_t i = (size_t)h[0] & (p->rawcap - 1);
+  for (; p->raw[i].idx; i = (i + 1) & (p->rawcap - 1))
+    if (p->raw[i].h0 == h[0] && p->raw[i].h1 == h[1]) return &p->groups[p->raw[i].idx - 1];
+  *at = i;
+  return NULL;
+}
+
+static int raw_add(ps_profile *p, const uint64_t h[2], size_t at, size_t group_index) {
+  if ((p->nraw + 1) * 2 > p->rawcap) {
+    size_t n = p->rawcap ? p->rawcap * 2 : 4096;
+    rawslot *t = calloc(n, sizeof *t);
+    if (t == NULL) return -1;
+    for (size_t i = 0; i < p->rawcap; i++)
+      if (p->raw[i].idx) {
+        size_t k = (size_t)p->raw[i].h0 & (n - 1);
+        while (t[k].idx) k = (k + 1) & (n - 1);
+        t[k] = p->raw[i];
+      }
+    free(p->raw);
+    p->raw = t;
+    p->rawcap = n;
+    at = (size_t)h[0] & (n - 1);
+    while (p->raw[at].idx) at = (at + 1) & (n - 1);
+  }
+  p->raw[at] = (rawslot){h[0], h[1], (uint32_t)group_index + 1};
+  p->nraw++;
+  return 0;
+}
+
+/* XXH3-128 of the type and the five signature cells as written. */
+static int raw_hash(ps_profile *p, const char *type, size_t tlen, const char *const *cells,
+                    const size_t *lens, uint64_t h[2]) {
+  size_t need = tlen + 6;
+  for (int i = 0; i < 5; i++) need += lens[i];
+  if (need > p->rawbufcap) {
+    size_t c = p->rawbufcap ? p->rawbufcap : 512;
+    while (c < need) c *= 2;
+    char *b = realloc(p->rawbuf, c);
+    if (b == NULL) return -1;
+    p->rawbuf = b;
+    p->rawbufcap = c;
+  }
+  char *w = p->rawbuf;
+  memcpy(w, type, tlen);
+  w += tlen;
+  for (int i = 0; i < 5; i++) {
+    *w++ = '\x1f';
+    memcpy(w, cells[i], lens[i]);
+    w += lens[i];
+  }
+  XXH128_hash_t x = XXH3_128bits(p->rawbuf, (size_t)(w - p->rawbuf));
+  h[0] = x.low64;
+  h[1] = x.high64;
+  return 0;
 }
 
 static int in_table(const uint64_t *t, uint64_t hash) {
@@ -372,6 +450,221 @@ static int usable_id(const char *s, size_t len) {
   return len > 0 && !(len == 3 && memcmp(s, "N/A", 3) == 0);
 }
 
+/* One file's reading state, shared by the row function and the threads. */
+typedef struct run {
+  ps_profile *p;
+  const int *col;
+  int dedup;
+  long file_index;
+  ps_profile_counts *counts;
+} run;
+
+/* Aggregates one record. Returns 0, or -1 when out of memory. */
+static int add_row(run *u, const ps_scan_record *rec) {
+  ps_profile *p = u->p;
+  ps_profile_counts *counts = u->counts;
+  const char *cell[C_N];
+  size_t len[C_N];
+  static const char empty[] = "";
+  counts->rows++;
+  for (int c = 0; c < C_N; c++) {
+    int i = u->col[c];
+    if (i >= 0 && (size_t)i < rec->nfields) cell[c] = rec->fields[i], len[c] = rec->lens[i];
+    else cell[c] = empty, len[c] = 0;
+  }
+  size_t tlen = len[PS_PC_TYPE];
+  const char *type = ps_profile_kernel_type(cell[PS_PC_TYPE], &tlen);
+  if (tlen == 0) {
+    counts->no_type++;
+    return 0;
+  }
+  int64_t start_ns = INT64_MIN;
+  int have_start = ps_profile_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
+  if (u->dedup && have_start && usable_id(cell[C_TASK], len[C_TASK])) {
+    char buf[256];
+    size_t k = 0;
+    for (int c = C_TASK; c <= C_DEVICE; c++) {
+      size_t l = len[c] < 64 ? len[c] : 64;
+      memcpy(buf + k, cell[c], l);
+      k += l;
+      buf[k++] = '\x1f';
+    }
+    if (seen_before(p, XXH3_64bits_withSeed(buf, k, (uint64_t)start_ns))) {
+      counts->duplicates++;
+      return 0;
+    }
+  }
+  long fia_ordinal = -1;
+  if (tlen == sizeof PS_PROFILE_FIA_TYPE - 1 && memcmp(type, PS_PROFILE_FIA_TYPE, tlen) == 0)
+    fia_ordinal = (long)counts->fia_rows++;
+  if (ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
+      ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES])) {
+    counts->na_shapes++;
+    return 0;
+  }
+  if (ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES])) {
+    counts->no_shapes++;
+    return 0;
+  }
+  double d;
+  if (parse_number(cell[C_DURATION], len[C_DURATION], &d) != 0) {
+    counts->bad_duration++;
+    return 0;
+  }
+  uint64_t rh[2];
+  size_t at = 0;
+  int created = 0;
+  group *g = NULL;
+  if (raw_hash(p, type, tlen, cell + PS_PC_IN_SHAPES, len + PS_PC_IN_SHAPES, rh) == 0 &&
+      (g = raw_find(p, rh, &at)) == NULL) {
+    size_t keylen;
+    uint64_t hash[2];
+    const char *key = ps_profkey_build(p->keys, type, tlen, cell + PS_PC_IN_SHAPES,
+                                       len + PS_PC_IN_SHAPES, &keylen, hash);
+    g = key ? find_or_add(p, key, keylen, hash, &created) : NULL;
+    if (g && raw_add(p, rh, at, (size_t)(g - p->groups)) != 0) g = NULL;
+  }
+  if (g == NULL || add_duration(g, d) != 0) return -1;
+  /* the first non-empty value of each cell */
+  if (created && set_cell(g, PS_PC_TYPE, type, tlen) != 0) return -1;
+  if (g->filled != (1u << PS_PC_NCELLS) - 1)
+    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
+      if (!(g->filled & (1u << c)) && (created || len[c]) && set_cell(g, c, cell[c], len[c]) != 0)
+        return -1;
+  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+    double v;
+    if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &v) == 0) {
+      g->msum[m] += v;
+      g->mcount[m]++;
+    }
+  }
+  if (have_start) {
+    if (g->first_ns == INT64_MIN || start_ns < g->first_ns) g->first_ns = start_ns;
+    if (g->last_ns == INT64_MIN || start_ns > g->last_ns) g->last_ns = start_ns;
+  }
+  if (fia_ordinal >= 0 && g->fia_file < 0) {
+    g->fia_file = u->file_index;
+    g->fia_ordinal = fia_ordinal;
+  }
+  counts->used++;
+  return 0;
+}
+
+static void add_counts(ps_profile_counts *to, const ps_profile_counts *c) {
+  to->rows += c->rows;
+  to->used += c->used;
+  to->na_shapes += c->na_shapes;
+  to->no_type += c->no_type;
+  to->no_shapes += c->no_shapes;
+  to->bad_duration += c->bad_duration;
+  to->duplicates += c->duplicates;
+  to->fia_rows += c->fia_rows;
+}
+
+/* ---- the second half of a big file, on a second core ---------------------------------- */
+
+#define SPLIT_MIN (32u << 20)   /* smaller files are read by one thread */
+
+typedef struct half {
+  const char *path;
+  uint64_t offset;
+  run u;
+  ps_profile_counts counts;
+  atomic_int cancel;
+  atomic_uint_least64_t done;   /* bytes read, for the progress display */
+  int failed;
+} half;
+
+static void *read_half(void *arg) {
+  half *h = arg;
+  char err[8];
+  ps_scan *r = ps_scan_open_at(h->path, h->offset, err, sizeof err);
+  if (r == NULL) {
+    h->failed = 1;
+    return NULL;
+  }
+  ps_scan_record rec;
+  int st;
+  uint64_t n = 0;
+  while ((st = ps_scan_next(r, &rec)) > 0) {
+    if (add_row(&h->u, &rec) != 0) {
+      st = -1;
+      break;
+    }
+    if ((++n & 4095) == 0) {
+      atomic_store(&h->done, ps_scan_bytes_read(r));
+      if (atomic_load(&h->cancel)) break;
+    }
+  }
+  if (st < 0) h->failed = 1;   /* the first thread reads it again and reports the error */
+  atomic_store(&h->done, ps_scan_bytes_read(r));
+  ps_scan_close(r);
+  return NULL;
+}
+
+/* Where the second half starts: just after the first line end past the middle. The first
+ * thread confirms it is a record start when it gets there (a quoted newline would not be). */
+static uint64_t split_point(const char *path, uint64_t size) {
+  const char *env = getenv("PERFSCRIPT_THREADS");
+  const char *min = getenv("PERFSCRIPT_SPLIT_MIN");   /* tests split small files */
+  uint64_t least = min ? strtoull(min, NULL, 10) : SPLIT_MIN;
+  if (size < least || (env && atoi(env) == 1) || sysconf(_SC_NPROCESSORS_ONLN) < 2) return 0;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return 0;
+  uint64_t at = 0;
+  if (fseeko(f, (off_t)(size / 2), SEEK_SET) == 0) {
+    int c;
+    uint64_t pos = size / 2;
+    while ((c = getc(f)) != EOF) {
+      pos++;
+      if (c == '\n') {
+        at = pos;
+        break;
+      }
+    }
+  }
+  fclose(f);
+  return at < size ? at : 0;
+}
+
+/* Adds the groups of q (the second half) to p, in q's first-seen order. */
+static int merge_half(ps_profile *p, ps_profile *q, long fia_base) {
+  for (size_t i = 0; i < q->ngroups; i++) {
+    group *b = &q->groups[i];
+    uint64_t h[2] = {b->hash, b->hash2};
+    int created;
+    group *g = find_or_add(p, b->key, b->keylen, h, &created);
+    if (g == NULL) return -1;
+    if (g->ndur + b->ndur > g->capdur) {
+      double *d = realloc(g->durs, (g->ndur + b->ndur) * sizeof *d);
+      if (d == NULL) return -1;
+      g->durs = d;
+      g->capdur = g->ndur + b->ndur;
+    }
+    memcpy(g->durs + g->ndur, b->durs, b->ndur * sizeof *b->durs);
+    g->ndur += b->ndur;
+    g->count += b->count;
+    g->sum += b->sum;
+    if (b->min < g->min) g->min = b->min;
+    if (b->max > g->max) g->max = b->max;
+    for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+      g->msum[m] += b->msum[m];
+      g->mcount[m] += b->mcount[m];
+    }
+    if (b->first_ns != INT64_MIN && (g->first_ns == INT64_MIN || b->first_ns < g->first_ns)) g->first_ns = b->first_ns;
+    if (b->last_ns != INT64_MIN && (g->last_ns == INT64_MIN || b->last_ns > g->last_ns)) g->last_ns = b->last_ns;
+    for (int c = 0; c < PS_PC_NCELLS; c++)
+      if (!(g->filled & (1u << c)) && b->cells[c] && (created || b->cells[c][0]) &&
+          set_cell(g, c, b->cells[c], strlen(b->cells[c])) != 0)
+        return -1;
+    if (g->fia_file < 0 && b->fia_file >= 0) {
+      g->fia_file = b->fia_file;
+      g->fia_ordinal = b->fia_ordinal + fia_base;
+    }
+  }
+  return 0;
+}
+
 int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *counts,
                         char *absent, size_t absentsize, ps_profile_progress cb, void *ud,
                         char *err, size_t errsize) {
@@ -379,141 +672,122 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   if (counts == NULL) counts = &local;
   memset(counts, 0, sizeof *counts);
   if (absent && absentsize) absent[0] = 0;
-  ps_csv_reader *r = ps_csv_open(path, PS_CSV_TRIM, err, errsize);
+  ps_scan *r = ps_scan_open(path, err, errsize);
   if (r == NULL) return -1;
-  ps_csv_record rec;
-  int st = ps_csv_next(r, &rec);
+  ps_scan_record rec;
+  int st = ps_scan_next(r, &rec);
   if (st <= 0) {
-    if (st < 0) snprintf(err, errsize, "%s", ps_csv_error(r));
+    if (st < 0) snprintf(err, errsize, "%s", ps_scan_error(r));
     else snprintf(err, errsize, "%s: empty file (no header)", path);
-    ps_csv_close(r);
+    ps_scan_close(r);
     return -1;
   }
+  /* the header as C strings, for the alias-aware column lookup */
+  char **header = calloc(rec.nfields, sizeof *header);
+  int ok = header != NULL;
+  for (size_t i = 0; ok && i < rec.nfields; i++) ok = (header[i] = strndup(rec.fields[i], rec.lens[i])) != NULL;
   int col[C_N];
-  for (int c = 0; c < C_METRIC0; c++) col[c] = ps_csv_find_column(rec.fields, rec.nfields, column_names[c]);
-  for (int m = 0; m < PS_PROFILE_NMETRICS; m++)
-    col[C_METRIC0 + m] = ps_csv_find_column(rec.fields, rec.nfields, ps_profile_metrics[m]);
+  if (ok) {
+    for (int c = 0; c < C_METRIC0; c++) col[c] = ps_csv_find_column(header, rec.nfields, column_names[c]);
+    for (int m = 0; m < PS_PROFILE_NMETRICS; m++)
+      col[C_METRIC0 + m] = ps_csv_find_column(header, rec.nfields, ps_profile_metrics[m]);
+  }
+  for (size_t i = 0; header && i < rec.nfields; i++) free(header[i]);
+  free(header);
+  if (!ok) {
+    snprintf(err, errsize, "%s: out of memory", path);
+    ps_scan_close(r);
+    return -1;
+  }
   if (missing_columns(path, col, err, errsize) != 0) {
-    ps_csv_close(r);
+    ps_scan_close(r);
     return -1;
   }
   note_absent(col, absent, absentsize);
-  int dedup = col[C_TASK] >= 0 && col[C_START] >= 0;
   if (p->seen[0]) {
     memset(p->seen[0], 0, DUP_SLOTS * sizeof(uint64_t));
     memset(p->seen[1], 0, DUP_SLOTS * sizeof(uint64_t));
   }
   p->nseen = 0;
-  long file_index = p->nfiles++;
+  run u = {p, col, col[C_TASK] >= 0 && col[C_START] >= 0, p->nfiles++, counts};
   int rc = 0;
-  uint64_t next_report = 0;
 
-  const char *cell[C_N];
-  size_t len[C_N];
-  static const char empty[] = "";
-  while ((st = ps_csv_next(r, &rec)) > 0) {
-    counts->rows++;
-    for (int c = 0; c < C_N; c++) {
-      int i = col[c];
-      if (i >= 0 && (size_t)i < rec.nfields) cell[c] = rec.fields[i], len[c] = rec.lens[i];
-      else cell[c] = empty, len[c] = 0;
-    }
-    if (cb && counts->rows >= next_report) {
-      cb(ud, ps_csv_bytes_read(r), ps_csv_file_size(r));
-      next_report = counts->rows + 4096;
-    }
-    size_t tlen = len[PS_PC_TYPE];
-    const char *type = ps_profile_kernel_type(cell[PS_PC_TYPE], &tlen);
-    if (tlen == 0) {
-      counts->no_type++;
-      continue;
-    }
-    int64_t start_ns = INT64_MIN;
-    int have_start = ps_profile_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
-    if (dedup && have_start && usable_id(cell[C_TASK], len[C_TASK])) {
-      char buf[256];
-      size_t k = 0;
-      for (int c = C_TASK; c <= C_DEVICE; c++) {
-        size_t l = len[c] < 64 ? len[c] : 64;
-        memcpy(buf + k, cell[c], l);
-        k += l;
-        buf[k++] = '\x1f';
-      }
-      if (seen_before(p, XXH3_64bits_withSeed(buf, k, (uint64_t)start_ns))) {
-        counts->duplicates++;
-        continue;
+  /* a big file: the second half on another core, into its own groups */
+  uint64_t split = split_point(path, ps_scan_file_size(r));
+  half *h = NULL;
+  pthread_t thread;
+  if (split) {
+    h = calloc(1, sizeof *h);
+    ps_profile *q = h ? ps_profile_new() : NULL;
+    if (q) {
+      h->path = path;
+      h->offset = split;
+      h->u = (run){q, col, u.dedup, u.file_index, &h->counts};
+      if (pthread_create(&thread, NULL, read_half, h) != 0) {
+        ps_profile_free(q);
+        q = NULL;
       }
     }
-    long fia_ordinal = -1;
-    if (tlen == sizeof PS_PROFILE_FIA_TYPE - 1 && memcmp(type, PS_PROFILE_FIA_TYPE, tlen) == 0)
-      fia_ordinal = (long)counts->fia_rows++;
-    if (ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
-        ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES])) {
-      counts->na_shapes++;
-      continue;
+    if (q == NULL) {
+      free(h);
+      h = NULL;
+      split = 0;
     }
-    if (ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES])) {
-      counts->no_shapes++;
-      continue;
+  }
+
+  uint64_t next_report = 0;
+  for (;;) {
+    if (split) {
+      uint64_t off = ps_scan_offset(r);
+      if (off == split) break;                /* the second half starts here: done */
+      if (off > split) {                      /* split inside a record: read on alone */
+        atomic_store(&h->cancel, 1);
+        split = 0;
+      }
     }
-    double d;
-    if (parse_number(cell[C_DURATION], len[C_DURATION], &d) != 0) {
-      counts->bad_duration++;
-      continue;
-    }
-    size_t keylen;
-    uint64_t hash[2];
-    const char *key = ps_profkey_build(p->keys, type, tlen, cell + PS_PC_IN_SHAPES,
-                                       len + PS_PC_IN_SHAPES, &keylen, hash);
-    int created;
-    group *g = key ? find_or_add(p, key, keylen, hash, &created) : NULL;
-    if (g == NULL || add_duration(g, d) != 0) {
+    if ((st = ps_scan_next(r, &rec)) <= 0) break;
+    if (add_row(&u, &rec) != 0) {
       snprintf(err, errsize, "%s: out of memory", path);
       rc = -1;
       break;
     }
-    /* the first non-empty value of each cell */
-    if (created && set_cell(g, PS_PC_TYPE, type, tlen) != 0) goto oom;
-    if (g->filled != (1u << PS_PC_NCELLS) - 1)
-      for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
-        if (!(g->filled & (1u << c)) && (created || len[c]) && set_cell(g, c, cell[c], len[c]) != 0)
-          goto oom;
-    for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
-      double v;
-      if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &v) == 0) {
-        g->msum[m] += v;
-        g->mcount[m]++;
+    if (cb && counts->rows >= next_report) {
+      cb(ud, ps_scan_bytes_read(r) + (h ? atomic_load(&h->done) : 0), ps_scan_file_size(r));
+      next_report = counts->rows + 4096;
+    }
+  }
+  if (h) {
+    if (rc != 0 || st < 0) atomic_store(&h->cancel, 1);
+    pthread_join(thread, NULL);
+    if (split && rc == 0 && st > 0 && (h->failed || atomic_load(&h->cancel))) split = 0;
+    if (split && rc == 0 && st > 0) {
+      /* the halves agree on the boundary: take the second's groups and counts */
+      long fia_base = (long)counts->fia_rows;
+      if (merge_half(p, h->u.p, fia_base) != 0) {
+        snprintf(err, errsize, "%s: out of memory", path);
+        rc = -1;
       }
+      add_counts(counts, &h->counts);
+    } else if (rc == 0 && st > 0) {
+      /* the second half failed (bad data or memory): read it here, where errors get the
+       * right line numbers */
+      while ((st = ps_scan_next(r, &rec)) > 0)
+        if (add_row(&u, &rec) != 0) {
+          snprintf(err, errsize, "%s: out of memory", path);
+          rc = -1;
+          break;
+        }
     }
-    if (have_start) {
-      if (g->first_ns == INT64_MIN || start_ns < g->first_ns) g->first_ns = start_ns;
-      if (g->last_ns == INT64_MIN || start_ns > g->last_ns) g->last_ns = start_ns;
-    }
-    if (fia_ordinal >= 0 && g->fia_file < 0) {
-      g->fia_file = file_index;
-      g->fia_ordinal = fia_ordinal;
-    }
-    counts->used++;
-    continue;
-  oom:
-    snprintf(err, errsize, "%s: out of memory", path);
-    rc = -1;
-    break;
+    ps_profile_free(h->u.p);
+    free(h);
   }
   if (rc == 0 && st < 0) {
-    snprintf(err, errsize, "%s", ps_csv_error(r));
+    snprintf(err, errsize, "%s", ps_scan_error(r));
     rc = -1;
   }
-  if (cb) cb(ud, ps_csv_bytes_read(r), ps_csv_file_size(r));
-  ps_csv_close(r);
-  p->totals.rows += counts->rows;
-  p->totals.used += counts->used;
-  p->totals.na_shapes += counts->na_shapes;
-  p->totals.no_type += counts->no_type;
-  p->totals.no_shapes += counts->no_shapes;
-  p->totals.bad_duration += counts->bad_duration;
-  p->totals.duplicates += counts->duplicates;
-  p->totals.fia_rows += counts->fia_rows;
+  if (cb) cb(ud, ps_scan_file_size(r), ps_scan_file_size(r));
+  ps_scan_close(r);
+  add_counts(&p->totals, counts);
   return rc;
 }
 
@@ -524,7 +798,7 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int ps_profile_group(ps_profile *p, size_t i, ps_profile_group_info *info) {
+int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info) {
   if (i >= p->ngroups) return -1;
   group *g = &p->groups[i];
   memset(info, 0, sizeof *info);
@@ -533,6 +807,11 @@ int ps_profile_group(ps_profile *p, size_t i, ps_profile_group_info *info) {
   info->keylen = g->keylen;
   info->hash = g->hash;
   info->count = g->count;
+  info->first_start_ns = g->first_ns;
+  info->last_start_ns = g->last_ns;
+  info->fia_file = g->fia_file;
+  info->fia_ordinal = g->fia_ordinal;
+  if (!stats) return 0;
   double mean = g->count ? g->sum / (double)g->count : NAN;
   info->mean = mean;
   double ss = 0;
@@ -547,9 +826,5 @@ int ps_profile_group(ps_profile *p, size_t i, ps_profile_group_info *info) {
     info->metric_count[m] = g->mcount[m];
     info->metric_mean[m] = g->mcount[m] ? g->msum[m] / (double)g->mcount[m] : NAN;
   }
-  info->first_start_ns = g->first_ns;
-  info->last_start_ns = g->last_ns;
-  info->fia_file = g->fia_file;
-  info->fia_ordinal = g->fia_ordinal;
   return 0;
 }

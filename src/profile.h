@@ -92,9 +92,10 @@ typedef struct ps_profile_group_info {
   long fia_file, fia_ordinal;
 } ps_profile_group_info;
 
-/* Fills *info for group i (0-based). The statistics are computed on each call (the median
- * sorts the group's durations in place). Returns 0, or -1 when i is out of range. */
-int ps_profile_group(ps_profile *p, size_t i, ps_profile_group_info *info);
+/* Fills *info for group i (0-based). With stats, the statistics are computed (the median
+ * sorts the group's durations in place); without, only the cells, key, count, times and
+ * FIA position are filled. Returns 0, or -1 when i is out of range. */
+int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info);
 
 /* Canonical kernel type: whitespace trimmed, then the original's renaming table
  * (split_qkv_rmsnorm_rope_kernel_0 -> split_qkv_rmsnorm_rope_kernel, ...). Returns a pointer

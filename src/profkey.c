@@ -45,18 +45,29 @@ static int reserve(ps_profkey *k, size_t need) {
 const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
                              const char *const *cells, const size_t *lens, size_t *keylen,
                              uint64_t hash[2]) {
-  (void)lens;  /* the cells are NUL-terminated */
-  if (reserve(k, tlen + 2) != 0) return NULL;
-  memcpy(k->buf, type, tlen);
-  k->buf[tlen] = 0;
+  /* NUL-terminated copies of the type and the cells for the signature code */
+  size_t need = tlen + 1;
+  for (int i = 0; i < 5; i++) need += lens[i] + 1;
+  if (reserve(k, need) != 0) return NULL;
+  const char *c[6];
+  size_t off = 0;
+  for (int i = -1; i < 5; i++) {
+    const char *src = i < 0 ? type : cells[i];
+    size_t n = i < 0 ? tlen : lens[i];
+    memcpy(k->buf + off, src, n);
+    k->buf[off + n] = 0;
+    c[i + 1] = k->buf + off;
+    off += n + 1;
+  }
   ps_sig_row row = {
-    .op_name = k->buf, .in_shapes = cells[0], .in_dtypes = cells[1], .in_formats = cells[2],
-    .out_shapes = cells[3], .out_dtypes = cells[4],
+    .op_name = c[0], .in_shapes = c[1], .in_dtypes = c[2], .in_formats = c[3],
+    .out_shapes = c[4], .out_dtypes = c[5],
   };
   if (ps_sig_compute(k->sig, &row) != 0) return NULL;
   size_t slen;
   const char *sig = ps_sig_text(k->sig, &slen);
   if (reserve(k, tlen + slen + 2) != 0) return NULL;
+  memcpy(k->buf, type, tlen);   /* type may point into buf: it is the first copy */
   k->buf[tlen] = PS_SIG_SEP;
   memcpy(k->buf + tlen + 1, sig, slen);
   k->buf[tlen + 1 + slen] = 0;

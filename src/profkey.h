@@ -13,8 +13,8 @@ typedef struct ps_profkey ps_profkey;
 ps_profkey *ps_profkey_new(void);
 void ps_profkey_free(ps_profkey *k);
 
-/* cells: Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data Types,
- * NUL-terminated (lens unused). The signature is perfscript.sig's (spec replay_and_update
+/* cells/lens: Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data
+ * Types (need not be NUL-terminated). The signature is perfscript.sig's (spec replay_and_update
  * section 2) with the kernel type as op name, so a MatMulV2 row with a bias slot meets the
  * row without it, as the database's write-back matches them. Returns the key (valid until
  * the next call) or NULL when out of memory. */

@@ -255,7 +255,7 @@ function M.fia_metadata(agg, files, per_file)
   end
   local warned = {}
   for i = 1, #agg do
-    local g = agg:group(i)
+    local g = agg:group(i, false)
     if g.type == M.FIA_TYPE then
       local text = g.in_shapes
       local source = ""
@@ -293,11 +293,13 @@ function M.sanitize(name)
   return s
 end
 
--- Per kernel type, in first-seen order: {type=, file=, columns=, rows={{cells..., key=}}}.
+-- Per kernel type, in first-seen order: {type=, file=, columns=, groups={indices}, rows=n,
+-- row=function(k) -> {cells=, key=}}. Rows are built when asked for, one type at a time,
+-- so memory holds the statistics of one kernel type, not of the whole database.
 function M.tables(agg, fia)
   local order, by_type = {}, {}
   for i = 1, #agg do
-    local g = agg:group(i)
+    local g = agg:group(i, false)
     local t = by_type[g.type]
     if not t then
       local columns = {}
@@ -305,16 +307,23 @@ function M.tables(agg, fia)
       if g.type == M.FIA_TYPE then
         for _, c in ipairs(M.FIA_COLUMNS) do columns[#columns + 1] = c end
       end
-      t = { type = g.type, file = M.sanitize(g.type) .. ".csv", columns = columns, rows = {} }
+      t = { type = g.type, file = M.sanitize(g.type) .. ".csv", columns = columns, groups = {},
+            keys = {} }
+      t.row = function(k)
+        local gi = t.groups[k]
+        local cells = agg:row(gi)
+        if t.type == M.FIA_TYPE then
+          local m = fia and fia[gi]
+          for c = 1, #M.FIA_COLUMNS do cells[#cells + 1] = m and m[c] or "" end
+        end
+        return { cells = cells, key = t.keys[k] }
+      end
       by_type[g.type] = t
       order[#order + 1] = t
     end
-    local cells = agg:row(i)
-    if g.type == M.FIA_TYPE then
-      local m = fia and fia[i]
-      for k = 1, #M.FIA_COLUMNS do cells[#cells + 1] = m and m[k] or "" end
-    end
-    t.rows[#t.rows + 1] = { cells = cells, key = g.key, count = g.count }
+    t.groups[#t.groups + 1] = i
+    t.keys[#t.keys + 1] = g.key
+    t.rows = #t.groups
   end
   return order
 end
@@ -348,7 +357,7 @@ end
 --  kept=, filled=, columns_added=}
 local function merge_one(dir, t, opts)
   local path = dir .. "/" .. t.file
-  local res = { file = t.file, added = 0, replaced = 0, kept = 0, columns_added = 0, rows = #t.rows }
+  local res = { file = t.file, added = 0, replaced = 0, kept = 0, columns_added = 0, rows = t.rows }
   local exists = lfs.attributes(path, "mode") == "file"
   local header, rows
   if exists then
@@ -358,11 +367,11 @@ local function merge_one(dir, t, opts)
   end
   if not exists then
     res.status = "created"
-    res.added = #t.rows
+    res.added = t.rows
     if not opts.dry_run then
       local w <close> = assert(perf.csv.writer(path, { eol = "\r\n", bom = false }))
       w:write(t.columns)
-      for _, row in ipairs(t.rows) do w:write(row.cells) end
+      for k = 1, t.rows do w:write(t.row(k).cells) end
       w:commit()
     end
     return res
@@ -388,12 +397,13 @@ local function merge_one(dir, t, opts)
   end
   -- new columns alone are no reason to rewrite a file
   local changed = false
-  for _, new in ipairs(t.rows) do
-    local i = index[new.key]
+  for k = 1, t.rows do
+    local i = index[t.keys[k]]
     if not i then
+      local new = t.row(k)
       local row = {}
-      for k = 1, #header do row[k] = "" end
-      for k, c in ipairs(t.columns) do row[pos[c]] = new.cells[k] end
+      for c = 1, #header do row[c] = "" end
+      for c, name in ipairs(t.columns) do row[pos[name]] = new.cells[c] end
       rows[#rows + 1] = row
       index[new.key] = #rows
       res.added = res.added + 1
@@ -404,9 +414,10 @@ local function merge_one(dir, t, opts)
         or (opts.mode == "missing-only" and not real(cell(row, "Profiling Average Duration(us)")))
       local did = false
       if replace then
-        for k = STAT_FIRST, #t.columns do
-          local c = t.columns[k]
-          local v = new.cells[k]
+        local new = t.row(k)
+        for ci = STAT_FIRST, #t.columns do
+          local c = t.columns[ci]
+          local v = new.cells[ci]
           -- Runtime cells: filled when empty, never overwritten (a back-fill wrote them)
           local runtime = c:find("^Runtime ")
           if (not runtime or row[pos[c]] == "") and row[pos[c]] ~= v then
@@ -442,8 +453,8 @@ function M.merge(dir, tables, opts)
   local results = {}
   if opts.dry_run and lfs.attributes(dir, "mode") ~= "directory" then
     for _, t in ipairs(tables) do
-      results[#results + 1] = { file = t.file, status = "created", added = #t.rows, replaced = 0,
-                                kept = 0, columns_added = 0, rows = #t.rows }
+      results[#results + 1] = { file = t.file, status = "created", added = t.rows, replaced = 0,
+                                kept = 0, columns_added = 0, rows = t.rows }
     end
     return results
   end

@@ -49,7 +49,7 @@ static void test_statistics(void **state) {
   assert_int_equal(ps_profile_ngroups(p), 1);
   assert_non_null(strstr(absent, "aic_mac_time(us)"));
   ps_profile_group_info g;
-  assert_int_equal(ps_profile_group(p, 0, &g), 0);
+  assert_int_equal(ps_profile_group(p, 0, 1, &g), 0);
   char b[64];
   fmt6(b, g.mean), assert_string_equal(b, "23.333333");
   fmt6(b, g.median), assert_string_equal(b, "20.000000");
@@ -78,7 +78,7 @@ static void test_constant_std_is_zero(void **state) {
   char err[512];
   assert_int_equal(ps_profile_add_file(p, path, NULL, NULL, 0, NULL, NULL, err, sizeof err), 0);
   ps_profile_group_info g;
-  ps_profile_group(p, 0, &g);
+  ps_profile_group(p, 0, 1, &g);
   char b[64];
   fmt6(b, g.std), assert_string_equal(b, "0.000000");  /* the original printed 0.000006 */
   fmt6(b, g.mean), assert_string_equal(b, "123.450000");
@@ -115,11 +115,11 @@ static void test_skips_and_duplicates(void **state) {
   assert_int_equal(c.used, 4);
   assert_int_equal(ps_profile_ngroups(p), 2);
   ps_profile_group_info g;
-  ps_profile_group(p, 0, &g);
+  ps_profile_group(p, 0, 1, &g);
   assert_string_equal(g.cells[PS_PC_TYPE], "muls_add_kernel");
   assert_int_equal(g.count, 2);
   assert_int_equal(g.first_start_ns, INT64_C(1736413971558972912));
-  ps_profile_group(p, 1, &g);
+  ps_profile_group(p, 1, 1, &g);
   assert_string_equal(g.cells[PS_PC_TYPE], "Cast");
   assert_int_equal(g.count, 2);
   assert_string_equal(g.cells[PS_PC_OUT_FORMATS], "ND");  /* first non-empty */
@@ -158,10 +158,10 @@ static void test_fia_ordinals(void **state) {
   assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
   assert_int_equal(c.fia_rows, 4);
   ps_profile_group_info g;
-  ps_profile_group(p, 0, &g);
+  ps_profile_group(p, 0, 1, &g);
   assert_int_equal(g.fia_file, 0);
   assert_int_equal(g.fia_ordinal, 1);
-  ps_profile_group(p, 1, &g);
+  ps_profile_group(p, 1, 1, &g);
   assert_int_equal(g.fia_ordinal, 3);
   ps_profile_free(p);
 }

@@ -110,6 +110,19 @@ expect_contains "only the kernel_details rows" "$out" "Read 1 file(s), 7 rows"
 out=$(run --profiling-path cap/rank0_ascend_pt/PROF_0001 --database-path db4 2>&1)
 expect_contains "op_summary alone imports" "$out" "Read 1 file(s), 7 rows; 5 aggregated"
 
+# --- a file read by two threads gives what one thread gives -------------------------------------
+mkdir -p two
+python3 "$SRC/tests/bench/gen_kernel_details.py" two/kernel_details.csv 3 2000
+PERFSCRIPT_THREADS=1 run --profiling-path two --database-path one_t > /dev/null 2>&1
+PERFSCRIPT_SPLIT_MIN=1 run --profiling-path two --database-path two_t > /dev/null 2>&1
+expect_eq "two threads: same files" "$(ls two_t | wc -l)" "$(ls one_t | wc -l)"
+expect_eq "two threads: same rows and statistics" "$(cat two_t/*.csv | md5sum)" "$(cat one_t/*.csv | md5sum)"
+{ head -c 1500000 two/kernel_details.csv; printf '\n7,1,1,2,"open\n'; } > two/bad.csv
+mv two/bad.csv two/kernel_details.csv
+out=$(PERFSCRIPT_SPLIT_MIN=1 run --profiling-path two --database-path bad_t 2>&1); rc=$?
+expect_eq "two threads: a data error still fails" "$rc" 1
+expect_contains "two threads: error with its line" "$out" "unterminated quoted field"
+
 # --- every real export imports, or fails with the missing-columns error ---------------------------
 if root=$(real_data .); then
   while IFS= read -r f; do

@@ -1,0 +1,320 @@
+#include "csvscan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BUFSIZE (4u << 20)
+#define LFS_MAGIC "version https://git-lfs.github.com/spec/"
+
+typedef struct span { size_t start, end; int unescape; } span;
+
+struct ps_scan {
+  int fd;
+  char *path;
+  char *buf;
+  size_t cap, pos, end;       /* unconsumed data: buf[pos, end) */
+  int eof, first;
+  uint64_t bytes_read, file_size;
+  uint64_t base;              /* file offset of buf[0] */
+  long line;
+  span *spans;
+  const char **fields;
+  size_t *lens;
+  size_t capfields;
+  char error[600];
+};
+
+/* 1 for the bytes that end an unquoted run: , CR LF NUL */
+static const unsigned char stop[256] = {[','] = 1, ['\r'] = 1, ['\n'] = 1, [0] = 1};
+
+static void set_error(ps_scan *s, long line, const char *fmt, ...) {
+  va_list ap;
+  int n = line > 0 ? snprintf(s->error, sizeof s->error, "%s:%ld: ", s->path, line)
+                   : snprintf(s->error, sizeof s->error, "%s: ", s->path);
+  va_start(ap, fmt);
+  vsnprintf(s->error + n, sizeof s->error - (size_t)n, fmt, ap);
+  va_end(ap);
+}
+
+ps_scan *ps_scan_open_at(const char *path, uint64_t offset, char *err, size_t errsize) {
+  ps_scan *s = ps_scan_open(path, err, errsize);
+  if (s == NULL || offset == 0) return s;
+  if (lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
+    snprintf(err, errsize, "%s: %s", path, strerror(errno));
+    ps_scan_close(s);
+    return NULL;
+  }
+  s->first = 0;
+  s->base = offset;
+  return s;
+}
+
+uint64_t ps_scan_offset(const ps_scan *s) { return s->base + s->pos; }
+
+ps_scan *ps_scan_open(const char *path, char *err, size_t errsize) {
+  ps_scan *s = calloc(1, sizeof *s);
+  if (s == NULL) {
+    snprintf(err, errsize, "%s: out of memory", path);
+    return NULL;
+  }
+  s->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (s->fd < 0) {
+    snprintf(err, errsize, "%s: %s", path, strerror(errno));
+    free(s);
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(s->fd, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      snprintf(err, errsize, "%s: is a directory", path);
+      close(s->fd);
+      free(s);
+      return NULL;
+    }
+    s->file_size = (uint64_t)st.st_size;
+  }
+  s->path = strdup(path);
+  s->cap = BUFSIZE;
+  s->buf = malloc(s->cap + 1);
+  if (s->path == NULL || s->buf == NULL) {
+    snprintf(err, errsize, "%s: out of memory", path);
+    ps_scan_close(s);
+    return NULL;
+  }
+  s->first = 1;
+  s->line = 1;
+  return s;
+}
+
+/* Keeps buf[pos, end), reads more after it (growing the buffer when one record fills it). */
+static int refill(ps_scan *s) {
+  if (s->pos > 0) {
+    memmove(s->buf, s->buf + s->pos, s->end - s->pos);
+    s->end -= s->pos;
+    s->base += s->pos;
+    s->pos = 0;
+  }
+  if (s->end == s->cap) {
+    char *b = realloc(s->buf, s->cap * 2 + 1);
+    if (b == NULL) {
+      set_error(s, s->line, "out of memory (a record longer than %zu bytes)", s->cap);
+      return -1;
+    }
+    s->buf = b;
+    s->cap *= 2;
+  }
+  while (s->end < s->cap) {
+    ssize_t n = read(s->fd, s->buf + s->end, s->cap - s->end);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      set_error(s, 0, "read error: %s", strerror(errno));
+      return -1;
+    }
+    if (n == 0) {
+      s->eof = 1;
+      break;
+    }
+    s->end += (size_t)n;
+    s->bytes_read += (uint64_t)n;
+  }
+  s->buf[s->end] = 0;  /* a sentinel: stops the unquoted scan at the data's end */
+  if (s->first && s->end > 0) {
+    s->first = 0;
+    const unsigned char *u = (const unsigned char *)s->buf;
+    if (s->end >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF) {
+      s->pos = 3;
+    } else if (s->end >= 2 && ((u[0] == 0xFF && u[1] == 0xFE) || (u[0] == 0xFE && u[1] == 0xFF))) {
+      set_error(s, 1, "a UTF-16 file: export it as UTF-8");
+      return -1;
+    }
+    if (s->end - s->pos >= sizeof LFS_MAGIC - 1 &&
+        memcmp(s->buf + s->pos, LFS_MAGIC, sizeof LFS_MAGIC - 1) == 0) {
+      set_error(s, 1, "a Git LFS pointer, not the data (run git lfs pull)");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int grow_fields(ps_scan *s) {
+  size_t c = s->capfields ? s->capfields * 2 : 64;
+  span *sp = realloc(s->spans, c * sizeof *sp);
+  if (sp == NULL) return -1;
+  s->spans = sp;
+  const char **f = realloc(s->fields, c * sizeof *f);
+  if (f == NULL) return -1;
+  s->fields = f;
+  size_t *l = realloc(s->lens, c * sizeof *l);
+  if (l == NULL) return -1;
+  s->lens = l;
+  s->capfields = c;
+  return 0;
+}
+
+enum { SCAN_OK, SCAN_MORE, SCAN_NUL, SCAN_UNTERMINATED, SCAN_NOMEM };
+
+/* Scans one record from s->pos without changing the data: field spans, the position after
+ * its line end in *next, newlines inside quotes in *lines. */
+static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
+  const char *b = s->buf;
+  size_t p = s->pos, e = s->end, n = 0;
+  *lines = 0;
+  for (;;) {
+    if (n == s->capfields && grow_fields(s) != 0) return SCAN_NOMEM;
+    span *f = &s->spans[n++];
+    f->unescape = 0;
+    if (p < e && b[p] == '"') {
+      f->start = ++p;
+      for (;;) {
+        const char *q = memchr(b + p, '"', e - p);
+        if (q == NULL) return s->eof ? SCAN_UNTERMINATED : SCAN_MORE;
+        for (const char *k = memchr(b + p, '\n', (size_t)(q - (b + p))); k;
+             k = memchr(k + 1, '\n', (size_t)(q - (k + 1))))
+          ++*lines;
+        p = (size_t)(q - b) + 1;
+        if (p == e && !s->eof) return SCAN_MORE;  /* a doubled quote may follow */
+        if (p < e && b[p] == '"') {
+          f->unescape = 1;
+          p++;
+          continue;
+        }
+        break;
+      }
+      f->end = p - 1;
+      if (p < e && !stop[(unsigned char)b[p]]) {
+        /* text after the closing quote belongs to the field (Python's csv) */
+        f->unescape = 1;
+        while (!stop[(unsigned char)b[p]]) p++;
+        f->end = p;
+      }
+    } else {
+      f->start = p;
+      while (!stop[(unsigned char)b[p]]) p++;  /* the NUL sentinel ends it at e */
+      f->end = p;
+    }
+    if (p >= e) {
+      if (!s->eof) return SCAN_MORE;
+      *nf = n;
+      *next = e;
+      return SCAN_OK;
+    }
+    char c = b[p];
+    if (c == ',') {
+      p++;
+      continue;
+    }
+    if (c == 0) return SCAN_NUL;
+    if (c == '\r') {
+      if (p + 1 == e && !s->eof) return SCAN_MORE;
+      p += (p + 1 < e && b[p + 1] == '\n') ? 2 : 1;
+    } else {
+      p++;
+    }
+    *nf = n;
+    *next = p;
+    return SCAN_OK;
+  }
+}
+
+/* Unquotes a field that holds doubled quotes or text after its closing quote, in place. */
+static size_t unescape(char *b, const span *f) {
+  char *w = b + f->start;
+  size_t p = f->start;
+  for (;;) {
+    char *q = memchr(b + p, '"', f->end - p);
+    if (q == NULL) {  /* no more quotes: the rest is literal */
+      size_t n = f->end - p;
+      memmove(w, b + p, n);
+      return (size_t)(w + n - (b + f->start));
+    }
+    size_t n = (size_t)(q - (b + p));
+    memmove(w, b + p, n);
+    w += n;
+    p = (size_t)(q - b) + 1;
+    if (p < f->end && b[p] == '"') {   /* a doubled quote */
+      *w++ = '"';
+      p++;
+    } else {                            /* the closing quote: drop it, keep what follows */
+      size_t rest = f->end - p;
+      memmove(w, b + p, rest);
+      /* after the closing quote quotes are literal */
+      return (size_t)(w + rest - (b + f->start));
+    }
+  }
+}
+
+static const unsigned char space[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v'] = 1,
+                                         ['\f'] = 1, ['\r'] = 1};
+
+int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
+  for (;;) {
+    if (s->pos >= s->end) {
+      if (s->eof) return 0;
+      if (refill(s) != 0) return -1;
+      if (s->pos >= s->end) return 0;
+    }
+    size_t nf = 0, next = 0;
+    long lines = 0;
+    int st = scan_record(s, &nf, &next, &lines);
+    if (st == SCAN_MORE) {
+      if (refill(s) != 0) return -1;
+      continue;
+    }
+    if (st == SCAN_NUL) {
+      set_error(s, s->line + lines, "NUL byte in the data (not a text CSV file)");
+      return -1;
+    }
+    if (st == SCAN_UNTERMINATED) {
+      set_error(s, s->line, "unterminated quoted field at the end of the file");
+      return -1;
+    }
+    if (st == SCAN_NOMEM) {
+      set_error(s, s->line, "out of memory");
+      return -1;
+    }
+    long line = s->line;
+    char last = s->buf[next - 1];
+    s->line += lines + (next > s->pos && (last == '\n' || last == '\r'));
+    size_t start = s->pos;
+    s->pos = next;
+    /* a blank line is no record */
+    if (nf == 1 && s->spans[0].end == start && (s->buf[start] != '"')) continue;
+    for (size_t i = 0; i < nf; i++) {
+      const span *f = &s->spans[i];
+      const char *t = s->buf + f->start;
+      size_t len = f->unescape ? unescape(s->buf, f) : f->end - f->start;
+      if (len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) {
+        while (len && space[(unsigned char)*t]) t++, len--;
+        while (len && space[(unsigned char)t[len - 1]]) len--;
+      }
+      s->fields[i] = t;
+      s->lens[i] = len;
+    }
+    rec->nfields = nf;
+    rec->fields = s->fields;
+    rec->lens = s->lens;
+    rec->line = line;
+    return 1;
+  }
+}
+
+const char *ps_scan_error(const ps_scan *s) { return s->error; }
+uint64_t ps_scan_bytes_read(const ps_scan *s) { return s->bytes_read; }
+uint64_t ps_scan_file_size(const ps_scan *s) { return s->file_size; }
+
+void ps_scan_close(ps_scan *s) {
+  if (s == NULL) return;
+  if (s->fd >= 0) close(s->fd);
+  free(s->path);
+  free(s->buf);
+  free(s->spans);
+  free(s->fields);
+  free(s->lens);
+  free(s);
+}

@@ -1,0 +1,199 @@
+/* The zero-copy scanner reads every file exactly as the general reader (PS_CSV_TRIM) does:
+ * generated quirk fixtures, every chunk-boundary position of a small file, and every CSV of
+ * the real exports (PERFSCRIPT_REAL_DATA; skipped with a note when absent). */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "csvread.h"
+#include "csvscan.h"
+
+static char dir[1024];
+static int compared;
+
+/* Compares the two readers on path; returns the number of records. */
+static long same_records(const char *path) {
+  char err[700];
+  ps_csv_reader *a = ps_csv_open(path, PS_CSV_TRIM, err, sizeof err);
+  ps_scan *b = ps_scan_open(path, err, sizeof err);
+  assert_non_null(a);
+  assert_non_null(b);
+  ps_csv_record ra;
+  ps_scan_record rb;
+  long n = 0;
+  for (;;) {
+    int sa = ps_csv_next(a, &ra), sb = ps_scan_next(b, &rb);
+    if (sa != sb) fprintf(stderr, "%s: record %ld: reader %d, scanner %d (%s | %s)\n", path, n, sa, sb,
+                          sa < 0 ? ps_csv_error(a) : "", sb < 0 ? ps_scan_error(b) : "");
+    assert_int_equal(sa, sb);
+    if (sa <= 0) break;
+    n++;
+    if (ra.nfields != rb.nfields || ra.line != rb.line)
+      fprintf(stderr, "%s: record %ld: %zu/%zu fields, line %ld/%ld\n", path, n, ra.nfields,
+              rb.nfields, ra.line, rb.line);
+    assert_int_equal(ra.nfields, rb.nfields);
+    assert_int_equal(ra.line, rb.line);
+    for (size_t i = 0; i < ra.nfields; i++) {
+      if (ra.lens[i] != rb.lens[i] || memcmp(ra.fields[i], rb.fields[i], ra.lens[i]) != 0)
+        fprintf(stderr, "%s: record %ld field %zu: [%s] vs [%.*s]\n", path, n, i, ra.fields[i],
+                (int)rb.lens[i], rb.fields[i]);
+      assert_int_equal(ra.lens[i], rb.lens[i]);
+      assert_memory_equal(ra.fields[i], rb.fields[i], ra.lens[i]);
+    }
+  }
+  ps_csv_close(a);
+  ps_scan_close(b);
+  compared++;
+  return n;
+}
+
+static const char *write_file(const char *name, const char *text, size_t n) {
+  static char path[2048];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fwrite(text, 1, n, f);
+  fclose(f);
+  return path;
+}
+
+static void test_quirks(void **state) {
+  (void)state;
+  static const char *const cases[] = {
+    "a,b,c\n1,2,3\n",
+    "\xEF\xBB\xBFType,Start Time(us)\r\nAdd,\"1736413971558972.912\t\"\r\nMul,1736412474730135.222\t\r\n",
+    "a,b\n\"\"\"81920,4096;8192,512\"\"\",x\n\"\"\"\"\"\",\"\"\"; \"\"\"\n",
+    "a,b\n\"multi\nline\r\nfield\",2\n3,4",
+    "a,b,c\nshort\n1,2,3,4,5\n\n\r\n  \n",
+    "a,b\n1,2,\n,\n",
+    "a,b\nab\"c,d\n",
+    "a\r\n1\r\n2\r",
+    "a,b\n\" padded \" , plain \n",
+  };
+  char name[32];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    snprintf(name, sizeof name, "quirk%zu.csv", i);
+    same_records(write_file(name, cases[i], strlen(cases[i])));
+  }
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  char err[700];
+  const char *p = write_file("unterminated.csv", "a,b\n1,\"open\n", 13);
+  ps_scan *s = ps_scan_open(p, err, sizeof err);
+  ps_scan_record r;
+  assert_int_equal(ps_scan_next(s, &r), 1);
+  assert_int_equal(ps_scan_next(s, &r), -1);
+  assert_non_null(strstr(ps_scan_error(s), "unterminated.csv:2: unterminated quoted field"));
+  ps_scan_close(s);
+  /* text after a closing quote belongs to the field, as in Python's csv */
+  p = write_file("after.csv", "a,b\n\"x\"yz,w\n", 12);
+  s = ps_scan_open(p, err, sizeof err);
+  assert_int_equal(ps_scan_next(s, &r), 1);
+  assert_int_equal(ps_scan_next(s, &r), 1);
+  assert_int_equal(r.lens[0], 3);
+  assert_memory_equal(r.fields[0], "xyz", 3);
+  ps_scan_close(s);
+  p = write_file("nul.csv", "a,b\n1,2\n3\0,4\n", 13);
+  s = ps_scan_open(p, err, sizeof err);
+  assert_int_equal(ps_scan_next(s, &r), 1);
+  assert_int_equal(ps_scan_next(s, &r), 1);
+  assert_int_equal(ps_scan_next(s, &r), -1);
+  assert_non_null(strstr(ps_scan_error(s), "nul.csv:3: NUL byte"));
+  ps_scan_close(s);
+  p = write_file("lfs.csv", "version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 1\n", 64);
+  s = ps_scan_open(p, err, sizeof err);
+  assert_int_equal(ps_scan_next(s, &r), -1);
+  assert_non_null(strstr(ps_scan_error(s), "Git LFS pointer"));
+  ps_scan_close(s);
+}
+
+/* A file bigger than the 4 MB buffer, with quoted newlines and doubled quotes across every
+ * kind of boundary, and the offsets a second thread would start from. */
+static void test_big_file(void **state) {
+  (void)state;
+  size_t cap = 10u << 20, n = 0;
+  char *text = malloc(cap);
+  n += (size_t)sprintf(text + n, "Type,Input Shapes,Note\r\n");
+  for (int i = 0; n < cap - 200; i++)
+    n += (size_t)sprintf(text + n, "K%d,\"\"\"%d,%d;%d\"\"\",\"%s\"\r\n", i, i, i + 1, i % 7,
+                         i % 5 ? "plain" : "two\nlines \"\"q\"\"");
+  const char *p = write_file("big.csv", text, n);
+  free(text);
+  long records = same_records(p);
+  assert_true(records > 100000);
+  char err[700];
+  ps_scan *s = ps_scan_open(p, err, sizeof err);
+  ps_scan_record r;
+  uint64_t prev = ps_scan_offset(s);
+  long k = 0;
+  while (ps_scan_next(s, &r) > 0) {
+    uint64_t off = ps_scan_offset(s);
+    assert_true(off > prev);
+    prev = off;
+    if (++k == 50000) {   /* a scanner opened there reads on identically */
+      ps_scan *t = ps_scan_open_at(p, off, err, sizeof err);
+      ps_scan_record a, b;
+      for (int j = 0; j < 1000; j++) {
+        assert_int_equal(ps_scan_next(s, &a), 1);
+        assert_int_equal(ps_scan_next(t, &b), 1);
+        assert_int_equal(a.nfields, b.nfields);
+        for (size_t f = 0; f < a.nfields; f++) assert_memory_equal(a.fields[f], b.fields[f], a.lens[f]);
+      }
+      ps_scan_close(t);
+    }
+  }
+  ps_scan_close(s);
+}
+
+static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  size_t n = strlen(path);
+  if (flag == FTW_F && n > 4 && strcmp(path + n - 4, ".csv") == 0 && st->st_size > 0)
+    same_records(path);
+  return 0;
+}
+
+static void test_real_exports(void **state) {
+  (void)state;
+  const char *root = getenv("PERFSCRIPT_REAL_DATA");
+  char buf[2048];
+  if (root == NULL) {
+    const char *src = getenv("PERFSCRIPT_SOURCE_DIR");
+    snprintf(buf, sizeof buf, "%s/../shared/data/real", src ? src : ".");
+    root = buf;
+  }
+  struct stat st;
+  if (stat(root, &st) != 0) {
+    printf("SKIP: %s is absent (set PERFSCRIPT_REAL_DATA)\n", root);
+    return;
+  }
+  int before = compared;
+  nftw(root, visit, 16, FTW_PHYS);
+  printf("compared %d real CSV files\n", compared - before);
+  assert_true(compared - before > 10);
+}
+
+int main(void) {
+  const char *tmp = getenv("PERFSCRIPT_TEST_TMP");
+  snprintf(dir, sizeof dir, "%s/csvscan_c", tmp ? tmp : "/tmp");
+  mkdir(dir, 0777);
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_quirks),
+    cmocka_unit_test(test_errors),
+    cmocka_unit_test(test_big_file),
+    cmocka_unit_test(test_real_exports),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
