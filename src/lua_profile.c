@@ -10,6 +10,7 @@
  *   profile.key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes) -> key, hash */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -17,6 +18,7 @@
 
 #include "profile.h"
 #include "profkey.h"
+#include "csvwrite.h"
 
 #define AGG "perfscript.profile.aggregate"
 
@@ -175,6 +177,64 @@ static int a_row(lua_State *L) {
   return 1;
 }
 
+static void put_fixed(FILE *fp, double v) {
+  if (!isnan(v)) fprintf(fp, "%.6f", v);
+}
+
+/* agg:csv_text(indices [, extra [, eol]]) -> the CSV lines of those groups (row() cells,
+ * then the strings of extra[i] when given), minimal quoting, one string: writing a new
+ * database file needs no Lua table per row. */
+static int a_csv_text(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int has_extra = lua_istable(L, 3);
+  const char *eol = luaL_optstring(L, 4, "\r\n");
+  char *text = NULL;
+  size_t size = 0;
+  FILE *fp = open_memstream(&text, &size);
+  if (fp == NULL) return luaL_error(L, "out of memory");
+  lua_Integer n = luaL_len(L, 2);
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, 2, k);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    ps_profile_group_info g;
+    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 1, &g) != 0) {
+      fclose(fp);
+      free(text);
+      return luaL_error(L, "group index %d out of range", (int)i);
+    }
+    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
+      if (c > PS_PC_OP_STATE) fputc(',', fp);
+      ps_csv_write_field(fp, g.cells[c], strlen(g.cells[c]));
+    }
+    fputc(',', fp), put_fixed(fp, g.mean);
+    fputc(',', fp), put_fixed(fp, g.median);
+    fputc(',', fp), put_fixed(fp, g.std);
+    for (int m = 0; m < PS_PROFILE_NMETRICS; m++) fputc(',', fp), put_fixed(fp, g.metric_mean[m]);
+    if (has_extra && lua_rawgeti(L, 3, i) == LUA_TTABLE) {
+      lua_Integer ne = luaL_len(L, -1);
+      for (lua_Integer e = 1; e <= ne; e++) {
+        size_t len;
+        lua_rawgeti(L, -1, e);
+        const char *v = lua_tolstring(L, -1, &len);
+        fputc(',', fp);
+        if (v) ps_csv_write_field(fp, v, len);
+        lua_pop(L, 1);
+      }
+    }
+    if (has_extra) lua_pop(L, 1);
+    fputs(eol, fp);
+  }
+  if (fclose(fp) != 0) {
+    free(text);
+    return luaL_error(L, "out of memory");
+  }
+  lua_pushlstring(L, text ? text : "", size);
+  free(text);
+  return 1;
+}
+
 static int a_tostring(lua_State *L) {
   agg_ud *u = luaL_checkudata(L, 1, AGG);
   if (u->p == NULL) lua_pushliteral(L, "profile aggregate (closed)");
@@ -250,6 +310,7 @@ int luaopen_perfscript_profile(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
+    {"csv_text", a_csv_text},
     {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"us_to_ns", f_us_to_ns}, {"kernel_type", f_kernel_type},

@@ -308,7 +308,7 @@ function M.tables(agg, fia)
         for _, c in ipairs(M.FIA_COLUMNS) do columns[#columns + 1] = c end
       end
       t = { type = g.type, file = M.sanitize(g.type) .. ".csv", columns = columns, groups = {},
-            keys = {} }
+            keys = {}, agg = agg, extra = g.type == M.FIA_TYPE and (fia or {}) or nil }
       t.row = function(k)
         local gi = t.groups[k]
         local cells = agg:row(gi)
@@ -369,10 +369,13 @@ local function merge_one(dir, t, opts)
     res.status = "created"
     res.added = t.rows
     if not opts.dry_run then
-      local w <close> = assert(perf.csv.writer(path, { eol = "\r\n", bom = false }))
-      w:write(t.columns)
-      for k = 1, t.rows do w:write(t.row(k).cells) end
-      w:commit()
+      -- the whole file from C in one string (no Lua table per row); CRLF, no BOM, minimal
+      -- quoting as the original wrote
+      local head = {}
+      for i, c in ipairs(t.columns) do head[i] = c:find('[,"\r\n]') and ('"' .. c:gsub('"', '""') .. '"') or c end
+      local text = table.concat(head, ",") .. "\r\n" .. t.agg:csv_text(t.groups, t.extra, "\r\n")
+      local ok, err = perf.fs.write_atomic(path, text)
+      if not ok then perf.fail("%s", err) end
     end
     return res
   end
