@@ -16,6 +16,7 @@
 #include <lua.h>
 
 #include "mem.h"
+#include "shape.h"
 
 static void push_u64(lua_State *L, uint64_t v) {
   lua_pushinteger(L, v > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER : (lua_Integer)v);
@@ -59,7 +60,7 @@ static int l_parse_dtypes(lua_State *L) {
 static int l_dtype_bytes(lua_State *L) {
   size_t len = 0;
   const char *s = lua_isnoneornil(L, 1) ? "" : luaL_checklstring(L, 1, &len);
-  lua_pushinteger(L, ps_mem_dtype_bytes(s, len));
+  lua_pushinteger(L, ps_dtype_bytes(s, len));
   return 1;
 }
 
@@ -76,14 +77,14 @@ static uint64_t shape_bytes(lua_State *L, int idx, int elem) {
     dims[i - 1] = (int64_t)d;
     lua_pop(L, 1);
   }
-  return ps_mem_tensor_bytes(dims, (size_t)n, elem);
+  return ps_shape_nbytes(dims, (size_t)n, elem);
 }
 
 static int l_tensor_bytes(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   size_t len = 0;
   const char *dt = luaL_optlstring(L, 2, "", &len);
-  push_u64(L, shape_bytes(L, 1, ps_mem_dtype_bytes(dt, len)));
+  push_u64(L, shape_bytes(L, 1, ps_dtype_bytes(dt, len)));
   return 1;
 }
 
@@ -112,7 +113,7 @@ static uint64_t slots_bytes(lua_State *L, int shapes, int dtypes) {
     if (lua_rawgeti(L, dtypes, i) == LUA_TSTRING) {
       size_t len;
       const char *s = lua_tolstring(L, -1, &len);
-      elem = ps_mem_dtype_bytes(s, len);
+      elem = ps_dtype_bytes(s, len);
     }
     lua_pop(L, 1);
     total = ps_mem_add(total, shape_bytes(L, lua_gettop(L), elem));
