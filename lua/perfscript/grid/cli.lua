@@ -155,8 +155,15 @@ function M.main(argv, info)
   say(("Database: %s | rows/csv: %s | seed: %d | HBM budget: %s%s"):format(dir,
       a.rows > 0 and a.rows or "unlimited", a.seed, budget and mem.format(budget) .. " per row" or "off",
       a.dry_run and " | dry run" or ""))
+  local bar
+  local function progress(done, total, name)
+    bar = bar or require("perfscript.progress").new("Files", total)
+    bar:update(done, name)
+  end
   local results = run.run { dir = dir, models = names, presets = presets, rows = a.rows, seed = a.seed,
-                            max_hbm_bytes = budget, dry_run = a.dry_run, rules = load_rules() }
+                            max_hbm_bytes = budget, dry_run = a.dry_run, rules = load_rules(),
+                            progress = progress }
+  if bar then bar:finish() end
   say("")
   M.summary(results, say)
   local total, files, changed = 0, 0, 0

@@ -374,7 +374,8 @@ end
 
 -- run(opts) -> list of per-file stats. opts: dir, models (list of names or nil),
 -- presets (extra presets from --model-config), rows, seed, max_hbm_bytes, dry_run, rules
--- ({patterns, assignments, grids, scenes}), print (function for progress lines).
+-- ({patterns, assignments, grids, scenes}), print (called with each file's stats),
+-- progress (called with files done, file count, file name).
 function M.run(opts)
   local dir = opts.dir
   if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
@@ -433,6 +434,7 @@ function M.run(opts)
       results[#results + 1] = st
       if opts.print then opts.print(st) end
     end
+    if opts.progress then opts.progress(i, #files, f.name) end
   end
   if lock then lock:release() end
   return results
