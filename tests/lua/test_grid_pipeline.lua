@@ -212,6 +212,38 @@ function test_clearing_and_alignment()
   lu.assertNil(read(dir .. "/AddRmsNormBias.csv"):find('"""128,512;128,512;512;512"""', 1, true))
 end
 
+function test_c2_override_and_column_policy()
+  local dir = TMP .. "/c2"
+  rm_rf(dir)
+  assert(perf.fs.mkdir_p(dir))
+  write(dir .. "/AddRmsNormBias.csv",
+    "OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,"
+    .. "Output Formats,Average Duration(us),Count,Note,Timestamp,Runtime attn_state,avg_seq_len\n"
+    .. 'dynamic,AI_VECTOR_CORE,"""1,512;1,512;512;""",DT_BF16;DT_BF16;DT_BF16;DT_UNDEFINED,ND;ND;ND;NULL,'
+    .. '"""1,512;1,1;1,512""",DT_BF16;FLOAT;DT_BF16,ND;ND;ND,1.0,7,keep,123,DecodeOnly,4096\n')
+  local rules = {}
+  for k, v in pairs(RULES) do rules[k] = v end
+  rules.patterns = { add_rmsnorm_bias = {
+    iterators = { { "tokens", { 128 } } }, constants = { D = 512 },
+    inputs = { "(tokens, D)", "(tokens, D)", "(D,)", "(D,)" },
+    outputs = { "(tokens, D)", "(tokens, 1)", "(tokens, D)" },
+    input_dtypes = { "DT_BF16", "DT_BF16", "DT_BF16", "DT_BF16" }, input_formats = { "ND", "ND", "ND", "ND" } } }
+  run.run { dir = dir, rows = 0, seed = 0, rules = rules }
+  local r = assert(perf.csv.open(dir .. "/AddRmsNormBias.csv"))
+  r:read()
+  local f = r:read()
+  local function col(name) return f[r:column(name)] end
+  lu.assertEquals(col("Input Shapes"), '"128,512;128,512;512;512"')        -- C2: the override wins
+  lu.assertEquals(col("Input Data Types"), "DT_BF16;DT_BF16;DT_BF16;DT_BF16")
+  lu.assertEquals(col("OP State"), "dynamic")                                -- identity: inherited
+  lu.assertEquals(col("Output Data Types"), "DT_BF16;FLOAT;DT_BF16")
+  for _, name in ipairs { "Average Duration(us)", "Count", "Note", "Timestamp", "Runtime attn_state",
+                          "avg_seq_len" } do
+    lu.assertEquals(col(name), "", name)                                     -- to be measured / unknown
+  end
+  r:close()
+end
+
 function test_sample_helper()
   local s = run.sample(19, 5, 42, "X")
   lu.assertEquals(#s, 5)
