@@ -10,6 +10,7 @@
  *   }) -> "created" | "replaced" | "unchanged", rows written   or nil, message
  * src may be nil (a new file) or equal to dst: the output is written to a temporary file and
  * renamed over dst only on success, so dst stays whole on any failure. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,13 +27,67 @@ typedef struct ctx {
   int wopen;
   const char **f;
   size_t *l;
+  char *buf;             /* one formatted row: a single fwrite per row */
+  size_t cap;
 } ctx;
+
+static int need(ctx *c, size_t n) {
+  if (n <= c->cap) return 0;
+  size_t cap = c->cap ? c->cap : 4096;
+  while (cap < n) cap *= 2;
+  char *b = realloc(c->buf, cap);
+  if (!b) return -1;
+  c->buf = b;
+  c->cap = cap;
+  return 0;
+}
+
+/* Minimal quoting as csvwrite.h (quote a field holding a comma, quote, CR or LF). */
+static int put_row(ctx *c, size_t n, char *err, size_t es) {
+  size_t o = 0;
+  if (n == 1 && c->l[0] == 0) return ps_csv_writer_row(&c->w, c->f, c->l, n, err, es);
+  for (size_t j = 0; j < n; j++) {
+    const char *s = c->f[j];
+    size_t len = c->l[j];
+    if (need(c, o + 2 * len + 8) != 0) goto oom;
+    if (j) c->buf[o++] = ',';
+    int quote = 0;
+    for (size_t k = 0; k < len && !quote; k++)
+      quote = s[k] == ',' || s[k] == '"' || s[k] == '\r' || s[k] == '\n';
+    if (!quote) {
+      memcpy(c->buf + o, s, len);
+      o += len;
+    } else {
+      c->buf[o++] = '"';
+      for (size_t k = 0; k < len; k++) {
+        if (s[k] == '"') c->buf[o++] = '"';
+        c->buf[o++] = s[k];
+      }
+      c->buf[o++] = '"';
+    }
+  }
+  size_t el = strlen(c->w.eol);
+  if (need(c, o + el) != 0) goto oom;
+  memcpy(c->buf + o, c->w.eol, el);
+  o += el;
+  if (fwrite(c->buf, 1, o, c->w.file.fp) != o) {
+    snprintf(err, es, "%s: write failed", c->w.file.path);
+    return -1;
+  }
+  c->w.rows++;
+  return 0;
+oom:
+  snprintf(err, es, "out of memory");
+  return -1;
+}
 
 static void ctx_close(ctx *c) {
   if (c->r) ps_csv_close(c->r);
   if (c->wopen) ps_csv_writer_abort(&c->w);
   free(c->f);
   free(c->l);
+  free(c->buf);
+  c->buf = NULL;
   c->r = NULL;
   c->wopen = 0;
   c->f = NULL;
@@ -49,7 +104,7 @@ static int write_array(lua_State *L, ctx *c, int t, size_t n, char *err, size_t 
     c->l[j] = s ? len : 0;
     lua_pop(L, 1); /* still referenced by the table */
   }
-  return ps_csv_writer_row(&c->w, c->f, c->l, n, err, es);
+  return put_row(c, n, err, es);
 }
 
 static int l_rewrite(lua_State *L) {
@@ -128,17 +183,19 @@ static int l_rewrite(lua_State *L) {
           c.f[j] = rec.fields[i - 1];
           c.l[j] = rec.lens[i - 1];
         }
-        if (e) {
-          if (lua_rawgeti(L, e, (lua_Integer)j + 1) != LUA_TNIL) {
-            size_t len;
-            const char *s = lua_tolstring(L, -1, &len);
-            if (s) c.f[j] = s, c.l[j] = len;
-          }
+      }
+      if (e) { /* only the edited cells: walk the (small) edit table */
+        lua_pushnil(L);
+        while (lua_next(L, e)) {
+          lua_Integer j = lua_tointeger(L, -2);
+          size_t len;
+          const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+          if (s && j >= 1 && (size_t)j <= n) c.f[j - 1] = s, c.l[j - 1] = len;
           lua_pop(L, 1); /* the edits table keeps the string alive */
         }
       }
       if (e) lua_settop(L, e - 1);
-      if (ps_csv_writer_row(&c.w, c.f, c.l, n, err, sizeof err) != 0) goto fail;
+      if (put_row(&c, n, err, sizeof err) != 0) goto fail;
       written++;
     }
     if (st < 0) {

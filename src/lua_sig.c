@@ -6,13 +6,20 @@
  *   sig.display(row) -> "<Input Shapes or N/A> -> <Output Shapes or N/A>"
  *   sig.hash(text) -> 64-bit XXH3 as a Lua integer
  *   sig.op_name(name) -> normalised op name      sig.is_matmul(name) -> bool
- *   sig.scan(path, {op = name, columns = {names}, defaults = {col = value}})
- *       -> {header = {...}, n = rows, hashes = {h1, ...}, values = {[name] = {v1, ...}}}
+ *   sig.scan(path, {op = name, columns = {names}, want = {[hash] = true}, rows = {[i] = true},
+ *                   valid = {col1, col2}, defaults = {col = value}})
+ *       -> {header = {...}, n = rows, valid = {code, ...}, first = {[wanted hash] = row},
+ *           dups = {{first row, count}, ...}, values = {[name] = {[i] = v, ...}},
+ *           hashes = {h1, ...} (only with hashes = true)}
  *       one streaming pass in C over a database CSV: every row's signature hash (file stem
- *       as op name), and the values of the named columns (those present); defaults stand
- *       in for signature columns the file lacks (EP Size of legacy files). nil, msg on error
+ *       as op name); valid[i] = 1 when col1 holds a real duration (> 0) + 2 for col2; the
+ *       values of the named columns for rows whose hash is in want or whose number is in
+ *       rows (every row when neither is given); defaults stand in for signature columns the
+ *       file lacks (EP Size of legacy files). nil, message on error
  *   sig.SEP: the separator between tuple fields in the canonical text ("\31")
  * The row's op is the explicit op_name, else its `OP Type`, else its `OP State`. */
+#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -169,6 +176,71 @@ static int l_display(lua_State *L) {
   return 1;
 }
 
+/* parse_float > 0 (the database's "real duration"): trimmed, a whole number; nan is not,
+ * inf is. */
+static int is_real(const char *s) {
+  while (*s == ' ' || (*s >= '\t' && *s <= '\r')) s++;
+  if (!*s) return 0;
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s) return 0;
+  while (*end == ' ' || (*end >= '\t' && *end <= '\r')) end++;
+  return !*end && v > 0;
+}
+
+/* Signature hash -> (first row, count), open addressing; rows are 1-based so 0 is empty. */
+typedef struct hmap { uint64_t *keys; uint32_t *first, *count; size_t size, used; } hmap;
+
+static int hmap_grow(hmap *m) {
+  size_t ns = m->size ? m->size * 2 : 1 << 16;
+  uint64_t *k = calloc(ns, sizeof *k);
+  uint32_t *f = calloc(ns, sizeof *f), *c = calloc(ns, sizeof *c);
+  if (!k || !f || !c) {
+    free(k), free(f), free(c);
+    return -1;
+  }
+  for (size_t i = 0; i < m->size; i++) {
+    if (!m->first[i]) continue;
+    size_t j = (size_t)(m->keys[i] * 0x9E3779B97F4A7C15ULL) & (ns - 1);
+    while (f[j]) j = (j + 1) & (ns - 1);
+    k[j] = m->keys[i], f[j] = m->first[i], c[j] = m->count[i];
+  }
+  free(m->keys), free(m->first), free(m->count);
+  m->keys = k, m->first = f, m->count = c, m->size = ns;
+  return 0;
+}
+
+static size_t hmap_find(const hmap *m, uint64_t h) {
+  size_t j = (size_t)(h * 0x9E3779B97F4A7C15ULL) & (m->size - 1);
+  while (m->first[j] && m->keys[j] != h) j = (j + 1) & (m->size - 1);
+  return j;
+}
+
+static int hmap_add(hmap *m, uint64_t h, uint32_t row) {
+  if ((m->used + 1) * 2 > m->size && hmap_grow(m) != 0) return -1;
+  size_t j = hmap_find(m, h);
+  if (m->first[j]) {
+    m->count[j]++;
+  } else {
+    m->keys[j] = h, m->first[j] = row, m->count[j] = 1;
+    m->used++;
+  }
+  return 0;
+}
+
+static void hmap_free(hmap *m) { free(m->keys), free(m->first), free(m->count); }
+
+/* Index of name in the header table at index header, or -1. */
+static int header_index(lua_State *L, int header, size_t ncols, const char *name) {
+  for (size_t i = 0; name && i < ncols; i++) {
+    lua_rawgeti(L, header, (lua_Integer)i + 1);
+    int eq = strcmp(lua_tostring(L, -1), name) == 0;
+    lua_pop(L, 1);
+    if (eq) return (int)i;
+  }
+  return -1;
+}
+
 /* sig.scan: see the header comment. */
 static int l_scan(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -176,7 +248,10 @@ static int l_scan(lua_State *L) {
   luaL_checkstack(L, 100, NULL);
   lua_getfield(L, 2, "op");
   const char *op = luaL_optstring(L, -1, NULL);
-  int top = lua_gettop(L);
+  lua_getfield(L, 2, "want");
+  int want_t = lua_istable(L, -1) ? lua_gettop(L) : 0;
+  lua_getfield(L, 2, "rows");
+  int rows_t = lua_istable(L, -1) ? lua_gettop(L) : 0;
   char err[600];
   ps_csv_reader *r = ps_csv_open(path, PS_CSV_TRIM, err, sizeof err);
   if (!r) return ps_sig_fail(L, err);
@@ -189,7 +264,7 @@ static int l_scan(lua_State *L) {
     lua_insert(L, -2);
     return 2;
   }
-  lua_createtable(L, 0, 4); /* result */
+  lua_createtable(L, 0, 5); /* result */
   int res = lua_gettop(L);
   size_t ncols = st ? rec.nfields : 0;
   lua_createtable(L, (int)ncols, 0);
@@ -206,20 +281,26 @@ static int l_scan(lua_State *L) {
   lua_getfield(L, 2, "defaults");
   int deft = lua_gettop(L);
   for (int c = 0; c < NCOLS; c++) {
-    idx[c] = -1;
+    idx[c] = header_index(L, header, ncols, COLUMNS[c]);
     defaults[c] = NULL;
-    for (size_t i = 0; i < ncols; i++) {
-      lua_rawgeti(L, header, (lua_Integer)i + 1);
-      int eq = strcmp(lua_tostring(L, -1), COLUMNS[c]) == 0;
-      lua_pop(L, 1);
-      if (eq) { idx[c] = (int)i; break; }
-    }
     if (idx[c] < 0 && lua_istable(L, deft)) {
       lua_getfield(L, deft, COLUMNS[c]);
       defaults[c] = lua_tostring(L, -1); /* stays on the stack */
     }
   }
-  /* Requested value columns. */
+  /* Validity columns: valid[i] = 1 (first real) + 2 (second real). */
+  int vcol[2] = {-1, -1};
+  if (lua_getfield(L, 2, "valid") == LUA_TTABLE) {
+    for (int k = 0; k < 2; k++) {
+      lua_rawgeti(L, -1, k + 1);
+      vcol[k] = header_index(L, header, ncols, lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_newtable(L);
+  int valid = lua_gettop(L);
+  /* Requested value columns: for every row, or only rows whose hash is in want / whose
+   * number is in rows. */
   lua_newtable(L);
   int values = lua_gettop(L);
   int want[64], nwant = 0, wantcol[64];
@@ -229,17 +310,12 @@ static int l_scan(lua_State *L) {
     for (int k = 1; k <= n && nwant < 64; k++) {
       lua_rawgeti(L, cols, k);
       const char *name = lua_tostring(L, -1);
-      int found = -1;
-      for (size_t i = 0; name && i < ncols && found < 0; i++) {
-        lua_rawgeti(L, header, (lua_Integer)i + 1);
-        if (strcmp(lua_tostring(L, -1), name) == 0) found = (int)i;
-        lua_pop(L, 1);
-      }
+      int found = header_index(L, header, ncols, name);
       if (found >= 0) {
         lua_newtable(L);
         lua_pushvalue(L, -1);
         lua_setfield(L, values, name); /* name is still below the new table */
-        lua_remove(L, -2);             /* drop the name; the value table stays on the stack */
+        lua_remove(L, -2);
         want[nwant] = lua_gettop(L);
         wantcol[nwant++] = found;
       } else {
@@ -247,10 +323,13 @@ static int l_scan(lua_State *L) {
       }
     }
   }
+  lua_getfield(L, 2, "hashes");
+  int keep_hashes = lua_toboolean(L, -1);
   lua_newtable(L);
   int hashes = lua_gettop(L);
   ps_sig *g = state(L);
   lua_Integer n = 0;
+  hmap map = {0};
   while (st > 0 && (st = ps_csv_next(r, &rec)) > 0) {
     ps_sig_row row = {.op_name = op};
     const char **dst[NCOLS] = {&row.op_type, &row.op_state, &row.in_shapes, &row.in_dtypes,
@@ -262,16 +341,43 @@ static int l_scan(lua_State *L) {
       return luaL_error(L, "out of memory");
     }
     n++;
-    lua_pushinteger(L, (lua_Integer)ps_sig_hash(g));
-    lua_rawseti(L, hashes, n);
-    for (int k = 0; k < nwant; k++) {
-      size_t i = (size_t)wantcol[k];
-      if (i < rec.nfields) lua_pushlstring(L, rec.fields[i], rec.lens[i]);
-      else lua_pushliteral(L, "");
-      lua_rawseti(L, want[k], n);
+    lua_Integer h = (lua_Integer)ps_sig_hash(g);
+    if (keep_hashes) {
+      lua_pushinteger(L, h);
+      lua_rawseti(L, hashes, n);
+    }
+    if (hmap_add(&map, (uint64_t)h, (uint32_t)n) != 0) {
+      hmap_free(&map);
+      ps_csv_close(r);
+      return luaL_error(L, "out of memory");
+    }
+    if (vcol[0] >= 0 || vcol[1] >= 0) {
+      int code = 0;
+      for (int k = 0; k < 2; k++)
+        if (vcol[k] >= 0 && (size_t)vcol[k] < rec.nfields && is_real(rec.fields[vcol[k]])) code |= 1 << k;
+      lua_pushinteger(L, code);
+      lua_rawseti(L, valid, n);
+    }
+    if (nwant) {
+      int take = !want_t && !rows_t;
+      if (!take && want_t) {
+        take = lua_rawgeti(L, want_t, h) != LUA_TNIL;
+        lua_pop(L, 1);
+      }
+      if (!take && rows_t) {
+        take = lua_rawgeti(L, rows_t, n) != LUA_TNIL;
+        lua_pop(L, 1);
+      }
+      for (int k = 0; take && k < nwant; k++) {
+        size_t i = (size_t)wantcol[k];
+        if (i < rec.nfields) lua_pushlstring(L, rec.fields[i], rec.lens[i]);
+        else lua_pushliteral(L, "");
+        lua_rawseti(L, want[k], n);
+      }
     }
   }
   if (st < 0) {
+    hmap_free(&map);
     lua_pushstring(L, ps_csv_error(r));
     ps_csv_close(r);
     luaL_pushfail(L);
@@ -279,14 +385,45 @@ static int l_scan(lua_State *L) {
     return 2;
   }
   ps_csv_close(r);
+  /* first[h] for the wanted hashes; dups = {{first row, count}, ...} */
+  lua_newtable(L);
+  if (want_t && map.size) {
+    lua_pushnil(L);
+    while (lua_next(L, want_t)) {
+      lua_pop(L, 1);
+      if (lua_isinteger(L, -1)) {
+        size_t j = hmap_find(&map, (uint64_t)lua_tointeger(L, -1));
+        if (map.first[j]) {
+          lua_pushvalue(L, -1);
+          lua_pushinteger(L, map.first[j]);
+          lua_rawset(L, -4);
+        }
+      }
+    }
+  }
+  lua_setfield(L, res, "first");
+  lua_newtable(L);
+  lua_Integer nd = 0;
+  for (size_t j = 0; j < map.size; j++) {
+    if (!map.first[j] || map.count[j] < 2) continue;
+    lua_createtable(L, 2, 0);
+    lua_pushinteger(L, map.first[j]);
+    lua_rawseti(L, -2, 1);
+    lua_pushinteger(L, map.count[j]);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, ++nd);
+  }
+  lua_setfield(L, res, "dups");
+  hmap_free(&map);
   lua_pushvalue(L, hashes);
   lua_setfield(L, res, "hashes");
   lua_pushvalue(L, values);
   lua_setfield(L, res, "values");
+  lua_pushvalue(L, valid);
+  lua_setfield(L, res, "valid");
   lua_pushinteger(L, n);
   lua_setfield(L, res, "n");
   lua_settop(L, res);
-  (void)top;
   return 1;
 }
 

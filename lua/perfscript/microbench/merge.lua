@@ -16,6 +16,9 @@ local schema = require "perfscript.microbench.schema"
 
 local M = {}
 
+local MB_COLS = {}
+for i, m in ipairs(schema.METRICS) do MB_COLS[i] = schema.mb_col(m) end
+
 local function stem_of(path)
   return (path:match("([^/]+)$") or path):gsub("%.csv$", "")
 end
@@ -104,71 +107,70 @@ function M.file(path, rows, match_only, opts)
   for i, c in ipairs(cols) do colpos[c] = i end
   local mbsrc = src and src[schema.MB_DUR] or schema.MB_DUR
 
-  -- Index the existing rows: signature hash -> first row; duplicates; durations.
-  local scan = { n = 0, hashes = {}, values = {} }
-  if exists then
-    local err
-    scan, err = perf.sig.scan(path, { op = stem, defaults = defaults,
-      columns = { mbsrc, schema.PROF_AVG, "Input Shapes", "Output Shapes" } })
-    if not scan then return nil, err end
-  end
-  local n = scan.n
-  local first, count = {}, {}
-  for i = 1, n do
-    local h = scan.hashes[i]
-    local c = count[h]
-    if not c then first[h] = i; count[h] = 1 else count[h] = c + 1 end
-  end
-  local V = scan.values
-  local mbv, profv = V[mbsrc] or {}, V[schema.PROF_AVG] or {}
-  local isv, osv = V["Input Shapes"] or {}, V["Output Shapes"] or {}
-  for h, c in pairs(count) do
-    if c > 1 then
-      local i = first[h]
-      res.duplicates[#res.duplicates + 1] = { display(isv[i], osv[i]), c }
-    end
-  end
-  table.sort(res.duplicates, function(a, b)
-    if a[2] ~= b[2] then return a[2] > b[2] end
-    return a[1] < b[1]
-  end)
-
-  -- Match incoming rows; reduce all candidates of one target to the minimum.
-  local best, best_order = {}, {}           -- target row -> incoming row
-  local recorded = {}                       -- target rows reached by a rows-to-merge row
-  local added = {}                          -- appended rows (output arrays)
-  local added_index = {}                    -- hash -> index in added
+  -- Incoming signatures first: the scan then keeps cell values only for the rows they hit.
   local stem_op = perf.sig.op_name(stem)
   local stem_mm = perf.sig.is_matmul(stem_op)
   local same_sig = {}                       -- op -> aggregated hash valid under this stem?
-  local function consider(r, kind)
+  local function hash_of(r)
     local h = r._hash
     if h then
       local op = r._op
       local ok = same_sig[op]
       if ok == nil then
-        local n = perf.sig.op_name(op)
-        ok = n == stem_op or (stem_mm and perf.sig.is_matmul(n))
+        local nm = perf.sig.op_name(op)
+        ok = nm == stem_op or (stem_mm and perf.sig.is_matmul(nm))
         same_sig[op] = ok
       end
-      if not ok then h = nil end
+      if ok then return h end
     end
-    if not h then
-      local _
-      _, h = perf.sig.row(r, stem)
-    end
+    local _, hh = perf.sig.row(r, stem)
+    return hh
+  end
+  local incoming, want = {}, {}
+  for _, r in ipairs(rows) do
+    local h = hash_of(r)
+    incoming[#incoming + 1] = { r, "merge", h }
+    want[h] = true
+  end
+  for _, r in ipairs(match_only) do
+    local h = hash_of(r)
+    incoming[#incoming + 1] = { r, "match", h }
+    want[h] = true
+  end
+
+  -- Index the existing rows: signature hash -> first row; duplicates; durations.
+  local IS, OS = "Input Shapes", "Output Shapes"
+  local scan = { n = 0, first = {}, dups = {}, values = {}, valid = {} }
+  if exists then
+    local err
+    scan, err = perf.sig.scan(path, { op = stem, defaults = defaults, want = want,
+      valid = { mbsrc, schema.PROF_AVG }, columns = { mbsrc, schema.PROF_AVG, IS, OS } })
+    if not scan then return nil, err end
+  end
+  local n = scan.n
+  local first = scan.first or {}
+  local V = scan.values
+  local mbv, profv = V[mbsrc] or {}, V[schema.PROF_AVG] or {}
+  local isv, osv = V[IS] or {}, V[OS] or {}
+  local valid = scan.valid
+  local dup_rows = scan.dups or {}
+
+  -- Match incoming rows; reduce all candidates of one target to the minimum.
+  local best, best_order = {}, {}           -- target row -> incoming row
+  local recorded = {}                       -- target rows reached by a rows-to-merge row
+  local added = {}                          -- appended rows
+  local added_index = {}                    -- hash -> index in added
+  for _, inc in ipairs(incoming) do
+    local r, kind, h = inc[1], inc[2], inc[3]
     local target = first[h]
     local dur = schema.valid_sample(r[schema.MB_DUR])
     if not target then
       local ai = added_index[h]
       if ai then -- a second incoming row for an added signature: keep the faster one
-        local cur = added[ai]
-        if dur and dur < (schema.valid_sample(cur.row[schema.MB_DUR]) or math.huge) then
+        if dur and dur < (schema.valid_sample(added[ai].row[schema.MB_DUR]) or math.huge) then
           added[ai] = { row = r, kind = kind }
         end
-        return
-      end
-      if kind == "merge" then
+      elseif kind == "merge" then
         res.missing[#res.missing + 1] = perf.sig.display(r)
         if mode == "all" and dur then
           added[#added + 1] = { row = r, kind = kind }
@@ -177,19 +179,17 @@ function M.file(path, rows, match_only, opts)
       else
         say(("[WARN] match-only profiling row did not match %s: %s"):format(res.csv_name, perf.sig.display(r)))
       end
-      return
-    end
-    if kind == "merge" then recorded[target] = true end
-    local cur = best[target]
-    if not cur then
-      best_order[#best_order + 1] = target
-      best[target] = dur and r or false
-    elseif dur and (cur == false or dur < schema.valid_sample(cur[schema.MB_DUR])) then
-      best[target] = r
+    else
+      if kind == "merge" then recorded[target] = true end
+      local cur = best[target]
+      if cur == nil then
+        best_order[#best_order + 1] = target
+        best[target] = dur and r or false
+      elseif dur and (cur == false or dur < schema.valid_sample(cur[schema.MB_DUR])) then
+        best[target] = r
+      end
     end
   end
-  for _, r in ipairs(rows) do consider(r, "merge") end
-  for _, r in ipairs(match_only) do consider(r, "match") end
 
   local edits, changed = {}, false
   local function set(row, col, value)
@@ -203,14 +203,14 @@ function M.file(path, rows, match_only, opts)
   for _, t in ipairs(best_order) do
     local r = best[t]
     local old = mbv[t] or ""
-    local can_update = mode == "all" or not schema.has_valid_duration(old, profv[t])
+    local can_update = mode == "all" or (valid[t] or 0) == 0
     local mb = old
     if can_update and r then
       local new = r[schema.MB_DUR]
       set(t, schema.MB_DUR, new)
-      for _, m in ipairs(schema.METRICS) do
-        local k = schema.mb_col(m)
-        if r[k] ~= nil then set(t, k, r[k]) end
+      for _, k in ipairs(MB_COLS) do
+        local v = r[k]
+        if v ~= nil then set(t, k, v) end
       end
       mb = new
       if schema.trim(old) ~= schema.trim(new) then
@@ -236,17 +236,37 @@ function M.file(path, rows, match_only, opts)
   end
 
   -- Prune: rows that still have no valid duration (only when asked).
-  local delete = {}
+  local delete, deleted_rows = {}, {}
   if opts.prune then
     for i = 1, n do
-      local mb = current_mb[i] or mbv[i]
-      if not schema.has_valid_duration(mb, profv[i]) then
+      local mb = current_mb[i]
+      local ok
+      if mb then ok = schema.is_real(mb) or (valid[i] or 0) >= 2 else ok = (valid[i] or 0) ~= 0 end
+      if not ok then
         delete[i] = true
-        res.deleted[#res.deleted + 1] = display(isv[i], osv[i])
+        deleted_rows[#deleted_rows + 1] = i
         changed = true
       end
     end
   end
+
+  -- Shapes of duplicated and deleted rows for the report (a second pass, only when needed).
+  local need, any = {}, false
+  for _, d in ipairs(dup_rows) do if not isv[d[1]] then need[d[1]] = true; any = true end end
+  for _, i in ipairs(deleted_rows) do if not isv[i] then need[i] = true; any = true end end
+  if any then
+    local s2, err = perf.sig.scan(path, { op = stem, defaults = defaults, rows = need, columns = { IS, OS } })
+    if not s2 then return nil, err end
+    for i in pairs(need) do
+      isv[i], osv[i] = (s2.values[IS] or {})[i], (s2.values[OS] or {})[i]
+    end
+  end
+  for _, d in ipairs(dup_rows) do res.duplicates[#res.duplicates + 1] = { display(isv[d[1]], osv[d[1]]), d[2] } end
+  table.sort(res.duplicates, function(a, b)
+    if a[2] ~= b[2] then return a[2] > b[2] end
+    return a[1] < b[1]
+  end)
+  for _, i in ipairs(deleted_rows) do res.deleted[#res.deleted + 1] = display(isv[i], osv[i]) end
 
   -- Appended rows, projected onto the columns.
   local append = {}
