@@ -40,6 +40,20 @@ grep -q "^Target models: my-org/Tiny-MoE$" c.txt
 grep -q "^GroupedMatmul  *340 " c.txt
 grep -q "^MatMulV2  *[1-9]" c.txt
 
+# --out-dir grows a copy and leaves the original alone; --report writes the summary
+before=$(cat "$db"/*.csv | md5sum)
+grid --database-path "$db" --target-models Qwen/Qwen3-32B --rows 6 --out-dir copy --report r.csv > o.txt
+grep -q "^Copied 86 files of $db to copy" o.txt
+[[ $(cat "$db"/*.csv | md5sum) == "$before" ]]
+[[ $(ls copy | wc -l) -eq 86 ]]
+head -1 r.csv | grep -q "^file,kernel,pattern,candidates,rejected,memory,duplicates,sampled_out,present,appended,status$"
+# the first 4 of 6 picks are the 4 that qwen3_grid --rows 4 appended: a top-up
+grep -q "^MatMulV2.csv,MatMulV2,matmul,703,0,0,0,697,4,2,appended$" r.csv
+grid --database-path copy --target-models Qwen/Qwen3-32B --rows 6 --report r.json > /dev/null
+grep -q '"status":"unchanged: nothing new"' r.json
+if grid --database-path "$db" --out-dir copy 2> e0.txt; then exit 1; fi
+grep -q "exists and is not empty" e0.txt
+
 # errors: clean messages, exit status 1, nothing written
 sum=$(cat "$db"/*.csv | md5sum)
 if grid --database-path "$db" --target-models ", ," 2> e1.txt; then exit 1; fi

@@ -24,7 +24,7 @@ local function copy_tree(src, dst)
   assert(perf.fs.mkdir_p(dst))
   local n = 0
   for name in lfs.dir(src) do
-    if name ~= "." and name ~= ".." then
+    if name:sub(1, 1) ~= "." then  -- not ".", "..", nor the lock file
       local s, d = src .. "/" .. name, dst .. "/" .. name
       if lfs.attributes(s, "mode") == "directory" then
         n = n + copy_tree(s, d)
@@ -57,6 +57,8 @@ function M.parser(info)
   p:option("--max-hbm-gb", "Per-row budget in GiB for input plus output tensors (0 = off).", "32")
    :convert(tonumber)
   p:flag("--dry-run", "Report what would be appended; write nothing.")
+  p:option("--out-dir", "Copy the database to this new directory first and grow the copy.")
+  p:option("--report", "Also write the per-kernel summary to this file (.csv, else JSON).")
   return p
 end
 
@@ -117,6 +119,38 @@ function M.summary(results, out)
   out(table.concat(line, " "))
 end
 
+local REPORT_COLS = { "file", "kernel", "pattern", "candidates", "rejected", "memory", "duplicates",
+                      "sampled_out", "present", "appended", "status" }
+
+-- The summary as CSV (by extension) or JSON, written atomically.
+function M.write_report(path, results, say)
+  local text
+  if path:lower():sub(-4) == ".csv" then
+    local lines = { table.concat(REPORT_COLS, ",") }
+    for _, r in ipairs(results) do
+      local row = {}
+      for i, c in ipairs(REPORT_COLS) do
+        local v = tostring(r[c] == nil and "" or r[c])
+        row[i] = v:find('[,"\r\n]') and ('"' .. v:gsub('"', '""') .. '"') or v
+      end
+      lines[#lines + 1] = table.concat(row, ",")
+    end
+    text = table.concat(lines, "\n") .. "\n"
+  else
+    local cjson = require "cjson"
+    local list = {}
+    for i, r in ipairs(results) do
+      local o = {}
+      for _, c in ipairs(REPORT_COLS) do o[c] = r[c] end
+      list[i] = o
+    end
+    text = cjson.encode(list) .. "\n"
+  end
+  local ok, err = perf.fs.write_atomic(path, text)
+  if not ok then perf.fail("--report: %s", err) end
+  say(("Wrote the summary to %s."):format(path))
+end
+
 -- main(argv, info): info.name, info.description, info.models (recipe's default list).
 function M.main(argv, info)
   local script = argv[0]
@@ -149,6 +183,17 @@ function M.main(argv, info)
   if not a.max_hbm_gb then perf.fail("--max-hbm-gb takes a number") end
   local budget = a.max_hbm_gb > 0 and math.floor(a.max_hbm_gb * 1024 ^ 3) or nil
   local dir = M.database_dir(a, script, say)
+  if a.out_dir then
+    if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
+    if lfs.attributes(a.out_dir) then
+      for name in lfs.dir(a.out_dir) do
+        if name ~= "." and name ~= ".." then perf.fail("--out-dir %s exists and is not empty", a.out_dir) end
+      end
+    end
+    local n = copy_tree(dir, a.out_dir)
+    say(("Copied %d files of %s to %s."):format(n, dir, a.out_dir))
+    dir = a.out_dir
+  end
   local shown = {}
   for _, p in ipairs(models.resolve(names, presets)) do shown[#shown + 1] = p.model_id end
   say(("Target models: %s%s"):format(table.concat(shown, ", "), names and "" or " (all presets)"))
@@ -164,6 +209,7 @@ function M.main(argv, info)
                             max_hbm_bytes = budget, dry_run = a.dry_run, rules = load_rules(),
                             progress = progress }
   if bar then bar:finish() end
+  if a.report then M.write_report(a.report, results, say) end
   say("")
   M.summary(results, say)
   local total, files, changed = 0, 0, 0

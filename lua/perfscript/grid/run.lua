@@ -361,7 +361,10 @@ function M.process(job)
   st.candidates, st.rejected, st.generated, st.memory = S.candidates, S.rejected, S.generated, S.memory
   local idx = select_rows(job, csv, S, st)
   st.appended = #idx
-  if #idx == 0 then st.status = "unchanged"; return st end
+  if #idx == 0 then
+    st.status = S.n == 0 and "unchanged: no candidates" or "unchanged: nothing new"
+    return st
+  end
   if job.dry_run then st.status = "would append"; return st end
   local res, err = write_rows(job, csv, S, idx)
   if not res then perf.fail("%s: %s", job.path, err) end
