@@ -244,6 +244,34 @@ function test_c2_override_and_column_policy()
   r:close()
 end
 
+-- Files the run must not trip on: BOM, no newline at the end, LFS pointers, empty files,
+-- header-only files, leftover temp files; op_mapping.yaml per directory.
+function test_odd_files()
+  local dir = TMP .. "/odd"
+  rm_rf(dir)
+  assert(perf.fs.mkdir_p(dir .. "/sub"))
+  local H = "Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us)"
+  write(dir .. "/SwiGlu.csv", "\239\187\191" .. H .. '\r\n"""16,4096""",DT_BF16,ND,"""16,2048""",DT_BF16,ND,2.5')
+  write(dir .. "/Neg.csv", "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12\n")
+  write(dir .. "/Cast.csv", "")
+  write(dir .. "/Log.csv", H .. "\n")
+  write(dir .. "/Fill.tmp.csv", H .. '\n"""1,1""",DT_BF16,ND,"""1,1""",DT_BF16,ND,1\n')
+  write(dir .. "/sub/Add.csv", H .. '\n"""16,4096;16,4096""",DT_BF16;DT_BF16,ND;ND,"""16,4096""",DT_BF16,ND,2.5\n')
+  write(dir .. "/sub/op_mapping.yaml", "operator_mappings:\n  a: {kernel_type: Add, zero_cost: true}\n")
+  local by = {}
+  for _, r in ipairs(run.run { dir = dir, rows = 5, seed = 0, rules = RULES }) do by[r.file] = r end
+  lu.assertEquals(by["SwiGlu.csv"].appended, 5)
+  local text = read(dir .. "/SwiGlu.csv")
+  lu.assertEquals(text:sub(1, 3), "\239\187\191")                -- BOM kept
+  lu.assertStrContains(text, '2.5\r\n"""')                         -- line ended, then CRLF rows
+  lu.assertEquals(select(2, text:gsub("\r\n", "")), 7)
+  lu.assertStrContains(by["Neg.csv"].status, "LFS pointer")
+  lu.assertStrContains(by["Cast.csv"].status, "empty file")
+  lu.assertStrContains(by["Log.csv"].status, "no template row")
+  lu.assertNil(by["Fill.tmp.csv"])
+  lu.assertStrContains(by["sub/Add.csv"].status, "zero-cost")     -- routed with sub/op_mapping.yaml
+end
+
 function test_sample_helper()
   local s = run.sample(19, 5, 42, "X")
   lu.assertEquals(#s, 5)

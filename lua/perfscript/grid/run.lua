@@ -117,7 +117,7 @@ function M.discover(dir)
       if mode == "directory" then
         walk(p, rel .. name .. "/")
       elseif mode == "file" and name:sub(-4) == ".csv" and not name:find(".tmp.", 1, true) then
-        out[#out + 1] = { path = p, name = rel .. name, kernel = name:sub(1, -5) }
+        out[#out + 1] = { path = p, dir = d, name = rel .. name, kernel = name:sub(1, -5) }
       end
     end
   end
@@ -149,6 +149,7 @@ local function load_csv(path, kernel)
   local col = {}
   for i, h in ipairs(header) do if col[h] == nil then col[h] = i end end
   if not col["Input Shapes"] then r:close(); return nil, "no 'Input Shapes' column" end
+  local eol = r:style()  -- the header's line ending (asked now: the last line may have none)
   local existing, template, nrows = {}, nil, 0
   local key = cells.record_keyer(header, kernel)
   for f in r:lines() do
@@ -156,7 +157,6 @@ local function load_csv(path, kernel)
     if not template then template = table.move(f, 1, #f, 1, {}) end
     existing[key(f)] = true
   end
-  local eol = r:style()
   r:close()
   if not template then return nil, "no template row" end
   local trow = {}
@@ -384,8 +384,16 @@ function M.run(opts)
   if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
   local files = M.discover(dir)
   if #files == 0 then perf.fail("No CSV files found under: %s", dir) end
-  local meta, merr = route.load_meta(dir .. "/op_mapping.yaml")
-  if not meta then perf.fail("%s", merr) end
+  -- each CSV is routed with the op_mapping.yaml of its own directory
+  local metas = {}
+  local function meta_for(d)
+    if not metas[d] then
+      local m, merr = route.load_meta(d .. "/op_mapping.yaml")
+      if not m then perf.fail("%s", merr) end
+      metas[d] = m
+    end
+    return metas[d]
+  end
   local rules = opts.rules
   local configs = models.resolve(opts.models, opts.presets)
   local nk_pairs = opts.models and models.matmul_nk_pairs(configs) or nil
@@ -399,7 +407,7 @@ function M.run(opts)
   end
   local routes, left = {}, {}
   for i, f in ipairs(files) do
-    routes[i] = { route.pattern_for(f.kernel, rules.assignments, rules.patterns, meta) }
+    routes[i] = { route.pattern_for(f.kernel, rules.assignments, rules.patterns, meta_for(f.dir)) }
     local pname = routes[i][1]
     if pname then left[pname] = (left[pname] or 0) + 1 end
   end
