@@ -272,6 +272,31 @@ function test_odd_files()
   lu.assertStrContains(by["sub/Add.csv"].status, "zero-cost")     -- routed with sub/op_mapping.yaml
 end
 
+-- --variants: one template per kernel variant (spec 8.6); the first variant samples as before.
+function test_variants()
+  local H = "OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,"
+            .. "Output Data Types,Output Formats,Average Duration(us)\n"
+  local rows = 'dynamic,AI_CORE,"""32,7168;2048,7168""",DT_BF16;DT_BF16,ND;ND,"""32,2048""",DT_BF16,ND,12.5\n'
+            .. 'dynamic,AI_CORE,"""48,7168;2048,7168""",DT_BF16;DT_BF16,ND;ND,"""48,2048""",DT_BF16,ND,13.5\n'
+            .. 'static,AI_CORE,"""32,7168;2048,7168""",DT_INT8;DT_INT8,ND;FRACTAL_NZ,"""32,2048""",DT_BF16,ND,9.5\n'
+  local d1, d2 = TMP .. "/var1", TMP .. "/var2"
+  for _, d in ipairs { d1, d2 } do
+    rm_rf(d); assert(perf.fs.mkdir_p(d)); write(d .. "/MatMulV2.csv", H .. rows)
+  end
+  local one = run.run { dir = d1, models = { DSV3 }, rows = 7, seed = 3, rules = RULES }[1]
+  local two = run.run { dir = d2, models = { DSV3 }, rows = 7, seed = 3, rules = RULES, variants = true }[1]
+  lu.assertEquals(one.appended, 7)
+  lu.assertEquals(two.appended, 14)
+  lu.assertEquals(two.variants, 2)
+  lu.assertEquals(two.candidates, 2 * 814)
+  local t1, t2 = read(d1 .. "/MatMulV2.csv"), read(d2 .. "/MatMulV2.csv")
+  lu.assertEquals(t2:sub(1, #t1), t1)                       -- first variant: the same rows
+  local _, int8 = t2:sub(#t1 + 1):gsub("static,AI_CORE,[^\n]*DT_INT8;DT_INT8,ND;FRACTAL_NZ", "")
+  lu.assertEquals(int8, 7)
+  local again = run.run { dir = d2, models = { DSV3 }, rows = 7, seed = 3, rules = RULES, variants = true }[1]
+  lu.assertEquals(again.appended, 0)
+end
+
 function test_sample_helper()
   local s = run.sample(19, 5, 42, "X")
   lu.assertEquals(#s, 5)

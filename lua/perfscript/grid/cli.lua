@@ -56,6 +56,8 @@ function M.parser(info)
   p:option("--seed", "Sampling seed (per file, mixed with the kernel type).", "0"):convert(math.tointeger)
   p:option("--max-hbm-gb", "Per-row budget in GiB for input plus output tensors (0 = off).", "32")
    :convert(tonumber)
+  p:flag("--variants", "One template per kernel variant in the file (OP State, core, dtypes and "
+         .. "formats), not only the first row; --rows applies to each variant.")
   p:flag("--dry-run", "Report what would be appended; write nothing.")
   p:option("--out-dir", "Copy the database to this new directory first and grow the copy.")
   p:option("--report", "Also write the per-kernel summary to this file (.csv, else JSON).")
@@ -206,7 +208,8 @@ function M.main(argv, info)
     bar:update(done, name)
   end
   local results = run.run { dir = dir, models = names, presets = presets, rows = a.rows, seed = a.seed,
-                            max_hbm_bytes = budget, dry_run = a.dry_run, rules = load_rules(),
+                            max_hbm_bytes = budget, dry_run = a.dry_run, variants = a.variants,
+                            rules = load_rules(),
                             progress = progress }
   if bar then bar:finish() end
   if a.report then M.write_report(a.report, results, say) end

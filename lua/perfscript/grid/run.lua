@@ -137,31 +137,46 @@ local function read_file(path)
 end
 
 -- Reads header, template and the signature set of the existing rows.
-local function load_csv(path, kernel)
+-- The identity of a row's kernel variant: the template cells a generated row inherits.
+local VARIANT = { "OP State", "Accelerator Core", "Input Data Types", "Input Formats",
+                  "Output Data Types", "Output Formats" }
+
+-- Reads header, templates and the signature set of the existing rows. The template is the
+-- first row; with variants, the first row of every distinct VARIANT combination, in file order.
+local function load_csv(path, kernel, variants)
   local r, err = perf.csv.open(path, { header = true, reuse = true })
   if not r then return nil, err end
   local header = r:header()
   if #header == 0 then r:close(); return nil, "empty file" end
-  if header[1]:find("^version https://git%-lfs") then
-    r:close()
-    return nil, "a Git-LFS pointer, not data (git lfs pull first)"
-  end
   local col = {}
   for i, h in ipairs(header) do if col[h] == nil then col[h] = i end end
   if not col["Input Shapes"] then r:close(); return nil, "no 'Input Shapes' column" end
   local eol = r:style()  -- the header's line ending (asked now: the last line may have none)
-  local existing, template, nrows = {}, nil, 0
+  local vcols = {}
+  for _, name in ipairs(VARIANT) do vcols[#vcols + 1] = col[name] end
+  local existing, templates, seen_variant, nrows = {}, {}, {}, 0
   local key = cells.record_keyer(header, kernel)
+  local parts = {}
   for f in r:lines() do
     nrows = nrows + 1
-    if not template then template = table.move(f, 1, #f, 1, {}) end
+    if nrows == 1 or variants then
+      for i, c in ipairs(vcols) do parts[i] = f[c] or "" end
+      local v = table.concat(parts, "\0", 1, #vcols)
+      if not seen_variant[v] then
+        seen_variant[v] = true
+        templates[#templates + 1] = table.move(f, 1, #f, 1, {})
+      end
+    end
     existing[key(f)] = true
   end
   r:close()
-  if not template then return nil, "no template row" end
-  local trow = {}
-  for name, i in pairs(col) do trow[name] = template[i] or "" end
-  return { header = header, col = col, template = trow, existing = existing, rows = nrows, eol = eol }
+  if #templates == 0 then return nil, "no template row" end
+  for t, row in ipairs(templates) do
+    local trow = {}
+    for name, i in pairs(col) do trow[name] = row[i] or "" end
+    templates[t] = trow
+  end
+  return { header = header, col = col, templates = templates, existing = existing, rows = nrows, eol = eol }
 end
 
 -- Stage 1, independent of the file's existing rows and of its kernel's signature rules:
@@ -212,9 +227,9 @@ end
 
 -- Stage 2: this file's population (dedup by its kernel's signature), the sample, and the
 -- entries not already in the file, in shape order. Returns row indices of S.
-local function select_rows(job, csv, S, st)
-  local T, kernel, existing = csv.template, job.kernel, csv.existing
-  local key, rec, seen, pop, keys = cells.key, {}, {}, {}, {}
+local function select_rows(job, csv, T, S, st, seen, stream)
+  local kernel, existing = job.kernel, csv.existing
+  local key, rec, pop, keys = cells.key, {}, {}, {}
   local t_ep = T["EP Size"]
   local IT, OT, IDT, IFM, ODT, EX = S.it, S.ot, S.idt, S.ifm, S.odt, S.extra
   for i = 1, S.n do
@@ -233,8 +248,8 @@ local function select_rows(job, csv, S, st)
   local chosen = pop
   if job.rows and job.rows > 0 and #pop > job.rows then
     chosen = {}
-    for n, idx in ipairs(M.sample(#pop, job.rows, job.seed, kernel)) do chosen[n] = pop[idx] end
-    st.sampled_out = #pop - job.rows
+    for n, idx in ipairs(M.sample(#pop, job.rows, job.seed, stream)) do chosen[n] = pop[idx] end
+    st.sampled_out = st.sampled_out + #pop - job.rows
   end
   local mark = {}
   for _, i in ipairs(chosen) do
@@ -301,12 +316,15 @@ local function lines_for(S, header, T, idx)
   return out
 end
 
-local function write_rows(job, csv, S, idx)
+-- parts: { {T = template, S = stage-1 rows, idx = row indices}, ... } in append order.
+local function write_rows(job, csv, parts)
   -- columns the new rows need that the header lacks (e.g. FIA runtime columns, EP Size)
   local extra_cols, have = {}, {}
   for _, h in ipairs(csv.header) do have[h] = true end
   local used = {}
-  for _, i in ipairs(idx) do for name in pairs(S.extra[i]) do used[name] = true end end
+  for _, p in ipairs(parts) do
+    for _, i in ipairs(p.idx) do for name in pairs(p.S.extra[i]) do used[name] = true end end
+  end
   for _, name in ipairs(job.columns or {}) do
     if used[name] and not have[name] then have[name] = true; extra_cols[#extra_cols + 1] = name end
   end
@@ -322,10 +340,12 @@ local function write_rows(job, csv, S, idx)
     local text, err = read_file(job.path)
     if not text then return nil, err end
     local eol = csv.eol or "\n"
-    local lines = lines_for(S, header, csv.template, idx)
-    local sep = (#text > 0 and text:byte(-1) ~= 10) and eol or ""  -- (a "\n$" find scans the text)
-    return perf.fs.write_atomic(job.path, text .. sep .. table.concat(lines, eol) .. eol,
-                                { if_changed = false })
+    local buf = { text, (#text > 0 and text:byte(-1) ~= 10) and eol or "" }  -- ("\n$" would scan)
+    for _, p in ipairs(parts) do
+      buf[#buf + 1] = table.concat(lines_for(p.S, header, p.T, p.idx), eol)
+      buf[#buf + 1] = eol
+    end
+    return perf.fs.write_atomic(job.path, table.concat(buf), { if_changed = false })
   end
   -- header extension: existing rows rewritten with empty cells in the new columns
   local r, err = perf.csv.open(job.path, { header = true })
@@ -339,36 +359,44 @@ local function write_rows(job, csv, S, idx)
     w:write(f)
   end
   r:close()
-  for _, i in ipairs(idx) do w:write(render(header, csv.template, S, i)) end
+  for _, p in ipairs(parts) do
+    for _, i in ipairs(p.idx) do w:write(render(header, p.T, p.S, i)) end
+  end
   return w:commit()
 end
 
 -- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
--- rows, seed, max_hbm_bytes, dry_run, cache (a table shared by the files of one run).
+-- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern).
 function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
                memory = 0, duplicates = 0, sampled_out = 0, present = 0, appended = 0 }
-  local csv, why = load_csv(job.path, job.kernel)
+  local csv, why = load_csv(job.path, job.kernel, job.variants)
   if not csv then st.status = "skipped: " .. why; return st end
-  local T = csv.template
-  local ck = table.concat({ job.pattern or job.path, T["Input Shapes"] and #cells.parse(T["Input Shapes"]) or 0,
-                            (T["Output Shapes"] or "") ~= "" and #cells.parse(T["Output Shapes"]) or 0,
-                            T["Input Data Types"] or "", T["Input Formats"] or "", T["Output Data Types"] or "",
-                            T["Output Formats"] or "", tostring(job.max_hbm_bytes) }, "\0")
-  local cache = job.cache or {}
-  local S = cache[ck]
-  if not S then S = shaped(job.generate, T, job.max_hbm_bytes); cache[ck] = S end
-  st.candidates, st.rejected, st.generated, st.memory = S.candidates, S.rejected, S.generated, S.memory
-  local idx = select_rows(job, csv, S, st)
-  st.appended = #idx
-  if #idx == 0 then
-    st.status = S.n == 0 and "unchanged: no candidates" or "unchanged: nothing new"
+  local cache, seen, parts, nrows = job.cache or {}, {}, {}, 0
+  for t, T in ipairs(csv.templates) do
+    local ck = table.concat({ #cells.parse(T["Input Shapes"]),
+                              (T["Output Shapes"] or "") ~= "" and #cells.parse(T["Output Shapes"]) or 0,
+                              T["Input Data Types"] or "", T["Input Formats"] or "", T["Output Data Types"] or "",
+                              T["Output Formats"] or "", tostring(job.max_hbm_bytes) }, "\0")
+    local S = cache[ck]
+    if not S then S = shaped(job.generate, T, job.max_hbm_bytes); cache[ck] = S end
+    st.candidates, st.rejected = st.candidates + S.candidates, st.rejected + S.rejected
+    st.generated, st.memory = st.generated + S.generated, st.memory + S.memory
+    nrows = nrows + S.n
+    -- the first variant samples as a single-template run does; later ones on their own streams
+    local idx = select_rows(job, csv, T, S, st, seen, t == 1 and job.kernel or (job.kernel .. "#" .. t))
+    if #idx > 0 then parts[#parts + 1] = { T = T, S = S, idx = idx } end
+    st.appended = st.appended + #idx
+  end
+  if #csv.templates > 1 then st.variants = #csv.templates end
+  if st.appended == 0 then
+    st.status = nrows == 0 and "unchanged: no candidates" or "unchanged: nothing new"
     return st
   end
   if job.dry_run then st.status = "would append"; return st end
-  local res, err = write_rows(job, csv, S, idx)
+  local res, err = write_rows(job, csv, parts)
   if not res then perf.fail("%s: %s", job.path, err) end
-  st.status = "appended"
+  st.status = #csv.templates > 1 and ("appended (" .. #csv.templates .. " variants)") or "appended"
   return st
 end
 
@@ -376,7 +404,8 @@ end
 -- A whole directory
 
 -- run(opts) -> list of per-file stats. opts: dir, models (list of names or nil),
--- presets (extra presets from --model-config), rows, seed, max_hbm_bytes, dry_run, rules
+-- presets (extra presets from --model-config), rows, seed, max_hbm_bytes, dry_run, variants
+-- (one template per kernel variant instead of the first row only), rules
 -- ({patterns, assignments, grids, scenes}), print (called with each file's stats),
 -- progress (called with files done, file count, file name).
 function M.run(opts)
@@ -435,6 +464,7 @@ function M.run(opts)
       local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
+                    variants = opts.variants,
                     columns = gen.columns, generate = gen.each }
       cache[pname] = cache[pname] or {}
       job.cache = cache[pname]
