@@ -75,7 +75,7 @@ typedef struct rawslot {
 /* Exact-duplicate detection keeps the row keys of the last DUP_WINDOW to 2 * DUP_WINDOW rows
  * of the file in two small tables (old and current generation), so it costs constant memory
  * and stays in cache. Duplicates an export writes sit close together. */
-#define DUP_WINDOW 65536
+#define DUP_WINDOW 16384
 #define DUP_SLOTS (2 * DUP_WINDOW)
 
 struct ps_profile {
@@ -360,6 +360,13 @@ static int in_table(const uint64_t *t, uint64_t hash) {
   return 0;
 }
 
+static void prefetch_seen(const ps_profile *p, uint64_t hash) {
+  if (p->seen[0] == NULL) return;
+  size_t h = (size_t)(hash ? hash : 1) & (DUP_SLOTS - 1);
+  __builtin_prefetch(&p->seen[0][h]);
+  __builtin_prefetch(&p->seen[1][h]);
+}
+
 /* Duplicate rows: 1 when hash was seen within the window, else records it. */
 static int seen_before(ps_profile *p, uint64_t hash) {
   if (hash == 0) hash = 1;
@@ -478,9 +485,16 @@ static int add_row(run *u, const ps_scan_record *rec) {
     counts->no_type++;
     return 0;
   }
+  /* The tables a row probes are far apart in memory: their slots are prefetched first and
+   * the parsing below hides the wait. */
+  uint64_t rh[2];
+  if (raw_hash(p, type, tlen, cell + PS_PC_IN_SHAPES, len + PS_PC_IN_SHAPES, rh) != 0) return -1;
+  if (p->rawcap) __builtin_prefetch(&p->raw[(size_t)rh[0] & (p->rawcap - 1)]);
   int64_t start_ns = INT64_MIN;
   int have_start = ps_profile_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
-  if (u->dedup && have_start && usable_id(cell[C_TASK], len[C_TASK])) {
+  uint64_t dup_hash = 0;
+  int check_dup = u->dedup && have_start && usable_id(cell[C_TASK], len[C_TASK]);
+  if (check_dup) {
     char buf[256];
     size_t k = 0;
     for (int c = C_TASK; c <= C_DEVICE; c++) {
@@ -489,34 +503,37 @@ static int add_row(run *u, const ps_scan_record *rec) {
       k += l;
       buf[k++] = '\x1f';
     }
-    if (seen_before(p, XXH3_64bits_withSeed(buf, k, (uint64_t)start_ns))) {
-      counts->duplicates++;
-      return 0;
-    }
+    dup_hash = XXH3_64bits_withSeed(buf, k, (uint64_t)start_ns);
+    prefetch_seen(p, dup_hash);
   }
   long fia_ordinal = -1;
-  if (tlen == sizeof PS_PROFILE_FIA_TYPE - 1 && memcmp(type, PS_PROFILE_FIA_TYPE, tlen) == 0)
-    fia_ordinal = (long)counts->fia_rows++;
-  if (ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
-      ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES])) {
+  int is_fia = tlen == sizeof PS_PROFILE_FIA_TYPE - 1 && memcmp(type, PS_PROFILE_FIA_TYPE, tlen) == 0;
+  int na = ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
+           ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES]);
+  int no_dims = !na && ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]);
+  double d;
+  int bad = parse_number(cell[C_DURATION], len[C_DURATION], &d) != 0;
+  if (check_dup && seen_before(p, dup_hash)) {
+    counts->duplicates++;
+    return 0;
+  }
+  if (is_fia) fia_ordinal = (long)counts->fia_rows++;
+  if (na) {
     counts->na_shapes++;
     return 0;
   }
-  if (ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES])) {
+  if (no_dims) {
     counts->no_shapes++;
     return 0;
   }
-  double d;
-  if (parse_number(cell[C_DURATION], len[C_DURATION], &d) != 0) {
+  if (bad) {
     counts->bad_duration++;
     return 0;
   }
-  uint64_t rh[2];
   size_t at = 0;
   int created = 0;
-  group *g = NULL;
-  if (raw_hash(p, type, tlen, cell + PS_PC_IN_SHAPES, len + PS_PC_IN_SHAPES, rh) == 0 &&
-      (g = raw_find(p, rh, &at)) == NULL) {
+  group *g = raw_find(p, rh, &at);
+  if (g == NULL) {
     size_t keylen;
     uint64_t hash[2];
     const char *key = ps_profkey_build(p->keys, type, tlen, cell + PS_PC_IN_SHAPES,
@@ -524,20 +541,28 @@ static int add_row(run *u, const ps_scan_record *rec) {
     g = key ? find_or_add(p, key, keylen, hash, &created) : NULL;
     if (g && raw_add(p, rh, at, (size_t)(g - p->groups)) != 0) g = NULL;
   }
-  if (g == NULL || add_duration(g, d) != 0) return -1;
+  if (g == NULL) return -1;
+  __builtin_prefetch(g);
+  __builtin_prefetch((char *)g + 64);
+  __builtin_prefetch((char *)g + 128);
+  /* the counters, parsed while the group comes into the cache */
+  double mv[PS_PROFILE_NMETRICS];
+  unsigned valid = 0;
+  for (int m = 0; m < PS_PROFILE_NMETRICS; m++)
+    if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &mv[m]) == 0)
+      valid |= 1u << m;
+  if (add_duration(g, d) != 0) return -1;
   /* the first non-empty value of each cell */
   if (created && set_cell(g, PS_PC_TYPE, type, tlen) != 0) return -1;
   if (g->filled != (1u << PS_PC_NCELLS) - 1)
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
       if (!(g->filled & (1u << c)) && (created || len[c]) && set_cell(g, c, cell[c], len[c]) != 0)
         return -1;
-  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
-    double v;
-    if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &v) == 0) {
-      g->msum[m] += v;
+  for (int m = 0; m < PS_PROFILE_NMETRICS; m++)
+    if (valid & (1u << m)) {
+      g->msum[m] += mv[m];
       g->mcount[m]++;
     }
-  }
   if (have_start) {
     if (g->first_ns == INT64_MIN || start_ns < g->first_ns) g->first_ns = start_ns;
     if (g->last_ns == INT64_MIN || start_ns > g->last_ns) g->last_ns = start_ns;
