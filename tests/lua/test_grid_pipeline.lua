@@ -67,7 +67,8 @@ end
 
 local function go(dir, o)
   local res = run.run { dir = dir, models = o.models, rows = o.rows or 0, seed = o.seed or 0,
-                        max_hbm_bytes = o.budget, dry_run = o.dry_run, rules = RULES }
+                        max_hbm_bytes = o.budget, dry_run = o.dry_run, sampling = o.sampling,
+                        rules = RULES }
   local by = {}
   for _, r in ipairs(res) do by[r.kernel] = r end
   return by
@@ -295,6 +296,19 @@ function test_variants()
   lu.assertEquals(int8, 7)
   local again = run.run { dir = d2, models = { DSV3 }, rows = 7, seed = 3, rules = RULES, variants = true }[1]
   lu.assertEquals(again.appended, 0)
+end
+
+function test_spread_sampling()
+  lu.assertEquals(run.spread(10, 4), { 1, 4, 7, 10 })
+  lu.assertEquals(run.spread(5, 5), { 1, 2, 3, 4, 5 })
+  lu.assertEquals(run.spread(9, 1), { 1 })
+  local dir = make_db("spread")
+  local by = go(dir, { models = { DSV3 }, rows = 5, sampling = "spread" })
+  lu.assertEquals(by.PadV3.appended + by.PadV3.present, 5)
+  local text = read(dir .. "/PadV3.csv")
+  lu.assertStrContains(text, '"""1,128;4;"""')        -- the smallest shape
+  lu.assertStrContains(text, '"""8193,55296;4;"""')   -- and the largest
+  lu.assertEquals(go(dir, { models = { DSV3 }, rows = 5, sampling = "spread" }).PadV3.appended, 0)
 end
 
 function test_sample_helper()

@@ -56,6 +56,9 @@ function M.parser(info)
   p:option("--seed", "Sampling seed (per file, mixed with the kernel type).", "0"):convert(math.tointeger)
   p:option("--max-hbm-gb", "Per-row budget in GiB for input plus output tensors (0 = off).", "32")
    :convert(tonumber)
+  p:option("--sampling", "How --rows picks: random (seeded; a bigger --rows tops up) or spread "
+           .. "(evenly along the shape order, smallest and largest shapes included).", "random")
+   :choices { "random", "spread" }
   p:flag("--variants", "One template per kernel variant in the file (OP State, core, dtypes and "
          .. "formats), not only the first row; --rows applies to each variant.")
   p:flag("--dry-run", "Report what would be appended; write nothing.")
@@ -209,6 +212,7 @@ function M.main(argv, info)
   end
   local results = run.run { dir = dir, models = names, presets = presets, rows = a.rows, seed = a.seed,
                             max_hbm_bytes = budget, dry_run = a.dry_run, variants = a.variants,
+                            sampling = a.sampling,
                             rules = load_rules(),
                             progress = progress }
   if bar then bar:finish() end

@@ -56,6 +56,15 @@ function M.sample(n, k, seed, kernel)
   return out
 end
 
+-- k of n positions spread evenly over 1..n, both ends included (k <= n).
+function M.spread(n, k)
+  if k <= 0 then return {} end
+  if k == 1 then return { 1 } end
+  local out = {}
+  for i = 0, k - 1 do out[i + 1] = 1 + (i * (n - 1)) // (k - 1) end
+  return out
+end
+
 ---------------------------------------------------------------------------------------------
 -- Helpers
 
@@ -248,7 +257,15 @@ local function select_rows(job, csv, T, S, st, seen, stream)
   local chosen = pop
   if job.rows and job.rows > 0 and #pop > job.rows then
     chosen = {}
-    for n, idx in ipairs(M.sample(#pop, job.rows, job.seed, stream)) do chosen[n] = pop[idx] end
+    if job.sampling == "spread" then
+      -- evenly along the shape order, both ends included: covers the whole range
+      local in_pop, ordered = {}, {}
+      for _, i in ipairs(pop) do in_pop[i] = true end
+      for _, i in ipairs(S.order) do if in_pop[i] then ordered[#ordered + 1] = i end end
+      for n, j in ipairs(M.spread(#ordered, job.rows)) do chosen[n] = ordered[j] end
+    else
+      for n, idx in ipairs(M.sample(#pop, job.rows, job.seed, stream)) do chosen[n] = pop[idx] end
+    end
     st.sampled_out = st.sampled_out + #pop - job.rows
   end
   local mark = {}
@@ -405,7 +422,8 @@ end
 
 -- run(opts) -> list of per-file stats. opts: dir, models (list of names or nil),
 -- presets (extra presets from --model-config), rows, seed, max_hbm_bytes, dry_run, variants
--- (one template per kernel variant instead of the first row only), rules
+-- (one template per kernel variant instead of the first row only), sampling ("random" or
+-- "spread"), rules
 -- ({patterns, assignments, grids, scenes}), print (called with each file's stats),
 -- progress (called with files done, file count, file name).
 function M.run(opts)
@@ -464,7 +482,7 @@ function M.run(opts)
       local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
-                    variants = opts.variants,
+                    variants = opts.variants, sampling = opts.sampling,
                     columns = gen.columns, generate = gen.each }
       cache[pname] = cache[pname] or {}
       job.cache = cache[pname]
