@@ -10,6 +10,7 @@
  *   }) -> "created" | "replaced" | "unchanged", rows written   or nil, message
  * src may be nil (a new file) or equal to dst: the output is written to a temporary file and
  * renamed over dst only on success, so dst stays whole on any failure. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "csvread.h"
 #include "csvwrite.h"
 #include "luabind.h"
+#include "sig.h"
 
 typedef struct ctx {
   ps_csv_reader *r;
@@ -235,8 +237,397 @@ fail:
   return ps_fail(L, err);
 }
 
+/* ---- csvedit.merge: index, match, update, prune and rewrite in one pass ------------------ */
+
+/* parse_float > 0 on a raw cell: trimmed, a whole number; nan is not real, inf is. */
+static double parse_float(const char *s, size_t len) {
+  char tmp[64];
+  while (len && (*s == ' ' || (*s >= '\t' && *s <= '\r'))) s++, len--;
+  while (len && (s[len - 1] == ' ' || (s[len - 1] >= '\t' && s[len - 1] <= '\r'))) len--;
+  if (!len || len >= sizeof tmp) return 0.0;
+  memcpy(tmp, s, len);
+  tmp[len] = '\0';
+  char *end;
+  double v = strtod(tmp, &end);
+  return *end || end == tmp ? 0.0 : v;
+}
+static int real(const char *s, size_t len) { return parse_float(s, len) > 0; }
+
+static int same_trimmed(const char *a, size_t la, const char *b, size_t lb) {
+  while (la && (*a == ' ' || (*a >= '\t' && *a <= '\r'))) a++, la--;
+  while (la && (a[la - 1] == ' ' || (a[la - 1] >= '\t' && a[la - 1] <= '\r'))) la--;
+  while (lb && (*b == ' ' || (*b >= '\t' && *b <= '\r'))) b++, lb--;
+  while (lb && (b[lb - 1] == ' ' || (b[lb - 1] >= '\t' && b[lb - 1] <= '\r'))) lb--;
+  return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* Signature hash -> first row, count and the first row's display text (in an arena). */
+typedef struct mslot { uint64_t h; uint32_t first, count; size_t disp; } mslot;
+typedef struct mmap_ { mslot *v; size_t size, used; char *arena; size_t alen, acap; } mmap_;
+
+static size_t mfind(const mmap_ *m, uint64_t h) {
+  size_t j = (size_t)(h * 0x9E3779B97F4A7C15ULL) & (m->size - 1);
+  while (m->v[j].first && m->v[j].h != h) j = (j + 1) & (m->size - 1);
+  return j;
+}
+
+static int mgrow(mmap_ *m) {
+  size_t ns = m->size ? m->size * 2 : 1 << 16;
+  mslot *v = calloc(ns, sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0; i < m->size; i++) {
+    if (!m->v[i].first) continue;
+    size_t j = (size_t)(m->v[i].h * 0x9E3779B97F4A7C15ULL) & (ns - 1);
+    while (v[j].first) j = (j + 1) & (ns - 1);
+    v[j] = m->v[i];
+  }
+  free(m->v);
+  m->v = v;
+  m->size = ns;
+  return 0;
+}
+
+/* "<Input Shapes or N/A> -> <Output Shapes or N/A>" appended to the arena; returns its offset. */
+static long add_display(mmap_ *m, const char *is, size_t il, const char *os, size_t ol) {
+  size_t n = (il ? il : 3) + 4 + (ol ? ol : 3) + 1;
+  if (m->alen + n > m->acap) {
+    size_t cap = m->acap ? m->acap * 2 : 1 << 20;
+    while (cap < m->alen + n) cap *= 2;
+    char *a = realloc(m->arena, cap);
+    if (!a) return -1;
+    m->arena = a;
+    m->acap = cap;
+  }
+  size_t off = m->alen;
+  char *p = m->arena + off;
+  memcpy(p, il ? is : "N/A", il ? il : 3), p += il ? il : 3;
+  memcpy(p, " -> ", 4), p += 4;
+  memcpy(p, ol ? os : "N/A", ol ? ol : 3), p += ol ? ol : 3;
+  *p = '\0';
+  m->alen += n;
+  return (long)off;
+}
+
+static void trimmed(const char **s, size_t *len) {
+  while (*len && (**s == ' ' || (**s >= '\t' && **s <= '\r'))) (*s)++, (*len)--;
+  while (*len && ((*s)[*len - 1] == ' ' || ((*s)[*len - 1] >= '\t' && (*s)[*len - 1] <= '\r'))) (*len)--;
+}
+
+static int opt_int(lua_State *L, int t, const char *k) {
+  lua_getfield(L, t, k);
+  int v = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* Source column (0-based) of a signature column, or -1. */
+static int src_col(lua_State *L, int t, const char *k) { return opt_int(L, t, k) - 1; }
+
+static int l_merge(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checkstack(L, 64, NULL);
+  int sp = 2;
+  lua_getfield(L, sp, "header");
+  int header = lua_gettop(L);
+  luaL_checktype(L, header, LUA_TTABLE);
+  lua_getfield(L, sp, "map");
+  int map = lua_gettop(L);
+  lua_getfield(L, sp, "updates");
+  int updates = lua_gettop(L);
+  lua_getfield(L, sp, "copy");
+  int copy = lua_gettop(L);
+  lua_getfield(L, sp, "fill");
+  int fill = lua_gettop(L);
+  lua_getfield(L, sp, "append");
+  int append_fn = lua_gettop(L);
+  lua_getfield(L, sp, "op");
+  const char *op = lua_tostring(L, -1);
+  lua_getfield(L, sp, "ep_default");
+  const char *ep_default = lua_tostring(L, -1);
+  int mode_all = (lua_getfield(L, sp, "mode_all"), lua_toboolean(L, -1));
+  int prune = (lua_getfield(L, sp, "prune"), lua_toboolean(L, -1));
+  /* source columns (0-based) */
+  lua_getfield(L, sp, "src");
+  int srct = lua_gettop(L);
+  int c_mb = src_col(L, srct, "mb"), c_prof = src_col(L, srct, "prof");
+  int c_type = src_col(L, srct, "OP Type"), c_state = src_col(L, srct, "OP State");
+  int c_is = src_col(L, srct, "Input Shapes"), c_id = src_col(L, srct, "Input Data Types");
+  int c_if = src_col(L, srct, "Input Formats"), c_os = src_col(L, srct, "Output Shapes");
+  int c_od = src_col(L, srct, "Output Data Types"), c_ep = src_col(L, srct, "EP Size");
+  int mb_out = opt_int(L, sp, "mb_out"); /* 1-based output column of the microbench duration */
+  size_t n = lua_rawlen(L, header);
+  if (n == 0) return luaL_error(L, "csvedit.merge: empty header");
+  size_t *srcidx = lua_newuserdatauv(L, n * sizeof *srcidx, 0);
+  for (size_t j = 0; j < n; j++) {
+    lua_rawgeti(L, map, (lua_Integer)j + 1);
+    srcidx[j] = (size_t)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  /* fill: output column -> value for every row */
+  const char **fillv = lua_newuserdatauv(L, n * sizeof *fillv, 0);
+  for (size_t j = 0; j < n; j++) {
+    fillv[j] = NULL;
+    if (lua_istable(L, fill)) {
+      lua_rawgeti(L, fill, (lua_Integer)j + 1);
+      fillv[j] = lua_tostring(L, -1); /* referenced by the fill table */
+      lua_pop(L, 1);
+    }
+  }
+  /* copy: {{key, output column}, ...} copied from an update's row */
+  int ncopy = lua_istable(L, copy) ? (int)lua_rawlen(L, copy) : 0;
+  char *numbuf = lua_newuserdatauv(L, (size_t)(ncopy ? ncopy : 1) * 32, 0);
+  lua_newtable(L);
+  int gaps = lua_gettop(L);
+  lua_newtable(L);
+  int deleted = lua_gettop(L);
+  lua_newtable(L);
+  int matched = lua_gettop(L);
+  lua_Integer ngaps = 0, ndeleted = 0, nupdated = 0, nunchanged = 0, rows = 0, written = 0;
+  int changed = 0;
+  ctx c = {0};
+  mmap_ m = {0};
+  ps_sig *g = ps_sig_new();
+  c.f = calloc(n, sizeof *c.f);
+  c.l = calloc(n, sizeof *c.l);
+  char err[700];
+  if (!g || !c.f || !c.l || mgrow(&m) != 0) {
+    snprintf(err, sizeof err, "out of memory");
+    goto fail;
+  }
+  c.r = ps_csv_open(path, 0, err, sizeof err);
+  if (!c.r) goto fail;
+  if (ps_csv_writer_open(&c.w, path, NULL, -1, err, sizeof err) != 0) goto fail;
+  c.wopen = 1;
+  if (write_array(L, &c, header, n, err, sizeof err) != 0) goto fail;
+  ps_csv_record rec;
+  int st = ps_csv_next(c.r, &rec); /* the source header */
+  while (st > 0 && (st = ps_csv_next(c.r, &rec)) > 0) {
+    rows++;
+#define FLD(ci) ((ci) >= 0 && (size_t)(ci) < rec.nfields ? rec.fields[ci] : "")
+#define LEN(ci) ((ci) >= 0 && (size_t)(ci) < rec.nfields ? rec.lens[ci] : 0)
+    ps_sig_row sr = {.op_name = op, .op_type = c_type >= 0 ? FLD(c_type) : NULL,
+                     .op_state = c_state >= 0 ? FLD(c_state) : NULL,
+                     .in_shapes = c_is >= 0 ? FLD(c_is) : NULL, .in_dtypes = c_id >= 0 ? FLD(c_id) : NULL,
+                     .in_formats = c_if >= 0 ? FLD(c_if) : NULL, .out_shapes = c_os >= 0 ? FLD(c_os) : NULL,
+                     .out_dtypes = c_od >= 0 ? FLD(c_od) : NULL,
+                     .ep_size = c_ep >= 0 ? FLD(c_ep) : ep_default};
+    if (ps_sig_compute(g, &sr) != 0) {
+      snprintf(err, sizeof err, "out of memory");
+      goto fail;
+    }
+    uint64_t h = ps_sig_hash(g);
+    if ((m.used + 1) * 2 > m.size && mgrow(&m) != 0) {
+      snprintf(err, sizeof err, "out of memory");
+      goto fail;
+    }
+    size_t slot = mfind(&m, h);
+    int first = !m.v[slot].first;
+    const char *is = FLD(c_is), *os = FLD(c_os);
+    size_t il = LEN(c_is), ol = LEN(c_os);
+    trimmed(&is, &il);
+    trimmed(&os, &ol);
+    if (first) {
+      long off = add_display(&m, is, il, os, ol);
+      if (off < 0) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+      }
+      m.v[slot] = (mslot){h, (uint32_t)rows, 1, (size_t)off};
+      m.used++;
+    } else {
+      m.v[slot].count++;
+    }
+    for (size_t j = 0; j < n; j++) {
+      size_t i = srcidx[j];
+      c.f[j] = "";
+      c.l[j] = 0;
+      if (i >= 1 && i <= rec.nfields) c.f[j] = rec.fields[i - 1], c.l[j] = rec.lens[i - 1];
+      if (fillv[j]) {
+        size_t fl = strlen(fillv[j]);
+        if (!(fl == c.l[j] && memcmp(fillv[j], c.f[j], fl) == 0)) changed = 1;
+        c.f[j] = fillv[j], c.l[j] = fl;
+      }
+    }
+    const char *mb = FLD(c_mb);
+    size_t mbl = LEN(c_mb);
+    int prof_real = real(FLD(c_prof), LEN(c_prof));
+    int upd = first && lua_istable(L, updates) && lua_rawgeti(L, updates, (lua_Integer)h) == LUA_TTABLE;
+    if (first && lua_istable(L, updates) && !upd) lua_pop(L, 1);
+    if (upd) {
+      int u = lua_gettop(L);
+      lua_pushboolean(L, 1);
+      lua_rawseti(L, matched, (lua_Integer)h);
+      lua_getfield(L, u, "mb");
+      size_t nl = 0;
+      const char *newmb = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &nl) : NULL;
+      lua_getfield(L, u, "record");
+      int record = lua_toboolean(L, -1);
+      lua_getfield(L, u, "row");
+      int urow = lua_gettop(L);
+      int can = mode_all || (!real(mb, mbl) && !prof_real);
+      int counted = 0;
+      if (can && newmb) {
+        for (int k = 1; k <= ncopy; k++) {
+          lua_rawgeti(L, copy, k);
+          lua_rawgeti(L, -1, 1);
+          lua_gettable(L, urow);
+          lua_rawgeti(L, -2, 2);
+          lua_Integer oc = lua_tointeger(L, -1);
+          lua_pop(L, 1);
+          int ty = lua_type(L, -1);
+          if ((ty == LUA_TSTRING || ty == LUA_TNUMBER) && oc >= 1 && (size_t)oc <= n) {
+            size_t vl;
+            const char *v;
+            if (ty == LUA_TNUMBER) { /* counter means: formatted here, no Lua string */
+              char *b = numbuf + (size_t)(k - 1) * 32;
+              vl = (size_t)snprintf(b, 32, "%.6f", (double)lua_tonumber(L, -1));
+              v = b;
+            } else {
+              v = lua_tolstring(L, -1, &vl); /* referenced by the update's row */
+            }
+            if (!(vl == c.l[oc - 1] && memcmp(v, c.f[oc - 1], vl) == 0)) changed = 1;
+            c.f[oc - 1] = v, c.l[oc - 1] = vl;
+          }
+          lua_pop(L, 2);
+        }
+        if (mb_out >= 1 && (size_t)mb_out <= n) {
+          if (!(nl == c.l[mb_out - 1] && memcmp(newmb, c.f[mb_out - 1], nl) == 0)) changed = 1;
+          c.f[mb_out - 1] = newmb, c.l[mb_out - 1] = nl;
+        }
+        if (!same_trimmed(mb, mbl, newmb, nl)) nupdated++;
+        mb = newmb, mbl = nl;
+        counted = 1;
+      } else if (record) {
+        nunchanged++;
+        counted = 1;
+      }
+      if (counted) {
+        double mv = parse_float(mb, mbl), pv = parse_float(FLD(c_prof), LEN(c_prof));
+        if (mv > 0 && pv > 0) {
+          lua_createtable(L, 3, 0);
+          lua_pushnumber(L, mv);
+          lua_rawseti(L, -2, 1);
+          lua_pushnumber(L, pv);
+          lua_rawseti(L, -2, 2);
+          lua_pushstring(L, m.arena + m.v[slot].disp);
+          lua_rawseti(L, -2, 3);
+          lua_rawseti(L, gaps, ++ngaps);
+        }
+      }
+      /* the strings stay referenced until the row is written: pop after writing */
+      if (prune && !real(mb, mbl) && !prof_real) goto drop_upd;
+      if (put_row(&c, n, err, sizeof err) != 0) goto fail;
+      written++;
+      lua_settop(L, u - 1);
+      continue;
+    drop_upd:
+      lua_pushstring(L, m.arena + m.v[slot].disp);
+      lua_rawseti(L, deleted, ++ndeleted);
+      changed = 1;
+      lua_settop(L, u - 1);
+      continue;
+    }
+    if (prune && !real(mb, mbl) && !prof_real) {
+      if (first) {
+        lua_pushstring(L, m.arena + m.v[slot].disp);
+      } else {
+        char tmp[64];
+        long off = add_display(&m, is, il, os, ol); /* a duplicate's own display */
+        (void)tmp;
+        if (off < 0) {
+          snprintf(err, sizeof err, "out of memory");
+          goto fail;
+        }
+        lua_pushstring(L, m.arena + off);
+        m.alen = (size_t)off;
+      }
+      lua_rawseti(L, deleted, ++ndeleted);
+      changed = 1;
+      continue;
+    }
+    if (put_row(&c, n, err, sizeof err) != 0) goto fail;
+    written++;
+#undef FLD
+#undef LEN
+  }
+  if (st < 0) {
+    snprintf(err, sizeof err, "%s", ps_csv_error(c.r));
+    goto fail;
+  }
+  ps_csv_close(c.r);
+  c.r = NULL;
+  /* rows to append, chosen by the caller now that the matches are known */
+  if (lua_isfunction(L, append_fn)) {
+    lua_pushvalue(L, append_fn);
+    lua_pushvalue(L, matched);
+    lua_call(L, 1, 1);
+    int app = lua_gettop(L);
+    if (lua_istable(L, app)) {
+      lua_Integer na = (lua_Integer)lua_rawlen(L, app);
+      for (lua_Integer k = 1; k <= na; k++) {
+        lua_rawgeti(L, app, k);
+        if (write_array(L, &c, lua_gettop(L), n, err, sizeof err) != 0) goto fail;
+        lua_pop(L, 1);
+        written++;
+        changed = 1;
+      }
+    }
+    lua_pop(L, 1);
+  }
+  lua_createtable(L, 0, 10);
+  int res = lua_gettop(L);
+  if (changed) {
+    c.wopen = 0;
+    int status = ps_csv_writer_commit(&c.w, 1, err, sizeof err);
+    if (status < 0) goto fail;
+    lua_pushstring(L, status == PS_ATOMIC_CREATED ? "created" : status == PS_ATOMIC_REPLACED ? "replaced" : "unchanged");
+  } else {
+    lua_pushliteral(L, "unchanged");
+  }
+  lua_setfield(L, res, "status");
+  /* duplicates: {display, count} */
+  lua_newtable(L);
+  lua_Integer nd = 0;
+  for (size_t j = 0; j < m.size; j++) {
+    if (!m.v[j].first || m.v[j].count < 2) continue;
+    lua_createtable(L, 2, 0);
+    lua_pushstring(L, m.arena + m.v[j].disp);
+    lua_rawseti(L, -2, 1);
+    lua_pushinteger(L, m.v[j].count);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, ++nd);
+  }
+  lua_setfield(L, res, "duplicates");
+  lua_pushvalue(L, gaps);
+  lua_setfield(L, res, "gaps");
+  lua_pushvalue(L, deleted);
+  lua_setfield(L, res, "deleted");
+  lua_pushvalue(L, matched);
+  lua_setfield(L, res, "matched");
+  lua_pushinteger(L, nupdated);
+  lua_setfield(L, res, "updated");
+  lua_pushinteger(L, nunchanged);
+  lua_setfield(L, res, "unchanged");
+  lua_pushinteger(L, rows);
+  lua_setfield(L, res, "rows");
+  lua_pushinteger(L, written);
+  lua_setfield(L, res, "written");
+  ctx_close(&c);
+  free(m.v);
+  free(m.arena);
+  ps_sig_free(g);
+  return 1;
+fail:
+  ctx_close(&c);
+  free(m.v);
+  free(m.arena);
+  ps_sig_free(g);
+  return ps_fail(L, err);
+}
+
 int luaopen_perfscript_csvedit(lua_State *L) {
-  static const luaL_Reg funcs[] = {{"rewrite", l_rewrite}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"rewrite", l_rewrite}, {"merge", l_merge}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

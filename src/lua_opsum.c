@@ -2,7 +2,7 @@
  *   opsum.aggregate({path, ...}) -> {samples = n, groups = {g, ...}} or nil, message
  *   g = {op = "MatMulV2", hash = <signature hash>, count = n, nvalid = n, min = d | nil,
  *        row = {["OP State"] = ..., ["Accelerator Core"] = <Task Type>, ... ,
- *               ["Average Duration(us)"] = "%.6f", ["MicroBench <m>"] = "%.6f" | ""}} */
+ *               ["Average Duration(us)"] = "%.6f", ["MicroBench <m>"] = mean (a number) | ""}} */
 #include <stdio.h>
 
 #include <lauxlib.h>
@@ -57,11 +57,11 @@ static int l_aggregate(lua_State *L) {
       snprintf(num, sizeof num, "%.6f", g->min);
       lua_pushstring(L, num);
       lua_setfield(L, -2, "Average Duration(us)");
+      /* Counter means stay numbers (formatted "%.6f" when written): no string per value. */
       for (int m = 0; m < PS_OPSUM_NMETRICS; m++) {
-        if (g->counts[m]) snprintf(num, sizeof num, "%.6f", g->sums[m] / (double)g->counts[m]);
-        else num[0] = '\0';
         snprintf(name, sizeof name, "MicroBench %s", ps_opsum_metrics[m]);
-        lua_pushstring(L, num);
+        if (g->counts[m]) lua_pushnumber(L, g->sums[m] / (double)g->counts[m]);
+        else lua_pushliteral(L, "");
         lua_setfield(L, -2, name);
       }
     }

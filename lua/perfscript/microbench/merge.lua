@@ -1,6 +1,6 @@
 -- Per-file merge of aggregated microbench rows into a database CSV (spec
--- replay_and_update.md section 9), streaming (one C pass to index the file, one to rewrite
--- it), with the original's defects fixed:
+-- replay_and_update.md section 9) in one streaming C pass (perfscript.csvedit.merge: index,
+-- match, update, prune and atomic rewrite), with the original's defects fixed:
 --   * Git LFS pointer files are detected and left alone;
 --   * a blank or invalid incoming duration never overwrites a value (nor is a row added);
 --   * all candidates for one row (own rows and MatMul aliases) are reduced to their minimum
@@ -71,9 +71,8 @@ function M.file(path, rows, match_only, opts)
     return res
   end
 
-  -- Columns and the signature defaults (the DFC legacy EP migration).
-  local cols, src, header
-  local defaults, ep_fill
+  -- Columns and the signature default of legacy DispatchFFNCombine files (EP Size).
+  local cols, src, header, ep_fill
   if exists then
     local err
     header, err = read_header(path)
@@ -87,7 +86,6 @@ function M.file(path, rows, match_only, opts)
         if #vals == 1 then
           cols[#cols + 1] = schema.EP_SIZE
           ep_fill = vals[1]
-          defaults = { [schema.EP_SIZE] = ep_fill }
           say(("[WARN] %s has no EP Size column; using incoming EP Size=%s for legacy row matching.")
             :format(res.csv_name, ep_fill))
         end
@@ -105,12 +103,12 @@ function M.file(path, rows, match_only, opts)
   end
   local colpos = {}
   for i, c in ipairs(cols) do colpos[c] = i end
-  local mbsrc = src and src[schema.MB_DUR] or schema.MB_DUR
 
-  -- Incoming signatures first: the scan then keeps cell values only for the rows they hit.
+  -- Incoming rows reduced per signature: the fastest valid sample wins (own rows and aliases
+  -- alike), so a row is written once and counted once.
   local stem_op = perf.sig.op_name(stem)
   local stem_mm = perf.sig.is_matmul(stem_op)
-  local same_sig = {}                       -- op -> aggregated hash valid under this stem?
+  local same_sig = {}
   local function hash_of(r)
     local h = r._hash
     if h then
@@ -126,178 +124,94 @@ function M.file(path, rows, match_only, opts)
     local _, hh = perf.sig.row(r, stem)
     return hh
   end
-  local incoming, want = {}, {}
-  for _, r in ipairs(rows) do
+  local updates, order = {}, {}
+  local function add(r, kind)
     local h = hash_of(r)
-    incoming[#incoming + 1] = { r, "merge", h }
-    want[h] = true
-  end
-  for _, r in ipairs(match_only) do
-    local h = hash_of(r)
-    incoming[#incoming + 1] = { r, "match", h }
-    want[h] = true
-  end
-
-  -- Index the existing rows: signature hash -> first row; duplicates; durations.
-  local IS, OS = "Input Shapes", "Output Shapes"
-  local scan = { n = 0, first = {}, dups = {}, values = {}, valid = {} }
-  if exists then
-    local err
-    scan, err = perf.sig.scan(path, { op = stem, defaults = defaults, want = want,
-      valid = { mbsrc, schema.PROF_AVG }, columns = { mbsrc, schema.PROF_AVG, IS, OS } })
-    if not scan then return nil, err end
-  end
-  local n = scan.n
-  local first = scan.first or {}
-  local V = scan.values
-  local mbv, profv = V[mbsrc] or {}, V[schema.PROF_AVG] or {}
-  local isv, osv = V[IS] or {}, V[OS] or {}
-  local valid = scan.valid
-  local dup_rows = scan.dups or {}
-
-  -- Match incoming rows; reduce all candidates of one target to the minimum.
-  local best, best_order = {}, {}           -- target row -> incoming row
-  local recorded = {}                       -- target rows reached by a rows-to-merge row
-  local added = {}                          -- appended rows
-  local added_index = {}                    -- hash -> index in added
-  for _, inc in ipairs(incoming) do
-    local r, kind, h = inc[1], inc[2], inc[3]
-    local target = first[h]
     local dur = schema.valid_sample(r[schema.MB_DUR])
-    if not target then
-      local ai = added_index[h]
-      if ai then -- a second incoming row for an added signature: keep the faster one
-        if dur and dur < (schema.valid_sample(added[ai].row[schema.MB_DUR]) or math.huge) then
-          added[ai] = { row = r, kind = kind }
+    local u = updates[h]
+    if not u then
+      u = { mb = false, record = false, dur = nil, row = r, kind = kind }
+      updates[h] = u
+      order[#order + 1] = h
+    end
+    if kind == "merge" then u.record = true end
+    if dur and (not u.dur or dur < u.dur) then
+      u.dur, u.row, u.mb = dur, r, r[schema.MB_DUR]
+    end
+  end
+  for _, r in ipairs(rows) do add(r, "merge") end
+  for _, r in ipairs(match_only) do add(r, "match") end
+
+  -- Rows to append: incoming signatures (rows to merge, all mode, valid duration) that no
+  -- existing row matched; missing and match-only misses are reported.
+  local function appended(matched)
+    local out = {}
+    for _, h in ipairs(order) do
+      local u = updates[h]
+      if not matched[h] then
+        if u.record then
+          res.missing[#res.missing + 1] = perf.sig.display(u.row)
+          if mode == "all" and u.dur then
+            local a = {}
+            for i, c in ipairs(cols) do
+              local v = u.row[c]
+              a[i] = v == nil and "" or math.type(v) == "float" and ("%.6f"):format(v) or tostring(v)
+            end
+            out[#out + 1] = a
+          end
+        else
+          say(("[WARN] match-only profiling row did not match %s: %s"):format(res.csv_name, perf.sig.display(u.row)))
         end
-      elseif kind == "merge" then
-        res.missing[#res.missing + 1] = perf.sig.display(r)
-        if mode == "all" and dur then
-          added[#added + 1] = { row = r, kind = kind }
-          added_index[h] = #added
-        end
-      else
-        say(("[WARN] match-only profiling row did not match %s: %s"):format(res.csv_name, perf.sig.display(r)))
-      end
-    else
-      if kind == "merge" then recorded[target] = true end
-      local cur = best[target]
-      if cur == nil then
-        best_order[#best_order + 1] = target
-        best[target] = dur and r or false
-      elseif dur and (cur == false or dur < schema.valid_sample(cur[schema.MB_DUR])) then
-        best[target] = r
       end
     end
+    res.added = #out
+    return out
   end
 
-  local edits, changed = {}, false
-  local function set(row, col, value)
-    local ci = colpos[col]
-    if not ci then return end
-    local e = edits[row]
-    if not e then e = {}; edits[row] = e end
-    e[ci] = value
-  end
-  local current_mb = {}                     -- row -> MB value after this merge
-  for _, t in ipairs(best_order) do
-    local r = best[t]
-    local old = mbv[t] or ""
-    local can_update = mode == "all" or (valid[t] or 0) == 0
-    local mb = old
-    if can_update and r then
-      local new = r[schema.MB_DUR]
-      set(t, schema.MB_DUR, new)
-      for _, k in ipairs(MB_COLS) do
-        local v = r[k]
-        if v ~= nil then set(t, k, v) end
-      end
-      mb = new
-      if schema.trim(old) ~= schema.trim(new) then
-        res.updated = res.updated + 1
-        changed = true
-      end
-    elseif recorded[t] then
-      res.unchanged = res.unchanged + 1
+  if not exists then
+    local dir = path:match("^(.*)/[^/]*$")
+    if dir then
+      local ok, err = perf.fs.mkdir_p(dir)
+      if not ok then return nil, err end
     end
-    if (can_update and r) or recorded[t] then
-      local mbf, pf = schema.parse_float(mb), schema.parse_float(profv[t])
-      if mbf > 0 and pf > 0 then
-        res.gaps[#res.gaps + 1] = { op_type = stem, csv_name = res.csv_name,
-          signature = display(isv[t], osv[t]), mb_us = mbf, prof_us = pf,
-          diff_us = math.abs(mbf - pf), ratio = mbf / pf }
-      end
-    end
-    current_mb[t] = mb
-  end
-  if ep_fill then
-    for i = 1, n do set(i, schema.EP_SIZE, ep_fill) end
-    if n > 0 then changed = true end
+    local status, err = perf.csvedit.rewrite(nil, path, { header = cols, append = appended({}) })
+    if not status then return nil, err end
+    res.status, res.columns = status, cols
+    return res
   end
 
-  -- Prune: rows that still have no valid duration (only when asked).
-  local delete, deleted_rows = {}, {}
-  if opts.prune then
-    for i = 1, n do
-      local mb = current_mb[i]
-      local ok
-      if mb then ok = schema.is_real(mb) or (valid[i] or 0) >= 2 else ok = (valid[i] or 0) ~= 0 end
-      if not ok then
-        delete[i] = true
-        deleted_rows[#deleted_rows + 1] = i
-        changed = true
-      end
-    end
+  local hpos = {}
+  for i, c in ipairs(header) do if not hpos[c] then hpos[c] = i end end
+  local map = {}
+  for i, c in ipairs(cols) do map[i] = hpos[(src and src[c]) or c] or 0 end
+  local copy = {}
+  for _, k in ipairs(MB_COLS) do
+    if colpos[k] then copy[#copy + 1] = { k, colpos[k] } end
   end
-
-  -- Shapes of duplicated and deleted rows for the report (a second pass, only when needed).
-  local need, any = {}, false
-  for _, d in ipairs(dup_rows) do if not isv[d[1]] then need[d[1]] = true; any = true end end
-  for _, i in ipairs(deleted_rows) do if not isv[i] then need[i] = true; any = true end end
-  if any then
-    local s2, err = perf.sig.scan(path, { op = stem, defaults = defaults, rows = need, columns = { IS, OS } })
-    if not s2 then return nil, err end
-    for i in pairs(need) do
-      isv[i], osv[i] = (s2.values[IS] or {})[i], (s2.values[OS] or {})[i]
-    end
+  local fill
+  if ep_fill then fill = { [colpos[schema.EP_SIZE]] = ep_fill } end
+  local mbsrc = src and src[schema.MB_DUR] or schema.MB_DUR
+  local srccols = { mb = hpos[mbsrc] or 0, prof = hpos[schema.PROF_AVG] or 0 }
+  for _, c in ipairs { "OP Type", "OP State", "Input Shapes", "Input Data Types", "Input Formats",
+                       "Output Shapes", "Output Data Types", "EP Size" } do
+    srccols[c] = hpos[c] or 0
   end
-  for _, d in ipairs(dup_rows) do res.duplicates[#res.duplicates + 1] = { display(isv[d[1]], osv[d[1]]), d[2] } end
+  local r, err = perf.csvedit.merge(path, { op = stem, header = cols, map = map, src = srccols,
+    updates = updates, copy = copy, fill = fill, ep_default = ep_fill, mb_out = colpos[schema.MB_DUR],
+    mode_all = mode == "all", prune = opts.prune, append = appended })
+  if not r then return nil, err end
+  res.status, res.columns = r.status, cols
+  res.updated, res.unchanged = r.updated, r.unchanged
+  res.deleted = r.deleted
+  for _, g in ipairs(r.gaps) do
+    res.gaps[#res.gaps + 1] = { op_type = stem, csv_name = res.csv_name, signature = g[3], mb_us = g[1],
+      prof_us = g[2], diff_us = math.abs(g[1] - g[2]), ratio = g[1] / g[2] }
+  end
+  res.duplicates = r.duplicates
   table.sort(res.duplicates, function(a, b)
     if a[2] ~= b[2] then return a[2] > b[2] end
     return a[1] < b[1]
   end)
-  for _, i in ipairs(deleted_rows) do res.deleted[#res.deleted + 1] = display(isv[i], osv[i]) end
-
-  -- Appended rows, projected onto the columns.
-  local append = {}
-  for _, a in ipairs(added) do
-    local out = {}
-    for i, c in ipairs(cols) do out[i] = a.row[c] ~= nil and tostring(a.row[c]) or "" end
-    append[#append + 1] = out
-    res.added = res.added + 1
-    changed = true
-  end
-
-  if exists and not changed then
-    res.status = "unchanged"
-    return res
-  end
-  local map = {}
-  if exists then
-    local hpos = {}
-    for i, c in ipairs(header) do if not hpos[c] then hpos[c] = i end end
-    for i, c in ipairs(cols) do map[i] = hpos[(src and src[c]) or c] or 0 end
-  end
-  local dir = path:match("^(.*)/[^/]*$")
-  if dir and not exists then
-    local ok, err = perf.fs.mkdir_p(dir)
-    if not ok then return nil, err end
-  end
-  local status, err = perf.csvedit.rewrite(exists and path or nil, path, {
-    header = cols, map = map, edits = edits, delete = delete, append = append })
-  if not status then return nil, err end
-  res.status = status
-  res.columns = cols
   return res
 end
 
