@@ -331,6 +331,13 @@ local function main(a)
       u.shapes or "", u.reason))
   end
   if a.plan_only then return 0 end
+  if a.update_mode == "missing-only" and #p.cases == 0 and #p.unreplayable == 0 and not a.prof_path
+      and not a.prune_empty_duration_rows and #files > 0 then
+    for _, f in ipairs(files) do say(("[SKIP] %s already has usable durations."):format(f.path)) end
+    say("[SUMMARY] All target CSV files already have usable replay durations.")
+    msprof.rmtree(run_dir)
+    return 0
+  end
 
   -- 2. profile
   local summaries, status

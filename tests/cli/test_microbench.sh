@@ -65,6 +65,11 @@ sleep 1
 out=$(run_mb --database-path "$DB" --update-mode missing-only 2>&1); rc=$?
 expect_eq "missing-only exits 0" "$rc" "0"
 expect_contains "missing-only plans nothing for filled rows" "$out" "[PLAN] 0 case(s)"
+mkdir -p "$TMP/complete"
+printf '%s\n%s\n' "$HEADER" 'dynamic,AI_VECTOR_CORE,"""8,8;8,8""",DT_BF16;DT_BF16,ND;ND,"""8,8""",DT_BF16,ND,5.0,' > "$TMP/complete/Add.csv"
+out=$(run_mb --database-path "$TMP/complete" --update-mode missing-only 2>&1)
+expect_contains "missing-only says all files are complete" "$out" "[SUMMARY] All target CSV files already have usable replay durations."
+expect_eq "no report for a run with nothing to do" "$(ls "$TMP/complete/reports" 2>/dev/null | wc -l)" "0"
 expect_eq "files byte-identical" "$(md5sum "$DB"/*.csv)" "$sum_before"
 expect_eq "unchanged file not rewritten (mtime)" "$(mtime "$DB/Add.csv")" "$before"
 
@@ -180,6 +185,30 @@ if command -v python3 >/dev/null; then
   expect_contains "executor names the problem" "$out" "unsupported dtype 'DT_BOGUS'"
 else
   echo "SKIP: python3 absent, executor --check not tested"
+fi
+
+# 14. A write-back killed at any moment leaves the database whole: the old file or the new one.
+if command -v python3 >/dev/null; then
+  C="$TMP/crash"
+  python3 "$SRC/tests/bench/gen_microbench.py" "$C/db" "$C/prof" 200000 20000
+  head1=$(head -1 "$C/db/Add.csv")
+  count_rows() { "$PS_BIN" -e "local r = assert(require('perfscript.csv').open('$1')); local n = 0
+    for _ in r:lines() do n = n + 1 end; io.write(n)"; }
+  whole=1
+  for delay in 0.3 0.8 1.5; do
+    "$PS_BIN" "$MB" --database-path "$C/db" --prof-path "$C/prof" --ops Add --work-dir "$TMP/work" > /dev/null 2>&1 &
+    pid=$!
+    sleep "$delay"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    n=$(count_rows "$C/db/Add.csv" 2>&1)
+    [[ "$(head -1 "$C/db/Add.csv")" == "$head1" ]] || whole=0
+    [[ "$n" == 200000 || "$n" == 201000 ]] || { whole=0; echo "    after a kill at ${delay}s: $n rows"; }
+  done
+  expect_eq "killed write-backs leave the database whole" "$whole" "1"
+  out=$("$PS_BIN" "$MB" --database-path "$C/db" --prof-path "$C/prof" --ops Add --work-dir "$TMP/work" 2>&1); rc=$?
+  expect_eq "a later run completes" "$rc" "0"
+  expect_eq "its rows landed" "$(count_rows "$C/db/Add.csv")" "201000"
 fi
 
 finish
