@@ -1,14 +1,15 @@
 -- The shape-grid pipeline over one database directory (grid_generator spec section 1, with
--- the fixes of section 8/10). Per CSV:
---   route -> template row (the first) -> candidates (constraints) -> slot alignment and
---   absent-slot clearing -> memory filter (each slot's own dtype) -> dedup within the
---   generated set -> deterministic sample (seeded by seed and kernel type, independent of
---   the rows already in the file) -> rows that already exist dropped -> appended, sorted by
---   shape, atomically, under the database lock. Existing rows are never touched or
---   reordered; a file with nothing to append is not rewritten.
+-- the fixes of sections 8 and 10). Per CSV:
+--   route -> template row (the first, or one per kernel variant) -> candidates (constraints)
+--   -> slot alignment and absent-slot clearing -> memory filter (each slot's own dtype)
+--   -> dedup within the generated set -> deterministic sample (seeded by seed and kernel
+--   type, independent of the rows already in the file) -> rows that already exist dropped
+--   -> appended, sorted by shape, atomically, under the database lock. Existing rows are
+--   never touched or reordered; a file with nothing to append is not rewritten.
 local perf = require "perfscript"
 local lfs = require "lfs"
 local mem = require "perfscript.mem"
+local shape = require "perfscript.shape"
 local cells = require "perfscript.grid.cells"
 local expand = require "perfscript.grid.expand"
 local route = require "perfscript.grid.route"
@@ -68,23 +69,15 @@ end
 ---------------------------------------------------------------------------------------------
 -- Helpers
 
-local function split_meta(cell)
-  local s = (cell or ""):gsub("^%s+", ""):gsub("%s+$", ""):gsub('^"', ""):gsub('"$', "")
-  local out = {}
-  if s == "" then return out end
-  for part in (s .. ";"):gmatch("([^;]*);") do out[#out + 1] = part:match("^%s*(.-)%s*$") end
-  return out
-end
-
 -- Slot indices whose dtype or format entry says "absent", per (dtypes, formats) pair.
-local absent_cache = setmetatable({}, { __mode = "k" })
+local absent_cache = {}  -- a handful of distinct cells per run
 local function absent_slots(dtypes, formats)
   local by_dt = absent_cache[dtypes]
   if not by_dt then by_dt = {}; absent_cache[dtypes] = by_dt end
   local list = by_dt[formats]
   if list then return list end
   list = {}
-  local dt, fm = split_meta(dtypes), split_meta(formats)
+  local dt, fm = shape.split(dtypes), shape.split(formats)
   for j = 1, math.max(#dt, #fm) do
     if (dt[j] and ABSENT[dt[j]:upper()]) or (fm[j] and ABSENT[fm[j]:upper()]) then list[#list + 1] = j end
   end
