@@ -270,7 +270,7 @@ local function profile(a, ops, plan_path, run_dir)
         local rc, how = w.p:wait(0.05)
         local late = timeout and os.time() - start > timeout
         if rc or late or aborted then
-          if not rc then w.p:kill(2); rc, how = 124, "timeout" end
+          if not rc then w.p:kill(2); rc, how = 124, "timeout" else w.p:kill(0.2) end
           w.done, w.rc, w.how = true, rc, how
           pending = pending - 1
           local got = msprof.summaries(msprof.prof_dirs(w.out))

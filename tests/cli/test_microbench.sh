@@ -117,6 +117,14 @@ expect_eq "timeout exits 1" "$rc" "1"
 [[ $took -lt 20 ]] && ok "timeout honoured (${took}s)" || not_ok "timeout honoured" "took ${took}s"
 rm -rf "$TMP/work"/*
 
+# 8b. A process the profiler leaves behind is killed with its group.
+DB="$TMP/db8b"; make_db "$DB"
+MSPROF_STANDIN_ORPHAN="$TMP/orphan.pid" run_mb --database-path "$DB" --ops Add >/dev/null 2>&1
+opid=$(cat "$TMP/orphan.pid" 2>/dev/null)
+alive() { local st; st=$(cut -d')' -f2 "/proc/$1/stat" 2>/dev/null | awk '{print $1}'); [[ -n "$st" && "$st" != Z && "$st" != X ]]; }
+for _ in 1 2 3 4 5 6 7 8 9 10; do alive "$opid" || break; sleep 0.2; done
+if [[ -n "$opid" ]] && ! alive "$opid"; then ok "orphans of the profiler are killed"; else not_ok "orphans of the profiler are killed" "pid '$opid' still alive"; kill "$opid" 2>/dev/null; fi
+
 # 9. --devices: one stand-in msprof per device, results merged.
 DB="$TMP/db9"; make_db "$DB"; : > "$MSPROF_STANDIN_LOG"
 out=$(run_mb --database-path "$DB" --devices 0,1 2>&1); rc=$?

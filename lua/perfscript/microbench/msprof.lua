@@ -93,6 +93,9 @@ function M.finish(p, o, cmd)
   if not rc then
     p:kill(2)
     rc, how = 124, "timeout"
+  else
+    -- orphans of the run (workers msprof left behind) would keep holding the NPU
+    p:kill(0.2)
   end
   return { rc = rc, how = how, cmd = cmd, out = o.out, summaries = M.summaries(M.prof_dirs(o.out)) }
 end
