@@ -397,4 +397,20 @@ function test_dfc_gmm_split()
   lu.assertEquals(#gen("split_qkv_rmsnorm_rope", { DSV3, GLM51 }), 0)
 end
 
+---------------------------------------------------------------------------------------------
+-- Axis-density standard (spec section 7)
+
+function test_density_standard()
+  local density = require "perfscript.grid.density"
+  for _, r in ipairs(density.audit(grids, patterns, require "grids.density")) do
+    lu.assertEquals(r.problems, {}, r.axis)
+  end
+  local rule = { range = { 1, 64 }, segments = { { 1, 8, gap = 1 }, { 9, 64, ratio = 2 } }, required = { 1, 3 } }
+  lu.assertEquals(density.check({ 1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64 }, rule), {})
+  local bad = density.check({ 2, 3, 5, 8, 32 }, rule)
+  lu.assertEquals(bad, { "missing required value 1", "starts at 2, above the range start 1",
+                         "ends at 32, below the range end 64", "step 3 -> 5 is wider than 1",
+                         "step 5 -> 8 is wider than 1", "step 8 -> 32 exceeds ratio 2" })
+end
+
 os.exit(lu.LuaUnit.run())
