@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# shape_grid.lua on a copy of the real database fixture of msmodeling (FusedInferAttentionScore
+# with 31-slot rows and an avg_seq_len column, TransposeBatchMatMul without quoted shapes).
+# Skipped when the real data is absent.
+set -euo pipefail
+: "${PERFSCRIPT:?}" "${PERFSCRIPT_SOURCE_DIR:?}" "${PERFSCRIPT_TEST_TMP:?}"
+real=${PERFSCRIPT_REAL_DATA:-$PERFSCRIPT_SOURCE_DIR/../shared/data/real}
+fix=$real/msmodeling/tests/benchmark/ops/perf_database/fixtures/fia_raw_test
+if [[ ! -f $fix/FusedInferAttentionScore.csv ]]; then
+  echo "SKIP: $fix not found (set PERFSCRIPT_REAL_DATA)"; exit 77
+fi
+work="$PERFSCRIPT_TEST_TMP/grid_real"
+rm -rf "$work" && mkdir -p "$work/db" && cd "$work"
+cp "$fix"/*.csv db/
+rows_before=$(wc -l < db/FusedInferAttentionScore.csv)
+"$PERFSCRIPT" "$PERFSCRIPT_SOURCE_DIR/recipes/shape_grid.lua" --database-path db --rows 0 > out.txt
+grep -q "^FusedInferAttentionScore  *916 .* 916 *appended$" out.txt
+grep -q "^TransposeBatchMatMul  *11840 " out.txt
+# the old rows are kept (padded with empty runtime cells), the header gained the runtime columns
+head -1 db/FusedInferAttentionScore.csv | grep -q ",avg_seq_len,Runtime source_profile,"
+[[ $(wc -l < db/FusedInferAttentionScore.csv) -eq $((rows_before + 916)) ]]
+"$PERFSCRIPT" "$PERFSCRIPT_SOURCE_DIR/recipes/shape_grid.lua" --database-path db --rows 0 > again.txt
+grep -q "^Appended 0 rows" again.txt
+echo ok
