@@ -374,6 +374,24 @@ static int l_merge(lua_State *L) {
       lua_pop(L, 1);
     }
   }
+  /* The update hashes as a C set, so that rows without an update cost no Lua lookup. */
+  mmap_ uset = {0};
+  if (lua_istable(L, updates)) {
+    lua_pushnil(L);
+    while (lua_next(L, updates)) {
+      lua_pop(L, 1);
+      if (lua_isinteger(L, -1)) {
+        uint64_t uh = (uint64_t)lua_tointeger(L, -1);
+        if ((uset.used + 1) * 2 > uset.size && mgrow(&uset) != 0) {
+          free(uset.v);
+          return luaL_error(L, "out of memory");
+        }
+        size_t j = mfind(&uset, uh);
+        if (!uset.v[j].first) uset.v[j] = (mslot){uh, 1, 1, 0}, uset.used++;
+      }
+    }
+  }
+  if (!uset.size && mgrow(&uset) != 0) return luaL_error(L, "out of memory");
   /* copy: {{key, output column}, ...} copied from an update's row */
   int ncopy = lua_istable(L, copy) ? (int)lua_rawlen(L, copy) : 0;
   char *numbuf = lua_newuserdatauv(L, (size_t)(ncopy ? ncopy : 1) * 32, 0);
@@ -452,8 +470,11 @@ static int l_merge(lua_State *L) {
     const char *mb = FLD(c_mb);
     size_t mbl = LEN(c_mb);
     int prof_real = real(FLD(c_prof), LEN(c_prof));
-    int upd = first && lua_istable(L, updates) && lua_rawgeti(L, updates, (lua_Integer)h) == LUA_TTABLE;
-    if (first && lua_istable(L, updates) && !upd) lua_pop(L, 1);
+    int upd = 0;
+    if (first && uset.v[mfind(&uset, h)].first) {
+      upd = lua_rawgeti(L, updates, (lua_Integer)h) == LUA_TTABLE;
+      if (!upd) lua_pop(L, 1);
+    }
     if (upd) {
       int u = lua_gettop(L);
       lua_pushboolean(L, 1);
@@ -616,12 +637,14 @@ static int l_merge(lua_State *L) {
   ctx_close(&c);
   free(m.v);
   free(m.arena);
+  free(uset.v);
   ps_sig_free(g);
   return 1;
 fail:
   ctx_close(&c);
   free(m.v);
   free(m.arena);
+  free(uset.v);
   ps_sig_free(g);
   return ps_fail(L, err);
 }
