@@ -173,13 +173,29 @@ def nbytes(shapes, dtypes):
     return total
 
 def main():
-    meta = yaml.safe_load(open(os.path.join(DB, "op_mapping.yaml")))  # loaded, as the original does
+    doc = yaml.safe_load(open(os.path.join(DB, "op_mapping.yaml"))) or {}
+    meta = {}
+    for info in (doc.get("operator_mappings") or {}).values():
+        if not isinstance(info, dict) or not info.get("kernel_type"):
+            continue
+        m = {"zero_cost": bool(info.get("zero_cost")), "composite": bool(info.get("composite")),
+             "communication": info.get("category") == "communication", "query_mode": info.get("query_mode")}
+        meta.setdefault(info["kernel_type"], m)
+        for alt in info.get("alternate_kernel_types") or []:
+            meta.setdefault(alt, dict(m, alternates_of=info["kernel_type"]))
     appended_total = 0
     for name in sorted(os.listdir(DB)):
         if not name.endswith(".csv"):
             continue
         stem = name[:-4]
+        km = meta.get(stem, {})
+        if km.get("zero_cost") or km.get("composite") or km.get("communication"):
+            continue
         pname = RULES["assignments"].get(stem)
+        if not pname and km.get("alternates_of"):
+            pname = RULES["assignments"].get(km["alternates_of"])
+        if not pname and km.get("query_mode") == "elementwise":
+            pname = "elementwise_binary"
         p = RULES["patterns"].get(pname) if pname else None
         if p is None:
             continue
