@@ -67,7 +67,8 @@ local function is_csv(p) return p:lower():match("%.csv$") ~= nil end
 function M.is_kernel_details(p) return is_csv(p) and stem(p):lower():find("kernel_details", 1, true) ~= nil end
 function M.is_op_summary(p) return is_csv(p) and stem(p):lower():find("^op_summary") ~= nil end
 
--- The capture an op_summary belongs to: the parent of its PROF_* directory.
+-- The capture an op_summary belongs to: the parent of its PROF_* directory (a torch_npu
+-- capture keeps its kernel_details in <capture>/ASCEND_PROFILER_OUTPUT).
 local function capture_root(p)
   local parts = split_path(p)
   for i = #parts - 1, 1, -1 do
@@ -102,8 +103,9 @@ function M.discover(path)
   for _, p in ipairs(os_) do
     local root, twin = capture_root(p), false
     if root then
+      local out = root .. "/ASCEND_PROFILER_OUTPUT/"
       for _, k in ipairs(kd) do
-        if k:sub(1, #root + 1) == root .. "/" then twin = true break end
+        if k:sub(1, #out) == out then twin = true break end
       end
     end
     if twin then left_out[#left_out + 1] = p else files[#files + 1] = p end
