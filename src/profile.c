@@ -1,6 +1,7 @@
 #include "profile.h"
 
 #include <math.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -78,6 +79,8 @@ typedef struct rawslot {
 #define DUP_WINDOW 16384
 #define DUP_SLOTS (2 * DUP_WINDOW)
 
+static void free_groups(struct group *g, size_t cap);
+
 struct ps_profile {
   group *groups;
   size_t ngroups, capgroups;
@@ -115,7 +118,7 @@ void ps_profile_free(ps_profile *p) {
     for (int c = 0; c < PS_PC_NCELLS; c++) free(g->cells[c]);
     free(g->durs);
   }
-  free(p->groups);
+  free_groups(p->groups, p->capgroups);
   free(p->slots);
   free(p->raw);
   free(p->rawbuf);
@@ -239,6 +242,29 @@ int ps_profile_number(const char *s, size_t len, double *out) {
 
 /* ---- groups --------------------------------------------------------------------------- */
 
+/* The groups array: every row lands on a random group, so on big runs it lives in huge pages
+ * (one TLB entry per 2 MB instead of per 4 KB) when the kernel grants them. */
+#define HUGE_MIN (2u << 20)
+static group *grow_groups(group *old, size_t oldcap, size_t cap) {
+  size_t bytes = cap * sizeof(group), oldbytes = oldcap * sizeof(group);
+  if (bytes < HUGE_MIN) return realloc(old, bytes);
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(m, bytes, MADV_HUGEPAGE);
+#endif
+  if (old) memcpy(m, old, oldbytes);
+  if (oldbytes < HUGE_MIN) free(old);
+  else munmap(old, oldbytes);
+  return m;
+}
+
+static void free_groups(group *g, size_t cap) {
+  if (g == NULL) return;
+  if (cap * sizeof(group) < HUGE_MIN) free(g);
+  else munmap(g, cap * sizeof(group));
+}
+
 static int grow_table(ps_profile *p) {
   size_t n = p->nslots * 2;
   slot *t = calloc(n, sizeof *t);
@@ -268,7 +294,7 @@ static group *find_or_add(ps_profile *p, const char *key, size_t keylen, const u
   if (p->ngroups >= UINT32_MAX - 1) return NULL;
   if (p->ngroups == p->capgroups) {
     size_t c = p->capgroups ? p->capgroups * 2 : 256;
-    group *ng = realloc(p->groups, c * sizeof *ng);
+    group *ng = grow_groups(p->groups, p->capgroups, c);
     if (ng == NULL) return NULL;
     p->groups = ng;
     p->capgroups = c;
