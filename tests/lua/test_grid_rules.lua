@@ -9,6 +9,7 @@ local grids = require "grids.registry"
 local patterns = require "grids.patterns"
 local assignments = require "grids.assignments"
 local scenes = require "grids.fia_scenes"
+local fia = require "perfscript.grid.generators.fused_attention"
 
 local env = { grids = grids, scenes = scenes, is_mla = models.is_mla, moe_configs = models.moe_configs }
 
@@ -267,6 +268,63 @@ function test_matmul_pairs()
   lu.assertEquals(#models.expert_nk_pairs(models.resolve { DSV3 }), 10)
 end
 
+-- M10: the full pair sets of spec 3.5.
+function test_matmul_pair_sets()
+  local function pl(id)
+    local out = {}
+    for _, p in ipairs(models.matmul_nk_pairs(models.resolve { id })) do out[#out + 1] = p[1] .. "," .. p[2] end
+    return table.concat(out, " ")
+  end
+  lu.assertEquals(pl(DSV3), "576,7168 1024,512 1024,1536 1152,7168 1536,7168 2048,512 2048,1536 2304,7168 "
+    .. "4096,512 4096,1536 4608,7168 7168,1152 7168,2304 7168,4608 7168,9216 7168,18432 8192,512 8192,1536 "
+    .. "9216,7168 16384,512 16384,1536 18432,7168")
+  lu.assertEquals(pl(QWEN), "320,5120 640,5120 1280,5120 1600,5120 2560,5120 3200,5120 5120,320 5120,640 "
+    .. "5120,1280 5120,1600 5120,2560 5120,3200 5120,5120 5120,6400 5120,12800 5120,25600 6400,5120 "
+    .. "12800,5120 25600,5120")
+  lu.assertEquals(pl(LLAMA), "512,8192 1024,8192 1792,8192 2048,8192 3584,8192 7168,8192 8192,512 8192,1024 "
+    .. "8192,1792 8192,2048 8192,3584 8192,7168 8192,8192 8192,28672 28672,8192")
+  local glm = "576,6144 768,6144 1024,512 1024,2048 1536,6144 2048,512 2048,2048 2048,6144 3072,6144 "
+    .. "4096,512 4096,2048 6144,768 6144,1536 6144,3072 6144,6144 6144,12288 8192,512 8192,2048 12288,6144 "
+    .. "16384,512 16384,2048"
+  lu.assertEquals(pl(GLM51), glm)
+  lu.assertEquals(pl("zai-org/GLM-5.2"), glm)
+  local function ep(id)
+    local out = {}
+    for _, p in ipairs(models.expert_nk_pairs(models.resolve { id })) do out[#out + 1] = p[1] .. "," .. p[2] end
+    return table.concat(out, " ")
+  end
+  lu.assertEquals(ep(DSV3), "128,448 256,896 448,128 512,1792 896,256 1024,3584 1792,512 2048,7168 3584,1024 7168,2048")
+  lu.assertEquals(ep(GLM51), "128,384 256,768 384,128 512,1536 768,256 1024,3072 1536,512 2048,6144 3072,1024 6144,2048")
+end
+
+-- Spec 4.1: scene counts with all models, and the dense head variants.
+function test_fia_scene_counts()
+  local n = {}
+  for _, r in ipairs(gen("fused_attention")) do
+    local sc = r.extra["Runtime source_profile"]
+    n[sc] = (n[sc] or 0) + 1
+  end
+  for _, tp in ipairs { 1, 2, 4, 8, 16 } do
+    lu.assertEquals(n["qwen332b_dense_decode_tp" .. tp], 96)
+    lu.assertEquals(n["qwen332b_dense_prefill_tp" .. tp], 40)
+  end
+  lu.assertEquals(n.deepseekv3_mla_decode, 66)
+  lu.assertEquals(n.deepseekv3_mla_prefill, 36)
+  lu.assertEquals(n.glm51_mla_decode, 30)
+  lu.assertEquals(n.glm51_mla_prefill, 24)
+  lu.assertNil(n.glm52_mla_decode)                       -- all collide with GLM-5.1
+  for _, tp in ipairs { 1, 4, 8, 16 } do
+    lu.assertEquals(n["llama70b_dense_decode_tp" .. tp], 12)
+    lu.assertEquals(n["llama70b_dense_prefill_tp" .. tp], 8)
+  end
+  local v = {}
+  for _, x in ipairs(fia.dense_variants(models.resolve { LLAMA }[1])) do v[#v + 1] = table.concat(x, ",") end
+  lu.assertEquals(v, { "64,8,1", "16,2,4", "8,1,8", "4,1,16" })
+  local dfc = require "perfscript.grid.generators.dispatch_ffn_combine"
+  lu.assertEquals(dfc.experts_per_rank(models.resolve { DSV3 }[1]), { 1, 2, 4, 8, 16 })
+  lu.assertEquals(dfc.experts_per_rank(models.resolve { GLM51 }[1]), { 1, 2, 4, 8, 16 })
+end
+
 function test_hf_config()
   local path = os.getenv("PERFSCRIPT_TEST_TMP") and (os.getenv("PERFSCRIPT_TEST_TMP") .. "/hf_config.json")
                or os.tmpname()
@@ -289,7 +347,6 @@ end
 ---------------------------------------------------------------------------------------------
 -- Complex generators (9.7)
 
-local fia = require "perfscript.grid.generators.fused_attention"
 
 function test_fia_rows()
   local r = fia.dense_prefill("s", 2, 256, 64, 8, 128)
