@@ -28,11 +28,27 @@ static int l_aggregate(lua_State *L) {
     lua_pop(L, 1);
   }
   size_t ng = ps_opsum_ngroups(a);
+  /* Column names made into Lua strings once: setting a field by a C string would hash it
+   * again for every group. keys[1..8] base columns, [9] the duration, [10..34] counters. */
+  lua_createtable(L, 8 + 1 + PS_OPSUM_NMETRICS, 0);
+  int keys = lua_gettop(L);
+  char kname[64];
+  for (int c = 0; c < 8; c++) {
+    lua_pushstring(L, ps_opsum_base_columns[c]);
+    lua_rawseti(L, keys, c + 1);
+  }
+  lua_pushliteral(L, "Average Duration(us)");
+  lua_rawseti(L, keys, 9);
+  for (int m = 0; m < PS_OPSUM_NMETRICS; m++) {
+    snprintf(kname, sizeof kname, "MicroBench %s", ps_opsum_metrics[m]);
+    lua_pushstring(L, kname);
+    lua_rawseti(L, keys, 10 + m);
+  }
   lua_createtable(L, 0, 2);
   lua_pushinteger(L, (lua_Integer)ps_opsum_rows(a));
   lua_setfield(L, -2, "samples");
   lua_createtable(L, (int)ng, 0);
-  char num[64], name[64];
+  char num[64];
   for (size_t i = 0; i < ng; i++) {
     const ps_opsum_group *g = ps_opsum_group_at(a, i);
     lua_createtable(L, 0, 6);
@@ -50,19 +66,21 @@ static int l_aggregate(lua_State *L) {
     }
     lua_createtable(L, 0, 8 + 1 + PS_OPSUM_NMETRICS);
     for (int c = 0; c < 8; c++) {
+      lua_rawgeti(L, keys, c + 1);
       lua_pushstring(L, c == 1 ? g->cells[PS_OPSUM_TASK_TYPE] : g->cells[c]);
-      lua_setfield(L, -2, ps_opsum_base_columns[c]);
+      lua_rawset(L, -3);
     }
     if (g->nvalid) {
       snprintf(num, sizeof num, "%.6f", g->min);
+      lua_rawgeti(L, keys, 9);
       lua_pushstring(L, num);
-      lua_setfield(L, -2, "Average Duration(us)");
+      lua_rawset(L, -3);
       /* Counter means stay numbers (formatted "%.6f" when written): no string per value. */
       for (int m = 0; m < PS_OPSUM_NMETRICS; m++) {
-        snprintf(name, sizeof name, "MicroBench %s", ps_opsum_metrics[m]);
+        lua_rawgeti(L, keys, 10 + m);
         if (g->counts[m]) lua_pushnumber(L, g->sums[m] / (double)g->counts[m]);
         else lua_pushliteral(L, "");
-        lua_setfield(L, -2, name);
+        lua_rawset(L, -3);
       }
     }
     lua_setfield(L, -2, "row");
