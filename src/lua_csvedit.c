@@ -10,6 +10,7 @@
  *   }) -> "created" | "replaced" | "unchanged", rows written   or nil, message
  * src may be nil (a new file) or equal to dst: the output is written to a temporary file and
  * renamed over dst only on success, so dst stays whole on any failure. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -395,6 +396,16 @@ static int l_merge(lua_State *L) {
   /* copy: {{key, output column}, ...} copied from an update's row */
   int ncopy = lua_istable(L, copy) ? (int)lua_rawlen(L, copy) : 0;
   char *numbuf = lua_newuserdatauv(L, (size_t)(ncopy ? ncopy : 1) * 32, 0);
+  /* mcols: output column of each packed counter mean (an update row's _m), 0 when absent */
+  int mcol[25] = {0};
+  lua_getfield(L, sp, "mcols");
+  for (int k = 0; k < 25 && lua_istable(L, -1); k++) {
+    lua_rawgeti(L, -1, k + 1);
+    mcol[k] = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  char *mbuf = lua_newuserdatauv(L, 25 * 32, 0);
   lua_newtable(L);
   int gaps = lua_gettop(L);
   lua_newtable(L);
@@ -512,6 +523,23 @@ static int l_merge(lua_State *L) {
           }
           lua_pop(L, 2);
         }
+        lua_getfield(L, urow, "_m");
+        size_t pl = 0;
+        const char *packed = lua_tolstring(L, -1, &pl);
+        if (packed && pl == 25 * sizeof(double)) {
+          for (int k = 0; k < 25; k++) {
+            int oc = mcol[k];
+            if (oc < 1 || (size_t)oc > n) continue;
+            double v;
+            memcpy(&v, packed + k * sizeof v, sizeof v);
+            char *b = mbuf + k * 32;
+            size_t vl = isnan(v) ? 0 : (size_t)snprintf(b, 32, "%.6f", v);
+            if (isnan(v)) b[0] = '\0';
+            if (!(vl == c.l[oc - 1] && memcmp(b, c.f[oc - 1], vl) == 0)) changed = 1;
+            c.f[oc - 1] = b, c.l[oc - 1] = vl;
+          }
+        }
+        lua_pop(L, 1);
         if (mb_out >= 1 && (size_t)mb_out <= n) {
           if (!(nl == c.l[mb_out - 1] && memcmp(newmb, c.f[mb_out - 1], nl) == 0)) changed = 1;
           c.f[mb_out - 1] = newmb, c.l[mb_out - 1] = nl;

@@ -2,7 +2,9 @@
  *   opsum.aggregate({path, ...}) -> {samples = n, groups = {g, ...}} or nil, message
  *   g = {op = "MatMulV2", hash = <signature hash>, count = n, nvalid = n, min = d | nil,
  *        row = {["OP State"] = ..., ["Accelerator Core"] = <Task Type>, ... ,
- *               ["Average Duration(us)"] = "%.6f", ["MicroBench <m>"] = mean (a number) | ""}} */
+ *               ["Average Duration(us)"] = "%.6f", _m = 25 counter means as native doubles, NaN when no sample (aggregate.metrics
+ *               decodes it)}} */
+#include <math.h>
 #include <stdio.h>
 
 #include <lauxlib.h>
@@ -29,21 +31,15 @@ static int l_aggregate(lua_State *L) {
   }
   size_t ng = ps_opsum_ngroups(a);
   /* Column names made into Lua strings once: setting a field by a C string would hash it
-   * again for every group. keys[1..8] base columns, [9] the duration, [10..34] counters. */
+   * again for every group. keys[1..8] base columns, [9] the duration. */
   lua_createtable(L, 8 + 1 + PS_OPSUM_NMETRICS, 0);
   int keys = lua_gettop(L);
-  char kname[64];
   for (int c = 0; c < 8; c++) {
     lua_pushstring(L, ps_opsum_base_columns[c]);
     lua_rawseti(L, keys, c + 1);
   }
   lua_pushliteral(L, "Average Duration(us)");
   lua_rawseti(L, keys, 9);
-  for (int m = 0; m < PS_OPSUM_NMETRICS; m++) {
-    snprintf(kname, sizeof kname, "MicroBench %s", ps_opsum_metrics[m]);
-    lua_pushstring(L, kname);
-    lua_rawseti(L, keys, 10 + m);
-  }
   lua_createtable(L, 0, 2);
   lua_pushinteger(L, (lua_Integer)ps_opsum_rows(a));
   lua_setfield(L, -2, "samples");
@@ -75,13 +71,13 @@ static int l_aggregate(lua_State *L) {
       lua_rawgeti(L, keys, 9);
       lua_pushstring(L, num);
       lua_rawset(L, -3);
-      /* Counter means stay numbers (formatted "%.6f" when written): no string per value. */
-      for (int m = 0; m < PS_OPSUM_NMETRICS; m++) {
-        lua_rawgeti(L, keys, 10 + m);
-        if (g->counts[m]) lua_pushnumber(L, g->sums[m] / (double)g->counts[m]);
-        else lua_pushliteral(L, "");
-        lua_rawset(L, -3);
-      }
+      /* The 25 counter means packed as native doubles (NaN: no valid sample) in one string,
+       * _m: 25 table fields per group cost more than the whole aggregation. */
+      double means[PS_OPSUM_NMETRICS];
+      for (int m = 0; m < PS_OPSUM_NMETRICS; m++)
+        means[m] = g->counts[m] ? g->sums[m] / (double)g->counts[m] : NAN;
+      lua_pushlstring(L, (const char *)means, sizeof means);
+      lua_setfield(L, -2, "_m");
     }
     lua_setfield(L, -2, "row");
     lua_rawseti(L, -2, (lua_Integer)i + 1);

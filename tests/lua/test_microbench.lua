@@ -74,10 +74,11 @@ function TestAggregate:test_A1_fixed()
   lu.assertEquals(mm[1]["Input Shapes"], '"24,512;4096,512"')
   lu.assertEquals(mm[1][schema.MB_DUR], "11.000000")
   local f6 = function(v) return type(v) == "number" and ("%.6f"):format(v) or v end
-  lu.assertEquals(f6(mm[1]["MicroBench aicore_time(us)"]), "10.000000")
+  local m1 = aggregate.metrics(mm[1])
+  lu.assertEquals(f6(m1["MicroBench aicore_time(us)"]), "10.000000")
   -- fixed: N/A is not a sample (the original averaged it as 0: 733.333333)
-  lu.assertEquals(f6(mm[1]["MicroBench aic_total_cycles"]), "1100.000000")
-  lu.assertEquals(mm[1]["MicroBench aiv_time(us)"], "")
+  lu.assertEquals(f6(m1["MicroBench aic_total_cycles"]), "1100.000000")
+  lu.assertNil(m1["MicroBench aiv_time(us)"])
   local dfc = agg.rows.DispatchFFNCombine[1]
   lu.assertEquals(dfc["Accelerator Core"], "MIX_AIC")
   lu.assertEquals(dfc[schema.MB_DUR], "300.000000")
@@ -85,7 +86,33 @@ function TestAggregate:test_A1_fixed()
   -- fixed: the blank sample does not win the minimum (the original wrote 0.000000)
   local add = agg.rows.Add[1]
   lu.assertEquals(add[schema.MB_DUR], "2.000000")
-  lu.assertEquals(f6(add["MicroBench aicore_time(us)"]), "2.000000")
+  lu.assertEquals(f6(aggregate.metrics(add)["MicroBench aicore_time(us)"]), "2.000000")
+end
+
+function TestAggregate:test_counters_written_through_merge()
+  -- the A1 op_summary, merged into parser-style files: counter means land beside their
+  -- Profiling Average columns (packed doubles decoded by the C merge and by appends)
+  local agg = assert(aggregate.files({ dir .. "/op_summary_a1.csv" }, { ep_size = 16 }))
+  local header = { "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
+    "Output Shapes", "Output Data Types", "Output Formats", "Profiling Average Duration(us)",
+    "Profiling Average aicore_time(us)", "Profiling Average aic_total_cycles", "Profiling Average aiv_time(us)" }
+  local path = write_csv(dir .. "/counters/MatMulV2.csv", header, {
+    { "dynamic", "AI_CORE", '"24,512;4096,512"', "DT_BF16;DT_BF16", "ND;ND", '"24,4096"', "DT_BF16", "ND", "10.0",
+      "9.0", "900", "7.0" } })
+  local res = assert(merge.file(path, {}, agg.rows.MatMulV2, { mode = "all", say = quiet }))
+  lu.assertEquals(res.updated, 1)
+  local _, rows = read_rows(path)
+  lu.assertEquals(rows[1][schema.MB_DUR], "11.000000")
+  lu.assertEquals(rows[1]["MicroBench aicore_time(us)"], "10.000000")
+  lu.assertEquals(rows[1]["MicroBench aic_total_cycles"], "1100.000000")
+  lu.assertEquals(rows[1]["MicroBench aiv_time(us)"], "")
+  lu.assertEquals(rows[1]["Profiling Average aiv_time(us)"], "7.0")
+  -- an appended row (Add, new file) carries them too
+  local p2 = dir .. "/counters/Add.csv"
+  assert(merge.file(p2, agg.rows.Add, {}, { mode = "all", say = quiet }))
+  local _, r2 = read_rows(p2)
+  lu.assertEquals(r2[1]["MicroBench aicore_time(us)"], "2.000000")
+  lu.assertEquals(r2[1]["MicroBench aic_total_cycles"], "")
 end
 
 function TestAggregate:test_no_valid_sample_no_row()

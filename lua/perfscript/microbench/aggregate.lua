@@ -15,6 +15,21 @@ local schema = require "perfscript.microbench.schema"
 
 local M = {}
 
+local UNPACK = "=" .. string.rep("d", #schema.METRICS)
+
+-- The counter means of an aggregated row: {["MicroBench <m>"] = number | nil}.
+function M.metrics(row)
+  local out = {}
+  local m = row._m
+  if m then
+    local v = { string.unpack(UNPACK, m) }
+    for i, name in ipairs(schema.METRICS) do
+      if v[i] == v[i] then out[schema.mb_col(name)] = v[i] end
+    end
+  end
+  return out
+end
+
 function M.files(paths, opts)
   opts = opts or {}
   local res, err = perf.opsum.aggregate(paths)

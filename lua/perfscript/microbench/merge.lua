@@ -16,8 +16,10 @@ local schema = require "perfscript.microbench.schema"
 
 local M = {}
 
-local MB_COLS = {}
-for i, m in ipairs(schema.METRICS) do MB_COLS[i] = schema.mb_col(m) end
+local aggregate = require "perfscript.microbench.aggregate"
+
+local MB_COLS, MB_SET = {}, {}
+for i, m in ipairs(schema.METRICS) do MB_COLS[i] = schema.mb_col(m); MB_SET[MB_COLS[i]] = true end
 
 local function stem_of(path)
   return (path:match("([^/]+)$") or path):gsub("%.csv$", "")
@@ -153,8 +155,10 @@ function M.file(path, rows, match_only, opts)
           res.missing[#res.missing + 1] = perf.sig.display(u.row)
           if mode == "all" and u.dur then
             local a = {}
+            local metrics = u.row._m and aggregate.metrics(u.row)
             for i, c in ipairs(cols) do
               local v = u.row[c]
+              if v == nil and metrics and MB_SET[c] then v = metrics[c] or "" end
               a[i] = v == nil and "" or math.type(v) == "float" and ("%.6f"):format(v) or tostring(v)
             end
             out[#out + 1] = a
@@ -184,9 +188,10 @@ function M.file(path, rows, match_only, opts)
   for i, c in ipairs(header) do if not hpos[c] then hpos[c] = i end end
   local map = {}
   for i, c in ipairs(cols) do map[i] = hpos[(src and src[c]) or c] or 0 end
-  local copy = {}
-  for _, k in ipairs(MB_COLS) do
+  local copy, mcols = {}, {}
+  for i, k in ipairs(MB_COLS) do
     if colpos[k] then copy[#copy + 1] = { k, colpos[k] } end
+    mcols[i] = colpos[k] or 0
   end
   local fill
   if ep_fill then fill = { [colpos[schema.EP_SIZE]] = ep_fill } end
@@ -197,7 +202,7 @@ function M.file(path, rows, match_only, opts)
     srccols[c] = hpos[c] or 0
   end
   local r, err = perf.csvedit.merge(path, { op = stem, header = cols, map = map, src = srccols,
-    updates = updates, copy = copy, fill = fill, ep_default = ep_fill, mb_out = colpos[schema.MB_DUR],
+    updates = updates, copy = copy, mcols = mcols, fill = fill, ep_default = ep_fill, mb_out = colpos[schema.MB_DUR],
     mode_all = mode == "all", prune = opts.prune, append = appended })
   if not r then return nil, err end
   res.status, res.columns = r.status, cols
