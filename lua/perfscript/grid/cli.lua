@@ -1,6 +1,7 @@
 -- Command line of the shape-grid recipes (recipes/shape_grid.lua, dsv3_grid.lua,
--- qwen3_grid.lua): flags as the original generate_shape_grid.py plus --dry-run and
--- --model-config, the bundled seed database as the default, and the summary table.
+-- qwen3_grid.lua): the original generate_shape_grid.py's flags plus --model-config,
+-- --sampling, --variants, --dry-run, --out-dir and --report; the bundled seed database as
+-- the default; the per-kernel summary table.
 local perf = require "perfscript"
 local lfs = require "lfs"
 local argparse = require "argparse"
@@ -21,7 +22,8 @@ local function repo_root(script)
 end
 
 local function copy_tree(src, dst)
-  assert(perf.fs.mkdir_p(dst))
+  local ok, err = perf.fs.mkdir_p(dst)
+  if not ok then perf.fail("%s", err) end
   local n = 0
   for name in lfs.dir(src) do
     if name:sub(1, 1) ~= "." then  -- not ".", "..", nor the lock file
@@ -29,10 +31,12 @@ local function copy_tree(src, dst)
       if lfs.attributes(s, "mode") == "directory" then
         n = n + copy_tree(s, d)
       else
-        local f = assert(io.open(s, "rb"))
+        local f, ferr = io.open(s, "rb")
+        if not f then perf.fail("%s", ferr) end
         local text = f:read("a")
         f:close()
-        assert(perf.fs.write_atomic(d, text))
+        local wok, werr = perf.fs.write_atomic(d, text)
+        if not wok then perf.fail("%s", werr) end
         n = n + 1
       end
     end
@@ -40,12 +44,14 @@ local function copy_tree(src, dst)
   return n
 end
 
--- Builds the parser; `preset` is the recipe's fixed model list (nil: all models).
+-- Builds the parser; info.models is the recipe's default model list (nil: all presets).
 function M.parser(info)
   local p = argparse(info.name, info.description)
   p:epilog(info.epilog or ("With no database flags the run uses ./" .. M.DEFAULT_ROOT .. "/"
     .. M.SEED_VERSION .. ", a working copy of the bundled seed database (data/seed_db), "
-    .. "created on first use."))
+    .. "created on first use.\n\nSummary columns per kernel: candidates generated, rejected by "
+    .. "constraints, over the memory budget, duplicates (same signature), sampled out by --rows, "
+    .. "already present in the file, appended."))
   dbpath.add_options(p)
   p:option("--data-dir", "The same as --database-path."):target("database_path"):hidden(true)
   p:option("--target-models", "Comma-separated model ids" .. (info.models and
