@@ -3,18 +3,8 @@
 # (spec section 4 and the deleted tool's vectors).
 source "$(dirname "$0")/lib.sh"
 cd "$TMP"
-cat > cells.lua <<'LUA'
-local r = assert(require("perfscript").csv.open(arg[1]))
-local n, want, out = tonumber(arg[2]), {}, {}
-for i = 3, #arg do want[#want + 1] = assert(r:column(arg[i]), arg[i]) end
-local k = 0
-for f in r:lines() do
-  k = k + 1
-  if k == n then for _, i in ipairs(want) do out[#out + 1] = f[i] or "" end end
-end
-print(table.concat(out, "|"))
-LUA
-cells() { "$PS_BIN" cells.lua "$@"; }
+source "$(dirname "$0")/profile_lib.sh"
+CELLS_SEP="|"
 slots() {  # slots N i=v ...: a 31-slot shape text with the given slots set
   local -a s; local i
   for ((i = 0; i < 31; i++)); do s[i]=""; done

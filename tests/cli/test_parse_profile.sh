@@ -5,18 +5,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$TMP"
 run() { "$PS_BIN" "$SRC/recipes/parse_profile.lua" "$@"; }
 # cells FILE ROW NAME...: the named cells of data row ROW (1-based), comma-joined
-cat > cells.lua <<'LUA'
-local r = assert(require("perfscript").csv.open(arg[1]))
-local n, want, out = tonumber(arg[2]), {}, {}
-for i = 3, #arg do want[#want + 1] = assert(r:column(arg[i]), arg[i]) end
-local k = 0
-for f in r:lines() do
-  k = k + 1
-  if k == n then for _, i in ipairs(want) do out[#out + 1] = f[i] or "" end end
-end
-print(table.concat(out, ","))
-LUA
-cells() { "$PS_BIN" cells.lua "$@"; }
+source "$(dirname "$0")/profile_lib.sh"
 STATS=("Profiling Average Duration(us)" "Profiling Median Duration(us)" "Profiling Std Duration(us)")
 
 METRICS="aicore_time(us),aic_total_cycles,aic_mac_time(us),aic_mac_ratio,aic_scalar_time(us),aic_scalar_ratio,aic_mte1_time(us),aic_mte1_ratio,aic_mte2_time(us),aic_mte2_ratio,aic_fixpipe_time(us),aic_fixpipe_ratio,aic_icache_miss_rate,aiv_time(us),aiv_total_cycles,aiv_vec_time(us),aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),aiv_mte2_ratio,aiv_mte3_time(us),aiv_mte3_ratio,aiv_icache_miss_rate,cube_utilization(%)"
