@@ -304,6 +304,22 @@ local function main(a)
   if a.repeat_count <= 0 then perf.fail("--repeat-count must be positive, got %d", a.repeat_count) end
   local src, dst = databases(a)
   local files = target_files(src, ops)
+  local ep, nproc = a.dispatch_ffn_combine_ep_size, a.dispatch_ffn_combine_nproc_per_node
+  local ndev = 0
+  for _ in (a.devices or ""):gmatch("[^,%s]+") do ndev = ndev + 1 end
+  local visible = ndev > 0 and ndev or plan.visible_npus()
+  if not a.simulate and not a.prof_path and plan.dfc_skip(ops, ep, nproc, visible, a.update_mode) then
+    local kept = {}
+    for _, f in ipairs(files) do
+      if f.op == schema.DFC then
+        say(("[SKIP] DispatchFFNCombine requires ep-size %d local rank(s), but only %d visible NPU device(s) are available.")
+          :format(nproc or ep, visible))
+      else
+        kept[#kept + 1] = f
+      end
+    end
+    files = kept
+  end
   local id = run_id()
   local work = abspath(a.work_dir or os.getenv("TMPDIR") or "/tmp")
   local run_dir = ("%s/perfscript-microbench-%s"):format(work, id)

@@ -153,6 +153,15 @@ function TestDerivations:test_D19_to_D24()
   lu.assertStrContains(why, "seven input metadata slots")
 end
 
+function TestDerivations:test_D25_dfc_skip()
+  lu.assertTrue(plan.dfc_skip({ "DispatchFFNCombine" }, 16, nil, 2, "missing-only"))
+  lu.assertTrue(plan.dfc_skip(nil, 16, nil, 2, "missing-only"))
+  lu.assertFalse(plan.dfc_skip({ "DispatchFFNCombine" }, 32, 16, 16, "missing-only"))
+  lu.assertFalse(plan.dfc_skip({ "DispatchFFNCombine", "MatMulV2" }, 16, nil, 2, "missing-only"))
+  lu.assertFalse(plan.dfc_skip(nil, 16, nil, 2, "all"))
+  lu.assertFalse(plan.dfc_skip(nil, 16, nil, 0, "missing-only"))
+end
+
 function TestDerivations:test_D33_dfc_ep_filter()
   local dir = h.tmpdir()
   local p = h.write(dir .. "/DispatchFFNCombine.csv", "Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,EP Size\n"

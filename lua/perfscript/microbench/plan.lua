@@ -30,6 +30,34 @@ M.CUSTOM_OPP_OPS = { AddRmsNormBias = true, DispatchFFNCombine = true, KvRmsNorm
   RINGMLAPrefillBF16Kernel = true, split_qkv_rmsnorm_rope_kernel = true,
   SparseFlashAttention = true, LightningIndexer = true }
 
+-- Whether DispatchFFNCombine is left out (spec 7.2 step 3, vector D25): missing-only mode,
+-- EP > 1, more local ranks needed than visible NPUs (and some visible), and either no --ops
+-- or only DispatchFFNCombine selected.
+function M.dfc_skip(ops, ep, nproc, visible, mode)
+  if mode ~= "missing-only" or not ep or ep <= 1 then return false end
+  local need = nproc or ep
+  if not (visible > 0 and need > visible) then return false end
+  if not ops then return true end
+  for _, op in ipairs(ops) do if op ~= "DispatchFFNCombine" then return false end end
+  return true
+end
+
+-- Visible NPUs without torch: the device nodes /dev/davinci<N>, narrowed by
+-- ASCEND_RT_VISIBLE_DEVICES when set.
+function M.visible_npus()
+  local env = os.getenv("ASCEND_RT_VISIBLE_DEVICES")
+  if env and env:match("%S") then
+    local n = 0
+    for _ in env:gmatch("[^,%s]+") do n = n + 1 end
+    return n
+  end
+  local ok, lfs = pcall(require, "lfs")
+  if not ok or lfs.attributes("/dev", "mode") ~= "directory" then return 0 end
+  local n = 0
+  for name in lfs.dir("/dev") do if name:match("^davinci%d+$") then n = n + 1 end end
+  return n
+end
+
 -- The builder of op (recipes/replay/<op>.lua, found through package.path).
 function M.builder(op)
   local ok, b = pcall(require, "replay." .. op)
