@@ -30,6 +30,11 @@ function M.chunks(total, n, size)
   return out
 end
 
+-- The causal mask: the strict upper triangle is -inf for float16 and 1 otherwise.
+function M.mask(dims, dtype)
+  return C.T(dims, dtype, "triu", dtype == "DT_FLOAT16" and { value = "-inf" } or nil)
+end
+
 function M.build(row)
   return C.guard(function()
     local S, D = M.parse(row["Input Shapes"], row["Input Data Types"])
@@ -76,8 +81,8 @@ function M.build(row)
       local pre_t = C.T(pre, C.dtype(D[14] ~= "" and D[14] or D[1]), "empty")
       local lse_t = C.T(lse, C.dtype(D[15] ~= "" and D[15] or "DT_FLOAT"), "empty")
       local fresh_o, fresh_l = C.T(out_shape, C.dtype(od), "empty"), C.T(lse_shape, C.dtype(ld), "empty")
-      local mask = C.T(mask_shape, d0, "triu")
-      local mask3 = C.T({ 1, M.MASK, M.MASK }, d0, "triu")
+      local mask = M.mask(mask_shape, d0)
+      local mask3 = M.mask({ 1, M.MASK, M.MASK }, d0)
       local configs = {
         { "default_nomask_alias_2d", "no_mask", mask, pre_t, lse_t },
         { "default_nomask_separate_2d", "no_mask", mask, fresh_o, fresh_l },
@@ -94,7 +99,7 @@ function M.build(row)
     else
       local od = C.first_nonblank(OD[1], D[1])
       local md = C.dtype(C.first_nonblank(D[6], D[1]))
-      attempts[1] = case("first_ring", { mask_type = "mask_type_triu", mask = C.T(mask_shape, md, "triu"),
+      attempts[1] = case("first_ring", { mask_type = "mask_type_triu", mask = M.mask(mask_shape, md),
         calc_type = "calc_type_first_ring", pre_out = null, prev_lse = null,
         output = C.T(out_shape, C.dtype(od), "empty"),
         softmax_lse = C.T(lse_shape, C.dtype(C.first_nonblank(OD[2], "DT_FLOAT")), "empty") }, { q_len })

@@ -132,7 +132,11 @@ def build_tensor(torch, torch_npu, t, gen):
     elif init == "zeros":
         x = torch.zeros(shape, dtype=dtype)
     elif init == "triu":
-        x = torch.triu(torch.ones(shape[-2:], dtype=torch.bool), diagonal=1).expand(shape).to(dtype)
+        upper = torch.triu(torch.ones(shape[-2:], dtype=torch.bool), diagonal=1).expand(shape)
+        if t.get("value") is not None:  # e.g. -inf above the diagonal of a float16 mask
+            x = torch.zeros(shape, dtype=dtype).masked_fill(upper, float(t["value"]))
+        else:
+            x = upper.to(dtype)
     elif dtype == torch.bool:
         x = torch.randint(0, 2, shape, generator=gen, dtype=torch.int32).to(torch.bool)
     elif dtype.is_floating_point:
@@ -228,6 +232,17 @@ def make_call(torch, torch_npu, a, gen):
         return lambda: src[idx]
     else:
         fn = resolve(torch, torch_npu, a["api"])
+    if a.get("graph") == "torchair":
+        try:
+            import torchair
+        except ImportError:
+            raise RuntimeError("FRACTAL_NZ QuantBatchMatmulV3 replay requires torchair graph mode")
+
+        class Call(torch.nn.Module):
+            def forward(self, *xs):
+                return fn(*xs, **kwargs)
+        compiled = torch.compile(Call(), backend=torchair.get_npu_backend(), dynamic=True)
+        return lambda: compiled(*args)
     post = a.get("post")
     if post == "contiguous":
         return lambda: fn(*args, **kwargs).contiguous()
