@@ -106,6 +106,18 @@ PERFSCRIPT_THREADS=1 run --profiling-path two --database-path one_t > /dev/null 
 PERFSCRIPT_SPLIT_MIN=1 run --profiling-path two --database-path two_t > /dev/null 2>&1
 expect_eq "two threads: same files" "$(ls two_t | wc -l)" "$(ls one_t | wc -l)"
 expect_eq "two threads: same rows and statistics" "$(cat two_t/*.csv | md5sum)" "$(cat one_t/*.csv | md5sum)"
+# the middle of this file falls inside a quoted multi-line cell: the split is refused
+mkdir -p mid
+{
+  printf '%s\n' "$HEAD"
+  row 1 100.0 5 Add "2,2" "2,2"; echo
+  printf '1,4294967295,2,2,"%s",Mul,dynamic,AI_CORE,200.0,6,0.1,8,0,NO,"""3,3""",F,ND,"""3,3""",F,ND,N/A,%s\n' \
+    "$(for i in $(seq 400); do printf 'frame %d\n' "$i"; done)" "$(m 1)"
+  row 3 300.0 7 Add "2,2" "2,2"; echo
+} > mid/kernel_details.csv
+out=$(PERFSCRIPT_SPLIT_MIN=1 run --profiling-path mid --database-path mid_db 2>&1)
+expect_contains "split inside a quoted cell: all rows read" "$out" "Read 1 file(s), 3 rows; 3 aggregated into 2 signature(s)"
+expect_eq "split inside a quoted cell: statistics" "$(cells mid_db/Add.csv 1 "Profiling Average Duration(us)")" "6.000000"
 { head -c 1500000 two/kernel_details.csv; printf '\n7,1,1,2,"open\n'; } > two/bad.csv
 mv two/bad.csv two/kernel_details.csv
 out=$(PERFSCRIPT_SPLIT_MIN=1 run --profiling-path two --database-path bad_t 2>&1); rc=$?
