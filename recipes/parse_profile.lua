@@ -51,8 +51,8 @@ local agg, per_file = imp.aggregate(files, {
 })
 bar:finish()
 
-local fia, warnings = imp.fia_metadata(agg, files, per_file)
-local tables = imp.tables(agg, fia)
+local tables = imp.tables(agg)
+local warnings = imp.attach_fia(agg, tables, files, per_file)
 local results = imp.merge(dir, tables, { mode = args.update_mode, dry_run = args.dry_run })
 
 -- Summary

@@ -152,7 +152,7 @@ static void push_fixed(lua_State *L, double v) {
     return;
   }
   char buf[512];
-  snprintf(buf, sizeof buf, "%.6f", v);
+  ps_profile_fmt6(buf, sizeof buf, v);
   lua_pushstring(L, buf);
 }
 
@@ -178,7 +178,8 @@ static int a_row(lua_State *L) {
 }
 
 static void put_fixed(FILE *fp, double v) {
-  if (!isnan(v)) fprintf(fp, "%.6f", v);
+  char buf[512];
+  if (!isnan(v)) fputs((ps_profile_fmt6(buf, sizeof buf, v), buf), fp);
 }
 
 /* agg:csv_text(indices [, extra [, eol]]) -> the CSV lines of those groups (row() cells,

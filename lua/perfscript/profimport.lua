@@ -4,6 +4,7 @@
 --   check(files, opts)        -> nil, or the list of "file: missing columns: ..." errors
 --   aggregate(files, opts)    -> a perfscript.profile aggregate, per-file counts, notes
 --   fia_metadata(agg, files)  -> the FusedInferAttentionScore Runtime columns per group
+--   attach_fia(agg, tables, files, per_file) -> the same, for the FIA table only
 --   tables(agg, fia)          -> per kernel type: file name, columns and rows
 --   merge(dir, tables, opts)  -> what changed, written atomically under the database lock
 local perf = require "perfscript"
@@ -241,7 +242,8 @@ function M.fia_shapes(text)
 end
 
 -- Returns {[group index] = {16 Runtime cells}}, warnings.
-function M.fia_metadata(agg, files, per_file)
+-- indices: the groups to look at (default all; the FIA table's groups are enough).
+function M.fia_metadata(agg, files, per_file, indices)
   local by_dir, warnings, meta = {}, {}, {}
   local function operator_rows(dir)
     if by_dir[dir] == nil then
@@ -256,7 +258,8 @@ function M.fia_metadata(agg, files, per_file)
     return by_dir[dir] or nil
   end
   local warned = {}
-  for i = 1, #agg do
+  for k = 1, indices and #indices or #agg do
+    local i = indices and indices[k] or k
     local g = agg:group(i, false)
     if g.type == M.FIA_TYPE then
       local text = g.in_shapes
@@ -311,11 +314,12 @@ function M.tables(agg, fia)
       end
       t = { type = g.type, file = M.sanitize(g.type) .. ".csv", columns = columns, groups = {},
             keys = {}, agg = agg, extra = g.type == M.FIA_TYPE and (fia or {}) or nil }
+      -- extra: the Runtime cells per group index (set by attach_fia when not given here)
       t.row = function(k)
         local gi = t.groups[k]
         local cells = agg:row(gi)
         if t.type == M.FIA_TYPE then
-          local m = fia and fia[gi]
+          local m = t.extra and t.extra[gi]
           for c = 1, #M.FIA_COLUMNS do cells[#cells + 1] = m and m[c] or "" end
         end
         return { cells = cells, key = t.keys[k] }
@@ -328,6 +332,19 @@ function M.tables(agg, fia)
     t.rows = #t.groups
   end
   return order
+end
+
+-- The FusedInferAttentionScore table's Runtime cells: works them out for that table's groups
+-- only and attaches them. Returns the warnings of the pairing.
+function M.attach_fia(agg, tables, files, per_file)
+  for _, t in ipairs(tables) do
+    if t.type == M.FIA_TYPE then
+      local fia, warnings = M.fia_metadata(agg, files, per_file, t.groups)
+      t.extra = fia
+      return warnings
+    end
+  end
+  return {}
 end
 
 ---------------------------------------------------------------------------------------------

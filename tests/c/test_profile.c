@@ -203,6 +203,38 @@ static void test_helpers(void **state) {
   assert_int_equal(ps_profile_number("", 0, &d), -1);
 }
 
+static void test_fmt6(void **state) {
+  (void)state;
+  char a[600], b[600];
+  const double fixed[] = {0.0, -0.0, 0.0078125, 0.0234375, 2.5e-7, 5e-7, 1.5e-6, 123.45, 23.333333333,
+                          12.4721912, 1e-9, -1e-9, 8999999999.9999995, 9e9, 1e300, 0.5, 1.0000005,
+                          4503599627.3704995, 2.675, 1e-6, 0.0000015, 999999.9999995};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+    for (int sgn = 0; sgn < 2; sgn++) {
+      double v = sgn ? -fixed[i] : fixed[i];
+      snprintf(a, sizeof a, "%.6f", v);
+      ps_profile_fmt6(b, sizeof b, v);
+      assert_string_equal(b, a);
+    }
+  }
+  /* random values over the magnitudes statistics take, and exact binary ties */
+  uint64_t x = 88172645463325252ULL;
+  for (int i = 0; i < 2000000; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    double v;
+    switch (i % 4) {
+    case 0: v = (double)(x >> 11) / 9007199254740992.0 * 1000.0; break;
+    case 1: v = ldexp((double)(x >> 11), -(int)(x % 70)); break;
+    case 2: v = (double)(x % 100000000) / 1e6 + ((x >> 40) % 2 ? 5e-7 : 0); break;
+    default: v = ldexp((double)((x >> 20) | 1), -(int)(x % 40) - 1) / 1e3; break;
+    }
+    snprintf(a, sizeof a, "%.6f", v);
+    ps_profile_fmt6(b, sizeof b, v);
+    if (strcmp(a, b) != 0) fprintf(stderr, "%.17g: %s vs %s\n", v, a, b);
+    assert_string_equal(b, a);
+  }
+}
+
 int main(void) {
   const char *tmp = getenv("PERFSCRIPT_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/profile_c", tmp ? tmp : "/tmp");
@@ -214,6 +246,7 @@ int main(void) {
     cmocka_unit_test(test_missing_columns),
     cmocka_unit_test(test_fia_ordinals),
     cmocka_unit_test(test_helpers),
+    cmocka_unit_test(test_fmt6),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
