@@ -89,19 +89,12 @@ static void on_record(int c, void *ud) {
 }
 
 /* libcsv's parser states (libcsv.c); the struct is public, its state values are not. */
+#define LIBCSV_ROW_NOT_BEGUN 0
 #define LIBCSV_FIELD_BEGUN 2
 #define LIBCSV_FIELD_MIGHT_HAVE_ENDED 3
 
-/* Whitespace is data, as in RFC 4180 and Python's csv, with one exception: between a closing
- * quote and the delimiter (`"x"<TAB>,`, an Excel guard), where libcsv's non-strict mode would
- * otherwise re-open the quote and swallow the following fields. That whitespace is dropped.
- * libcsv keeps its state in locals while parsing, so feed() cuts the input such that
- * parser.pstate is exact whenever this function can be asked about whitespace. */
-static ps_csv_reader *space_owner;   /* the reader being fed (one at a time per thread) */
-static int space_after_quote(unsigned char c) {
-  return (c == ' ' || c == '\t') && space_owner &&
-         space_owner->parser.pstate == LIBCSV_FIELD_MIGHT_HAVE_ENDED;
-}
+/* Whitespace is data, as in RFC 4180 and Python's csv (trimming is the opt-in PS_CSV_TRIM). */
+static int never_space(unsigned char c) { (void)c; return 0; }
 
 static int fill(ps_csv_reader *r);
 
@@ -129,7 +122,7 @@ ps_csv_reader *ps_csv_open(const char *path, unsigned flags, char *err, size_t e
     close(fd);
     return NULL;
   }
-  csv_set_space_func(&r->parser, space_after_quote);  /* trimming is opt-in */
+  csv_set_space_func(&r->parser, never_space);
   r->fd = fd;
   r->flags = flags;
   r->file_size = (uint64_t)st.st_size;
@@ -144,25 +137,31 @@ ps_csv_reader *ps_csv_open(const char *path, unsigned flags, char *err, size_t e
   return r;
 }
 
-static int is_ws(unsigned char c) { return c == ' ' || c == '\t'; }
+/* A byte that may follow a closing quote without changing its meaning. */
+static int ends_quote(unsigned char c) { return c == '"' || c == ',' || c == '\r' || c == '\n'; }
 
-/* Feeds len bytes to libcsv, cut so that the parser's stored state is exact at the start of
- * every segment where it matters: after a quote that is followed by whitespace, the whitespace
- * run and then one more byte go in segments of their own. Returns 0 or -1. */
+/* Text after a closing quote ("ab"cd, or the Excel guard "x"<TAB>): libcsv's non-strict mode
+ * puts the quote back and re-opens the field as quoted, swallowing the fields after it. Python's
+ * reader instead reads the rest of the field as plain text (abcd, x<TAB>), and so do we: the
+ * quote is taken back out of libcsv's buffer and the field goes on unquoted. libcsv keeps its
+ * state in locals while it parses, so feed_libcsv cuts the input after every quote that is
+ * followed by such text: between calls the stored state is exact. */
+static void reopen_unquoted(struct csv_parser *p) {
+  p->entry_pos -= 1 + p->spaces;  /* the closing quote (no spaces: never_space) */
+  p->spaces = 0;
+  p->quoted = 0;
+  p->pstate = LIBCSV_FIELD_BEGUN;
+}
+
 static int feed_libcsv(ps_csv_reader *r, const unsigned char *p, size_t len) {
   size_t pos = 0;
-  space_owner = r;
   while (pos < len) {
-    size_t end;
-    if (r->parser.pstate == LIBCSV_FIELD_MIGHT_HAVE_ENDED) {
-      for (end = pos; end < len && is_ws(p[end]); end++) {}
-      if (end == pos) end = pos + 1;
-    } else {
-      end = len;
-      for (const unsigned char *q = p + pos;
-           (q = memchr(q, '"', (size_t)(p + len - q))) != NULL; q++) {
-        if (q + 1 < p + len && is_ws(q[1])) { end = (size_t)(q + 1 - p); break; }
-      }
+    if (r->parser.pstate == LIBCSV_FIELD_MIGHT_HAVE_ENDED && !ends_quote(p[pos]))
+      reopen_unquoted(&r->parser);
+    size_t end = len;
+    for (const unsigned char *q = p + pos;
+         (q = memchr(q, '"', (size_t)(p + len - q))) != NULL; q++) {
+      if (q + 1 < p + len && !ends_quote(q[1])) { end = (size_t)(q + 1 - p); break; }
     }
     if (csv_parse(&r->parser, p + pos, end - pos, on_field, on_record, r) != end - pos)
       return -1;
@@ -171,12 +170,10 @@ static int feed_libcsv(ps_csv_reader *r, const unsigned char *p, size_t len) {
   return 0;
 }
 
-#define LIBCSV_ROW_NOT_BEGUN 0
-
 /* The fast path for the common line: one physical line, every field either unquoted or quoted
- * and closed right before a comma or the line end, no CR inside. Such a line has exactly one
- * reading, so splitting it here gives what libcsv gives, at memchr speed; anything else
- * (quoted newlines, text after a closing quote, stray CRs) returns 0 and goes to libcsv.
+ * (text after its closing quote read as plain text, as above), no CR inside. Such a line has
+ * exactly one reading, so splitting it here gives what feed_libcsv gives, at memchr speed;
+ * anything else (quoted newlines, stray CRs) returns 0 and goes to libcsv.
  * s..e is the line without its '\n'. */
 static int fast_line(ps_csv_reader *r, const unsigned char *s, const unsigned char *e) {
   int cr = e > s && e[-1] == '\r';
@@ -200,9 +197,16 @@ static int fast_line(ps_csv_reader *r, const unsigned char *s, const unsigned ch
         q = c + 1;
         break;
       }
-      if (q == e) next = NULL;
-      else if (*q == ',') next = q + 1;
-      else goto reject;  /* text after the closing quote */
+      if (q == e) {
+        next = NULL;
+      } else if (*q == ',') {
+        next = q + 1;
+      } else {  /* text after the closing quote: the rest of the field is plain text */
+        const unsigned char *c = memchr(q, ',', (size_t)(e - q));
+        memcpy(out + n, q, (size_t)((c ? c : e) - q));
+        n += (size_t)((c ? c : e) - q);
+        next = c ? c + 1 : NULL;
+      }
     } else {
       const unsigned char *c = memchr(f, ',', (size_t)(e - f));
       n = (size_t)((c ? c : e) - f);
@@ -262,7 +266,6 @@ static int fill(ps_csv_reader *r) {
   if (r->eof) {
     if (r->fini_done) return 0;
     r->fini_done = 1;
-    space_owner = r;
     /* libcsv reports an open quote at the end only in strict mode, which we do not want
      * (it rejects stray quotes that Python's reader accepts), so look at its state. */
     if (r->parser.pstate == LIBCSV_FIELD_BEGUN && r->parser.quoted) {

@@ -99,10 +99,29 @@ static void profiler_quirks(void **state) {
   assert_string_equal(c.text[1][1], "\"81920,4096;8192,512\"");
   assert_string_equal(c.text[2][0], "1736413971558972.912\t");
   assert_string_equal(c.text[2][1], "\"\"");
-  assert_string_equal(c.text[2][2], "x");  /* whitespace after a closing quote is dropped */
+  assert_string_equal(c.text[2][2], "x\t");  /* text after a closing quote is kept, as Python */
   assert_int_equal(collect(p, PS_CSV_TRIM, &c, err), 0);
   assert_string_equal(c.text[1][0], "1736412474730135.222");
   assert_string_equal(c.text[2][0], "1736413971558972.912");
+}
+
+/* Text after a closing quote continues the field as plain text (Python's reading), also in a
+ * record that spans lines and so goes through libcsv. */
+static void text_after_closing_quote(void **state) {
+  (void)state;
+  collected c;
+  char err[600];
+  const char *p = write_file("after.csv", S("\"ab\"c\"d,x\n\"multi\nline\"\t,\"ab\"cd,y\n"));
+  for (unsigned flags = 0; flags <= PS_CSV_LIBCSV_ONLY; flags += PS_CSV_LIBCSV_ONLY) {
+    assert_int_equal(collect(p, flags, &c, err), 0);
+    assert_int_equal(c.nrec, 2);
+    assert_string_equal(c.text[0][0], "abc\"d");
+    assert_string_equal(c.text[0][1], "x");
+    assert_int_equal(c.nfields[1], 3);
+    assert_string_equal(c.text[1][0], "multi\nline\t");
+    assert_string_equal(c.text[1][1], "abcd");
+    assert_string_equal(c.text[1][2], "y");
+  }
 }
 
 static void spaces_are_data(void **state) {
@@ -262,6 +281,7 @@ int main(void) {
     cmocka_unit_test(ragged_rows_and_blank_lines),
     cmocka_unit_test(profiler_quirks),
     cmocka_unit_test(spaces_are_data),
+    cmocka_unit_test(text_after_closing_quote),
     cmocka_unit_test(empty_file),
     cmocka_unit_test(lfs_pointer_fails_at_open),
     cmocka_unit_test(binary_data_fails),
