@@ -26,7 +26,9 @@
 #include <lua.h>
 
 #include "csvread.h"
+#include "grow.h"
 #include "sig.h"
+#include "u64map.h"
 
 #define SIG_STATE "perfscript.sig.state"
 
@@ -188,47 +190,27 @@ static int is_real(const char *s) {
   return !*end && v > 0;
 }
 
-/* Signature hash -> (first row, count), open addressing; rows are 1-based so 0 is empty. */
-typedef struct hmap { uint64_t *keys; uint32_t *first, *count; size_t size, used; } hmap;
-
-static int hmap_grow(hmap *m) {
-  size_t ns = m->size ? m->size * 2 : 1 << 16;
-  uint64_t *k = calloc(ns, sizeof *k);
-  uint32_t *f = calloc(ns, sizeof *f), *c = calloc(ns, sizeof *c);
-  if (!k || !f || !c) {
-    free(k), free(f), free(c);
-    return -1;
-  }
-  for (size_t i = 0; i < m->size; i++) {
-    if (!m->first[i]) continue;
-    size_t j = (size_t)(m->keys[i] * 0x9E3779B97F4A7C15ULL) & (ns - 1);
-    while (f[j]) j = (j + 1) & (ns - 1);
-    k[j] = m->keys[i], f[j] = m->first[i], c[j] = m->count[i];
-  }
-  free(m->keys), free(m->first), free(m->count);
-  m->keys = k, m->first = f, m->count = c, m->size = ns;
-  return 0;
-}
-
-static size_t hmap_find(const hmap *m, uint64_t h) {
-  size_t j = (size_t)(h * 0x9E3779B97F4A7C15ULL) & (m->size - 1);
-  while (m->first[j] && m->keys[j] != h) j = (j + 1) & (m->size - 1);
-  return j;
-}
+/* Signature hash -> (first row, count): a u64map from the hash to an index into sigs. */
+typedef struct sigrows { uint32_t first, count; } sigrows;
+typedef struct hmap { ps_u64map map; sigrows *sigs; size_t cap; } hmap;
 
 static int hmap_add(hmap *m, uint64_t h, uint32_t row) {
-  if ((m->used + 1) * 2 > m->size && hmap_grow(m) != 0) return -1;
-  size_t j = hmap_find(m, h);
-  if (m->first[j]) {
-    m->count[j]++;
+  size_t id = m->map.used;
+  int added = ps_u64map_put(&m->map, h, &id);
+  if (added < 0) return -1;
+  if (added) {
+    if (ps_grow((void **)&m->sigs, &m->cap, id + 1, sizeof *m->sigs) != 0) return -1;
+    m->sigs[id] = (sigrows){row, 1};
   } else {
-    m->keys[j] = h, m->first[j] = row, m->count[j] = 1;
-    m->used++;
+    m->sigs[id].count++;
   }
   return 0;
 }
 
-static void hmap_free(hmap *m) { free(m->keys), free(m->first), free(m->count); }
+static void hmap_free(hmap *m) {
+  ps_u64map_free(&m->map);
+  free(m->sigs);
+}
 
 /* Index of name in the header table at index header, or -1. */
 static int header_index(lua_State *L, int header, size_t ncols, const char *name) {
@@ -330,6 +312,7 @@ static int l_scan(lua_State *L) {
   ps_sig *g = state(L);
   lua_Integer n = 0;
   hmap map = {0};
+  ps_u64map_init(&map.map, 1 << 16);
   while (st > 0 && (st = ps_csv_next(r, &rec)) > 0) {
     ps_sig_row row = {.op_name = op};
     const char **dst[NCOLS] = {&row.op_type, &row.op_state, &row.in_shapes, &row.in_dtypes,
@@ -387,15 +370,15 @@ static int l_scan(lua_State *L) {
   ps_csv_close(r);
   /* first[h] for the wanted hashes; dups = {{first row, count}, ...} */
   lua_newtable(L);
-  if (want_t && map.size) {
+  if (want_t && map.map.used) {
     lua_pushnil(L);
     while (lua_next(L, want_t)) {
       lua_pop(L, 1);
       if (lua_isinteger(L, -1)) {
-        size_t j = hmap_find(&map, (uint64_t)lua_tointeger(L, -1));
-        if (map.first[j]) {
+        size_t id = ps_u64map_get(&map.map, (uint64_t)lua_tointeger(L, -1));
+        if (id != PS_U64MAP_NONE) {
           lua_pushvalue(L, -1);
-          lua_pushinteger(L, map.first[j]);
+          lua_pushinteger(L, map.sigs[id].first);
           lua_rawset(L, -4);
         }
       }
@@ -404,12 +387,13 @@ static int l_scan(lua_State *L) {
   lua_setfield(L, res, "first");
   lua_newtable(L);
   lua_Integer nd = 0;
-  for (size_t j = 0; j < map.size; j++) {
-    if (!map.first[j] || map.count[j] < 2) continue;
+  for (size_t j = 0; j < map.map.size; j++) { /* in slot order, as sig.scan always listed them */
+    size_t id = ps_u64map_slot_id(&map.map, j);
+    if (id == PS_U64MAP_NONE || map.sigs[id].count < 2) continue;
     lua_createtable(L, 2, 0);
-    lua_pushinteger(L, map.first[j]);
+    lua_pushinteger(L, map.sigs[id].first);
     lua_rawseti(L, -2, 1);
-    lua_pushinteger(L, map.count[j]);
+    lua_pushinteger(L, map.sigs[id].count);
     lua_rawseti(L, -2, 2);
     lua_rawseti(L, -2, ++nd);
   }
