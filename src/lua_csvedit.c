@@ -21,8 +21,10 @@
 
 #include "csvread.h"
 #include "csvwrite.h"
+#include "grow.h"
 #include "luabind.h"
 #include "sig.h"
+#include "u64map.h"
 
 typedef struct ctx {
   ps_csv_reader *r;
@@ -262,31 +264,10 @@ static int same_trimmed(const char *a, size_t la, const char *b, size_t lb) {
   return la == lb && memcmp(a, b, la) == 0;
 }
 
-/* Signature hash -> first row, count and the first row's display text (in an arena). */
-typedef struct mslot { uint64_t h; uint32_t first, count; size_t disp; } mslot;
-typedef struct mmap_ { mslot *v; size_t size, used; char *arena; size_t alen, acap; } mmap_;
-
-static size_t mfind(const mmap_ *m, uint64_t h) {
-  size_t j = (size_t)(h * 0x9E3779B97F4A7C15ULL) & (m->size - 1);
-  while (m->v[j].first && m->v[j].h != h) j = (j + 1) & (m->size - 1);
-  return j;
-}
-
-static int mgrow(mmap_ *m) {
-  size_t ns = m->size ? m->size * 2 : 1 << 16;
-  mslot *v = calloc(ns, sizeof *v);
-  if (!v) return -1;
-  for (size_t i = 0; i < m->size; i++) {
-    if (!m->v[i].first) continue;
-    size_t j = (size_t)(m->v[i].h * 0x9E3779B97F4A7C15ULL) & (ns - 1);
-    while (v[j].first) j = (j + 1) & (ns - 1);
-    v[j] = m->v[i];
-  }
-  free(m->v);
-  m->v = v;
-  m->size = ns;
-  return 0;
-}
+/* Signature hash -> first row, count and the first row's display text (in an arena): a
+ * u64map from the hash to an index into v. */
+typedef struct msig { uint32_t first, count; size_t disp; } msig;
+typedef struct mmap_ { ps_u64map map; msig *v; size_t cap; char *arena; size_t alen, acap; } mmap_;
 
 /* "<Input Shapes or N/A> -> <Output Shapes or N/A>" appended to the arena; returns its offset. */
 static long add_display(mmap_ *m, const char *is, size_t il, const char *os, size_t ol) {
@@ -376,23 +357,21 @@ static int l_merge(lua_State *L) {
     }
   }
   /* The update hashes as a C set, so that rows without an update cost no Lua lookup. */
-  mmap_ uset = {0};
+  ps_u64map uset;
+  ps_u64map_init(&uset, 1 << 16);
   if (lua_istable(L, updates)) {
     lua_pushnil(L);
     while (lua_next(L, updates)) {
       lua_pop(L, 1);
       if (lua_isinteger(L, -1)) {
-        uint64_t uh = (uint64_t)lua_tointeger(L, -1);
-        if ((uset.used + 1) * 2 > uset.size && mgrow(&uset) != 0) {
-          free(uset.v);
+        size_t none = 0;
+        if (ps_u64map_put(&uset, (uint64_t)lua_tointeger(L, -1), &none) < 0) {
+          ps_u64map_free(&uset);
           return luaL_error(L, "out of memory");
         }
-        size_t j = mfind(&uset, uh);
-        if (!uset.v[j].first) uset.v[j] = (mslot){uh, 1, 1, 0}, uset.used++;
       }
     }
   }
-  if (!uset.size && mgrow(&uset) != 0) return luaL_error(L, "out of memory");
   /* copy: {{key, output column}, ...} copied from an update's row */
   int ncopy = lua_istable(L, copy) ? (int)lua_rawlen(L, copy) : 0;
   char *numbuf = lua_newuserdatauv(L, (size_t)(ncopy ? ncopy : 1) * 32, 0);
@@ -416,11 +395,12 @@ static int l_merge(lua_State *L) {
   int changed = 0;
   ctx c = {0};
   mmap_ m = {0};
+  ps_u64map_init(&m.map, 1 << 16);
   ps_sig *g = ps_sig_new();
   c.f = calloc(n, sizeof *c.f);
   c.l = calloc(n, sizeof *c.l);
   char err[700];
-  if (!g || !c.f || !c.l || mgrow(&m) != 0) {
+  if (!g || !c.f || !c.l || ps_u64map_reserve(&m.map, 1) != 0) {
     snprintf(err, sizeof err, "out of memory");
     goto fail;
   }
@@ -446,26 +426,25 @@ static int l_merge(lua_State *L) {
       goto fail;
     }
     uint64_t h = ps_sig_hash(g);
-    if ((m.used + 1) * 2 > m.size && mgrow(&m) != 0) {
+    size_t sid = m.map.used;
+    int first = ps_u64map_put(&m.map, h, &sid);
+    if (first < 0) {
       snprintf(err, sizeof err, "out of memory");
       goto fail;
     }
-    size_t slot = mfind(&m, h);
-    int first = !m.v[slot].first;
     const char *is = FLD(c_is), *os = FLD(c_os);
     size_t il = LEN(c_is), ol = LEN(c_os);
     trimmed(&is, &il);
     trimmed(&os, &ol);
     if (first) {
       long off = add_display(&m, is, il, os, ol);
-      if (off < 0) {
+      if (off < 0 || ps_grow((void **)&m.v, &m.cap, sid + 1, sizeof *m.v) != 0) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
       }
-      m.v[slot] = (mslot){h, (uint32_t)rows, 1, (size_t)off};
-      m.used++;
+      m.v[sid] = (msig){(uint32_t)rows, 1, (size_t)off};
     } else {
-      m.v[slot].count++;
+      m.v[sid].count++;
     }
     for (size_t j = 0; j < n; j++) {
       size_t i = srcidx[j];
@@ -482,7 +461,7 @@ static int l_merge(lua_State *L) {
     size_t mbl = LEN(c_mb);
     int prof_real = real(FLD(c_prof), LEN(c_prof));
     int upd = 0;
-    if (first && uset.v[mfind(&uset, h)].first) {
+    if (first && ps_u64map_get(&uset, h) != PS_U64MAP_NONE) {
       upd = lua_rawgeti(L, updates, (lua_Integer)h) == LUA_TTABLE;
       if (!upd) lua_pop(L, 1);
     }
@@ -559,7 +538,7 @@ static int l_merge(lua_State *L) {
           lua_rawseti(L, -2, 1);
           lua_pushnumber(L, pv);
           lua_rawseti(L, -2, 2);
-          lua_pushstring(L, m.arena + m.v[slot].disp);
+          lua_pushstring(L, m.arena + m.v[sid].disp);
           lua_rawseti(L, -2, 3);
           lua_rawseti(L, gaps, ++ngaps);
         }
@@ -571,7 +550,7 @@ static int l_merge(lua_State *L) {
       lua_settop(L, u - 1);
       continue;
     drop_upd:
-      lua_pushstring(L, m.arena + m.v[slot].disp);
+      lua_pushstring(L, m.arena + m.v[sid].disp);
       lua_rawseti(L, deleted, ++ndeleted);
       changed = 1;
       lua_settop(L, u - 1);
@@ -579,7 +558,7 @@ static int l_merge(lua_State *L) {
     }
     if (prune && !real(mb, mbl) && !prof_real) {
       if (first) {
-        lua_pushstring(L, m.arena + m.v[slot].disp);
+        lua_pushstring(L, m.arena + m.v[sid].disp);
       } else {
         char tmp[64];
         long off = add_display(&m, is, il, os, ol); /* a duplicate's own display */
@@ -638,12 +617,13 @@ static int l_merge(lua_State *L) {
   /* duplicates: {display, count} */
   lua_newtable(L);
   lua_Integer nd = 0;
-  for (size_t j = 0; j < m.size; j++) {
-    if (!m.v[j].first || m.v[j].count < 2) continue;
+  for (size_t j = 0; j < m.map.size; j++) { /* in slot order (merge.lua sorts them) */
+    size_t id = ps_u64map_slot_id(&m.map, j);
+    if (id == PS_U64MAP_NONE || m.v[id].count < 2) continue;
     lua_createtable(L, 2, 0);
-    lua_pushstring(L, m.arena + m.v[j].disp);
+    lua_pushstring(L, m.arena + m.v[id].disp);
     lua_rawseti(L, -2, 1);
-    lua_pushinteger(L, m.v[j].count);
+    lua_pushinteger(L, m.v[id].count);
     lua_rawseti(L, -2, 2);
     lua_rawseti(L, -2, ++nd);
   }
@@ -663,16 +643,18 @@ static int l_merge(lua_State *L) {
   lua_pushinteger(L, written);
   lua_setfield(L, res, "written");
   ctx_close(&c);
+  ps_u64map_free(&m.map);
   free(m.v);
   free(m.arena);
-  free(uset.v);
+  ps_u64map_free(&uset);
   ps_sig_free(g);
   return 1;
 fail:
   ctx_close(&c);
+  ps_u64map_free(&m.map);
   free(m.v);
   free(m.arena);
-  free(uset.v);
+  ps_u64map_free(&uset);
   ps_sig_free(g);
   return ps_fail(L, err);
 }
