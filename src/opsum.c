@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "csvread.h"
+#include "grow.h"
 #include "sig.h"
+#include "u64map.h"
 
 const char *const ps_opsum_base_columns[8] = {
   "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
@@ -22,13 +24,14 @@ const char *const ps_opsum_metrics[PS_OPSUM_NMETRICS] = {
   "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio", "aiv_icache_miss_rate",
   "cube_utilization(%)"};
 
-typedef struct slot { uint64_t h; size_t group; char *key; size_t keylen; } slot;
+typedef struct gkey { char *key; size_t len; } gkey;
 
 struct ps_opsum {
   ps_opsum_group *groups;
   size_t ngroups, cap;
-  slot *table;             /* open addressing, power-of-two size; key NULL = empty */
-  size_t tsize;
+  gkey *keys;              /* per group: its full key, op '\x1e' signature text */
+  size_t keys_cap;
+  ps_u64map map;           /* XXH3 of the full key -> group index */
   uint64_t rows;
   ps_sig *sig;
   char *kbuf;
@@ -39,9 +42,8 @@ ps_opsum *ps_opsum_new(void) {
   ps_opsum *a = calloc(1, sizeof *a);
   if (!a) return NULL;
   a->sig = ps_sig_new();
-  a->tsize = 1024;
-  a->table = calloc(a->tsize, sizeof *a->table);
-  if (!a->sig || !a->table) {
+  ps_u64map_init(&a->map, 1024);
+  if (!a->sig) {
     ps_opsum_free(a);
     return NULL;
   }
@@ -54,9 +56,10 @@ void ps_opsum_free(ps_opsum *a) {
     free(a->groups[i].op);
     for (int c = 0; c < PS_OPSUM_NCELLS; c++) free(a->groups[i].cells[c]);
   }
-  for (size_t i = 0; i < a->tsize; i++) free(a->table[i].key);
+  for (size_t i = 0; i < a->ngroups; i++) free(a->keys[i].key);
   free(a->groups);
-  free(a->table);
+  free(a->keys);
+  ps_u64map_free(&a->map);
   free(a->kbuf);
   ps_sig_free(a->sig);
   free(a);
@@ -74,22 +77,6 @@ static char *dup_trim(const char *s) {
   char *d = malloc(n + 1);
   if (d) memcpy(d, s, n + 1);
   return d;
-}
-
-static int grow_table(ps_opsum *a) {
-  size_t nsize = a->tsize * 2;
-  slot *t = calloc(nsize, sizeof *t);
-  if (!t) return -1;
-  for (size_t i = 0; i < a->tsize; i++) {
-    if (!a->table[i].key) continue;
-    size_t j = a->table[i].h & (nsize - 1);
-    while (t[j].key) j = (j + 1) & (nsize - 1);
-    t[j] = a->table[i];
-  }
-  free(a->table);
-  a->table = t;
-  a->tsize = nsize;
-  return 0;
 }
 
 /* A finite number parsed from the whole (trimmed) field, or NAN. */
@@ -147,21 +134,17 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
     a->kbuf[oplen] = '\x1e';
     memcpy(a->kbuf + oplen + 1, text, slen);
     uint64_t h = ps_sig_hash_bytes(a->kbuf, klen);
-    size_t j = h & (a->tsize - 1);
-    while (a->table[j].key && !(a->table[j].h == h && a->table[j].keylen == klen &&
-                                memcmp(a->table[j].key, a->kbuf, klen) == 0))
-      j = (j + 1) & (a->tsize - 1);
+    size_t cur = 0, gi;
+    while ((gi = ps_u64map_next(&a->map, h, &cur)) != PS_U64MAP_NONE &&
+           !(a->keys[gi].len == klen && memcmp(a->keys[gi].key, a->kbuf, klen) == 0))
+      ;
     ps_opsum_group *g;
-    if (a->table[j].key) {
-      g = &a->groups[a->table[j].group];
+    if (gi != PS_U64MAP_NONE) {
+      g = &a->groups[gi];
     } else {
-      if (a->ngroups == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 256;
-        ps_opsum_group *ng = realloc(a->groups, cap * sizeof *ng);
-        if (!ng) goto oom;
-        a->groups = ng;
-        a->cap = cap;
-      }
+      if (ps_grow((void **)&a->groups, &a->cap, a->ngroups + 1, sizeof *a->groups) != 0 ||
+          ps_grow((void **)&a->keys, &a->keys_cap, a->ngroups + 1, sizeof *a->keys) != 0)
+        goto oom;
       g = &a->groups[a->ngroups];
       memset(g, 0, sizeof *g);
       g->op = dup_trim(op);
@@ -169,11 +152,11 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
       g->cells[PS_OPSUM_TASK_TYPE] = dup_trim(F(c_task));
       g->hash = ps_sig_hash(a->sig);
       char *key = malloc(klen);
-      if (!key || !g->op) { free(key); goto oom; }
+      /* the group goes into the map last, so that the map never holds a half-made group */
+      if (!key || !g->op || ps_u64map_add(&a->map, h, a->ngroups) != 0) { free(key); goto oom; }
       memcpy(key, a->kbuf, klen);
-      a->table[j] = (slot){h, a->ngroups, key, klen};
+      a->keys[a->ngroups] = (gkey){key, klen};
       a->ngroups++;
-      if (a->ngroups * 2 > a->tsize && grow_table(a) != 0) goto oom;
     }
     g->count++;
     double d = number(F(c_dur));
