@@ -61,6 +61,7 @@ typedef struct group {
   char *cells[PS_PC_NCELLS];
 } group;
 
+/* Not u64map.h: the parse_profile hot path (prefetched slots, 128-bit matches) keeps its own. */
 typedef struct slot {
   uint64_t hash;
   uint32_t idx;                          /* group index + 1, 0 = empty */

@@ -55,6 +55,7 @@ static int rehash(ps_table *t, size_t nslots) {
   return 1;
 }
 
+/* Not u64map.h: its 4-byte slots (sid + 1, the hash kept per string) are a quarter the size. */
 static ps_sid lookup(const ps_table *t, const char *s, size_t len, uint64_t h) {
   size_t j = h & (t->nslots - 1);
   for (uint32_t v; (v = t->slots[j]); j = (j + 1) & (t->nslots - 1)) {
