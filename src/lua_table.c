@@ -7,7 +7,11 @@
  *                        strip1 = true, n = 2}, {col = "Input Data Types", kind = "list"} }
  *   t:key(component, text [, formats]) -> canonical text | nil, why   (the query side)
  *   t:shapes(text [, formats]) -> {{d1, d2}, {scalar = true}, ...} | nil, why
- *   ix:find(k1, ..., kn) -> {rows}, ix:ngroups(), ix:group(g) -> size, first, k1, ..., kn,
+ *   t:inputs(row, shapes_col [, formats_col [, dtypes_col]]) -> shapes, {dtypes} | nil, why
+ *   t:unquoted(row, col) -> the cell without leading and trailing '"' runs
+ *   t:shapes_key(shapes, n) -> t:key of match.shapes_text(shapes) (strip1, n slots) | false
+ *   ix:find(k1, ..., kn) -> {rows}, ix:find_keys({k1, ...}, last) -> {rows},
+ *   ix:ngroups(), ix:group(g) -> size, first, k1, ..., kn,
  *   ix:groups(min) -> {{rows}...}, ix:skipped() -> {rows}
  * Rows and columns are 1-based. Keys are canonical texts (src/dbkey.h). */
 #include <math.h>
@@ -27,7 +31,9 @@
 #define KEYBUF 65536
 #define BAD (PS_SID_NONE - 1)
 
-typedef struct table_ud { ps_table *t; } table_ud;
+/* keybuf: t:key's scratch buffer (KEYBUF bytes), allocated on first use and kept, so a
+ * query key costs no allocation. */
+typedef struct table_ud { ps_table *t; char *keybuf; } table_ud;
 
 enum { K_RAW, K_LIST, K_SHAPES };
 
@@ -79,6 +85,7 @@ static int t_load(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   table_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->t = NULL;
+  u->keybuf = NULL;
   luaL_setmetatable(L, TABLE);
   char err[1024];
   u->t = ps_table_load(path, err, sizeof err);
@@ -89,6 +96,8 @@ static int t_gc(lua_State *L) {
   table_ud *u = luaL_checkudata(L, 1, TABLE);
   ps_table_free(u->t);
   u->t = NULL;
+  free(u->keybuf);
+  u->keybuf = NULL;
   return 0;
 }
 
@@ -335,25 +344,18 @@ static int t_key(lua_State *L) {
   size_t len, flen = 0;
   const char *s = luaL_checklstring(L, 3, &len);
   const char *f = luaL_optlstring(L, 4, NULL, &flen);
-  char *buf = malloc(KEYBUF);
-  if (buf == NULL) return luaL_error(L, "out of memory");
+  table_ud *u = lua_touserdata(L, 1);
+  if (u->keybuf == NULL && (u->keybuf = malloc(KEYBUF)) == NULL) return luaL_error(L, "out of memory");
   char err[256];
-  long n = canon(&c, s, len, f, flen, buf, err, sizeof err);
-  if (n < 0) {
-    free(buf);
-    return ps_fail(L, err);
-  }
-  lua_pushlstring(L, buf, (size_t)n);
-  free(buf);
+  long n = canon(&c, s, len, f, flen, u->keybuf, err, sizeof err);
+  if (n < 0) return ps_fail(L, err);
+  lua_pushlstring(L, u->keybuf, (size_t)n);
   return 1;
 }
 
-/* t:shapes(text [, formats]) -> {{d, ...}, {scalar = true}, ...} with FRACTAL_NZ restored by
- * formats, or nil, why: the consumer's parse without building canonical text. */
-static int t_shapes(lua_State *L) {
-  size_t len, flen = 0;
-  const char *s = luaL_checklstring(L, 2, &len);
-  const char *f = luaL_optlstring(L, 3, NULL, &flen);
+/* Parses shapes text (FRACTAL_NZ restored by formats when f is not NULL) and pushes
+ * {{d, ...}, {scalar = true}, ...}; or pushes nil, why. Returns the count pushed. */
+static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, size_t flen) {
   ps_dbkey_shape sh[PS_DBKEY_MAXSLOTS];
   char err[256];
   int n = ps_dbkey_parse_shapes(s, len, sh, PS_DBKEY_MAXSLOTS, err, sizeof err);
@@ -380,6 +382,140 @@ static int t_shapes(lua_State *L) {
     }
     lua_rawseti(L, -2, i + 1);
   }
+  return 1;
+}
+
+/* t:shapes(text [, formats]) -> {{d, ...}, {scalar = true}, ...} with FRACTAL_NZ restored by
+ * formats, or nil, why: the consumer's parse without building canonical text. */
+static int t_shapes(lua_State *L) {
+  size_t len, flen = 0;
+  const char *s = luaL_checklstring(L, 2, &len);
+  const char *f = luaL_optlstring(L, 3, NULL, &flen);
+  return push_shapes(L, s, len, f, flen);
+}
+
+static int lua_space(char c) {  /* Lua's %s */
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* Pushes the list of a cell as perfscript.db.match.list makes it: the non-empty runs between
+ * ';', those holding a space or '"' trimmed of leading and trailing spaces and quotes, empty
+ * results dropped. */
+static void push_list(lua_State *L, const char *s, size_t len) {
+  lua_newtable(L);
+  lua_Integer k = 0;
+  const char *p = s, *end = s + len;
+  while (p < end) {
+    const char *q = memchr(p, ';', (size_t)(end - p));
+    if (q == NULL) q = end;
+    const char *a = p, *b = q;
+    int trim = 0;
+    for (const char *c = a; c < b; c++)
+      if (*c == '"' || lua_space(*c)) { trim = 1; break; }
+    if (trim) {
+      while (a < b && (*a == '"' || lua_space(*a))) a++;
+      while (b > a && (b[-1] == '"' || lua_space(b[-1]))) b--;
+    }
+    if (b > a) {
+      lua_pushlstring(L, a, (size_t)(b - a));
+      lua_rawseti(L, -2, ++k);
+    }
+    p = q + 1;
+  }
+}
+
+/* t:inputs(row, shapes_col [, formats_col [, dtypes_col]]) -> shapes, dtypes: the row's input
+ * shapes as t:shapes(cell, formats cell) gives them and its dtypes as match.list(cell) ({}
+ * without a dtypes column; a false or nil column is absent), or nil, why when the shapes do
+ * not parse. One call, no cell text made into Lua strings. */
+static int t_inputs(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  size_t r = row_arg(L, t, 2);
+  int cs = column_arg(L, t, 3);
+  if (cs < 0) return luaL_argerror(L, 3, "no such column");
+  int cf = -1, cd = -1;
+  if (lua_toboolean(L, 4) && (cf = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
+  if (lua_toboolean(L, 5) && (cd = column_arg(L, t, 5)) < 0) return luaL_argerror(L, 5, "no such column");
+  size_t len, flen = 0;
+  const char *s = ps_table_str(t, ps_table_cell(t, r, (size_t)cs), &len);
+  const char *f = cf >= 0 ? ps_table_str(t, ps_table_cell(t, r, (size_t)cf), &flen) : NULL;
+  int n = push_shapes(L, s, len, f, flen);
+  if (n != 1) return n;
+  if (cd >= 0) {
+    size_t dlen;
+    const char *d = ps_table_str(t, ps_table_cell(t, r, (size_t)cd), &dlen);
+    push_list(L, d, dlen);
+  } else {
+    lua_newtable(L);
+  }
+  return 2;
+}
+
+/* t:unquoted(row, col) -> the cell without its leading and trailing runs of '"' (what
+ * cell:gsub('^"+', ""):gsub('"+$', "") gives). */
+static int t_unquoted(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  size_t r = row_arg(L, t, 2);
+  int c = column_arg(L, t, 3);
+  if (c < 0) return luaL_argerror(L, 3, "no such column");
+  size_t len;
+  const char *s = ps_table_str(t, ps_table_cell(t, r, (size_t)c), &len);
+  const char *a = s, *b = s + len;
+  while (a < b && *a == '"') a++;
+  while (b > a && b[-1] == '"') b--;
+  lua_pushlstring(L, a, (size_t)(b - a));
+  return 1;
+}
+
+/* t:shapes_key(shapes, n) -> what t:key({kind = "shapes", strip1 = true, n = n},
+ * match.shapes_text(shapes)) gives for a parsed shapes list ({{d, ...}, {scalar = true}}),
+ * rendered directly; false when the list is unusual (no slots, more than 64, an empty or
+ * over-long slot, a dimension that is not an integer or too large to read back), for which
+ * the caller takes the text path. */
+#define SK_MAXDIM 100000000000000000LL  /* 1e17: read back by parse_int without overflow */
+static int t_shapes_key(lua_State *L) {
+  check_table(L, 1);
+  table_ud *u = lua_touserdata(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 3);
+  lua_Integer k = (lua_Integer)lua_rawlen(L, 2);
+  if (k < 1 || k > PS_DBKEY_MAXSLOTS) { lua_pushboolean(L, 0); return 1; }
+  if (n > 0 && k > n) k = n;
+  /* at most 64 slots of 16 dimensions of 19 characters: well inside KEYBUF */
+  if (u->keybuf == NULL && (u->keybuf = malloc(KEYBUF)) == NULL) return luaL_error(L, "out of memory");
+  char *out = u->keybuf;
+  size_t len = 0;
+  for (lua_Integer i = 1; i <= k; i++) {
+    if (lua_rawgeti(L, 2, i) != LUA_TTABLE) { lua_pushboolean(L, 0); return 1; }
+    int slot = lua_gettop(L);
+    if (i > 1) out[len++] = ';';
+    lua_getfield(L, slot, "scalar");
+    int scalar = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (scalar) {
+      lua_pop(L, 1);
+      out[len++] = '(';
+      out[len++] = ')';
+      continue;
+    }
+    lua_Integer rank = (lua_Integer)lua_rawlen(L, slot);
+    if (rank < 1 || rank > PS_DBKEY_MAXRANK) { lua_pushboolean(L, 0); return 1; }
+    int64_t dims[PS_DBKEY_MAXRANK];
+    for (lua_Integer d = 1; d <= rank; d++) {
+      int isint = lua_rawgeti(L, slot, d) == LUA_TNUMBER && lua_isinteger(L, -1);
+      lua_Integer v = isint ? lua_tointeger(L, -1) : 0;
+      lua_pop(L, 1);
+      if (!isint || v >= SK_MAXDIM || v <= -SK_MAXDIM) { lua_pushboolean(L, 0); return 1; }
+      dims[d - 1] = (int64_t)v;
+    }
+    lua_pop(L, 1);
+    int first = rank > 1 && dims[0] == 1 ? 1 : 0;
+    for (int d = first; d < (int)rank; d++) {
+      if (d > first) out[len++] = ',';
+      len += (size_t)snprintf(out + len, KEYBUF - len, "%lld", (long long)dims[d]);
+    }
+  }
+  lua_pushlstring(L, out, len);
   return 1;
 }
 
@@ -418,6 +554,42 @@ static int ix_find(lua_State *L) {
   for (long r = ps_index_find(u->ix, key); r >= 0; r = ps_index_next(u->ix, (size_t)r)) {
     lua_pushinteger(L, r + 1);
     lua_rawseti(L, -2, ++i);
+  }
+  return 1;
+}
+
+/* ix:find_keys({k1, k2, ...}, last) -> the rows of ix:find(k1, last), then of ix:find(k2,
+ * last), ... in one list (a row twice if two keys find it): the first key component varies,
+ * the others (last: the remaining nkey - 1 components, one text for a two-part key, absent
+ * for a one-part key) stay. */
+static int ix_find_keys(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  ps_table *t = index_table(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_argcheck(L, u->nkey <= 2, 1, "find_keys: one- or two-part keys only");
+  ps_sid key[PS_INDEX_MAXKEY];
+  int have_rest = 1;
+  if (u->nkey == 2) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 3, &len);
+    key[1] = ps_table_find_str(t, s, len);
+    have_rest = key[1] != PS_SID_NONE;
+  }
+  lua_Integer nk = (lua_Integer)lua_rawlen(L, 2);
+  lua_newtable(L);
+  lua_Integer i = 0;
+  for (lua_Integer j = 1; j <= nk; j++) {
+    size_t len;
+    lua_rawgeti(L, 2, j);
+    const char *s = lua_tolstring(L, -1, &len);
+    if (s == NULL) return luaL_error(L, "find_keys: key %d is not a string", (int)j);
+    key[0] = have_rest ? ps_table_find_str(t, s, len) : PS_SID_NONE;
+    lua_pop(L, 1);
+    if (key[0] == PS_SID_NONE) continue;
+    for (long r = ps_index_find(u->ix, key); r >= 0; r = ps_index_next(u->ix, (size_t)r)) {
+      lua_pushinteger(L, r + 1);
+      lua_rawseti(L, -2, ++i);
+    }
   }
   return 1;
 }
@@ -486,11 +658,13 @@ static const luaL_Reg table_methods[] = {
   {"ncols", t_ncols}, {"path", t_path}, {"memory", t_memory}, {"columns", t_columns},
   {"column", t_column}, {"cell", t_cell}, {"num", t_num}, {"nums", t_nums}, {"strs", t_strs},
   {"record", t_record}, {"line", t_line}, {"nfields", t_nfields}, {"index", t_index},
-  {"key", t_key}, {"shapes", t_shapes}, {"free", t_gc}, {NULL, NULL}
+  {"key", t_key}, {"shapes", t_shapes}, {"inputs", t_inputs}, {"unquoted", t_unquoted},
+  {"shapes_key", t_shapes_key},
+  {"free", t_gc}, {NULL, NULL}
 };
 
 static const luaL_Reg index_methods[] = {
-  {"find", ix_find}, {"ngroups", ix_ngroups}, {"group", ix_group}, {"rows", ix_rows},
+  {"find", ix_find}, {"find_keys", ix_find_keys}, {"ngroups", ix_ngroups}, {"group", ix_group}, {"rows", ix_rows},
   {"groups", ix_groups}, {"skipped", ix_skipped}, {NULL, NULL}
 };
 
