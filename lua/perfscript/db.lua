@@ -246,7 +246,10 @@ function Kmethods:_lookup_index(n)
     if t:column(M.IDT) then
       comps[2] = { col = M.IDT, kind = "list", float_group = match.FLOAT_GROUP[self.name] or nil, n = n }
     end
-    s.lix[n] = { ix = t:index(comps), comps = comps }
+    -- the query side of the components (no formats: a query's shapes are as given)
+    s.lix[n] = { ix = t:index(comps), comps = comps,
+                 shape_comp = { kind = "shapes", strip1 = true, n = n },
+                 dtype_comp = comps[2] and { kind = "list", float_group = comps[2].float_group, n = n } }
   end
   return s.lix[n]
 end
@@ -257,6 +260,10 @@ function Kmethods:_inputs(i)
   local s = self._
   if s.cIS == nil then
     s.cIS, s.cIF, s.cIDT = t:column(M.IS) or false, t:column(M.IF) or false, t:column(M.IDT) or false
+  end
+  if s.cIS then
+    -- t:shapes(cell, formats cell) and match.list(dtypes cell) in one call
+    return t:inputs(i, s.cIS, s.cIF, s.cIDT)
   end
   local shapes, err = t:shapes(t:cell(i, s.cIS), s.cIF and t:cell(i, s.cIF) or nil)
   if not shapes then return nil, err end
@@ -338,9 +345,10 @@ end
 
 local ROW_COLS = { "line", M.IS, M.IDT, M.OS, "latency(us)", "column" }
 
-function Kmethods:_row_record(i)
+-- lat, src: the row's latency and column when the caller has them (self:latency(i)).
+function Kmethods:_row_record(i, lat, src)
   local t = self:table()
-  local lat, src = self:latency(i)
+  if lat == nil then lat, src = self:latency(i) end
   local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil }
   local s = self._
   if not s.show then
@@ -349,11 +357,7 @@ function Kmethods:_row_record(i)
       if t:column(c) then s.show[#s.show + 1] = { c, t:column(c) } end
     end
   end
-  for _, c in ipairs(s.show) do
-    local v = t:cell(i, c[2])
-    if v:find('"', 1, true) then v = v:gsub('^"+', ""):gsub('"+$', "") end
-    r[c[1]] = v
-  end
+  for _, c in ipairs(s.show) do r[c[1]] = t:unquoted(i, c[2]) end
   return r
 end
 
@@ -449,6 +453,33 @@ local function score_less(a, b)
   return a.row < b.row
 end
 
+-- The index keys of a query: dkey (its dtypes' key, or nil) and the keys of its shape
+-- variants that have one, in variant order; what t:key(shape_comp, match.shapes_text(v)) and
+-- t:key(dtype_comp, table.concat(q.dtypes, ";")) give. Shape keys are rendered by
+-- t:shapes_key straight from the parsed shapes (the text path for unusual ones); dtype keys
+-- repeat from query to query, so they are remembered per lookup index (bounded).
+local DKEY_MAX = 1024
+local function query_keys(self, L, n, q)
+  local t = self:table()
+  local keys = {}
+  if q.dtypes and L.comps[2] then
+    local text = table.concat(q.dtypes, ";")
+    local dk = L.dkeys and L.dkeys[text]
+    if dk == nil then
+      dk = t:key(L.dtype_comp, text) or false
+      if not L.dkeys or L.ndkeys >= DKEY_MAX then L.dkeys, L.ndkeys = {}, 0 end
+      L.dkeys[text], L.ndkeys = dk, L.ndkeys + 1
+    end
+    keys.dkey = dk or nil
+  end
+  for _, v in ipairs(match.variants(self.name, q.shapes)) do
+    local skey = t:shapes_key(v, n)
+    if skey == false then skey = t:key(L.shape_comp, match.shapes_text(v)) end
+    if skey then keys[#keys + 1] = skey end
+  end
+  return keys
+end
+
 -- The consumer's compute exact match: every row is a candidate, the best (distance, latency
 -- column priority) wins and the first row in file order breaks ties. The index finds the
 -- distance-0 candidates at once; padded matches need a scan over the distinct signatures.
@@ -470,26 +501,27 @@ function Kmethods:lookup(shapes, dtypes, opts)
     for i = n + 1, #q.shapes do q.shapes[i] = nil end
     if q.dtypes then for i = n + 1, #q.dtypes do q.dtypes[i] = nil end end
   end
-  self:latency(1)
-  local pri = {}
-  for j, c in ipairs(self._.latcols) do pri[c] = j end
-  -- latency_policy of op_mapping.yaml (v0.18): profiling rows first in ties, and the
-  -- core-envelope substitution for scheduling outliers
+  local s = self._
+  -- latency column priorities: fixed once the table is loaded (the latency columns and the
+  -- mapping do not change), so made once per kernel
+  local pri = s.lpri
   local lpol = self:_latency_policy()
-  if lpol.prefer_profiling_rows then
-    pri["Profiling Average Duration(us)"], pri["Average Duration(us)"] = 0, 1
+  if not pri then
+    self:latency(1)
+    pri = {}
+    for j, c in ipairs(s.latcols) do pri[c] = j end
+    -- latency_policy of op_mapping.yaml (v0.18): profiling rows first in ties, and the
+    -- core-envelope substitution for scheduling outliers
+    if lpol.prefer_profiling_rows then
+      pri["Profiling Average Duration(us)"], pri["Average Duration(us)"] = 0, 1
+    end
+    s.lpri = pri
   end
-  local src = {}
-  local lat = setmetatable({}, { __index = function(l, i)
-    local v, c = self:latency(i)
-    rawset(l, i, v)
-    src[i] = c
-    return v
-  end })
+  -- latency and its column of each row checked (check_row fills both before any use)
+  local lat, src = {}, {}
   local L = self:_lookup_index(n)
   local ix = L.ix
-  local shape_comp = { kind = "shapes", strip1 = true, n = n }
-  local dtype_comp = L.comps[2] and { kind = "list", float_group = L.comps[2].float_group, n = n }
+  local dtype_comp = L.comps[2]
   local tried = {}      -- row -> {ok, reason, rule}
   local cands = {}
 
@@ -506,7 +538,9 @@ function Kmethods:lookup(shapes, dtypes, opts)
   local function check_row(i)
     if tried[i] then return tried[i] end
     local res
-    if not lat[i] then
+    local li, ci = self:latency(i)
+    lat[i], src[i] = li, ci
+    if not li then
       res = { reason = "no valid latency (skipped by the consumer)" }
     elseif moe and math.tointeger(tonumber(t:cell(i, epcol))) ~= ep then
       res = { reason = "EP Size " .. (t:cell(i, epcol) == "" and "blank" or t:cell(i, epcol)) .. ", query ep " .. ep }
@@ -519,8 +553,8 @@ function Kmethods:lookup(shapes, dtypes, opts)
           for j = n + 1, #shapes_i do shapes_i[j] = nil end
           for j = n + 1, #dtypes_i do dtypes_i[j] = nil end
         end
-        local m, why = match.row(self.name, q, shapes_i, dtypes_i)
-        if m then
+              local m, why = match.row(self.name, q, shapes_i, dtypes_i)
+              if m then
           res = { ok = true, rule = m.rule, rules = m.rules, distance = m.distance, row = i,
                   pri = pri[src[i]] or 9 }
         else
@@ -533,17 +567,14 @@ function Kmethods:lookup(shapes, dtypes, opts)
     return res
   end
 
-  -- fast path: rows whose key equals a query variant's key
-  local dkey = q.dtypes and dtype_comp and t:key(dtype_comp, table.concat(q.dtypes, ";")) or nil
-  for _, v in ipairs(match.variants(self.name, q.shapes)) do
-    local skey = t:key(shape_comp, match.shapes_text(v))
-    if skey then
-      if dkey then
-        for _, r in ipairs(ix:find(skey, dkey)) do check_row(r) end
-      elseif not dtype_comp then
-        for _, r in ipairs(ix:find(skey)) do check_row(r) end
-      end
-    end
+  -- fast path: rows whose key equals a query variant's key (the keys depend only on the
+  -- query text, so they are remembered per query text)
+  local keys = query_keys(self, L, n, q)
+  local dkey = keys.dkey
+  if dkey or not dtype_comp then
+    -- the rows of every variant's key in turn (ix:find(skey, dkey) or ix:find(skey) each)
+    local rows = ix:find_keys(keys, dkey)
+    for j = 1, #rows do check_row(rows[j]) end
   end
   local best_d0 = false
   for _, c in ipairs(cands) do if c.distance == 0 then best_d0 = true end end
@@ -638,7 +669,7 @@ function Kmethods:lookup(shapes, dtypes, opts)
              #summary > 0 and table.concat(summary, "; ") or "none")
     if not q.dtypes then res:note("no dtypes given: dtypes were not compared") end
   elseif best and not res.miss then
-    res[1] = self:_row_record(best.row)
+    res[1] = self:_row_record(best.row, lat[best.row], src[best.row])
     res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
   end
   return res
