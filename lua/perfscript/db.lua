@@ -295,9 +295,23 @@ function Kmethods:_query(shapes, dtypes)
     perf.fail("query shapes: expected a string like \"128,4096;4096,4096\" or a table of shapes")
   end
   if dtypes ~= nil then
-    local list = type(dtypes) == "table" and dtypes or match.list(dtypes)
     local out = {}
-    for i, d in ipairs(list) do out[i] = match.dtype(d) end
+    if type(dtypes) == "string" then
+      -- the consumer's names of a dtypes text: the same from query to query, so remembered
+      -- per kernel (bounded); q gets its own copy
+      local s = self._
+      local names = s.qdt and s.qdt[dtypes]
+      if not names then
+        names = {}
+        for i, d in ipairs(match.list(dtypes)) do names[i] = match.dtype(d) end
+        if not s.qdt or s.nqdt >= 256 then s.qdt, s.nqdt = {}, 0 end
+        s.qdt[dtypes], s.nqdt = names, s.nqdt + 1
+      end
+      table.move(names, 1, #names, 1, out)
+    else
+      local list = type(dtypes) == "table" and dtypes or match.list(dtypes)
+      for i, d in ipairs(list) do out[i] = match.dtype(d) end
+    end
     if #out == 1 and #q.shapes > 1 then for i = 2, #q.shapes do out[i] = out[1] end end
     q.dtypes = out
   else
