@@ -10,6 +10,7 @@
  *   t:inputs(row, shapes_col [, formats_col [, dtypes_col]]) -> shapes, {dtypes} | nil, why
  *   t:unquoted(row, col) -> the cell without leading and trailing '"' runs
  *   t:shapes_key(shapes, n) -> t:key of match.shapes_text(shapes) (strip1, n slots) | false
+ *   t:shapes_label(shapes) -> "(128,4096)x(4096)" as perfscript.db.shapes_label | false
  *   ix:find(k1, ..., kn) -> {rows}, ix:find_keys({k1, ...}, last) -> {rows},
  *   ix:ngroups(), ix:group(g) -> size, first, k1, ..., kn,
  *   ix:groups(min) -> {{rows}...}, ix:skipped() -> {rows}
@@ -519,6 +520,45 @@ static int t_shapes_key(lua_State *L) {
   return 1;
 }
 
+/* t:shapes_label(shapes) -> what perfscript.db's shapes_label gives for a parsed shapes list
+ * ("(128,4096)x(4096)", a scalar or empty slot "()"), or false for a list it does not render
+ * the same way (a slot that is not a table, a dimension that is not an integer). */
+static int t_shapes_label(lua_State *L) {
+  check_table(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer k = (lua_Integer)lua_rawlen(L, 2);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= k; i++) {
+    /* read the slot below the buffer's top: push, copy what is needed, pop before adding */
+    char slot[PS_DBKEY_MAXRANK * 24 + 4];
+    size_t len = 0;
+    int t = lua_rawgeti(L, 2, i);
+    if (t != LUA_TTABLE) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
+    int idx = lua_gettop(L);
+    lua_getfield(L, idx, "scalar");
+    int scalar = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_Integer rank = scalar ? 0 : (lua_Integer)lua_rawlen(L, idx);
+    if (rank > PS_DBKEY_MAXRANK) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
+    slot[len++] = '(';
+    for (lua_Integer d = 1; d <= rank; d++) {
+      int isint = lua_rawgeti(L, idx, d) == LUA_TNUMBER && lua_isinteger(L, -1);
+      lua_Integer v = isint ? lua_tointeger(L, -1) : 0;
+      lua_pop(L, 1);
+      if (!isint) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
+      if (d > 1) slot[len++] = ',';
+      len += (size_t)snprintf(slot + len, sizeof slot - len, LUA_INTEGER_FMT, (LUAI_UACINT)v);
+    }
+    slot[len++] = ')';
+    lua_pop(L, 1);
+    if (i > 1) luaL_addchar(&b, 'x');
+    luaL_addlstring(&b, slot, len);
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
 static int ix_gc(lua_State *L) {
   index_ud *u = luaL_checkudata(L, 1, INDEX);
   ps_index_free(u->ix);
@@ -659,7 +699,7 @@ static const luaL_Reg table_methods[] = {
   {"column", t_column}, {"cell", t_cell}, {"num", t_num}, {"nums", t_nums}, {"strs", t_strs},
   {"record", t_record}, {"line", t_line}, {"nfields", t_nfields}, {"index", t_index},
   {"key", t_key}, {"shapes", t_shapes}, {"inputs", t_inputs}, {"unquoted", t_unquoted},
-  {"shapes_key", t_shapes_key},
+  {"shapes_key", t_shapes_key}, {"shapes_label", t_shapes_label},
   {"free", t_gc}, {NULL, NULL}
 };
 
