@@ -611,7 +611,8 @@ function Kmethods:lookup(shapes, dtypes, opts)
   local title
   local res = R.new(nil, opts.explain and { "line", "result", "rule or first failure", "latency(us)", "column" }
                           or { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" })
-  local qlabel = shapes_label(q.shapes) .. (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
+  local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
+                 (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
   res.query = q
   res.widths = { ["rule or first failure"] = 100 }
   if best then
