@@ -32,7 +32,7 @@ static int l_aggregate(lua_State *L) {
   size_t ng = ps_opsum_ngroups(a);
   /* Column names made into Lua strings once: setting a field by a C string would hash it
    * again for every group. keys[1..8] base columns, [9] the duration. */
-  lua_createtable(L, 8 + 1 + PS_OPSUM_NMETRICS, 0);
+  lua_createtable(L, 8 + 1 + PS_NCOUNTERS, 0);
   int keys = lua_gettop(L);
   for (int c = 0; c < 8; c++) {
     lua_pushstring(L, ps_opsum_base_columns[c]);
@@ -60,7 +60,7 @@ static int l_aggregate(lua_State *L) {
       lua_pushnumber(L, g->min);
       lua_setfield(L, -2, "min");
     }
-    lua_createtable(L, 0, 8 + 1 + PS_OPSUM_NMETRICS);
+    lua_createtable(L, 0, 8 + 1 + PS_NCOUNTERS);
     for (int c = 0; c < 8; c++) {
       lua_rawgeti(L, keys, c + 1);
       lua_pushstring(L, c == 1 ? g->cells[PS_OPSUM_TASK_TYPE] : g->cells[c]);
@@ -73,8 +73,8 @@ static int l_aggregate(lua_State *L) {
       lua_rawset(L, -3);
       /* The 25 counter means packed as native doubles (NaN: no valid sample) in one string,
        * _m: 25 table fields per group cost more than the whole aggregation. */
-      double means[PS_OPSUM_NMETRICS];
-      for (int m = 0; m < PS_OPSUM_NMETRICS; m++)
+      double means[PS_NCOUNTERS];
+      for (int m = 0; m < PS_NCOUNTERS; m++)
         means[m] = g->counts[m] ? g->sums[m] / (double)g->counts[m] : NAN;
       lua_pushlstring(L, (const char *)means, sizeof means);
       lua_setfield(L, -2, "_m");

@@ -128,8 +128,8 @@ static int a_group(lua_State *L) {
     push_num(L, g.std), lua_setfield(L, -2, "std");
     push_num(L, g.min), lua_setfield(L, -2, "min");
     push_num(L, g.max), lua_setfield(L, -2, "max");
-    lua_createtable(L, PS_PROFILE_NMETRICS, 0);
-    for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+    lua_createtable(L, PS_NCOUNTERS, 0);
+    for (int m = 0; m < PS_NCOUNTERS; m++) {
       push_num(L, g.metric_mean[m]);
       lua_rawseti(L, -2, m + 1);
     }
@@ -161,7 +161,7 @@ static int a_row(lua_State *L) {
   ps_profile *p = check_agg(L);
   ps_profile_group_info g;
   get_info(L, p, 1, &g);
-  lua_createtable(L, 11 + PS_PROFILE_NMETRICS, 0);
+  lua_createtable(L, 11 + PS_NCOUNTERS, 0);
   int k = 0;
   for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
     lua_pushstring(L, g.cells[c]);
@@ -170,7 +170,7 @@ static int a_row(lua_State *L) {
   push_fixed(L, g.mean), lua_rawseti(L, -2, ++k);
   push_fixed(L, g.median), lua_rawseti(L, -2, ++k);
   push_fixed(L, g.std), lua_rawseti(L, -2, ++k);
-  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+  for (int m = 0; m < PS_NCOUNTERS; m++) {
     push_fixed(L, g.metric_mean[m]);
     lua_rawseti(L, -2, ++k);
   }
@@ -212,7 +212,7 @@ static int a_csv_text(lua_State *L) {
     fputc(',', fp), put_fixed(fp, g.mean);
     fputc(',', fp), put_fixed(fp, g.median);
     fputc(',', fp), put_fixed(fp, g.std);
-    for (int m = 0; m < PS_PROFILE_NMETRICS; m++) fputc(',', fp), put_fixed(fp, g.metric_mean[m]);
+    for (int m = 0; m < PS_NCOUNTERS; m++) fputc(',', fp), put_fixed(fp, g.metric_mean[m]);
     if (has_extra && lua_rawgeti(L, 3, i) == LUA_TTABLE) {
       lua_Integer ne = luaL_len(L, -1);
       for (lua_Integer e = 1; e <= ne; e++) {
@@ -323,7 +323,7 @@ int luaopen_perfscript_profile(lua_State *L) {
   lua_pop(L, 1);
 
   luaL_newlib(L, funcs);
-  push_list(L, ps_profile_metrics, PS_PROFILE_NMETRICS);
+  push_list(L, ps_counter_columns, PS_NCOUNTERS);
   lua_setfield(L, -2, "metrics");
   int nreq = 0;
   while (ps_profile_required[nreq]) nreq++;
@@ -334,13 +334,13 @@ int luaopen_perfscript_profile(lua_State *L) {
     "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
     "Output Shapes", "Output Data Types", "Output Formats", "Profiling Average Duration(us)",
     "Profiling Median Duration(us)", "Profiling Std Duration(us)"};
-  lua_createtable(L, 11 + PS_PROFILE_NMETRICS, 0);
+  lua_createtable(L, 11 + PS_NCOUNTERS, 0);
   for (int i = 0; i < 11; i++) {
     lua_pushstring(L, base[i]);
     lua_rawseti(L, -2, i + 1);
   }
-  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
-    lua_pushfstring(L, "Profiling Average %s", ps_profile_metrics[m]);
+  for (int m = 0; m < PS_NCOUNTERS; m++) {
+    lua_pushfstring(L, "Profiling Average %s", ps_counter_columns[m]);
     lua_rawseti(L, -2, 12 + m);
   }
   lua_setfield(L, -2, "columns");

@@ -15,15 +15,6 @@ const char *const ps_opsum_base_columns[8] = {
   "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
   "Output Shapes", "Output Data Types", "Output Formats"};
 
-const char *const ps_opsum_metrics[PS_OPSUM_NMETRICS] = {
-  "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
-  "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio",
-  "aic_mte2_time(us)", "aic_mte2_ratio", "aic_fixpipe_time(us)", "aic_fixpipe_ratio",
-  "aic_icache_miss_rate", "aiv_time(us)", "aiv_total_cycles", "aiv_vec_time(us)",
-  "aiv_vec_ratio", "aiv_scalar_time(us)", "aiv_scalar_ratio", "aiv_mte2_time(us)",
-  "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio", "aiv_icache_miss_rate",
-  "cube_utilization(%)"};
-
 typedef struct gkey { char *key; size_t len; } gkey;
 
 struct ps_opsum {
@@ -106,12 +97,12 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
     ps_csv_close(r);
     return -1;
   }
-  int c_base[8], c_met[PS_OPSUM_NMETRICS];
+  int c_base[8], c_met[PS_NCOUNTERS];
   for (int i = 0; i < 8; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_opsum_base_columns[i]);
   /* Accelerator Core is an alias of Task Type: the template's core comes from Task Type. */
   c_base[1] = -1;
-  for (int i = 0; i < PS_OPSUM_NMETRICS; i++)
-    c_met[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_opsum_metrics[i]);
+  for (int i = 0; i < PS_NCOUNTERS; i++)
+    c_met[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_counter_columns[i]);
 #define F(c) ((c) >= 0 && (size_t)(c) < rec.nfields ? rec.fields[c] : "")
   while ((st = ps_csv_next(r, &rec)) > 0) {
     a->rows++;
@@ -164,7 +155,7 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
       if (!g->nvalid || d < g->min) g->min = d;
       g->nvalid++;
     }
-    for (int i = 0; i < PS_OPSUM_NMETRICS; i++) {
+    for (int i = 0; i < PS_NCOUNTERS; i++) {
       if (c_met[i] < 0) continue;
       double v = number(F(c_met[i]));
       if (!isnan(v)) g->sums[i] += v, g->counts[i]++;

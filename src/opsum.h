@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PS_OPSUM_NMETRICS 25
+#include "counters.h"
+
 
 /* cells[]: the 8 database base columns (OP State .. Output Formats), then Task Type. */
 enum { PS_OPSUM_NCELLS = 9, PS_OPSUM_TASK_TYPE = 8 };
@@ -20,15 +21,14 @@ typedef struct ps_opsum_group {
   uint64_t count;                    /* rows */
   uint64_t nvalid;                   /* rows with a valid duration */
   double min;                        /* minimum valid duration (meaningful when nvalid > 0) */
-  double sums[PS_OPSUM_NMETRICS];
-  uint64_t counts[PS_OPSUM_NMETRICS];
+  double sums[PS_NCOUNTERS];
+  uint64_t counts[PS_NCOUNTERS];
   uint64_t hash;                     /* the signature hash (sig.h) with op as the op name */
 } ps_opsum_group;
 
 typedef struct ps_opsum ps_opsum;
 
 extern const char *const ps_opsum_base_columns[8];
-extern const char *const ps_opsum_metrics[PS_OPSUM_NMETRICS];
 
 ps_opsum *ps_opsum_new(void);
 void ps_opsum_free(ps_opsum *a);

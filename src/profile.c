@@ -15,20 +15,10 @@
 #include "csvscan.h"
 #include "profkey.h"
 
-const char *const ps_profile_metrics[PS_PROFILE_NMETRICS] = {
-  "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
-  "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio",
-  "aic_mte2_time(us)", "aic_mte2_ratio", "aic_fixpipe_time(us)", "aic_fixpipe_ratio",
-  "aic_icache_miss_rate", "aiv_time(us)", "aiv_total_cycles", "aiv_vec_time(us)",
-  "aiv_vec_ratio", "aiv_scalar_time(us)", "aiv_scalar_ratio", "aiv_mte2_time(us)",
-  "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio", "aiv_icache_miss_rate",
-  "cube_utilization(%)",
-};
-
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
 enum {
   C_DURATION = PS_PC_NCELLS, C_START, C_TASK, C_STREAM, C_DEVICE, C_METRIC0,
-  C_N = C_METRIC0 + PS_PROFILE_NMETRICS
+  C_N = C_METRIC0 + PS_NCOUNTERS
 };
 static const char *const column_names[C_METRIC0] = {
   "Type", "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
@@ -51,8 +41,8 @@ typedef struct group {
   double *durs;
   size_t ndur, capdur;
   unsigned filled;                       /* bit c: cells[c] holds a non-empty value */
-  uint32_t mcount[PS_PROFILE_NMETRICS];
-  double msum[PS_PROFILE_NMETRICS];
+  uint32_t mcount[PS_NCOUNTERS];
+  double msum[PS_NCOUNTERS];
   int64_t first_ns, last_ns;
   long fia_file, fia_ordinal;
   uint64_t hash, hash2;
@@ -491,7 +481,7 @@ static void note_absent(const int *col, char *absent, size_t absentsize) {
   size_t k = 0;
   for (int c = 0; c < C_N; c++) {
     if (col[c] >= 0) continue;
-    const char *name = c < C_METRIC0 ? column_names[c] : ps_profile_metrics[c - C_METRIC0];
+    const char *name = c < C_METRIC0 ? column_names[c] : ps_counter_columns[c - C_METRIC0];
     int w = snprintf(absent + k, absentsize - k, "%s%s", k ? ", " : "", name);
     if (w < 0 || (size_t)w >= absentsize - k) break;
     k += (size_t)w;
@@ -591,9 +581,9 @@ static int add_row(run *u, const ps_scan_record *rec) {
   __builtin_prefetch((char *)g + 64);
   __builtin_prefetch((char *)g + 128);
   /* the counters, parsed while the group comes into the cache */
-  double mv[PS_PROFILE_NMETRICS];
+  double mv[PS_NCOUNTERS];
   unsigned valid = 0;
-  for (int m = 0; m < PS_PROFILE_NMETRICS; m++)
+  for (int m = 0; m < PS_NCOUNTERS; m++)
     if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &mv[m]) == 0)
       valid |= 1u << m;
   if (add_duration(g, d) != 0) return -1;
@@ -603,7 +593,7 @@ static int add_row(run *u, const ps_scan_record *rec) {
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
       if (!(g->filled & (1u << c)) && (created || len[c]) && set_cell(g, c, cell[c], len[c]) != 0)
         return -1;
-  for (int m = 0; m < PS_PROFILE_NMETRICS; m++)
+  for (int m = 0; m < PS_NCOUNTERS; m++)
     if (valid & (1u << m)) {
       g->msum[m] += mv[m];
       g->mcount[m]++;
@@ -717,7 +707,7 @@ static int merge_half(ps_profile *p, ps_profile *q, long fia_base) {
     g->sum += b->sum;
     if (b->min < g->min) g->min = b->min;
     if (b->max > g->max) g->max = b->max;
-    for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+    for (int m = 0; m < PS_NCOUNTERS; m++) {
       g->msum[m] += b->msum[m];
       g->mcount[m] += b->mcount[m];
     }
@@ -759,8 +749,8 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   int col[C_N];
   if (ok) {
     for (int c = 0; c < C_METRIC0; c++) col[c] = ps_csv_find_column(header, rec.nfields, column_names[c]);
-    for (int m = 0; m < PS_PROFILE_NMETRICS; m++)
-      col[C_METRIC0 + m] = ps_csv_find_column(header, rec.nfields, ps_profile_metrics[m]);
+    for (int m = 0; m < PS_NCOUNTERS; m++)
+      col[C_METRIC0 + m] = ps_csv_find_column(header, rec.nfields, ps_counter_columns[m]);
   }
   for (size_t i = 0; header && i < rec.nfields; i++) free(header[i]);
   free(header);
@@ -892,7 +882,7 @@ int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *
   info->median = n == 0 ? NAN : n % 2 ? g->durs[n / 2] : (g->durs[n / 2 - 1] + g->durs[n / 2]) / 2;
   info->min = g->min;
   info->max = g->max;
-  for (int m = 0; m < PS_PROFILE_NMETRICS; m++) {
+  for (int m = 0; m < PS_NCOUNTERS; m++) {
     info->metric_count[m] = g->mcount[m];
     info->metric_mean[m] = g->mcount[m] ? g->msum[m] / (double)g->mcount[m] : NAN;
   }

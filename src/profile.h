@@ -18,7 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PS_PROFILE_NMETRICS 25
+#include "counters.h"
+
 #define PS_PROFILE_FIA_TYPE "FusedInferAttentionScore"
 
 /* Descriptive cells of a group, in database column order. */
@@ -36,7 +37,6 @@ enum {
 };
 
 /* The 25 PMU counter names, in the database's column order. */
-extern const char *const ps_profile_metrics[PS_PROFILE_NMETRICS];
 /* Columns a file must have (kernel_details names; op_summary names are aliases). */
 extern const char *const ps_profile_required[];
 /* Columns used when present. */
@@ -84,8 +84,8 @@ typedef struct ps_profile_group_info {
   uint64_t count;
   double mean, median, std;         /* std: population, two-pass */
   double min, max;
-  double metric_mean[PS_PROFILE_NMETRICS];
-  uint64_t metric_count[PS_PROFILE_NMETRICS]; /* 0: no valid value (the mean is NaN) */
+  double metric_mean[PS_NCOUNTERS];
+  uint64_t metric_count[PS_NCOUNTERS]; /* 0: no valid value (the mean is NaN) */
   int64_t first_start_ns, last_start_ns;      /* INT64_MIN when no start time was read */
   /* For FusedInferAttentionScore: the file (0-based, in add order) and the 0-based
    * ordinal among that file's FIA rows of the group's first row; -1 otherwise. */

@@ -13,14 +13,8 @@ M.PROF_STD = "Profiling Std Duration(us)"
 M.EP_SIZE = "EP Size"
 M.DFC = "DispatchFFNCombine"
 
-M.METRICS = {
-  "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio", "aic_scalar_time(us)",
-  "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio", "aic_mte2_time(us)", "aic_mte2_ratio",
-  "aic_fixpipe_time(us)", "aic_fixpipe_ratio", "aic_icache_miss_rate", "aiv_time(us)",
-  "aiv_total_cycles", "aiv_vec_time(us)", "aiv_vec_ratio", "aiv_scalar_time(us)", "aiv_scalar_ratio",
-  "aiv_mte2_time(us)", "aiv_mte2_ratio", "aiv_mte3_time(us)", "aiv_mte3_ratio",
-  "aiv_icache_miss_rate", "cube_utilization(%)",
-}
+-- the 25 counters, in column order: the one list in C (src/counters.c)
+M.METRICS = require("perfscript.profile").metrics
 
 function M.mb_col(metric) return "MicroBench " .. metric end
 function M.prof_col(metric) return "Profiling Average " .. metric end
