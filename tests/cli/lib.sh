@@ -3,7 +3,10 @@ set -u
 PS_BIN=${PERFSCRIPT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/perfscript}
 SRC=${PERFSCRIPT_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 TMP=$(mktemp -d "${PERFSCRIPT_TEST_TMP:-/tmp}/cli.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+# Every test removes things under $TMP: refuse to go on without a fresh scratch directory
+# (a test run with `bash -c 'source ...'` once found no lib.sh, left TMP empty and removed /work/*).
+[[ -n $TMP && -d $TMP && $TMP == */cli.* ]] || { echo "lib.sh: no scratch directory" >&2; exit 1; }
+trap 'rm -rf "${TMP:?}"' EXIT
 passed=0
 failed=0
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The analysis recipes end to end: exit statuses, output files, messages for bad input.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 R=$SRC/recipes
 run() { "$PS_BIN" "$@" >"$TMP/out" 2>"$TMP/err"; echo $?; }
 out() { cat "$TMP/out"; }

@@ -2,7 +2,7 @@
 # The HTML pages of op_comparison and m6, rendered by a real browser (headless Chromium):
 # the DOM it builds has the kernel names and the bars, and the screenshot shows the bars' colours.
 # Skipped (exit 77) when chromium is not installed.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $CHROMIUM ]]; then
   echo "SKIP: chromium is not installed (apt-get install chromium)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The command line behaves as Lua's own lua program does.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 
 out=$("$PS_BIN" -v)
 expect_contains "-v names perfscript" "$out" "perfscript 0.1.0"

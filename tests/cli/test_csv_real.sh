@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # perfscript.csv reads every real profiler CSV exactly as Python's csv module does
 # (records, fields, quoted newlines, BOMs), file for file.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 root=$(real_data .) || exit 77
 command -v python3 >/dev/null || { echo "SKIP: python3 absent"; exit 77; }
 

@@ -2,7 +2,7 @@
 # The database explorer on real databases: the bundled seed database, and one built by
 # recipes/parse_profile.lua from a real profiler export (skipped when the exports are absent).
 # Every query runs in a piped REPL session.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 
 SEED="$SRC/data/seed_db/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
 session() {  # session DIR KERNEL: every query

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # perfscript --db DIR: a REPL session over a generated database (piped, and on a terminal
 # through tmux when it is installed) running every query; the db recipes.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 
 DB="$TMP/db/ATLAS/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
 mkdir -p "$DB"

@@ -1,9 +1,9 @@
 # FusedInferAttentionScore metadata: the parser's Runtime columns (operator_details pairing,
 # spec parsers_analysis.md 2.6 and the 7.4 end-to-end vector) and recipes/fill_fia_metadata.lua
 # (spec section 4 and the deleted tool's vectors).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 cd "$TMP"
-source "$(dirname "$0")/profile_lib.sh"
+source "$(dirname "$0")/profile_lib.sh" || exit 1
 CELLS_SEP="|"
 slots() {  # slots N i=v ...: a 31-slot shape text with the given slots set
   local -a s; local i

@@ -2,7 +2,7 @@
 # recipes/microbench.lua end to end with the stand-in msprof (tests/fixtures/microbench/msprof):
 # plan, profile, aggregation, write-back, reports, fallback, failures, --devices, --prof-path,
 # --simulate, timeouts, LFS pointers, and two concurrent write-backs that both land.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 export PERFSCRIPT="$PS_BIN" PERFSCRIPT_LUA_DIR="$SRC/lua"
 MSPROF="$SRC/tests/fixtures/microbench/msprof"
 MB="$SRC/recipes/microbench.lua"
@@ -87,7 +87,7 @@ out=$(MSPROF_STANDIN_FAIL=all run_mb --database-path "$DB" 2>&1); rc=$?
 expect_eq "failed combined run exits 1" "$rc" "1"
 expect_contains "the error names the cause" "$out" "without op_summary data; profiling data kept at"
 expect_eq "database untouched after a failed run" "$(md5sum "$DB"/*.csv)" "$sum_before"
-rm -rf "$TMP/work"/*
+rm -rf "${TMP:?}/work"/*
 
 # 5. Non-zero exit with a summary: continue.
 out=$(MSPROF_STANDIN_FAIL=partial run_mb --database-path "$DB" 2>&1)
@@ -101,13 +101,13 @@ expect_contains "failure in the report" "$out" "## Failures"
 expect_eq "Add row left as it was" "$(cell "$DB/Add.csv" 2 "Average Duration(us)")" ""
 v=$(cell "$DB/RmsNorm.csv" 1 "Average Duration(us)"); [[ -n "$v" ]] && ok "other operators written" || not_ok "other operators written"
 expect_contains "profiler output kept on failure" "$out" "[PRESERVE]"
-rm -rf "$TMP/work"/*
+rm -rf "${TMP:?}/work"/*
 
 # 7. msprof missing: a clear message.
 out=$("$PS_BIN" "$MB" --database-path "$DB" --msprof perfscript-no-msprof --work-dir "$TMP/work" 2>&1); rc=$?
 expect_eq "missing msprof exits 1" "$rc" "1"
 expect_contains "missing msprof message" "$out" "msprof not found"
-rm -rf "$TMP/work"/*
+rm -rf "${TMP:?}/work"/*
 
 # 8. Timeout kills the profiler's process tree.
 start=$(date +%s)
@@ -115,7 +115,7 @@ out=$(MSPROF_STANDIN_SLEEP=30 run_mb --database-path "$DB" --timeout 1 2>&1); rc
 took=$(( $(date +%s) - start ))
 expect_eq "timeout exits 1" "$rc" "1"
 [[ $took -lt 20 ]] && ok "timeout honoured (${took}s)" || not_ok "timeout honoured" "took ${took}s"
-rm -rf "$TMP/work"/*
+rm -rf "${TMP:?}/work"/*
 
 # 8b. A process the profiler leaves behind is killed with its group.
 DB="$TMP/db8b"; make_db "$DB"
@@ -143,7 +143,7 @@ out=$(run_mb --database-path "$DB2" --prof-path "$prof" 2>&1); rc=$?
 expect_eq "--prof-path exits 0" "$rc" "0"
 expect_eq "--prof-path launched nothing" "$(wc -l < "$MSPROF_STANDIN_LOG")" "0"
 expect_eq "--prof-path gives the same values" "$(cell "$DB2/MatMulV2.csv" 1 "Average Duration(us)")" "$(cell "$DB/MatMulV2.csv" 1 "Average Duration(us)")"
-rm -rf "$TMP/work"/*
+rm -rf "${TMP:?}/work"/*
 
 # 11. Two concurrent write-backs on one database both land: the second waits for the lock.
 DB="$TMP/db11"; make_db "$DB"

@@ -1,11 +1,11 @@
 # recipes/parse_profile.lua end to end: spec vectors (parsers_analysis.md 2.4-2.8, 7.4),
 # generated fixtures for the quirks of formats_and_quirks.md A.4, merges into an existing
 # database, and every real export in PERFSCRIPT_REAL_DATA.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 cd "$TMP"
 run() { "$PS_BIN" "$SRC/recipes/parse_profile.lua" "$@"; }
 # cells FILE ROW NAME...: the named cells of data row ROW (1-based), comma-joined
-source "$(dirname "$0")/profile_lib.sh"
+source "$(dirname "$0")/profile_lib.sh" || exit 1
 STATS=("Profiling Average Duration(us)" "Profiling Median Duration(us)" "Profiling Std Duration(us)")
 
 METRICS="aicore_time(us),aic_total_cycles,aic_mac_time(us),aic_mac_ratio,aic_scalar_time(us),aic_scalar_ratio,aic_mte1_time(us),aic_mte1_ratio,aic_mte2_time(us),aic_mte2_ratio,aic_fixpipe_time(us),aic_fixpipe_ratio,aic_icache_miss_rate,aiv_time(us),aiv_total_cycles,aiv_vec_time(us),aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),aiv_mte2_ratio,aiv_mte3_time(us),aiv_mte3_ratio,aiv_icache_miss_rate,cube_utilization(%)"

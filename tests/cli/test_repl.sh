@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The REPL: expressions first, statements over several lines, readable tables, errors that do
 # not end the session; piped (no readline) and, when tmux is present, on a real terminal.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 
 out=$(printf '%s\n' '1+1' 'x = {1, 2, {a = 3}, name = "n"}' 'x' 'for i = 1, 2 do' 'print(i)' 'end' \
   'error("oops")' '"still here"' '=10*2' 'local t = {} for i = 1, 100 do t[i] = i end return t' \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # recipes/replay/executor.py without an NPU: plan validation and the torchrun command of
 # DispatchFFNCombine's expert parallelism (spec vectors D31, D32).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 command -v python3 >/dev/null || { echo "SKIP: python3 absent"; exit 77; }
 out=$(cd "$SRC/recipes/replay" && python3 - <<'PY' 2>&1
 import executor as e

@@ -1,6 +1,6 @@
 # recipes/trace_to_csv.lua and perfscript.trace: spec parsers_analysis.md section 3 and 7.4
 # vectors, both trace roots, exact timestamps, interrupted and broken files, real traces.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 cd "$TMP"
 run() { "$PS_BIN" "$SRC/recipes/trace_to_csv.lua" "$@"; }
 HEADER="op_name,kernel_type,simulation_shapes,dur_us,source,confidence,composite,sub_kernel_durations,kernel_shapes,shape_match_rule,sub_kernel_shapes"
