@@ -37,7 +37,7 @@ local tr, pid = cli.trace_and_pid(args.tc_trace, args)
 local hit, tc_per = m6.tc_side(tr, pid, filter)
 local p, summary = m6.prof_side(args.prof_trace, { window_ns = cli.window_ns(args) })
 if not p then perf.fail("%s", summary) end
-prof.report_skipped(args.prof_trace, summary)
+prof.report_warnings(args.prof_trace, summary)
 
 local res = m6.result(hit, p, args.tc_trace, args.prof_trace, filter)
 io.write(m6.report(res, hit, p))

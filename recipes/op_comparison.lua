@@ -89,7 +89,7 @@ local function run(sc)
   local tc, info = opcmp.tc_stats(tr, pid, { mapping = mapping, source_filter = filter })
   local pstats, summary = prof.by_type(sc.prof_trace, { window_ns = cli.window_ns(args) })
   if not pstats then perf.fail("%s", summary) end
-  prof.report_skipped(sc.prof_trace, summary)
+  prof.report_warnings(sc.prof_trace, summary)
   if info.zero_cost + info.accepted_miss > 0 then
     io.stderr:write(string.format("%s: left out %d zero-cost and %d accepted-miss events\n",
                                   sc.name, info.zero_cost, info.accepted_miss))

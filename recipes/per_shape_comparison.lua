@@ -27,7 +27,7 @@ local tr, pid = cli.trace_and_pid(args.tc_trace, args)
 local tc = pershape.tc_side(tr, pid, { kernel_shapes = args.kernel_shapes })
 local pr, summary = pershape.prof_side(args.prof_trace, { window_ns = cli.window_ns(args) })
 if not pr then perf.fail("%s", summary) end
-prof.report_skipped(args.prof_trace, summary)
+prof.report_warnings(args.prof_trace, summary)
 
 local rows = pershape.rows(tc, pr)
 local text = pershape.csv(rows)

@@ -10,12 +10,22 @@ function M.add_trace_options(parser)
                 "named like 'empirical' or 'profiling', else the only one)."):argname("<name>")
   parser:option("--pid", "Analyse the events of this process id."):argname("<pid>")
     :convert(tonumber)
-  parser:option("--hcom-window-us", "hcom copies of one type starting within this many us " ..
-                "are one collective.", "1"):convert(tonumber)
+  parser:option("--hcom-window-us", "Also merge hcom copies of one type whose starts lie " ..
+                "within this many us (default 0: a collective's two copies share its exact " ..
+                "start; distinct collectives can start 0.24 us apart).", "0")
+    :argname("<us>"):convert(function(s)
+      local v = tonumber(s)
+      if not v or v ~= v or v < 0 or v == math.huge then
+        return nil, "--hcom-window-us must be a number of microseconds, 0 or more (got '" ..
+                    s .. "')"
+      end
+      return v
+    end)
 end
 
+-- The hcom window in integer nanoseconds (prof.dedup's unit).
 function M.window_ns(args)
-  return math.floor((args.hcom_window_us or 1) * 1000 + 0.5)
+  return math.floor((args.hcom_window_us or 0) * 1000 + 0.5)
 end
 
 -- Loads a TC trace and chooses its pid; fails with a user error on problems.

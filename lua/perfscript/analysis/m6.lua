@@ -40,26 +40,22 @@ end
 -- Profiling side: compute + deduplicated hcom per forward, AICPU apart.
 function M.prof_side(path, opts)
   local r = { compute = 0.0, hcom = 0.0, aicpu = 0.0, kernel_count = 0, per_type = {} }
-  local dd = prof.dedup(opts and opts.window_ns)
   local function add_type(kt, d) r.per_type[kt] = (r.per_type[kt] or 0.0) + d end
-  local summary, err = prof.scan(path, opts, function(kind, kt, dur, start_ns)
+  local summary, err = prof.scan(path, opts, function(kind, kt, dur)
     if kind == "aicpu" then
       r.aicpu = r.aicpu + dur
-      r.kernel_count = r.kernel_count + 1
-    elseif kind == "hcom" then
-      local grow, g = dd:add(kt, start_ns, dur)
-      if g.copies == 1 then r.kernel_count = r.kernel_count + 1 end
-      if g.copies == 1 or grow > 0 then
-        r.hcom = r.hcom + grow
-        add_type(kt, grow)
-      end
     else
       r.compute = r.compute + dur
-      r.kernel_count = r.kernel_count + 1
       add_type(kt, dur)
     end
+    r.kernel_count = r.kernel_count + 1
   end)
   if not summary then return nil, err end
+  for _, g in summary.hcom:groups() do
+    r.hcom = r.hcom + g.dur
+    add_type(g.key, g.dur)
+    r.kernel_count = r.kernel_count + 1
+  end
   return r, summary
 end
 

@@ -119,24 +119,21 @@ function M.tc_side(trace, pid, opts)
   return map, order
 end
 
+-- Profiling side per (type, shape key). An hcom collective is the same (Type, start) group as
+-- in the other tools; it is filed under its first copy's shapes (the copies carry `N/A`).
 function M.prof_side(path, opts)
   local map, order = {}, {}
-  local dd = prof.dedup(opts and opts.window_ns)
   local summary, err = prof.scan(path, { shapes = true, window_ns = opts and opts.window_ns },
-    function(kind, kt, dur, start_ns, shapes)
-      local key = M.shape_key(shapes)
-      if kind == "hcom" then
-        dd:add(kt .. "\0" .. key, start_ns, dur)
-      elseif kind == "compute" then
-        local e = entry(map, order, kt, key)
+    function(kind, kt, dur, shapes)
+      if kind == "compute" then
+        local e = entry(map, order, kt, M.shape_key(shapes))
         e.dur = e.dur + dur
         e.count = e.count + 1
       end
     end)
   if not summary then return nil, err end
-  for _, g in dd:groups() do
-    local kt, key = g.key:match("^(.-)\0(.*)$")
-    local e = entry(map, order, kt, key)
+  for _, g in summary.hcom:groups() do
+    local e = entry(map, order, g.key, M.shape_key(g.info or ""))
     e.dur = e.dur + g.dur
     e.count = e.count + 1
   end
