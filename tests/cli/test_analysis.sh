@@ -19,8 +19,8 @@ for r in op_comparison m6 per_shape_comparison comm_validate comm_bench; do
 done
 
 # Fixtures (tests/fixtures/analysis): a two-model TC trace; a forward-pass slice with a BOM, CRLF,
-# a TAB after a timestamp, triple-quoted shapes, hcom copies straddling a microsecond, an AICPU
-# kernel; an op_mapping.yaml with its entries under operator_mappings.
+# a TAB after a timestamp, triple-quoted shapes, the two copies of one hcom, an AICPU kernel; an
+# op_mapping.yaml with its entries under operator_mappings.
 FX=$SRC/tests/fixtures/analysis
 cp "$FX/tc_trace.json" "$TMP/tc.json"
 cp "$FX/prof_forward.csv" "$TMP/prof.csv"
@@ -33,7 +33,7 @@ st=$(run "$R/op_comparison.lua" --tc-trace tc.json --prof-trace prof.csv --data-
      --output res/cmp.json --html res/cmp.html)
 expect_eq "op_comparison exits 0" "$st" 0
 expect_contains "op_comparison table" "$(out)" "MatMulV2                                    42.8       2         46.5        2     -8.0%      0.0%    76.9% HIT   "
-expect_contains "op_comparison: hcom copies straddling a microsecond are one collective" "$(out)" "hcom_allReduce_                              8.3       1         12.0        1    -30.9%"
+expect_contains "op_comparison: the two copies of one hcom are one collective" "$(out)" "hcom_allReduce_                              8.3       1         12.0        1    -30.9%"
 expect_contains "op_comparison: MISS op mapped through operator_mappings" "$(out)" "Add                                          3.0       1          2.0        1     50.0%      0.0%     3.3% MISS  "
 expect_not_contains "op_comparison: zero-cost op left out" "$(out)" "aten.view"
 expect_contains "op_comparison saved" "$(out)" "Saved to res/cmp.json"

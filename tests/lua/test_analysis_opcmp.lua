@@ -190,10 +190,12 @@ function TestProfByType:test_sums_and_counts()
   lu.assertNil(s.allgatherAicpuKernel)
 end
 
-function TestProfByType:test_hcom_copies_merge_even_across_a_microsecond()
-  local p = fx.prof { { "hcom_allReduce_", "10.0", "1733971188345289.995" },
-                      { "hcom_allReduce_", "12.0", "1733971188345290.100" },
-                      { "hcom_allReduce_", "11.0", "1733971188346000.000" } }
+function TestProfByType:test_hcom_copies_merge_on_their_exact_start()
+  -- a collective's two copies share their exact start; one starting 105 ns later is another
+  -- collective (the old 1 us window merged it)
+  local p = fx.prof { { "hcom_allReduce_", "12.0", "1733971188345289.995" },
+                      { "hcom_allReduce_", "12.0", "1733971188345289.995" },
+                      { "hcom_allReduce_", "11.0", "1733971188345290.100" } }
   local s = assert(prof.by_type(p))
   near(s.hcom_allReduce_.total_us, 23.0); lu.assertEquals(s.hcom_allReduce_.count, 2)
 end
