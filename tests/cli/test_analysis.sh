@@ -101,6 +101,33 @@ expect_eq "per_shape CSV" "$(head -3 res/ps.csv)" $'kernel_type,shape_key,tc_dur
 st=$(run "$R/per_shape_comparison.lua" --tc-trace tc.json --prof-trace prof.csv)
 expect_contains "per_shape to stdout" "$(out)" "hcom_allReduce_,N/A,0,12.0,-100.0,0,1,"
 
+# --- hcom collectives: (Type, exact start); a DeepSeek-V3 decode slice with two all-reduces on
+# streams 5 and 9 starting 0.24 us apart, each with its stream-N/A copy -----------------------------
+cp "$FX/prof_dsv3_decode_hcom.csv" dsv3.csv
+st=$(run "$R/m6.lua" --tc-trace tc.json --prof-trace dsv3.csv --json-output res/dsv3_m6.json)
+expect_eq "hcom: m6 exits 0" "$st" 0
+expect_contains "hcom: m6 counts both all-reduces" "$(out)" "  hcom:                      38.8 us"
+expect_contains "hcom: m6 JSON" "$(cat res/dsv3_m6.json)" '"selected_fwd_hcom_us": 38.82,'
+expect_not_contains "hcom: identical copies give no warning" "$(err)" "warning"
+expect_run "hcom: op comparison counts both all-reduces" 0 out \
+  "hcom_allReduce_                              8.3       1         26.3        2" \
+  "$R/op_comparison.lua" --tc-trace tc.json --prof-trace dsv3.csv
+expect_run "hcom: per-shape counts both all-reduces" 0 out "hcom_allReduce_,N/A,0,26.32,-100.0,0,2," \
+  "$R/per_shape_comparison.lua" --tc-trace tc.json --prof-trace dsv3.csv
+expect_run "hcom: --hcom-window-us 1 still merges on request" 0 out "  hcom:                      29.5 us" \
+  "$R/m6.lua" --tc-trace tc.json --prof-trace dsv3.csv --hcom-window-us 1
+expect_contains "hcom: merged copies of different durations are reported" "$(err)" \
+  "warning: dsv3.csv: 1 hcom collective has copies of different durations (the longest copy counted)"
+expect_run "hcom: a negative window is refused" 1 err \
+  "--hcom-window-us must be a number of microseconds, 0 or more (got '-1')" \
+  "$R/op_comparison.lua" --tc-trace tc.json --prof-trace dsv3.csv --hcom-window-us=-1
+printf 'Type,Duration(us),Start Time(us)\nhcom_allGather_,8.0,100.5\nhcom_allGather_,15.0,100.5\nhcom_allGather_,3.0,200.5\nhcom_allGather_,3.0,200.5\n' >mixed.csv
+for r in m6 op_comparison per_shape_comparison; do
+  expect_run "hcom: $r warns on copies of different durations" 0 err \
+    "warning: mixed.csv: 1 hcom collective has copies of different durations (the longest copy counted)" \
+    "$R/$r.lua" --tc-trace tc.json --prof-trace mixed.csv
+done
+
 # --- comm_validate --------------------------------------------------------------------------------
 mkdir -p hccl_ok hccl_bad hccl_bom
 H=message_bytes,num_devices,dtype,topology_tier,Duration\(us\),bandwidth_gbps
