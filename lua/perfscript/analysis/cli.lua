@@ -11,8 +11,8 @@ function M.add_trace_options(parser)
   parser:option("--pid", "Analyse the events of this process id."):argname("<pid>")
     :convert(tonumber)
   parser:option("--hcom-window-us", "Also merge hcom copies of one type whose starts lie " ..
-                "within this many us (default 0: a collective's two copies share its exact " ..
-                "start; distinct collectives can start 0.24 us apart).", "0")
+                "within this many us (a collective's two copies share its exact start; " ..
+                "distinct collectives can start 0.24 us apart).", "0")
     :argname("<us>"):convert(function(s)
       local v = tonumber(s)
       if not v or v ~= v or v < 0 or v == math.huge then
