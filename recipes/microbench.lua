@@ -5,13 +5,18 @@
 --   perfscript recipes/microbench.lua --database-path DB [--ops MatMulV2 Add] [--update-mode all]
 --   perfscript recipes/microbench.lua --simulate             # no NPU: a simulated device
 --   perfscript recipes/microbench.lua --database-path DB --prof-path PROF_DIR   # re-parse only
+--     (PROF_DIR: a PROF_* directory, its parent, a mindstudio_profiler_output directory or one
+--     op_summary_*.csv)
 --
 -- 1. plan: each target CSV's rows become replay cases (recipes/replay/<Op>.lua); rows that
 --    cannot be replayed are reported, never deleted; the database is not touched.
 -- 2. profile: `msprof --output=<scratch> python3 recipes/replay/executor.py <plan>` (one child
 --    process per operator), per-operator fallback, --devices shards, --simulate, --prof-path.
 -- 3. write-back: op_summary aggregation and the per-file merge under the database lock,
---    atomic writes, reports under <db>/reports/.
+--    atomic writes, reports under <db>/reports/; only the target CSVs are written (side
+--    kernels are reported as ignored) and an existing database never gains a file.
+-- The work directory ($TMPDIR/perfscript-microbench-<run id>) goes when the run ends, however
+-- it ends, unless --keep-workdir.
 local perf = require "perfscript"
 local lfs = require "lfs"
 local argparse = require "argparse"
@@ -56,7 +61,9 @@ local function parser()
   dbpath.add_options(p)
   p:option("--ops", "Operators to replay (names as in the list below; X_run and X_run.py accepted).")
    :args("+")
-  p:option("--prof-path", "Re-parse existing PROF_* directories under this path; launch nothing.")
+  p:option("--prof-path", "Re-parse an existing profile and launch nothing: a PROF_* directory, a "
+    .. "directory holding PROF_* directories, a mindstudio_profiler_output directory, or one "
+    .. "op_summary_*.csv file.")
   p:option("--repeat-count", "Timed calls per case.", "1"):convert(math.tointeger)
   p:option("--warmup", "Untimed calls per case before the timed ones.", "1"):convert(math.tointeger)
   p:option("--update-mode", "all | missing-only", "all"):choices { "all", "missing-only" }
@@ -77,9 +84,11 @@ local function parser()
   p:option("--msprof", "The msprof program.", "msprof")
   p:option("--python", "The Python interpreter that runs the executor.", "python3")
   p:option("--timeout", "Seconds allowed per msprof run (0: no limit).", "0"):convert(tonumber)
-  p:option("--work-dir", "Scratch directory for plans and profiler output (default: $TMPDIR).")
-  p:flag("--keep-profiler-output", "Keep the profiler output even after a successful run.")
-  p:flag("--plan-only", "Write the replay plan and stop.")
+  p:option("--work-dir", "Where the run's work directory perfscript-microbench-<run id> (plan.jsonl, "
+    .. "status, profiler output) is made (default: $TMPDIR, else /tmp).")
+  p:flag("--keep-workdir --keep-profiler-output", "Keep the work directory <work-dir>/perfscript-microbench-"
+    .. "<run id> when the run ends (it is removed otherwise, whatever the outcome); its path is printed.")
+  p:flag("--plan-only", "Write the replay plan into the work directory, keep it, and stop.")
   return p
 end
 
@@ -128,7 +137,7 @@ local function databases(a)
 end
 
 -- Target CSV files: one explicit, non-recursive set.
-local function target_files(dir, ops)
+local function target_files(dir, ops, reparse)
   local files = {}
   if ops then
     for _, op in ipairs(ops) do files[#files + 1] = { op = op, path = dir .. "/" .. op .. ".csv" } end
@@ -143,7 +152,9 @@ local function target_files(dir, ops)
   end
   local present, lfs_skipped = {}, {}
   for _, f in ipairs(files) do
-    if isfile(f.path) then
+    if not isfile(f.path) then
+      if not reparse then say(("[SKIP] %s: no such file; nothing to replay for %s."):format(f.path, f.op)) end
+    else
       if schema.is_lfs_pointer(f.path) then
         lfs_skipped[#lfs_skipped + 1] = f.path
         say(("[SKIP] %s is a Git LFS pointer, not the real CSV content. Run `git lfs pull` and retry."):format(f.path))
@@ -231,7 +242,7 @@ local function profile(a, ops, plan_path, run_dir)
     if devices[1] then env.ASCEND_RT_VISIBLE_DEVICES = devices[1] end
     local res, err = msprof.profile { msprof = a.msprof, out = run_dir .. "/prof", env = env,
       cwd = run_dir, timeout = timeout, ops = ops, allow_fallback = a.ops ~= nil,
-      fail_fast = a.fail_fast, say = say, app_for = app_for(a, plan_path, status_path) }
+      fail_fast = a.fail_fast, say = say, app_for = app_for(a, plan_path, status_path), keep = a.keep_workdir }
     if not res then return nil, err end
     local status = read_status(status_path) or { success = {}, failed = {}, skipped = {} }
     for _, f in ipairs(res.failed) do status.failed[#status.failed + 1] = f end
@@ -244,7 +255,8 @@ local function profile(a, ops, plan_path, run_dir)
     shards[k] = shards[k] or {}
     table.insert(shards[k], op)
   end
-  local workers = {}
+  local workers, procs = {}, {}
+  local guard <close> = msprof.kill_on_error(procs)
   for k, list in pairs(shards) do
     local out = ("%s/prof_dev%s"):format(run_dir, devices[k])
     local argv = app_for(a, plan_path, status_path .. ".dev" .. devices[k])(nil)
@@ -256,6 +268,7 @@ local function profile(a, ops, plan_path, run_dir)
       for _, w in ipairs(workers) do w.p:kill(1) end
       return nil, cmd
     end
+    procs[#procs + 1] = p
     say(("[RUN] device %s: %s"):format(devices[k], table.concat(list, ", ")))
     workers[#workers + 1] = { p = p, cmd = cmd, out = out, ops = list, device = devices[k],
       status = status_path .. ".dev" .. devices[k] }
@@ -282,8 +295,9 @@ local function profile(a, ops, plan_path, run_dir)
           end
           if #got == 0 then
             for _, op in ipairs(w.ops) do
-              status.failed[#status.failed + 1] = { op = op, reason = ("device %s worker exited with %s (%s); data kept at %s")
-                :format(w.device, tostring(rc), how, w.out) }
+              status.failed[#status.failed + 1] = { op = op, reason = ("device %s worker exited with %s (%s); %s")
+                :format(w.device, tostring(rc), how, a.keep_workdir and ("data kept at " .. w.out)
+                  or ("msprof log: " .. msprof.log_tail(w.out .. "/msprof.log"))) }
             end
             if a.fail_fast and not aborted then
               aborted = true
@@ -297,13 +311,91 @@ local function profile(a, ops, plan_path, run_dir)
   return summaries, status
 end
 
+-- The run's work directory (plan, status, profiler output): removed when the run ends, however
+-- it ends (error, Ctrl-C, perf.fail), unless the user keeps it.
+local function workdir(path, keep)
+  return setmetatable({}, { __close = function()
+    if keep then
+      say("[KEEP] work directory kept: " .. path)
+    elseif lfs.attributes(path, "mode") then
+      local ok, err = msprof.rmtree(path)
+      if ok then
+        say("[CLEAN] removed the work directory " .. path .. " (--keep-workdir keeps it)")
+      else
+        io.stderr:write(("perfscript: cannot remove the work directory %s: %s\n"):format(path, tostring(err)))
+      end
+    end
+  end })
+end
+
+local function has_csv(dir)
+  if not isdir(dir) then return false end
+  for name in lfs.dir(dir) do
+    if name:match("%.csv$") and isfile(dir .. "/" .. name) then return true end
+  end
+  return false
+end
+
+-- The CSVs the write-back may write, {op=, feed=, new=}: the target files (those named by
+-- --ops, else the operator CSVs of the database). A replay run feeds only the operators it
+-- replayed (the others' kernels are side kernels); re-parsing feeds every target. Files are
+-- created only when re-parsing into a database that has no CSV yet, and only for the
+-- operators named by --ops. An existing database never gains a file.
+local function write_targets(a, files, dst, replayed_ops, ops)
+  local replayed = {}
+  for _, op in ipairs(replayed_ops) do replayed[op] = true end
+  local targets, seen = {}, {}
+  for _, f in ipairs(files) do
+    seen[f.op] = true
+    targets[#targets + 1] = { op = f.op, feed = a.prof_path ~= nil or replayed[f.op] == true }
+  end
+  if a.prof_path and not has_csv(dst) then
+    for _, op in ipairs(ops or {}) do
+      if not seen[op] then
+        seen[op] = true
+        targets[#targets + 1] = { op = op, feed = true, new = true }
+      end
+    end
+  end
+  table.sort(targets, function(x, y) return x.op < y.op end)
+  return targets
+end
+
+-- Kernel types of the profile that fed no file, with the reason (reported, never written).
+local function ignored_types(a, agg, used, dst, new_db)
+  local out = {}
+  for _, t in ipairs(agg.order) do
+    local n = perf.sig.op_name(t)
+    local rows = agg.rows[t]
+    if not used[n] and #rows > 0 then
+      local samples = 0
+      for _, r in ipairs(rows) do samples = samples + (r._samples or 0) end
+      local path = dst .. "/" .. n .. ".csv"
+      local reason
+      if not isfile(path) then
+        reason = ("no %s.csv in the database; not created%s"):format(n,
+          new_db and a.prof_path and " (name it with --ops to create it)" or "")
+      elseif schema.is_lfs_pointer(path) then
+        reason = ("%s.csv is a Git LFS pointer; left alone"):format(n)
+      elseif a.prof_path then
+        reason = ("%s.csv not named by --ops"):format(n)
+      else
+        reason = "not replayed in this run (a side kernel of the replay)"
+      end
+      out[#out + 1] = { op = t, signatures = #rows, samples = samples, reason = reason }
+      say(("[IGNORED] %s: %d signature(s), %d sample(s): %s."):format(t, #rows, samples, reason))
+    end
+  end
+  return out
+end
+
 local function main(a)
   local ops = validate_ops(a.ops)
   if a.msprof:find("/") then a.msprof = abspath(a.msprof) end
   if a.python:find("/") then a.python = abspath(a.python) end
   if a.repeat_count <= 0 then perf.fail("--repeat-count must be positive, got %d", a.repeat_count) end
   local src, dst = databases(a)
-  local files = target_files(src, ops)
+  local files = target_files(src, ops, a.prof_path)
   local ep, nproc = a.dispatch_ffn_combine_ep_size, a.dispatch_ffn_combine_nproc_per_node
   local ndev = 0
   for _ in (a.devices or ""):gmatch("[^,%s]+") do ndev = ndev + 1 end
@@ -324,6 +416,7 @@ local function main(a)
   local work = abspath(a.work_dir or os.getenv("TMPDIR") or "/tmp")
   local run_dir = ("%s/perfscript-microbench-%s"):format(work, id)
   assert(perf.fs.mkdir_p(run_dir))
+  local wd <close> = workdir(run_dir, a.keep_workdir or a.plan_only)
   if a.simulate then say("SIMULATED run: durations come from a roofline model, not an NPU.") end
   say(("Database: %s%s"):format(src, dst ~= src and (" -> results into " .. dst) or ""))
 
@@ -351,7 +444,6 @@ local function main(a)
       and not a.prune_empty_duration_rows and #files > 0 then
     for _, f in ipairs(files) do say(("[SKIP] %s already has usable durations."):format(f.path)) end
     say("[SUMMARY] All target CSV files already have usable replay durations.")
-    msprof.rmtree(run_dir)
     return 0
   end
 
@@ -359,8 +451,10 @@ local function main(a)
   local summaries, status
   local profiled_ops = p.ops
   if a.prof_path then
-    summaries = msprof.summaries(msprof.prof_dirs(abspath(a.prof_path)))
-    if #summaries == 0 then perf.fail("No op_summary_*.csv found under PROF_* directories of %s", a.prof_path) end
+    local err
+    summaries, err = msprof.find_summaries(abspath(a.prof_path))
+    if not summaries then perf.fail("--prof-path %s", err) end
+    say(("[PROF] %d op_summary file(s) from %s"):format(#summaries, a.prof_path))
   elseif #p.cases == 0 then
     summaries = {}
     say("[SUMMARY] Nothing to replay.")
@@ -369,7 +463,6 @@ local function main(a)
     status = { success = p.ops, failed = {}, skipped = {} }
   else
     check_custom_env(p.ops)
-    local err
     summaries, status = profile(a, p.ops, plan_path, run_dir)
     if not summaries then perf.fail("%s", status) end
   end
@@ -395,54 +488,57 @@ local function main(a)
     end
     status.success = ok
   end
-  local wanted = {}
-  for _, op in ipairs(a.prof_path and (ops or agg.order) or profiled_ops) do
-    wanted[op] = true
-    for _, al in ipairs(MATMUL_ALIASES[op] or {}) do wanted[al] = wanted[al] or "alias" end
-  end
+  local failed_ops = {}
+  for _, f in ipairs(status and status.failed or {}) do failed_ops[f.op] = true end
+  local new_db = not has_csv(dst)
+  local targets = write_targets(a, files, dst, profiled_ops, ops)
   local by_stem = {}
   for _, t in ipairs(agg.order) do
     local n = perf.sig.op_name(t)
-    if wanted[n] then
-      by_stem[n] = by_stem[n] or {}
-      for _, r in ipairs(agg.rows[t]) do table.insert(by_stem[n], r) end
-    elseif not plan.IS_OP[n] then
-      agg.side = (agg.side or 0) + 1 -- side-effect kernels (TransData, Cast ...) are not written
-    end
+    by_stem[n] = by_stem[n] or {}
+    for _, r in ipairs(agg.rows[t]) do table.insert(by_stem[n], r) end
   end
-  local stems = {}
-  for stem, v in pairs(wanted) do if v == true then stems[#stems + 1] = stem end end
-  table.sort(stems)
-  local results, gaps = {}, {}
+  local results, gaps, used, unpruned, recovered = {}, {}, {}, {}, {}
   do
     if not isdir(dst) then assert(perf.fs.mkdir_p(dst)) end
     local lock <close> = assert(perf.fs.lock(dst, { wait = true }))
-    for _, stem in ipairs(stems) do
-      local own = by_stem[stem] or {}
+    recovered = lock:recovered()
+    for _, t in ipairs(targets) do
+      local stem = t.op
+      -- samples only for the operators this run replayed (or, re-parsing, every target)
+      local own = t.feed and by_stem[stem] or {}
+      if t.feed and by_stem[stem] then used[stem] = true end
       local rows, match_only = own, {}
       if MATMUL_ALIASES[stem] then
         match_only, rows = {}, {}
         for _, r in ipairs(own) do match_only[#match_only + 1] = r end
-        for _, al in ipairs(MATMUL_ALIASES[stem]) do
+        for _, al in ipairs(t.feed and MATMUL_ALIASES[stem] or {}) do
+          if by_stem[al] then used[al] = true end
           for _, r in ipairs(by_stem[al] or {}) do match_only[#match_only + 1] = r end
         end
       end
+      local prune = a.prune_empty_duration_rows
+      if prune and failed_ops[stem] then
+        -- its rows had no chance to get a duration: an environment failure must not delete them
+        prune = false
+        unpruned[#unpruned + 1] = stem
+        say(("[KEEP] %s.csv not pruned: %s failed in this run."):format(stem, stem))
+      end
       local path = dst .. "/" .. stem .. ".csv"
-      if #rows + #match_only > 0 or a.prune_empty_duration_rows then
-        if isfile(path) or #rows > 0 then
-          local res, err = merge.file(path, rows, match_only, { mode = a.update_mode,
-            prune = a.prune_empty_duration_rows, say = say })
-          if not res then perf.fail("%s", err) end
-          results[#results + 1] = res
-          for _, g in ipairs(res.gaps) do gaps[#gaps + 1] = g end
-          if res.status and res.status ~= "unchanged" then
-            say(("[WRITE] %s %s (updated %d, added %d, deleted %d)"):format(res.status, path, res.updated,
-              res.added, #res.deleted))
-          end
+      local n = #rows + #match_only
+      if (isfile(path) and (n > 0 or prune)) or (t.new and n > 0) then
+        local res, err = merge.file(path, rows, match_only, { mode = a.update_mode, prune = prune, say = say })
+        if not res then perf.fail("%s", err) end
+        results[#results + 1] = res
+        for _, g in ipairs(res.gaps) do gaps[#gaps + 1] = g end
+        if res.status and res.status ~= "unchanged" then
+          say(("[WRITE] %s %s (updated %d, added %d, deleted %d)"):format(res.status, path, res.updated,
+            res.added, #res.deleted))
         end
       end
     end
   end
+  local ignored = ignored_types(a, agg, used, dst, new_db)
 
   -- 4. report
   local extra = {}
@@ -453,24 +549,34 @@ local function main(a)
     end
     extra[#extra + 1] = { "Rows Not Replayed (kept)", report.table({ "Operator", "Row", "Input Shapes", "Reason" }, t) }
   end
+  if #ignored > 0 then
+    local t = {}
+    for _, g in ipairs(ignored) do t[#t + 1] = { g.op, g.signatures, g.samples, g.reason } end
+    extra[#extra + 1] = { "Ignored Kernel Types (not written)",
+      report.table({ "Kernel Type", "Signatures", "Samples", "Reason" }, t) }
+  end
+  if #unpruned > 0 then
+    local t = {}
+    for _, op in ipairs(unpruned) do t[#t + 1] = { op, "the operator failed in this run" } end
+    extra[#extra + 1] = { "Not Pruned", report.table({ "Operator", "Reason" }, t) }
+  end
+  if #recovered > 0 then
+    local t = {}
+    for _, f in ipairs(recovered) do t[#t + 1] = { f } end
+    extra[#extra + 1] = { "Removed Leftovers of Interrupted Writes", report.table({ "File" }, t) }
+  end
   local text, hot = report.render(results, gaps, status, { simulated = a.simulate, extra = extra })
   io.stdout:write(text)
   local json = { run_id = id, simulated = a.simulate or false, database = dst, status = status,
-    files = {}, hotspots = #hot, unreplayable = p.unreplayable }
+    files = {}, hotspots = #hot, unreplayable = p.unreplayable, ignored = ignored, not_pruned = unpruned,
+    recovered = recovered }
   for _, r in ipairs(results) do
     json.files[#json.files + 1] = { file = r.csv_path, status = r.status or r.skipped, updated = r.updated,
       added = r.added, unchanged = r.unchanged, deleted = r.deleted, missing = r.missing }
   end
   local md, csvp = report.write(dst, text, hot, id, json)
   say("\n[REPORT] " .. md .. "\n[REPORT] " .. csvp)
-  local failed = status and #status.failed > 0
-  if failed or a.keep_profiler_output or a.prof_path then
-    if not a.prof_path then say("[PRESERVE] profiling data kept: " .. run_dir) end
-  else
-    msprof.rmtree(run_dir)
-    say("[CLEAN] removed " .. run_dir)
-  end
-  if failed then
+  if status and #status.failed > 0 then
     io.stderr:write(("perfscript: %d operator(s) failed; see the report\n"):format(#status.failed))
     return 3
   end

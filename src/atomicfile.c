@@ -27,14 +27,15 @@ int ps_atomic_open(ps_atomic *a, const char *path, char *err, size_t errsize) {
   }
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
-  size_t n = strlen(dir) + strlen(base) + 32;
+  size_t n = strlen(dir) + strlen(base) + 48;
   char *tmp = malloc(n);
   if (tmp == NULL) {
     free(copy); free(dir);
     snprintf(err, errsize, "%s: out of memory", path);
     return -1;
   }
-  snprintf(tmp, n, "%s/.%s.tmp.XXXXXX", dir, base);
+  /* The writer's pid in the name: a later run can tell the leftovers of a dead writer. */
+  snprintf(tmp, n, "%s/.%s.tmp.%ld.XXXXXX", dir, base, (long)getpid());
   free(dir);
   int fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0) {
@@ -65,6 +66,24 @@ int ps_atomic_open(ps_atomic *a, const char *path, char *err, size_t errsize) {
   a->path = copy;
   a->tmp = tmp;
   return 0;
+}
+
+long ps_atomic_tmp_owner(const char *name) {
+  size_t len = strlen(name);
+  const size_t suffix = 6; /* mkostemp's XXXXXX */
+  if (len < 1 + 1 + 5 + 1 + 1 + suffix || name[0] != '.') return 0;
+  const char *end = name + len - suffix;
+  for (const char *p = end; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return 0;
+  if (end[-1] != '.') return 0;
+  const char *d = end - 1; /* the pid's digits end here */
+  const char *q = d;
+  while (q > name && q[-1] >= '0' && q[-1] <= '9') q--;
+  if (q == d || d - q > 9 || *q == '0') return 0;
+  if (q - name < 1 + 1 + 5 || memcmp(q - 5, ".tmp.", 5) != 0) return 0;
+  long pid = 0;
+  for (const char *p = q; p < d; p++) pid = pid * 10 + (*p - '0');
+  return pid;
 }
 
 static void release(ps_atomic *a) {

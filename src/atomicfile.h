@@ -25,6 +25,10 @@ int ps_atomic_commit(ps_atomic *a, int if_changed, char *err, size_t errsize);
 /* Drops the new content; the target is untouched. Safe to call twice. */
 void ps_atomic_abort(ps_atomic *a);
 
+/* The temporary file is DIR/.<name>.tmp.<pid>.XXXXXX (pid: the writer's process). For a
+ * directory entry name, returns that pid when the name has this form, else 0. */
+long ps_atomic_tmp_owner(const char *name);
+
 /* Whole-buffer convenience. */
 int ps_atomic_write(const char *path, const void *data, size_t len, int if_changed,
                     char *err, size_t errsize);

@@ -1,12 +1,17 @@
 #include "dirlock.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "atomicfile.h"
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -65,4 +70,28 @@ void ps_dirlock_release(int fd) {
   if (fd < 0) return;
   flock(fd, LOCK_UN);
   close(fd);
+}
+
+int ps_dirlock_recover(const char *dir, void (*on_removed)(const char *path, long pid, void *ud),
+                       void *ud) {
+  DIR *d = opendir(dir);
+  if (d == NULL) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    long pid = ps_atomic_tmp_owner(e->d_name);
+    if (pid <= 0 || pid == (long)getpid()) continue;
+    /* Alive (or not ours to signal): its writer may still be at work; leave it. */
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (unlink(path) == 0) {
+      n++;
+      if (on_removed) on_removed(path, pid, ud);
+    }
+  }
+  closedir(d);
+  return n;
 }

@@ -17,4 +17,10 @@ int ps_dirlock_acquire(const char *dir, double wait_seconds,
 
 void ps_dirlock_release(int fd);
 
+/* Call with the lock held: removes the temporary files that atomic writes (atomicfile.h) of
+ * processes that no longer exist left in dir (a write killed mid-way), calling on_removed for
+ * each. Files of live processes and every other file are left alone. Returns the count. */
+int ps_dirlock_recover(const char *dir, void (*on_removed)(const char *path, long pid, void *ud),
+                       void *ud);
+
 #endif

@@ -242,7 +242,7 @@ fail:
 
 /* ---- csvedit.merge: index, match, update, prune and rewrite in one pass ------------------ */
 
-/* parse_float > 0 on a raw cell: trimmed, a whole number; nan is not real, inf is. */
+/* parse_float on a raw cell: trimmed, a whole number, else 0. */
 static double parse_float(const char *s, size_t len) {
   char tmp[64];
   while (len && (*s == ' ' || (*s >= '\t' && *s <= '\r'))) s++, len--;
@@ -254,7 +254,12 @@ static double parse_float(const char *s, size_t len) {
   double v = strtod(tmp, &end);
   return *end || end == tmp ? 0.0 : v;
 }
-static int real(const char *s, size_t len) { return parse_float(s, len) > 0; }
+/* A valid duration, as the database's consumer reads one: a finite number > 0 (the original
+ * also took inf). */
+static int real(const char *s, size_t len) {
+  double v = parse_float(s, len);
+  return v > 0 && isfinite(v);
+}
 
 static int same_trimmed(const char *a, size_t la, const char *b, size_t lb) {
   while (la && (*a == ' ' || (*a >= '\t' && *a <= '\r'))) a++, la--;

@@ -1,5 +1,7 @@
 /* perfscript.fs: the file operations that keep a database safe.
- *   fs.lock(dir[, {wait = true, timeout = seconds}]) -> lock (lock:release(), <close>)
+ *   fs.lock(dir[, {wait = true, timeout = seconds, quiet = false}]) -> lock (lock:release(),
+ *     <close>); once held, the temporary files of writes killed mid-way (dead processes) are
+ *     removed and said on stderr (unless quiet); lock:recovered() lists them
  *   fs.write_atomic(path, text[, {if_changed = true}]) -> "created"|"replaced"|"unchanged"
  *   fs.mkdir_p(path) -> true | nil, message */
 #include <errno.h>
@@ -25,6 +27,19 @@ static void say_waiting(const char *holder, void *ud) {
   fflush(stderr);
 }
 
+typedef struct recover_ctx { lua_State *L; int quiet, list; lua_Integer n; } recover_ctx;
+
+static void on_recovered(const char *path, long pid, void *ud) {
+  recover_ctx *c = ud;
+  if (!c->quiet) {
+    fprintf(stderr, "perfscript: removed %s, left by a write of process %ld that did not finish "
+            "(killed or crashed)\n", path, pid);
+    fflush(stderr);
+  }
+  lua_pushstring(c->L, path);
+  lua_rawseti(c->L, c->list, ++c->n);
+}
+
 static int fs_lock(lua_State *L) {
   const char *dir = luaL_checkstring(L, 1);
   double timeout = -1;
@@ -35,14 +50,33 @@ static int fs_lock(lua_State *L) {
     if (lua_getfield(L, 2, "quiet") != LUA_TNIL) quiet = lua_toboolean(L, -1);
     lua_pop(L, 3);
   }
-  lock_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  lock_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
   u->fd = -1;
   luaL_setmetatable(L, LOCK);
+  int lock = lua_gettop(L);
   char err[600];
   u->fd = ps_dirlock_acquire(dir, wait ? timeout : 0, quiet ? NULL : say_waiting, (void *)dir,
                              err, sizeof err);
   if (u->fd < 0) {
     return ps_fail(L, err);
+  }
+  lua_newtable(L);
+  recover_ctx c = {L, quiet, lua_gettop(L), 0};
+  ps_dirlock_recover(dir, on_recovered, &c);
+  lua_setiuservalue(L, lock, 1);
+  lua_settop(L, lock);
+  return 1;
+}
+
+/* The temporary files removed when the lock was taken (paths). */
+static int lock_recovered(lua_State *L) {
+  luaL_checkudata(L, 1, LOCK);
+  lua_getiuservalue(L, 1, 1);
+  lua_newtable(L);
+  lua_Integer n = lua_istable(L, -2) ? (lua_Integer)lua_rawlen(L, -2) : 0;
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, -2, i);
+    lua_rawseti(L, -2, i);
   }
   return 1;
 }
@@ -106,7 +140,8 @@ int luaopen_perfscript_fs(lua_State *L) {
   static const luaL_Reg lock_meta[] = {
     {"__gc", lock_release}, {"__close", lock_release}, {"__tostring", lock_tostring},
     {NULL, NULL}};
-  static const luaL_Reg lock_methods[] = {{"release", lock_release}, {NULL, NULL}};
+  static const luaL_Reg lock_methods[] = {
+    {"release", lock_release}, {"recovered", lock_recovered}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"lock", fs_lock}, {"write_atomic", fs_write_atomic}, {"mkdir_p", fs_mkdir_p},
     {NULL, NULL}};

@@ -1,6 +1,7 @@
 /* The CSV writer, atomic replacement and the database directory lock. */
 #include <dirent.h>
 #include <setjmp.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -147,6 +148,53 @@ static void directory_lock_excludes_a_second_holder(void **state) {
   ps_dirlock_release(fd2);
 }
 
+/* The temporary file of an atomic write names its writer's pid. */
+static void temporary_file_names_its_writer(void **state) {
+  (void)state;
+  char err[600];
+  ps_atomic a;
+  const char *path = write_file("owner.csv", "a\n", 2);
+  assert_int_equal(ps_atomic_open(&a, path, err, sizeof err), 0);
+  const char *base = strrchr(a.tmp, '/') + 1;
+  assert_int_equal(ps_atomic_tmp_owner(base), (long)getpid());
+  ps_atomic_abort(&a);
+  assert_int_equal(ps_atomic_tmp_owner(".Add.csv.tmp.123.aB9xYz"), 123);
+  assert_int_equal(ps_atomic_tmp_owner(".a.tmp.1.abc.tmp.77.ZZZZZZ"), 77);
+  assert_int_equal(ps_atomic_tmp_owner(".Add.csv.tmp.aB9xYz"), 0);    /* no pid */
+  assert_int_equal(ps_atomic_tmp_owner("Add.csv.tmp.123.aB9xYz"), 0);  /* no leading dot */
+  assert_int_equal(ps_atomic_tmp_owner(".Add.csv.tmp.123.aB9xY"), 0);  /* 5-char suffix */
+  assert_int_equal(ps_atomic_tmp_owner(".Add.csv.tmp.123.aB9x-z"), 0);
+  assert_int_equal(ps_atomic_tmp_owner(".tmp.123.aB9xYz"), 0);         /* no name */
+  assert_int_equal(ps_atomic_tmp_owner(".Add.csv.tmp.0123.aB9xYz"), 0);
+  assert_int_equal(ps_atomic_tmp_owner(".perfscript.lock"), 0);
+}
+
+/* With the lock held, leftovers of dead writers go; live writers' files and others stay. */
+static void lock_holder_removes_leftovers_of_dead_writers(void **state) {
+  (void)state;
+  char err[600], name[128];
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, NULL, 0);
+  snprintf(name, sizeof name, ".Gone.csv.tmp.%ld.aB9xYz", (long)dead);
+  const char *gone = write_file(name, "half", 4);
+  snprintf(name, sizeof name, ".Live.csv.tmp.%ld.aB9xYz", (long)getppid());
+  const char *live = write_file(name, "busy", 4);
+  snprintf(name, sizeof name, "Other.tmp.%ld.aB9xYz", (long)dead);
+  const char *other = write_file(name, "x", 1);
+  const char *legacy = write_file(".Old.csv.tmp.aB9xYz", "x", 1);
+  int fd = ps_dirlock_acquire(test_dir(), 0, NULL, NULL, err, sizeof err);
+  assert_true(fd >= 0);
+  assert_int_equal(ps_dirlock_recover(test_dir(), NULL, NULL), 1);
+  struct stat st;
+  assert_int_equal(stat(gone, &st), -1);
+  assert_int_equal(stat(live, &st), 0);
+  assert_int_equal(stat(other, &st), 0);
+  assert_int_equal(stat(legacy, &st), 0);
+  ps_dirlock_release(fd);
+  unlink(live), unlink(other), unlink(legacy);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(minimal_quoting_round_trip),
@@ -156,6 +204,8 @@ int main(void) {
     cmocka_unit_test(unwritable_directory_is_an_error),
     cmocka_unit_test(atomic_write_preserves_mode),
     cmocka_unit_test(directory_lock_excludes_a_second_holder),
+    cmocka_unit_test(temporary_file_names_its_writer),
+    cmocka_unit_test(lock_holder_removes_leftovers_of_dead_writers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

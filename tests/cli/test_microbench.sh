@@ -2,6 +2,8 @@
 # recipes/microbench.lua end to end with the stand-in msprof (tests/fixtures/microbench/msprof):
 # plan, profile, aggregation, write-back, reports, fallback, failures, --devices, --prof-path,
 # --simulate, timeouts, LFS pointers, and two concurrent write-backs that both land.
+# The stand-in msprof also writes the side kernels a real replay launches (DSARandomNormal, Cast,
+# TransData, MaskedFill, fill_zeros_kernel): none of them may become a file.
 source "$(dirname "$0")/lib.sh" || exit 1
 export PERFSCRIPT="$PS_BIN" PERFSCRIPT_LUA_DIR="$SRC/lua"
 MSPROF="$SRC/tests/fixtures/microbench/msprof"
@@ -58,6 +60,8 @@ expect_eq "one hotspot CSV" "$(ls "$DB/reports"/duration_gap_hotspots_full_*.csv
 expect_eq "one JSON report" "$(ls "$DB/reports"/profile_update_report_*.json | wc -l)" "1"
 expect_eq "scratch directory removed on success" "$(ls "$TMP/work" | wc -l)" "0"
 expect_eq "the database was not changed during replay (no msprof_run_ dirs)" "$(ls -d "$DB"/msprof_run_* 2>/dev/null | wc -l)" "0"
+expect_eq "side kernels created no file" "$(ls "$DB" | tr '\n' ' ')" "Add.csv MatMulV2.csv RmsNorm.csv Sort.csv reports "
+expect_contains "side kernels reported as ignored" "$out" "[IGNORED] DSARandomNormal"
 
 # 2. missing-only over a complete database: nothing to replay, files not rewritten.
 before=$(mtime "$DB/Add.csv"); sum_before=$(md5sum "$DB"/*.csv)
@@ -85,22 +89,27 @@ v=$(cell "$DB/Add.csv" 2 "Average Duration(us)"); [[ -n "$v" ]] && ok "fallback 
 DB="$TMP/db4"; make_db "$DB"; sum_before=$(md5sum "$DB"/*.csv)
 out=$(MSPROF_STANDIN_FAIL=all run_mb --database-path "$DB" 2>&1); rc=$?
 expect_eq "failed combined run exits 1" "$rc" "1"
-expect_contains "the error names the cause" "$out" "without op_summary data; profiling data kept at"
+expect_contains "the error names the cause" "$out" "without op_summary data"
+expect_contains "the error quotes msprof's log" "$out" "msprof log: msprof (stand-in): simulated failure"
 expect_eq "database untouched after a failed run" "$(md5sum "$DB"/*.csv)" "$sum_before"
+expect_eq "work directory removed after an error" "$(ls "$TMP/work" | wc -l)" "0"
 rm -rf "${TMP:?}/work"/*
 
 # 5. Non-zero exit with a summary: continue.
 out=$(MSPROF_STANDIN_FAIL=partial run_mb --database-path "$DB" 2>&1)
 expect_contains "partial run continues" "$out" "Continuing with generated profiling data"
 
-# 6. An operator that produced no kernel: reported as failed, exit 3, other ops written.
+# 6. An operator that produced no kernel: reported as failed, exit 3, other ops written; its
+# CSV is not pruned (an environment failure must not delete rows).
 DB="$TMP/db6"; make_db "$DB"
-out=$(MSPROF_STANDIN_FAIL_OPS=Add run_mb --database-path "$DB" 2>&1); rc=$?
+out=$(MSPROF_STANDIN_FAIL_OPS=Add run_mb --database-path "$DB" --prune-empty-duration-rows 2>&1); rc=$?
 expect_eq "failed operator gives exit 3" "$rc" "3"
 expect_contains "failure in the report" "$out" "## Failures"
 expect_eq "Add row left as it was" "$(cell "$DB/Add.csv" 2 "Average Duration(us)")" ""
+expect_eq "the failed operator's CSV is not pruned" "$(grep -c DT_BF16 "$DB/Add.csv")" "1"
+expect_contains "and it says so" "$out" "[KEEP] Add.csv not pruned: Add failed in this run."
 v=$(cell "$DB/RmsNorm.csv" 1 "Average Duration(us)"); [[ -n "$v" ]] && ok "other operators written" || not_ok "other operators written"
-expect_contains "profiler output kept on failure" "$out" "[PRESERVE]"
+expect_eq "work directory removed after a failed operator" "$(ls "$TMP/work" | wc -l)" "0"
 rm -rf "${TMP:?}/work"/*
 
 # 7. msprof missing: a clear message.
@@ -134,16 +143,42 @@ for f in MatMulV2 Add RmsNorm; do
   v=$(cell "$DB/$f.csv" 1 "Average Duration(us)"); [[ -n "$v" ]] && ok "--devices wrote $f" || not_ok "--devices wrote $f"
 done
 
-# 10. --prof-path re-parses an existing PROF tree without launching anything.
+# 10. --prof-path re-parses an existing profile without launching anything, named as users have
+# it: a directory holding PROF_*, a PROF_* directory, its mindstudio_profiler_output, one
+# op_summary_*.csv. The side kernels in it never become files; they are listed as ignored.
 DB="$TMP/db10"; make_db "$DB"
-run_mb --database-path "$DB" --keep-profiler-output >/dev/null 2>&1
-prof=$(ls -d "$TMP/work"/perfscript-microbench-*/prof | head -1)
-DB2="$TMP/db10b"; make_db "$DB2"; : > "$MSPROF_STANDIN_LOG"
-out=$(run_mb --database-path "$DB2" --prof-path "$prof" 2>&1); rc=$?
-expect_eq "--prof-path exits 0" "$rc" "0"
-expect_eq "--prof-path launched nothing" "$(wc -l < "$MSPROF_STANDIN_LOG")" "0"
-expect_eq "--prof-path gives the same values" "$(cell "$DB2/MatMulV2.csv" 1 "Average Duration(us)")" "$(cell "$DB/MatMulV2.csv" 1 "Average Duration(us)")"
+out=$(run_mb --database-path "$DB" --keep-workdir 2>&1)
+expect_contains "--keep-workdir says where the work directory is" "$out" "[KEEP] work directory kept: $TMP/work/perfscript-microbench-"
+mv "$(ls -d "$TMP/work"/perfscript-microbench-*/prof | head -1)" "$TMP/prof10"
 rm -rf "${TMP:?}/work"/*
+PROF1=$(ls -d "$TMP/prof10"/PROF_* | head -1)
+i=0
+for given in "$TMP/prof10" "$PROF1" "$PROF1/mindstudio_profiler_output" "$(ls "$PROF1"/mindstudio_profiler_output/op_summary_*.csv)"; do
+  i=$((i + 1)); DB2="$TMP/db10_$i"; make_db "$DB2"; : > "$MSPROF_STANDIN_LOG"
+  out=$(run_mb --database-path "$DB2" --prof-path "$given" 2>&1); rc=$?
+  expect_eq "--prof-path ${given#"$TMP/"} exits 0" "$rc" "0"
+  expect_eq "--prof-path ${given#"$TMP/"}: the same values" "$(cell "$DB2/MatMulV2.csv" 1 "Average Duration(us)")" "$(cell "$DB/MatMulV2.csv" 1 "Average Duration(us)")"
+  expect_eq "--prof-path ${given#"$TMP/"}: no file for side kernels" "$(ls "$DB2" | tr '\n' ' ')" "Add.csv MatMulV2.csv RmsNorm.csv Sort.csv reports "
+done
+expect_eq "--prof-path launched nothing" "$(wc -l < "$MSPROF_STANDIN_LOG")" "0"
+expect_contains "ignored kernel types on the console" "$out" "[IGNORED] TransData: 4 signature(s), 6 sample(s): no TransData.csv in the database; not created."
+expect_contains "ignored kernel types in the report" "$(cat "$DB2"/reports/*.md)" "## Ignored Kernel Types (not written)"
+out=$(run_mb --database-path "$DB2" --prof-path "$TMP/prof10" --ops Add MaskedFill 2>&1); rc=$?
+expect_eq "--ops naming an operator without a CSV: exit 0" "$rc" "0"
+expect_eq "... and no new file" "$(ls "$DB2" | tr '\n' ' ')" "Add.csv MatMulV2.csv RmsNorm.csv Sort.csv reports "
+expect_contains "... listed as ignored" "$out" "[IGNORED] MaskedFill: 4 signature(s), 6 sample(s): no MaskedFill.csv in the database; not created."
+out=$(run_mb --database-path "$DB2" --prof-path "$TMP/nothing" 2>&1); rc=$?
+expect_eq "a --prof-path that does not exist: exit 1" "$rc" "1"
+expect_contains "... the error names it and what was looked for" "$out" "$TMP/nothing: no such file or directory (--prof-path takes a PROF_* directory, a directory holding PROF_* directories, a mindstudio_profiler_output directory or one op_summary_*.csv file)"
+mkdir -p "$TMP/unexported/PROF_000009_x/device_0"
+out=$(run_mb --database-path "$DB2" --prof-path "$TMP/unexported" 2>&1)
+expect_contains "a PROF_* tree without op_summary: named, and what to do" "$out" "$TMP/unexported: 1 PROF_* directory ($TMP/unexported/PROF_000009_x) but no mindstudio_profiler_output/op_summary_*.csv"
+mkdir -p "$TMP/db10_new"
+out=$(run_mb --database-path "$TMP/db10_new" --prof-path "$TMP/prof10" --ops MatMulV2 Add 2>&1); rc=$?
+expect_eq "re-parsing into a database without CSVs: exit 0" "$rc" "0"
+expect_eq "... files only for --ops" "$(ls "$TMP/db10_new" | tr '\n' ' ')" "Add.csv MatMulV2.csv reports "
+expect_contains "... the others listed as ignored" "$out" "[IGNORED] RmsNorm: 2 signature(s), 2 sample(s): no RmsNorm.csv in the database; not created (name it with --ops to create it)."
+expect_eq "no work directory left by --prof-path runs, failed or not" "$(ls "$TMP/work" | wc -l)" "0"
 
 # 11. Two concurrent write-backs on one database both land: the second waits for the lock.
 DB="$TMP/db11"; make_db "$DB"
@@ -214,9 +249,50 @@ if command -v python3 >/dev/null; then
     [[ "$n" == 200000 || "$n" == 201000 ]] || { whole=0; echo "    after a kill at ${delay}s: $n rows"; }
   done
   expect_eq "killed write-backs leave the database whole" "$whole" "1"
+  # what a kill mid-write leaves (whether the kills above hit a write or not): a temporary file
+  # of a dead process, which the next lock holder removes; a live writer's file stays
+  ( : ) & dead=$!; wait "$dead"
+  printf 'half a file' > "$C/db/.Add.csv.tmp.$dead.Xy12Ab"
+  printf 'busy' > "$C/db/.Add.csv.tmp.$$.Ab12Cd"
   out=$("$PS_BIN" "$MB" --database-path "$C/db" --prof-path "$C/prof" --ops Add --work-dir "$TMP/work" 2>&1); rc=$?
   expect_eq "a later run completes" "$rc" "0"
   expect_eq "its rows landed" "$(count_rows "$C/db/Add.csv")" "201000"
+  expect_contains "it says it removed a dead run's leftover" "$out" "removed $C/db/.Add.csv.tmp.$dead.Xy12Ab, left by a write of process $dead that did not finish"
+  expect_contains "... in the report too" "$(cat "$C"/db/reports/*.md)" "## Removed Leftovers of Interrupted Writes"
+  expect_eq "no leftover of a dead run remains; the live writer's file does" "$(ls -a "$C/db" | grep '\.tmp\.' | tr '\n' ' ')" ".Add.csv.tmp.$$.Ab12Cd "
+  rm -f "$C/db/.Add.csv.tmp.$$.Ab12Cd"
+  rm -rf "${TMP:?}/work"/* # the work directories of the runs killed with SIGKILL
 fi
+
+# 15. --prune-empty-duration-rows prunes every targeted CSV, also one for which this run brought
+# no sample (RmsNorm: two rows the builder rejects, one with inf, which the consumer rejects
+# too), and leaves the Git LFS pointer alone.
+DB="$TMP/db15"; make_db "$DB"
+cat > "$DB/RmsNorm.csv" <<EOF
+$HEADER
+dynamic,AI_VECTOR_CORE,"""128,4096;4096;4096""",DT_BF16;DT_BF16;DT_BF16,ND;ND;ND,"""128,4096""",DT_BF16,ND,inf,
+dynamic,AI_VECTOR_CORE,"""64,4096;4096;4096""",DT_BF16;DT_BF16;DT_BF16,ND;ND;ND,"""64,4096""",DT_BF16,ND,,0
+EOF
+lfs_before=$(cat "$DB/Sort.csv")
+out=$(run_mb --database-path "$DB" --prune-empty-duration-rows 2>&1); rc=$?
+expect_eq "prune run exits 0" "$rc" "0"
+expect_eq "a target without samples is pruned to its header" "$(cat "$DB/RmsNorm.csv")" "$HEADER"
+expect_contains "its deletions are written and reported" "$out" "[WRITE] replaced $DB/RmsNorm.csv (updated 0, added 0, deleted 2)"
+expect_eq "the LFS pointer is left alone" "$(cat "$DB/Sort.csv")" "$lfs_before"
+
+# 16. Ctrl-C while msprof runs: the profiler's process group is killed and the work directory
+# removed.
+DB="$TMP/db16"; make_db "$DB"; rm -rf "${TMP:?}/work"/* "${TMP:?}/orphan16.pid"
+MSPROF_STANDIN_SLEEP=30 MSPROF_STANDIN_ORPHAN="$TMP/orphan16.pid" "$PS_BIN" "$MB" --msprof "$MSPROF" \
+  --work-dir "$TMP/work" --database-path "$DB" --ops Add > "$TMP/run16.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [[ -s "$TMP/orphan16.pid" ]] && break; sleep 0.1; done
+kill -INT "$pid"; wait "$pid"; rc=$?
+expect_eq "Ctrl-C stops the run" "$rc" "1"
+expect_contains "... saying so" "$(cat "$TMP/run16.out")" "interrupted"
+expect_eq "... and removes the work directory" "$(ls "$TMP/work" | wc -l)" "0"
+opid=$(cat "$TMP/orphan16.pid")
+for _ in 1 2 3 4 5 6 7 8 9 10; do alive "$opid" || break; sleep 0.2; done
+if ! alive "$opid"; then ok "... and kills the profiler's processes"; else not_ok "... and kills the profiler's processes" "pid $opid alive"; kill "$opid"; fi
 
 finish

@@ -175,4 +175,37 @@ function TestFs:test_lock_and_atomic_write()
   lu.assertStrContains(err, "cannot create directory")
 end
 
+-- A writer killed mid-write leaves its temporary file; the next lock holder removes it (and
+-- only it: files of live writers and other files stay).
+function TestFs:test_lock_removes_leftovers_of_killed_writers()
+  local fs, proc = require "perfscript.fs", require "perfscript.proc"
+  local d = h.tmpdir()
+  local target = h.write(d .. "/Add.csv", "a\n1\n")
+  local ready = d .. "/ready"
+  local bin = os.getenv("PERFSCRIPT") or "build/perfscript"
+  local p = assert(proc.spawn { argv = { bin, "-e", ([[
+    local w = assert(require('perfscript.csv').writer(%q)); w:write{'a'}; w:write{'2'}
+    io.open(%q, 'w'):close(); while true do end]]):format(target, ready) } })
+  for _ = 1, 200 do
+    if io.open(ready) then break end
+    proc.run { argv = { "sleep", "0.05" } }
+  end
+  p:kill(0) -- SIGTERM then SIGKILL: no chance to clean up
+  local function leftovers()
+    local n = {}
+    for name in require("lfs").dir(d) do if name:find("%.tmp%.") then n[#n + 1] = name end end
+    table.sort(n)
+    return n
+  end
+  local left = leftovers()
+  lu.assertEquals(#left, 1)
+  lu.assertStrContains(left[1], (".Add.csv.tmp.%d."):format(p:pid()))
+  local mine = h.write(d .. "/.Live.csv.tmp." .. h.read("/proc/self/stat"):match("^%d+") .. ".aB9xYz", "busy")
+  h.write(d .. "/.Old.csv.tmp.aB9xYz", "unknown writer")
+  local lock <close> = assert(fs.lock(d, { quiet = true }))
+  lu.assertEquals(lock:recovered(), { d .. "/" .. left[1] })
+  lu.assertEquals(leftovers(), { ".Live.csv.tmp." .. mine:match("tmp%.(%d+)") .. ".aB9xYz", ".Old.csv.tmp.aB9xYz" })
+  lu.assertEquals(h.read(target), "a\n1\n")
+end
+
 os.exit(lu.LuaUnit.run(...))

@@ -29,26 +29,75 @@ function M.prof_dirs(root)
   return out
 end
 
+local SUMMARY = "^op_summary_.*%.csv$"
+
+local function summaries_in(dir)
+  local list = {}
+  for name in lfs.dir(dir) do
+    if name:match(SUMMARY) and lfs.attributes(dir .. "/" .. name, "mode") == "file" then
+      list[#list + 1] = dir .. "/" .. name
+    end
+  end
+  table.sort(list)
+  return list
+end
+
 -- The op_summary_*.csv files (all slices) of the PROF directories, in order.
 function M.summaries(prof_dirs)
   local out = {}
   for _, d in ipairs(prof_dirs) do
     local o = d .. "/mindstudio_profiler_output"
-    local list = {}
     if isdir(o) then
-      for name in lfs.dir(o) do
-        if name:match("^op_summary_.*%.csv$") then list[#list + 1] = o .. "/" .. name end
-      end
+      for _, p in ipairs(summaries_in(o)) do out[#out + 1] = p end
     end
-    table.sort(list)
-    for _, p in ipairs(list) do out[#out + 1] = p end
   end
   return out
 end
 
--- Removes a directory tree (the profiler scratch directory).
+local WHAT = "a PROF_* directory, a directory holding PROF_* directories, a "
+  .. "mindstudio_profiler_output directory or one op_summary_*.csv file"
+
+-- The op_summary_*.csv files of what a user names with --prof-path: one op_summary_*.csv
+-- file, a mindstudio_profiler_output directory (or any directory holding op_summary_*.csv
+-- files), a PROF_* directory, or a directory with PROF_* directories anywhere below it.
+-- Returns the list, or nil and a message naming the path and what was looked for.
+local function find_summaries(path)
+  local mode = lfs.attributes(path, "mode")
+  if not mode then
+    return nil, ("%s: no such file or directory (--prof-path takes %s)"):format(path, WHAT)
+  end
+  if mode == "file" then
+    local name = path:match("[^/]+$")
+    if name:match(SUMMARY) then return { path } end
+    return nil, ("%s: not an op_summary_*.csv file (--prof-path takes %s)"):format(path, WHAT)
+  end
+  if mode ~= "directory" then return nil, ("%s: not a file or directory"):format(path) end
+  local here = summaries_in(path)
+  if #here > 0 then return here end
+  local dirs = M.prof_dirs(path)
+  local name = path:match("[^/]+$") or path
+  if name:match("^PROF_") then table.insert(dirs, 1, path) end
+  local out = M.summaries(dirs)
+  if #out > 0 then return out end
+  if #dirs == 0 then
+    return nil, ("%s: no op_summary_*.csv in it and no PROF_* directory below it (--prof-path takes %s)")
+      :format(path, WHAT)
+  end
+  return nil, ("%s: %d PROF_* director%s (%s%s) but no mindstudio_profiler_output/op_summary_*.csv in "
+    .. "any of them (export the data first: msprof --export=on --output=<PROF_* directory>)")
+    :format(path, #dirs, #dirs == 1 and "y" or "ies", dirs[1], #dirs > 1 and ", ..." or "")
+end
+
+function M.find_summaries(path)
+  path = path:gsub("(.)/+$", "%1")
+  local ok, list, err = pcall(find_summaries, path)
+  if not ok then return nil, ("%s: %s"):format(path, tostring(list)) end -- an unreadable directory
+  return list, err
+end
+
+-- Removes a directory tree (the profiler scratch directory); links are removed, never followed.
 function M.rmtree(p)
-  local mode = lfs.attributes(p, "mode")
+  local mode = lfs.symlinkattributes(p, "mode")
   if mode == "directory" then
     for name in lfs.dir(p) do
       if name ~= "." and name ~= ".." then M.rmtree(p .. "/" .. name) end
@@ -88,8 +137,45 @@ function M.start(o)
 end
 
 -- Waits for a started run; returns {rc=, how=, summaries=, cmd=}.
+-- A to-be-closed guard that kills the processes' groups when the scope is left by an error
+-- (Ctrl-C included), so that nothing still writes into a work directory being removed.
+function M.kill_on_error(procs)
+  return setmetatable({}, { __close = function(_, err)
+    if err == nil then return end
+    for _, p in ipairs(procs) do p:kill(0.5) end -- the group, even when its leader has ended
+  end })
+end
+
+-- The last lines of a log, on one line (the work directory, and so the log, may be removed).
+function M.log_tail(path, n)
+  local f = io.open(path, "rb")
+  if not f then return "(no log)" end
+  local lines = {}
+  for l in f:lines() do
+    if l:match("%S") then
+      lines[#lines + 1] = l
+      if #lines > (n or 5) then table.remove(lines, 1) end
+    end
+  end
+  f:close()
+  return #lines > 0 and table.concat(lines, " | ") or "(empty log)"
+end
+
+-- Where a failed run's evidence is: kept on disk, or the log's last lines.
+local function evidence(o, dir)
+  if o.keep then return ("profiling data kept at %s (log: %s/msprof.log)"):format(dir, dir) end
+  return ("msprof log: %s (--keep-workdir keeps the profiler output)"):format(M.log_tail(dir .. "/msprof.log"))
+end
+
 function M.finish(p, o, cmd)
-  local rc, how = p:wait(o.timeout)
+  local guard <close> = M.kill_on_error { p }
+  -- short waits: Ctrl-C is raised between them (a blocking wait would hold it until the end)
+  local rc, how
+  local waited, step = 0, 0.25
+  repeat
+    rc, how = p:wait(step)
+    waited = waited + step
+  until rc or (o.timeout and waited >= o.timeout)
   if not rc then
     p:kill(2)
     rc, how = 124, "timeout"
@@ -108,7 +194,7 @@ function M.run(o)
 end
 
 -- The combined run with the per-operator fallback. o: as M.run plus ops (list), app_for(op_or_nil)
--- -> app argv, allow_fallback, say. Returns {summaries=, failed={{op=, reason=}}, runs=} or nil, message.
+-- -> app argv, allow_fallback, say, keep (the output outlives the run: messages point at it). Returns {summaries=, failed={{op=, reason=}}, runs=} or nil, message.
 function M.profile(o)
   local say = o.say or print
   local res = { summaries = {}, failed = {}, runs = 0, dirs = {} }
@@ -130,8 +216,8 @@ function M.profile(o)
   end
   local ops = o.ops or {}
   if not o.allow_fallback or #ops < 2 or o.fail_fast then
-    return nil, ("msprof exited with %s without op_summary data; profiling data kept at %s (log: %s/msprof.log): %s%s")
-      :format(first.how == "timeout" and "a timeout" or tostring(first.rc), o.out, o.out, first.cmd,
+    return nil, ("msprof exited with %s without op_summary data; %s; command: %s%s")
+      :format(first.how == "timeout" and "a timeout" or tostring(first.rc), evidence(o, o.out), first.cmd,
         (#ops < 2 or o.fail_fast) and "" or "; rerun with --ops to enable the per-operator fallback")
   end
   say("[WARN] Combined msprof run produced no op_summary data. Retrying each selected operator in a separate msprof run.")
@@ -142,8 +228,8 @@ function M.profile(o)
     res.runs = res.runs + 1
     if not r then return nil, rerr end
     if #r.summaries == 0 then
-      res.failed[#res.failed + 1] = { op = op, reason = ("msprof exited with %s while profiling %s; data kept at %s")
-        :format(r.how == "timeout" and "a timeout" or tostring(r.rc), op, dir) }
+      res.failed[#res.failed + 1] = { op = op, reason = ("msprof exited with %s while profiling %s; %s")
+        :format(r.how == "timeout" and "a timeout" or tostring(r.rc), op, evidence(o, dir)) }
       say("[FAIL] " .. res.failed[#res.failed].reason)
     else
       if r.rc ~= 0 then say(("[WARN] msprof exited with %d while profiling %s; continuing with its op_summary data."):format(r.rc, op)) end

@@ -44,11 +44,11 @@ function M.parse_float(s)
   return tonumber(s) or 0.0
 end
 
--- A duration is real when parse_float > 0 (NaN is not, inf is: the original's rule, kept
--- for the database's validity test).
+-- A duration is valid when it is a finite number > 0, as the database's consumer reads it
+-- (the original also took inf); the write-back's prune applies the same rule in C (csvedit).
 function M.is_real(s)
   local v = M.parse_float(s)
-  return v > 0
+  return v > 0 and v < math.huge
 end
 
 -- A sample that may enter a minimum: finite and > 0 (a blank never wins).

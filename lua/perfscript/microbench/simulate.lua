@@ -60,9 +60,19 @@ local function q(s)
   return s
 end
 
+-- Kernels a real replay launches around the measured call (random inputs, dtype and format
+-- conversions, helper kernels), with the slot of the case's first input they work on.
+M.SIDE_KERNELS = {
+  { op = "DSARandomNormal", dtype = "DT_BF16" }, { op = "Cast", dtype = "FLOAT" },
+  { op = "TransData", dtype = "DT_BF16" }, { op = "MaskedFill", dtype = "DT_BF16" },
+  { op = "fill_zeros_kernel", dtype = "FLOAT" },
+}
+
 -- Writes <root>/PROF_<tag>/mindstudio_profiler_output/op_summary_<tag>.csv for cases (each
 -- with .op and .record), repeat_count rows per case with a small deterministic jitter.
--- opts: repeat_count, tag, device_id, skip_ops (set). Returns the file path and row count.
+-- opts: repeat_count, tag, device_id, skip_ops (set), side_kernels (also write the side
+-- kernels of M.SIDE_KERNELS before each case, as a real replay does). Returns the file path
+-- and row count.
 function M.write_op_summary(root, cases, opts)
   opts = opts or {}
   local tag = opts.tag or "000001"
@@ -75,6 +85,16 @@ function M.write_op_summary(root, cases, opts)
   for ci, c in ipairs(cases) do
     if not (opts.skip_ops and opts.skip_ops[c.op]) then
       local rec = c.record or {}
+      local first = (shape.split(rec["Input Shapes"] or "")[1] or ""):gsub('"', "")
+      for _, k in ipairs(opts.side_kernels and first ~= "" and M.SIDE_KERNELS or {}) do
+        task = task + 1
+        local row = { tostring(opts.device_id or 0), "4294967295", tostring(task), "2", k.op .. "_" .. ci, k.op,
+          "static", "AI_VECTOR_CORE", ("%.3f\t"):format(t0 + task * 100), "1.250", "0.000", "8", "0", "NO",
+          q(first), k.dtype, "ND", q(first), k.dtype, "ND", "N/A" }
+        for _ = 1, #schema.METRICS do row[#row + 1] = "N/A" end
+        w:write(row)
+        n = n + 1
+      end
       local base, cube = M.duration_us(c.op, rec)
       for rep = 1, opts.repeat_count or 1 do
         task = task + 1
