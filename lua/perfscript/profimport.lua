@@ -328,7 +328,7 @@ function M.tables(agg, fia)
       order[#order + 1] = t
     end
     t.groups[#t.groups + 1] = i
-    t.keys[#t.keys + 1] = g.key
+    t.keys[#t.keys + 1] = g.import_key
     t.rows = #t.groups
   end
   return order
@@ -413,7 +413,7 @@ local function merge_one(dir, t, opts)
   local index = {}
   for i, row in ipairs(rows) do
     for k = width + 1, #header do row[k] = row[k] or "" end
-    local key = profile.key(t.type, cell(row, "Input Shapes"), cell(row, "Input Data Types"),
+    local key = profile.import_key(t.type, cell(row, "Input Shapes"), cell(row, "Input Data Types"),
       cell(row, "Input Formats"), cell(row, "Output Shapes"), cell(row, "Output Data Types"))
     if index[key] == nil then index[key] = i end
   end
