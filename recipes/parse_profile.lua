@@ -41,7 +41,9 @@ local problems, files, empty = imp.check(found.files, { require_counters = args.
 if #problems > 0 then
   perf.fail("%s\nnothing was written", table.concat(problems, "\n"))
 end
-if #files == 0 then perf.fail("no data: every input file is empty") end
+if #files == 0 then
+  perf.fail("no data: every input file is empty (no header): %s", table.concat(empty, ", "))
+end
 local dir = dbpath.from_args(args)
 
 local total_size = 0

@@ -109,6 +109,17 @@ expect_eq "missing columns: exit 1" "$rc" 1
 expect_contains "missing columns named with the file" "$out" "bad/b/kernel_details.csv: missing columns: Input Shapes"
 expect_contains "Level0 said clearly" "$out" "Level0 export"
 expect_eq "nothing written" "$(ls dbbad 2>/dev/null | wc -l)" 0
+# empty input files: the message names them (issue 10 item 3)
+mkdir -p empty/a empty/b
+: > empty/a/kernel_details.csv
+: > empty/b/kernel_details.csv
+out=$(run --profiling-path empty --database-path dbempty 2>&1); rc=$?
+expect_eq "empty files: exit 1" "$rc" 1
+expect_contains "empty files named" "$out" "no data: every input file is empty (no header): empty/a/kernel_details.csv, empty/b/kernel_details.csv"
+out=$(run --profiling-path empty/b/kernel_details.csv --database-path dbempty 2>&1); rc=$?
+expect_eq "one empty file: exit 1" "$rc" 1
+expect_contains "one empty file named" "$out" "no data: every input file is empty (no header): empty/b/kernel_details.csv"
+expect_eq "empty files: nothing written" "$(ls dbempty 2>/dev/null | wc -l)" 0
 out=$(run --profiling-path nowhere --database-path dbbad 2>&1); rc=$?
 expect_eq "absent path: exit 1" "$rc" 1
 expect_contains "absent path named" "$out" "profiling path not found: nowhere"
