@@ -9,16 +9,17 @@ local imp = require "perfscript.profimport"
 local progress = require "perfscript.progress"
 
 local parser = argparse("parse_profile",
-  "Aggregate profiler kernel tables (kernel_details*.csv, op_summary_*.csv) per signature and "
-  .. "merge them into a database directory, one <KernelType>.csv per kernel type.")
+  "Aggregate profiler kernel tables (kernel_details*.csv, op_summary_*.csv) into one row per "
+  .. "kernel (type, shapes, dtypes and formats as the export wrote them) and merge them into a "
+  .. "database directory, one <KernelType>.csv per kernel type.")
 parser:option("--profiling-path",
   "A kernel_details*.csv or op_summary_*.csv file, or a directory scanned recursively "
   .. "(multi-rank *_ascend_pt/ASCEND_PROFILER_OUTPUT trees, PROF_*/mindstudio_profiler_output).")
   :count(1)
 dbpath.add_options(parser)
 parser:option("--update-mode",
-  "What happens to database rows whose signature was measured again:\n"
-  .. "new-only: keep them (only new signatures are appended);\n"
+  "What happens to database rows whose kernel was measured again:\n"
+  .. "new-only: keep them (only new kernels are appended);\n"
   .. "missing-only: fill the statistics of rows without a Profiling Average Duration;\n"
   .. "all: replace their profiling statistics and counters.")
   :choices(imp.UPDATE_MODES):default("new-only")
@@ -40,7 +41,9 @@ local problems, files, empty = imp.check(found.files, { require_counters = args.
 if #problems > 0 then
   perf.fail("%s\nnothing was written", table.concat(problems, "\n"))
 end
-if #files == 0 then perf.fail("no data: every input file is empty") end
+if #files == 0 then
+  perf.fail("no data: every input file is empty (no header): %s", table.concat(empty, ", "))
+end
 local dir = dbpath.from_args(args)
 
 local total_size = 0
@@ -57,7 +60,7 @@ local results = imp.merge(dir, tables, { mode = args.update_mode, dry_run = args
 
 -- Summary
 local t = agg:totals()
-print(string.format("Read %d file(s), %s rows; %s aggregated into %s signature(s) of %d kernel type(s)",
+print(string.format("Read %d file(s), %s rows; %s aggregated into %s database row(s) of %d kernel type(s)",
   #files, group_digits(t.rows), group_digits(t.used), group_digits(#agg), #tables))
 local skipped = {}
 if t.na_shapes > 0 then skipped[#skipped + 1] = group_digits(t.na_shapes) .. " with N/A shapes" end
@@ -88,7 +91,7 @@ for _, pf in ipairs(per_file) do
   end
 end
 for _, w in ipairs(warnings) do print("Warning: " .. w) end
-print("Signatures per kernel type:")
+print("Database rows per kernel type:")
 for _, tb in ipairs(tables) do print(string.format("  %-40s %d", tb.type, tb.rows)) end
 
 local verb = args.dry_run and "would be " or ""

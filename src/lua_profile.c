@@ -7,7 +7,8 @@
  *   agg:row(i) -> the 36 database cells (base columns, profiling statistics, counters)
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
- *   profile.key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes) -> key, hash */
+ *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
+ *       -> key, hash (the import's group key, profkey.h; a group's is g.import_key) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,7 +120,7 @@ static int a_group(lua_State *L) {
     lua_pushstring(L, g.cells[c]);
     lua_setfield(L, -2, cell_names[c]);
   }
-  lua_pushlstring(L, g.key, g.keylen), lua_setfield(L, -2, "key");
+  lua_pushlstring(L, g.key, g.keylen), lua_setfield(L, -2, "import_key");
   lua_pushinteger(L, (lua_Integer)g.hash), lua_setfield(L, -2, "hash");
   lua_pushinteger(L, (lua_Integer)g.count), lua_setfield(L, -2, "count");
   if (stats) {
@@ -276,23 +277,24 @@ static int f_number(lua_State *L) {
   return 1;
 }
 
-/* profile.key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes) -> key, hash:
- * the grouping key of such a row (to match database rows against groups). */
-static int f_key(lua_State *L) {
-  size_t tlen, lens[5];
+/* profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
+ * -> key, hash: the import's group key of such a row (to match database rows to groups).
+ * type is taken as given (the canonical kernel type). */
+static int f_import_key(lua_State *L) {
+  size_t tlen, lens[PS_IMPORT_KEY_CELLS];
   const char *type = luaL_checklstring(L, 1, &tlen);
-  const char *cells[5];
-  for (int i = 0; i < 5; i++) cells[i] = luaL_optlstring(L, i + 2, "", &lens[i]);
-  ps_profkey *k = ps_profkey_new();
+  const char *cells[PS_IMPORT_KEY_CELLS];
+  for (int i = 0; i < PS_IMPORT_KEY_CELLS; i++) cells[i] = luaL_optlstring(L, i + 2, "", &lens[i]);
+  ps_import_key *k = ps_import_key_new();
   if (k == NULL) return luaL_error(L, "out of memory");
   size_t keylen;
   uint64_t hash[2];
-  const char *key = ps_profkey_build(k, type, tlen, cells, lens, &keylen, hash);
+  const char *key = ps_import_key_build(k, type, tlen, cells, lens, &keylen, hash);
   if (key) {
     lua_pushlstring(L, key, keylen);
     lua_pushinteger(L, (lua_Integer)hash[0]);
   }
-  ps_profkey_free(k);
+  ps_import_key_free(k);
   if (key == NULL) return luaL_error(L, "out of memory");
   return 2;
 }
@@ -315,7 +317,7 @@ int luaopen_perfscript_profile(lua_State *L) {
     {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"us_to_ns", f_us_to_ns}, {"kernel_type", f_kernel_type},
-    {"is_na", f_is_na}, {"number", f_number}, {"key", f_key}, {NULL, NULL}};
+    {"is_na", f_is_na}, {"number", f_number}, {"import_key", f_import_key}, {NULL, NULL}};
   luaL_newmetatable(L, AGG);
   luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);

@@ -51,18 +51,12 @@ typedef struct group {
   char *cells[PS_PC_NCELLS];
 } group;
 
-/* Not u64map.h: the parse_profile hot path (prefetched slots, 128-bit matches) keeps its own. */
+/* Not u64map.h: the parse_profile hot path keeps its own table. A slot holds the key's whole
+ * 128-bit hash, so a lookup touches a group only once it has found it. */
 typedef struct slot {
-  uint64_t hash;
-  uint32_t idx;                          /* group index + 1, 0 = empty */
-} slot;
-
-/* The raw cells of a row (as written) -> its group: most rows repeat a few texts, so the
- * signature is worked out once per distinct text, not once per row. */
-typedef struct rawslot {
   uint64_t h0, h1;
   uint32_t idx;                          /* group index + 1, 0 = empty */
-} rawslot;
+} slot;
 
 /* Exact-duplicate detection keeps the row keys of the last DUP_WINDOW to 2 * DUP_WINDOW rows
  * of the file in two small tables (old and current generation), so it costs constant memory
@@ -77,15 +71,11 @@ struct ps_profile {
   size_t ngroups, capgroups;
   slot *slots;                /* open addressing on the key hash */
   size_t nslots;              /* power of two */
-  rawslot *raw;               /* raw row text -> group */
-  size_t nraw, rawcap;        /* rawcap: power of two */
-  char *rawbuf;
-  size_t rawbufcap;
   uint64_t *seen[2];          /* duplicate window: current and previous generation */
   size_t nseen;
   ps_profile_counts totals;
   long nfiles;
-  ps_profkey *keys;
+  ps_import_key *keys;
 };
 
 ps_profile *ps_profile_new(void) {
@@ -93,7 +83,7 @@ ps_profile *ps_profile_new(void) {
   if (p == NULL) return NULL;
   p->nslots = 1024;
   p->slots = calloc(p->nslots, sizeof *p->slots);
-  p->keys = ps_profkey_new();
+  p->keys = ps_import_key_new();
   if (p->slots == NULL || p->keys == NULL) {
     ps_profile_free(p);
     return NULL;
@@ -111,11 +101,9 @@ void ps_profile_free(ps_profile *p) {
   }
   free_groups(p->groups, p->capgroups);
   free(p->slots);
-  free(p->raw);
-  free(p->rawbuf);
   free(p->seen[0]);
   free(p->seen[1]);
-  ps_profkey_free(p->keys);
+  ps_import_key_free(p->keys);
   free(p);
 }
 
@@ -281,7 +269,7 @@ static int grow_table(ps_profile *p) {
   for (size_t i = 0; i < p->ngroups; i++) {
     size_t h = (size_t)p->groups[i].hash & (n - 1);
     while (t[h].idx) h = (h + 1) & (n - 1);
-    t[h] = (slot){p->groups[i].hash, (uint32_t)i + 1};
+    t[h] = (slot){p->groups[i].hash, p->groups[i].hash2, (uint32_t)i + 1};
   }
   free(p->slots);
   p->slots = t;
@@ -292,14 +280,11 @@ static int grow_table(ps_profile *p) {
 static group *find_or_add(ps_profile *p, const char *key, size_t keylen, const uint64_t hash[2],
                           int *created) {
   size_t h = (size_t)hash[0] & (p->nslots - 1);
-  for (; p->slots[h].idx; h = (h + 1) & (p->nslots - 1)) {
-    if (p->slots[h].hash != hash[0]) continue;
-    group *g = &p->groups[p->slots[h].idx - 1];
-    if (g->hash2 == hash[1]) {   /* 128 bits agree: the same key */
+  for (; p->slots[h].idx; h = (h + 1) & (p->nslots - 1))
+    if (p->slots[h].h0 == hash[0] && p->slots[h].h1 == hash[1]) {   /* the same key */
       *created = 0;
-      return g;
+      return &p->groups[p->slots[h].idx - 1];
     }
-  }
   if (p->ngroups >= UINT32_MAX - 1) return NULL;
   if (p->ngroups == p->capgroups) {
     size_t c = p->capgroups ? p->capgroups * 2 : 256;
@@ -321,72 +306,10 @@ static group *find_or_add(ps_profile *p, const char *key, size_t keylen, const u
   g->fia_file = g->fia_ordinal = -1;
   g->min = INFINITY;
   g->max = -INFINITY;
-  p->slots[h] = (slot){hash[0], (uint32_t)++p->ngroups};
+  p->slots[h] = (slot){hash[0], hash[1], (uint32_t)++p->ngroups};
   if (p->ngroups * 2 > p->nslots && grow_table(p) != 0) return NULL;
   *created = 1;
   return &p->groups[p->ngroups - 1];
-}
-
-/* Finds the group of a raw row text; NULL when not cached yet (*at: where to insert). */
-static group *raw_find(ps_profile *p, const uint64_t h[2], size_t *at) {
-  if (p->rawcap == 0) {
-    *at = 0;
-    return NULL;
-  }
-  size_t i = (size_t)h[0] & (p->rawcap - 1);
-  for (; p->raw[i].idx; i = (i + 1) & (p->rawcap - 1))
-    if (p->raw[i].h0 == h[0] && p->raw[i].h1 == h[1]) return &p->groups[p->raw[i].idx - 1];
-  *at = i;
-  return NULL;
-}
-
-static int raw_add(ps_profile *p, const uint64_t h[2], size_t at, size_t group_index) {
-  if ((p->nraw + 1) * 2 > p->rawcap) {
-    size_t n = p->rawcap ? p->rawcap * 2 : 4096;
-    rawslot *t = calloc(n, sizeof *t);
-    if (t == NULL) return -1;
-    for (size_t i = 0; i < p->rawcap; i++)
-      if (p->raw[i].idx) {
-        size_t k = (size_t)p->raw[i].h0 & (n - 1);
-        while (t[k].idx) k = (k + 1) & (n - 1);
-        t[k] = p->raw[i];
-      }
-    free(p->raw);
-    p->raw = t;
-    p->rawcap = n;
-    at = (size_t)h[0] & (n - 1);
-    while (p->raw[at].idx) at = (at + 1) & (n - 1);
-  }
-  p->raw[at] = (rawslot){h[0], h[1], (uint32_t)group_index + 1};
-  p->nraw++;
-  return 0;
-}
-
-/* XXH3-128 of the type and the five signature cells as written. */
-static int raw_hash(ps_profile *p, const char *type, size_t tlen, const char *const *cells,
-                    const size_t *lens, uint64_t h[2]) {
-  size_t need = tlen + 6;
-  for (int i = 0; i < 5; i++) need += lens[i];
-  if (need > p->rawbufcap) {
-    size_t c = p->rawbufcap ? p->rawbufcap : 512;
-    while (c < need) c *= 2;
-    char *b = realloc(p->rawbuf, c);
-    if (b == NULL) return -1;
-    p->rawbuf = b;
-    p->rawbufcap = c;
-  }
-  char *w = p->rawbuf;
-  memcpy(w, type, tlen);
-  w += tlen;
-  for (int i = 0; i < 5; i++) {
-    *w++ = '\x1f';
-    memcpy(w, cells[i], lens[i]);
-    w += lens[i];
-  }
-  XXH128_hash_t x = XXH3_128bits(p->rawbuf, (size_t)(w - p->rawbuf));
-  h[0] = x.low64;
-  h[1] = x.high64;
-  return 0;
 }
 
 static int in_table(const uint64_t *t, uint64_t hash) {
@@ -522,9 +445,12 @@ static int add_row(run *u, const ps_scan_record *rec) {
   }
   /* The tables a row probes are far apart in memory: their slots are prefetched first and
    * the parsing below hides the wait. */
-  uint64_t rh[2];
-  if (raw_hash(p, type, tlen, cell + PS_PC_IN_SHAPES, len + PS_PC_IN_SHAPES, rh) != 0) return -1;
-  if (p->rawcap) __builtin_prefetch(&p->raw[(size_t)rh[0] & (p->rawcap - 1)]);
+  size_t keylen;
+  uint64_t kh[2];
+  const char *key = ps_import_key_build(p->keys, type, tlen, cell + PS_PC_IN_SHAPES,
+                                        len + PS_PC_IN_SHAPES, &keylen, kh);
+  if (key == NULL) return -1;
+  __builtin_prefetch(&p->slots[(size_t)kh[0] & (p->nslots - 1)]);
   int64_t start_ns = INT64_MIN;
   int have_start = ps_profile_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
   uint64_t dup_hash = 0;
@@ -565,17 +491,8 @@ static int add_row(run *u, const ps_scan_record *rec) {
     counts->bad_duration++;
     return 0;
   }
-  size_t at = 0;
   int created = 0;
-  group *g = raw_find(p, rh, &at);
-  if (g == NULL) {
-    size_t keylen;
-    uint64_t hash[2];
-    const char *key = ps_profkey_build(p->keys, type, tlen, cell + PS_PC_IN_SHAPES,
-                                       len + PS_PC_IN_SHAPES, &keylen, hash);
-    g = key ? find_or_add(p, key, keylen, hash, &created) : NULL;
-    if (g && raw_add(p, rh, at, (size_t)(g - p->groups)) != 0) g = NULL;
-  }
+  group *g = find_or_add(p, key, keylen, kh, &created);
   if (g == NULL) return -1;
   __builtin_prefetch(g);
   __builtin_prefetch((char *)g + 64);

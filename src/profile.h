@@ -1,8 +1,9 @@
 /* Streaming aggregation of profiler kernel tables (torch_npu kernel_details*.csv and msprof
- * op_summary_*.csv) into per-signature statistics.
+ * op_summary_*.csv) into per-kernel statistics.
  *
- * One pass per file, one record at a time: a row is keyed by (kernel type, signature of its
- * shapes, dtypes and formats) through a hash table of groups. Per group we keep the count,
+ * One pass per file, one record at a time: a row is keyed by the import key (profkey.h: the
+ * kernel type and the shape, dtype and format cells as the export wrote them) through a hash
+ * table of groups. Per group we keep the count,
  * the running sum (the mean is sum / count, in row order, as the original), the durations
  * (8 bytes per row, for the exact median and a two-pass standard deviation), per-counter sums
  * and counts of the valid values, the first and last start time as int64 nanoseconds, and
@@ -51,7 +52,8 @@ typedef struct ps_profile_counts {
                              the database's consumer cannot use an empty shape cell) */
   uint64_t bad_duration;  /* skipped: Duration(us) empty or not a finite number */
   uint64_t duplicates;    /* skipped: exact duplicate (same Task ID and start time) */
-  uint64_t fia_rows;      /* FusedInferAttentionScore rows aggregated (in file order) */
+  uint64_t fia_rows;      /* FusedInferAttentionScore rows read, skipped ones included (each
+                             is a launch the operator_details lists), exact duplicates not */
 } ps_profile_counts;
 
 typedef struct ps_profile ps_profile;
@@ -78,9 +80,9 @@ size_t ps_profile_ngroups(const ps_profile *p);
 
 typedef struct ps_profile_group_info {
   const char *cells[PS_PC_NCELLS];  /* NUL-terminated, trimmed */
-  const char *key;                  /* type, 0x1F, canonical signature text */
+  const char *key;                  /* the import key (profkey.h) */
   size_t keylen;
-  uint64_t hash;                    /* XXH3 of key */
+  uint64_t hash;                    /* its XXH3-128, low 64 bits */
   uint64_t count;
   double mean, median, std;         /* std: population, two-pass */
   double min, max;
@@ -88,7 +90,8 @@ typedef struct ps_profile_group_info {
   uint64_t metric_count[PS_NCOUNTERS]; /* 0: no valid value (the mean is NaN) */
   int64_t first_start_ns, last_start_ns;      /* INT64_MIN when no start time was read */
   /* For FusedInferAttentionScore: the file (0-based, in add order) and the 0-based
-   * ordinal among that file's FIA rows of the group's first row; -1 otherwise. */
+   * ordinal among that file's FIA rows (as fia_rows counts them) of the group's first row,
+   * the one whose operator_details row gives the group's runtime shapes; -1 otherwise. */
   long fia_file, fia_ordinal;
 } ps_profile_group_info;
 

@@ -5,73 +5,46 @@
 
 #include <xxhash.h>
 
-#include "sig.h"
+#include "shape.h"
 
-struct ps_profkey {
-  ps_sig *sig;
+struct ps_import_key {
   char *buf;
   size_t cap;
 };
 
-ps_profkey *ps_profkey_new(void) {
-  ps_profkey *k = calloc(1, sizeof *k);
-  if (k == NULL) return NULL;
-  k->sig = ps_sig_new();
-  if (k->sig == NULL) {
-    free(k);
-    return NULL;
-  }
-  return k;
-}
+ps_import_key *ps_import_key_new(void) { return calloc(1, sizeof(ps_import_key)); }
 
-void ps_profkey_free(ps_profkey *k) {
+void ps_import_key_free(ps_import_key *k) {
   if (k == NULL) return;
-  ps_sig_free(k->sig);
   free(k->buf);
   free(k);
 }
 
-static int reserve(ps_profkey *k, size_t need) {
-  if (need <= k->cap) return 0;
-  size_t c = k->cap ? k->cap : 256;
-  while (c < need) c *= 2;
-  char *b = realloc(k->buf, c);
-  if (b == NULL) return -1;
-  k->buf = b;
-  k->cap = c;
-  return 0;
-}
-
-const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
-                             const char *const *cells, const size_t *lens, size_t *keylen,
-                             uint64_t hash[2]) {
-  /* NUL-terminated copies of the type and the cells for the signature code */
-  size_t need = tlen + 1;
-  for (int i = 0; i < 5; i++) need += lens[i] + 1;
-  if (reserve(k, need) != 0) return NULL;
-  const char *c[6];
-  size_t off = 0;
-  for (int i = -1; i < 5; i++) {
-    const char *src = i < 0 ? type : cells[i];
-    size_t n = i < 0 ? tlen : lens[i];
-    memcpy(k->buf + off, src, n);
-    k->buf[off + n] = 0;
-    c[i + 1] = k->buf + off;
-    off += n + 1;
+const char *ps_import_key_build(ps_import_key *k, const char *type, size_t tlen,
+                                const char *const *cells, const size_t *lens, size_t *keylen,
+                                uint64_t hash[2]) {
+  size_t need = tlen + PS_IMPORT_KEY_CELLS + 1;
+  for (int i = 0; i < PS_IMPORT_KEY_CELLS; i++) need += lens[i];
+  if (need > k->cap) {
+    size_t c = k->cap ? k->cap : 256;
+    while (c < need) c *= 2;
+    char *b = realloc(k->buf, c);
+    if (b == NULL) return NULL;
+    k->buf = b;
+    k->cap = c;
   }
-  ps_sig_row row = {
-    .op_name = c[0], .in_shapes = c[1], .in_dtypes = c[2], .in_formats = c[3],
-    .out_shapes = c[4], .out_dtypes = c[5],
-  };
-  if (ps_sig_compute(k->sig, &row) != 0) return NULL;
-  size_t slen;
-  const char *sig = ps_sig_text(k->sig, &slen);
-  if (reserve(k, tlen + slen + 2) != 0) return NULL;
-  memcpy(k->buf, type, tlen);   /* type may point into buf: it is the first copy */
-  k->buf[tlen] = PS_SIG_SEP;
-  memcpy(k->buf + tlen + 1, sig, slen);
-  k->buf[tlen + 1 + slen] = 0;
-  *keylen = tlen + 1 + slen;
+  char *w = k->buf;
+  memcpy(w, type, tlen);
+  w += tlen;
+  for (int i = 0; i < PS_IMPORT_KEY_CELLS; i++) {
+    const char *s = cells[i];
+    size_t n = ps_shape_strip(&s, lens[i]);
+    *w++ = '\x1f';
+    memcpy(w, s, n);
+    w += n;
+  }
+  *w = 0;
+  *keylen = (size_t)(w - k->buf);
   XXH128_hash_t h = XXH3_128bits(k->buf, *keylen);
   hash[0] = h.low64;
   hash[1] = h.high64;

@@ -1,25 +1,34 @@
-/* The grouping key of a profiler row: the kernel type and the row's signature (input shapes,
- * dtypes and formats, output shapes and dtypes), so that rows the database would match to
- * one row are aggregated together. Text: type, 0x1F, signature text; hash: XXH3 128 of the
- * text (hash[0] low, hash[1] high 64 bits; equal keys are told apart by both). */
+/* The import's group key of a profiler row: what the export wrote. It is the kernel type
+ * and the Input Shapes, Input Data Types, Input Formats, Output Shapes and Output Data Types
+ * cells, each trimmed of whitespace and surrounding quotes (ps_shape_strip) and otherwise
+ * taken as they are. Rows with equal keys are one kernel and become one database row.
+ *
+ * This is not the write-back signature (perfscript.sig, spec replay_and_update section 2):
+ * that one canonicalises slots and, for the MatMul family, ignores inputs after the second,
+ * so that a replayed kernel finds its database row. Grouping by it merged distinct kernels
+ * (a MatMulV2 with a bias and one without). Dtypes stay in the key: a BOOL to FLOAT Cast and
+ * an INT64 to INT32 Cast of one shape are two kernels.
+ *
+ * Text: the type, then 0x1F and each trimmed cell; hash: XXH3-128 of the text (hash[0] low,
+ * hash[1] high 64 bits; keys are told apart by all 128 bits). */
 #ifndef PS_PROFKEY_H
 #define PS_PROFKEY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct ps_profkey ps_profkey;
+#define PS_IMPORT_KEY_CELLS 5
 
-ps_profkey *ps_profkey_new(void);
-void ps_profkey_free(ps_profkey *k);
+typedef struct ps_import_key ps_import_key;
 
-/* cells/lens: Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data
- * Types (need not be NUL-terminated). The signature is perfscript.sig's (spec replay_and_update
- * section 2) with the kernel type as op name, so a MatMulV2 row with a bias slot meets the
- * row without it, as the database's write-back matches them. Returns the key (valid until
- * the next call) or NULL when out of memory. */
-const char *ps_profkey_build(ps_profkey *k, const char *type, size_t tlen,
-                             const char *const *cells, const size_t *lens, size_t *keylen,
-                             uint64_t hash[2]);
+ps_import_key *ps_import_key_new(void);
+void ps_import_key_free(ps_import_key *k);
+
+/* type (already canonical: see ps_profile_kernel_type) and the five cells above, in that
+ * order (need not be NUL-terminated). Returns the key text (valid until the next call) and
+ * its length and hash, or NULL when out of memory. */
+const char *ps_import_key_build(ps_import_key *k, const char *type, size_t tlen,
+                                const char *const *cells, const size_t *lens, size_t *keylen,
+                                uint64_t hash[2]);
 
 #endif

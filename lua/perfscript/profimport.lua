@@ -3,7 +3,7 @@
 --   discover(path)            -> the input files of a capture (or of many)
 --   check(files, opts)        -> nil, or the list of "file: missing columns: ..." errors
 --   aggregate(files, opts)    -> a perfscript.profile aggregate, per-file counts, notes
---   fia_metadata(agg, files)  -> the FusedInferAttentionScore Runtime columns per group
+--   fia_metadata(agg, files, per_file) -> the FusedInferAttentionScore Runtime columns per group
 --   attach_fia(agg, tables, files, per_file) -> the same, for the FIA table only
 --   tables(agg, fia)          -> per kernel type: file name, columns and rows
 --   merge(dir, tables, opts)  -> what changed, written atomically under the database lock
@@ -190,7 +190,9 @@ end
 local function norm_text(s) return (s or ""):lower():gsub("[^a-z0-9]+", "") end
 
 -- The Input Shapes of the FIA rows of one operator_details.csv, in file order. Unlike the
--- original we do not require an Output Shapes column (real exports have none).
+-- original we do not require an Output Shapes column (real exports have none), and a row
+-- without Input Shapes keeps its place as "" (dropping it would pair every later kernel row
+-- with the next launch's operator row).
 local function fia_operator_rows(path)
   local r, err = perf.csv.open(path, { trim = true })
   if not r then return nil, err end
@@ -201,15 +203,14 @@ local function fia_operator_rows(path)
   end
   local shapes = r:column("Input Shapes")
   local rows = {}
-  if shapes and #name_cols > 0 then
+  if #name_cols > 0 then
     for fields in r:lines() do
       local parts = {}
       for _, i in ipairs(name_cols) do
         if fields[i] and fields[i] ~= "" then parts[#parts + 1] = norm_text(fields[i]) end
       end
-      local text = table.concat(parts, " ")
-      if text:find("fusedinferattentionscore", 1, true) and (fields[shapes] or "") ~= "" then
-        rows[#rows + 1] = fields[shapes]
+      if table.concat(parts, " "):find("fusedinferattentionscore", 1, true) then
+        rows[#rows + 1] = shapes and fields[shapes] or ""
       end
     end
   end
@@ -241,23 +242,50 @@ function M.fia_shapes(text)
   return slot_text(slots, 6), slot_text(slots, 7), slot_text(slots, 15)
 end
 
--- Returns {[group index] = {16 Runtime cells}}, warnings.
--- indices: the groups to look at (default all; the FIA table's groups are enough).
+-- Pairing (spec parsers_analysis.md 2.6): the i-th FIA kernel row of a directory goes with
+-- the i-th FIA row of that directory's operator_details.csv, counting the kernel rows over the
+-- directory's kernel files in path order (a file's count starts where the previous file's
+-- ended). Kernel rows skipped for N/A shapes or a bad duration still count (each is a launch
+-- the operator_details lists); exact duplicates do not. A group takes the operator row of its
+-- first kernel row (the original's first-wins index); without one (no operator_details, or
+-- fewer operator rows, or one without Input Shapes) its own Input Shapes are used.
+-- per_file: aggregate()'s per-file counts. indices: the groups to look at (default all; the
+-- FIA table's groups are enough). Returns {[group index] = {16 Runtime cells}}, warnings.
 function M.fia_metadata(agg, files, per_file, indices)
-  local by_dir, warnings, meta = {}, {}, {}
-  local function operator_rows(dir)
-    if by_dir[dir] == nil then
-      local p = dir .. "/operator_details.csv"
+  assert(type(per_file) == "table", "fia_metadata: per_file (aggregate's second result) expected")
+  local warnings, meta = {}, {}
+  -- per file: the FIA kernel rows of the same directory in earlier files; per directory: all
+  local base, dir_rows, dirs = {}, {}, {}
+  for f, file in ipairs(files) do
+    local d = dirname(file)
+    if dir_rows[d] == nil then
+      dir_rows[d] = 0
+      dirs[#dirs + 1] = d
+    end
+    base[f] = dir_rows[d]
+    dir_rows[d] = dir_rows[d] + (per_file[f] and per_file[f].counts.fia_rows or 0)
+  end
+  local by_dir = {}
+  local function operator_rows(d)
+    if by_dir[d] == nil then
+      local p = d .. "/operator_details.csv"
       local rows = false
       if lfs.attributes(p, "mode") == "file" then
         local r, err = fia_operator_rows(p)
         if r then rows = r else warnings[#warnings + 1] = err end
       end
-      by_dir[dir] = rows
+      by_dir[d] = rows
     end
-    return by_dir[dir] or nil
+    return by_dir[d] or nil
   end
-  local warned = {}
+  for _, d in ipairs(dirs) do
+    local ops = dir_rows[d] > 0 and operator_rows(d)
+    if ops and #ops > 0 and #ops ~= dir_rows[d] then
+      warnings[#warnings + 1] = string.format("FIA kernel/operator row count mismatch under %s: "
+        .. "kernel_rows=%d, operator_rows=%d. Pairing uses row order for the shared prefix only.",
+        d, dir_rows[d], #ops)
+    end
+  end
   for k = 1, indices and #indices or #agg do
     local i = indices and indices[k] or k
     local g = agg:group(i, false)
@@ -268,17 +296,8 @@ function M.fia_metadata(agg, files, per_file, indices)
         local file = files[g.fia_file]
         source = M.source_profile(file)
         local ops = operator_rows(dirname(file))
-        if ops and #ops > 0 then
-          local kernel_rows = per_file and per_file[g.fia_file] and per_file[g.fia_file].counts.fia_rows
-          if kernel_rows and kernel_rows ~= #ops and not warned[file] then
-            warned[file] = true
-            warnings[#warnings + 1] = string.format("FIA kernel/operator row count mismatch under %s: "
-              .. "kernel_rows=%d, operator_rows=%d. Pairing uses row order for the shared prefix only.",
-              dirname(file), kernel_rows, #ops)
-          end
-          local op = ops[g.fia_ordinal]
-          if op and op ~= "" then text = op end
-        end
+        local op = ops and ops[base[g.fia_file] + g.fia_ordinal]
+        if op and op:find('[^%s"]') then text = op end
       end
       local seq, seq_kv, block = M.fia_shapes(text)
       meta[i] = { source, seq, "", seq_kv, "", "", block, "", "", "", "", "", "", "", "",
@@ -328,7 +347,7 @@ function M.tables(agg, fia)
       order[#order + 1] = t
     end
     t.groups[#t.groups + 1] = i
-    t.keys[#t.keys + 1] = g.key
+    t.keys[#t.keys + 1] = g.import_key
     t.rows = #t.groups
   end
   return order
@@ -413,7 +432,7 @@ local function merge_one(dir, t, opts)
   local index = {}
   for i, row in ipairs(rows) do
     for k = width + 1, #header do row[k] = row[k] or "" end
-    local key = profile.key(t.type, cell(row, "Input Shapes"), cell(row, "Input Data Types"),
+    local key = profile.import_key(t.type, cell(row, "Input Shapes"), cell(row, "Input Data Types"),
       cell(row, "Input Formats"), cell(row, "Output Shapes"), cell(row, "Output Data Types"))
     if index[key] == nil then index[key] = i end
   end

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "profile.h"
+#include "profkey.h"
 
 static char dir[1024];
 
@@ -130,6 +131,92 @@ static void test_skips_and_duplicates(void **state) {
   ps_profile_free(p);
 }
 
+/* Issue 10 item 1: rows group by what the export wrote (type, shapes, dtypes, formats), not
+ * by the write-back signature, which ignores a MatMulV2's bias slot. Durations of the real
+ * msinsight level1 export. */
+static void test_distinct_kernels(void **state) {
+  (void)state;
+  const char *path = write_file("distinct.csv",
+    HEADER_KD
+    "1,1,1,2,n,MatMulV2,dynamic,AI_CORE,1,114.922,\"\"\"32,4096;4096,4096;4096\"\"\",FLOAT;FLOAT;FLOAT,FORMAT_ND;FORMAT_ND;FORMAT_ND,\"\"\"32,4096\"\"\",FLOAT,FORMAT_ND,1,1\n"
+    "1,1,2,2,n,MatMulV2,dynamic,AI_CORE,2,45.921,\"\"\"32,4096;4096,4096\"\"\",FLOAT;FLOAT,FORMAT_ND;FORMAT_ND,\"\"\"32,4096\"\"\",FLOAT,FORMAT_ND,1,1\n"
+    /* one Cast shape, two dtype pairs: two kernels */
+    "1,1,3,2,n,Cast,dynamic,AI_VECTOR_CORE,3,2,\"8,8\",BOOL,ND,\"8,8\",FLOAT,ND,1,1\n"
+    "1,1,4,2,n,Cast,dynamic,AI_VECTOR_CORE,4,4,\"8,8\",INT64,ND,\"8,8\",INT32,ND,1,1\n"
+    /* the first Cast again, written with quotes and spaces: the same kernel */
+    "1,1,5,2,n,Cast,dynamic,AI_VECTOR_CORE,5,6,\" \"\"8,8\"\" \",\" BOOL\",ND ,\"\"\"8,8\"\"\",FLOAT,ND,1,1\n"
+    /* another input format, another output dtype, a trailing empty slot: three more */
+    "1,1,6,2,n,Cast,dynamic,AI_VECTOR_CORE,6,8,\"8,8\",BOOL,FRACTAL_NZ,\"8,8\",FLOAT,ND,1,1\n"
+    "1,1,7,2,n,Cast,dynamic,AI_VECTOR_CORE,7,10,\"8,8\",BOOL,ND,\"8,8\",FLOAT16,ND,1,1\n"
+    "1,1,8,2,n,Cast,dynamic,AI_VECTOR_CORE,8,12,\"8,8;\",BOOL,ND,\"8,8\",FLOAT,ND,1,1\n");
+  ps_profile *p = ps_profile_new();
+  ps_profile_counts c;
+  char err[512];
+  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(c.used, 8);
+  assert_int_equal(ps_profile_ngroups(p), 7);
+  ps_profile_group_info g;
+  char b[64];
+  ps_profile_group(p, 0, 1, &g);
+  assert_string_equal(g.cells[PS_PC_IN_SHAPES], "\"32,4096;4096,4096;4096\"");
+  assert_int_equal(g.count, 1);
+  fmt6(b, g.mean), assert_string_equal(b, "114.922000");
+  ps_profile_group(p, 1, 1, &g);
+  assert_string_equal(g.cells[PS_PC_IN_SHAPES], "\"32,4096;4096,4096\"");
+  assert_string_equal(g.cells[PS_PC_IN_DTYPES], "FLOAT;FLOAT");
+  fmt6(b, g.mean), assert_string_equal(b, "45.921000");
+  ps_profile_group(p, 2, 1, &g);
+  assert_string_equal(g.cells[PS_PC_IN_DTYPES], "BOOL");
+  assert_int_equal(g.count, 2);
+  fmt6(b, g.mean), assert_string_equal(b, "4.000000");
+  ps_profile_group(p, 3, 1, &g);
+  assert_string_equal(g.cells[PS_PC_IN_DTYPES], "INT64");
+  fmt6(b, g.mean), assert_string_equal(b, "4.000000");
+  for (size_t i = 4; i < 7; i++) {
+    ps_profile_group(p, i, 1, &g);
+    assert_int_equal(g.count, 1);
+  }
+  ps_profile_free(p);
+}
+
+/* The key text: the canonical type and the five cells, each stripped of whitespace and
+ * surrounding quotes, nothing else changed. */
+static void test_import_key(void **state) {
+  (void)state;
+  ps_import_key *k = ps_import_key_new();
+  assert_non_null(k);
+  const char *a[5] = {" \"32,4096;4096,4096;4096\" ", "FLOAT;FLOAT;FLOAT", "ND;ND;ND", "\"\"\"32,4096\"\"\"", "FLOAT "};
+  size_t la[5], n;
+  for (int i = 0; i < 5; i++) la[i] = strlen(a[i]);
+  uint64_t h1[2], h2[2];
+  const char *key = ps_import_key_build(k, "MatMulV2", 8, a, la, &n, h1);
+  assert_non_null(key);
+  assert_int_equal(n, strlen(key));
+  assert_string_equal(key, "MatMulV2\x1f" "32,4096;4096,4096;4096\x1f" "FLOAT;FLOAT;FLOAT\x1f"
+                           "ND;ND;ND\x1f" "32,4096\x1f" "FLOAT");
+  /* without the bias slot: another key */
+  const char *b[5] = {"32,4096;4096,4096", "FLOAT;FLOAT", "ND;ND", "32,4096", "FLOAT"};
+  size_t lb[5];
+  for (int i = 0; i < 5; i++) lb[i] = strlen(b[i]);
+  key = ps_import_key_build(k, "MatMulV2", 8, b, lb, &n, h2);
+  assert_string_equal(key, "MatMulV2\x1f" "32,4096;4096,4096\x1f" "FLOAT;FLOAT\x1f" "ND;ND\x1f"
+                           "32,4096\x1f" "FLOAT");
+  assert_false(h1[0] == h2[0] && h1[1] == h2[1]);
+  /* cells need not be NUL-terminated; the same text gives the same hash */
+  const char *c[5] = {"32,4096;4096,4096xx", "FLOAT;FLOAT", "ND;ND", "32,4096", "FLOAT"};
+  key = ps_import_key_build(k, "MatMulV2", 8, c, lb, &n, h1);
+  assert_string_equal(key, "MatMulV2\x1f" "32,4096;4096,4096\x1f" "FLOAT;FLOAT\x1f" "ND;ND\x1f"
+                           "32,4096\x1f" "FLOAT");
+  assert_true(h1[0] == h2[0] && h1[1] == h2[1]);
+  /* empty cells keep their place */
+  const char *e[5] = {"4", "", "", "", ""};
+  size_t le[5] = {1, 0, 0, 0, 0};
+  key = ps_import_key_build(k, "Add", 3, e, le, &n, h1);
+  assert_memory_equal(key, "Add\x1f" "4\x1f\x1f\x1f\x1f", 9);
+  assert_int_equal(n, 9);
+  ps_import_key_free(k);
+}
+
 static void test_missing_columns(void **state) {
   (void)state;
   const char *path = write_file("level0.csv",
@@ -243,6 +330,8 @@ int main(void) {
     cmocka_unit_test(test_statistics),
     cmocka_unit_test(test_constant_std_is_zero),
     cmocka_unit_test(test_skips_and_duplicates),
+    cmocka_unit_test(test_distinct_kernels),
+    cmocka_unit_test(test_import_key),
     cmocka_unit_test(test_missing_columns),
     cmocka_unit_test(test_fia_ordinals),
     cmocka_unit_test(test_helpers),

@@ -53,6 +53,65 @@ rm prof2/rank3_ascend_pt/ASCEND_PROFILER_OUTPUT/operator_details.csv
 expect_eq "no operator rows: the kernel's own slots" \
   "$(cells db3/FusedInferAttentionScore.csv 1 'Runtime actual_seq_lengths_shape' 'Runtime actual_seq_lengths_kv_shape' 'Runtime block_table_shape')" "2|2|"
 
+# --- pairing per directory (issue 10 item 2) ----------------------------------------------------
+# Kernel rows (batch 4) and operator rows (batch 128) differ; operator row j of directory d
+# has slots 5, 6, 14 = dj, djj, 128,dj so each cell says which operator row it came from.
+# d1 has two kernel files (counting goes on across them), an N/A kernel row and an exact
+# duplicate, a repeated kernel, and an operator row without Input Shapes; in d2 two kernels
+# differ only in trailing empty slots, and there is one operator row too many.
+KH="Task ID,Stream ID,Type,Start Time(us),Duration(us),Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats"
+kin() { slots 31 0=4,16,1,512 "1=$1,1,128,512" 2=4,16,1,512 5=4 6=4 "14=4,$1"; }
+krow() { echo "$1,2,FusedInferAttentionScore,$1.0,$3,\"\"\"$2\"\"\",DT_BF16;DT_BF16;DT_BF16,ND;ND;ND,\"\"\"4,16,1,512\"\"\",DT_BF16,ND"; }
+orow() { echo "aclnnFusedInferAttentionScoreV2,\"$(slots 31 0=128,16,1,512 "5=$1" "6=$1${1: -1}" "14=128,$1")\",x"; }
+mkdir -p pair/d1 pair/d2
+{
+  echo "$KH"
+  krow 1 "$(kin 1)" 10
+  echo '2,2,Add,2.0,1.0,"""4,4""",FLOAT,ND,"""4,4""",FLOAT,ND'
+  krow 3 "$(kin 2)" 20
+  krow 3 "$(kin 2)" 20                        # exact duplicate: not a launch of its own
+  krow 4 "N/A" 5                              # skipped, but a launch: pairs with o3
+  krow 5 "$(kin 3)" 30                        # o4 has no Input Shapes: its own slots
+  krow 6 "$(kin 4)" 40
+} > pair/d1/kernel_details_0.csv
+{
+  echo "$KH"
+  krow 7 "$(kin 5)" 50
+  krow 8 "$(kin 2)" 24                        # the kernel of row 3 again: keeps o2
+  krow 9 "$(kin 6)" 60
+} > pair/d1/kernel_details_1.csv
+{
+  echo "Name,Input Shapes,Call Stack"
+  for j in 1 2 3; do orow "1$j"; done
+  echo "aclnnFusedInferAttentionScoreV2,,x"
+  for j in 5 6 7 8; do orow "1$j"; done
+} > pair/d1/operator_details.csv
+{
+  echo "$KH"
+  krow 1 "$(kin 7)" 70
+  krow 2 "$(kin 8)" 80
+  krow 3 "$(kin 8 | cut -d';' -f1-15)" 90       # the same with fewer (trailing empty) slots
+} > pair/d2/kernel_details.csv
+{
+  echo "Name,Input Shapes,Call Stack"
+  for j in 1 2 3 4; do orow "2$j"; done
+} > pair/d2/operator_details.csv
+out=$("$PS_BIN" "$SRC/recipes/parse_profile.lua" --profiling-path pair --database-path pdb 2>&1)
+expect_contains "pairing: one row per FIA kernel" "$out" "created  FusedInferAttentionScore.csv: 9 rows"
+got=$(for r in $(seq 9); do cells pdb/FusedInferAttentionScore.csv $r 'Runtime source_profile' 'Runtime actual_seq_lengths_shape' 'Runtime actual_seq_lengths_kv_shape' 'Runtime block_table_shape' 'Profiling Average Duration(us)'; done)
+expect_eq "pairing: the i-th kernel row of a directory with its i-th operator row" "$got" \
+"d1|11|111|128,11|10.000000
+d1|12|122|128,12|22.000000
+d1|4|4|4,3|30.000000
+d1|15|155|128,15|40.000000
+d1|16|166|128,16|50.000000
+d1|18|188|128,18|60.000000
+d2|21|211|128,21|70.000000
+d2|22|222|128,22|80.000000
+d2|23|233|128,23|90.000000"
+expect_contains "pairing: a count mismatch warned per directory" "$out" "under pair/d2: kernel_rows=3, operator_rows=4"
+expect_not_contains "pairing: no warning where the counts agree" "$out" "under pair/d1:"
+
 # --- fill_fia_metadata -------------------------------------------------------------------------
 A=$(slots 31 0=8192,16,128 1=8192,16,128 2=8192,16,128 4=2048,2048 5=2 6=2 24=8192,16,64)
 B=$(slots 31 0=1,16,1,512 1=1170,1,128,512 2=1170,1,128,512 6=1 14=1,512)

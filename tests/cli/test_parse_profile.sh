@@ -30,7 +30,7 @@ KD=cap/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv
 } > "$KD"
 out=$(run --profiling-path cap --database-path db 2>&1); rc=$?
 expect_eq "import exit status" "$rc" 0
-expect_contains "summary counts rows" "$out" "Read 1 file(s), 7 rows; 5 aggregated into 3 signature(s) of 3 kernel type(s)"
+expect_contains "summary counts rows" "$out" "Read 1 file(s), 7 rows; 5 aggregated into 3 database row(s) of 3 kernel type(s)"
 expect_contains "summary counts duplicates" "$out" "1 exact duplicate rows"
 expect_contains "summary counts N/A shapes" "$out" "1 with N/A shapes"
 expect_contains "summary lists created files" "$out" "created  MatMulV2.csv: 1 rows"
@@ -69,6 +69,37 @@ expect_eq "all: new mean" "$(cells db/MatMulV2.csv 1 "Profiling Average Duration
 out=$(run --profiling-path "$KD" --database-path db --update-mode all --dry-run 2>&1)
 expect_contains "dry run reports" "$out" "unchanged MatMulV2.csv"
 
+# --- one row per kernel as the export wrote it (issue 10 item 1) ---------------------------------
+# A MatMulV2 with a bias and one without (the write-back signature ignores the third input),
+# and one Cast shape with two dtype pairs: four kernels, four rows.
+mkdir -p kern
+KH="Task ID,Stream ID,Type,Start Time(us),Duration(us),Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats"
+{
+  echo "$KH"
+  echo '1,2,MatMulV2,1.0,114.922,"""32,4096;4096,4096;4096""",FLOAT;FLOAT;FLOAT,ND;ND;ND,"""32,4096""",FLOAT,ND'
+  echo '2,2,MatMulV2,2.0,45.921,"""32,4096;4096,4096""",FLOAT;FLOAT,ND;ND,"""32,4096""",FLOAT,ND'
+  echo '3,2,MatMulV2,3.0,46.079,"""32,4096;4096,4096""",FLOAT;FLOAT,ND;ND,"""32,4096""",FLOAT,ND'
+  echo '4,2,Cast,4.0,2.0,"""8,8""",BOOL,ND,"""8,8""",FLOAT,ND'
+  echo '5,2,Cast,5.0,3.0,"""8,8""",INT64,ND,"""8,8""",INT32,ND'
+} > kern/kernel_details.csv
+out=$(run --profiling-path kern --database-path kdb 2>&1)
+expect_contains "distinct kernels: one row each" "$out" "5 aggregated into 4 database row(s) of 2 kernel type(s)"
+expect_eq "MatMulV2 with and without bias: two rows" \
+  "$(for r in 1 2; do cells kdb/MatMulV2.csv $r "Input Shapes" "Profiling Average Duration(us)"; done | tr '\n' ' ')" \
+  '"32,4096;4096,4096;4096",114.922000 "32,4096;4096,4096",46.000000 '
+expect_eq "Cast split by dtypes" \
+  "$(for r in 1 2; do cells kdb/Cast.csv $r "Input Data Types" "Output Data Types" "Profiling Average Duration(us)"; done | tr '\n' ' ')" \
+  'BOOL,FLOAT,2.000000 INT64,INT32,3.000000 '
+# merging: a database row of the kernel without bias (no profiling duration yet) is filled by
+# that kernel only, and the kernel with the bias becomes a row of its own
+mkdir -p kdb2
+printf 'OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us),Profiling Average Duration(us)\r\ndynamic,AI_CORE,"""32,4096;4096,4096""",FLOAT;FLOAT,ND;ND,"""32,4096""",FLOAT,ND,40.5,\r\n' > kdb2/MatMulV2.csv
+out=$(run --profiling-path kern --database-path kdb2 --update-mode missing-only 2>&1)
+expect_contains "merge: no-bias row filled, bias kernel added" "$out" "updated  MatMulV2.csv: 1 added, 1 replaced, 0 kept"
+expect_eq "merge: each row its own kernel's statistics" \
+  "$(for r in 1 2; do cells kdb2/MatMulV2.csv $r "Input Shapes" "Average Duration(us)" "Profiling Average Duration(us)"; done | tr '\n' ' ')" \
+  '"32,4096;4096,4096",40.5,46.000000 "32,4096;4096,4096;4096",,114.922000 '
+
 # --- errors: missing columns, nothing written ---------------------------------------------------
 mkdir -p bad/a bad/b
 cp "$KD" bad/a/kernel_details.csv
@@ -78,6 +109,17 @@ expect_eq "missing columns: exit 1" "$rc" 1
 expect_contains "missing columns named with the file" "$out" "bad/b/kernel_details.csv: missing columns: Input Shapes"
 expect_contains "Level0 said clearly" "$out" "Level0 export"
 expect_eq "nothing written" "$(ls dbbad 2>/dev/null | wc -l)" 0
+# empty input files: the message names them (issue 10 item 3)
+mkdir -p empty/a empty/b
+: > empty/a/kernel_details.csv
+: > empty/b/kernel_details.csv
+out=$(run --profiling-path empty --database-path dbempty 2>&1); rc=$?
+expect_eq "empty files: exit 1" "$rc" 1
+expect_contains "empty files named" "$out" "no data: every input file is empty (no header): empty/a/kernel_details.csv, empty/b/kernel_details.csv"
+out=$(run --profiling-path empty/b/kernel_details.csv --database-path dbempty 2>&1); rc=$?
+expect_eq "one empty file: exit 1" "$rc" 1
+expect_contains "one empty file named" "$out" "no data: every input file is empty (no header): empty/b/kernel_details.csv"
+expect_eq "empty files: nothing written" "$(ls dbempty 2>/dev/null | wc -l)" 0
 out=$(run --profiling-path nowhere --database-path dbbad 2>&1); rc=$?
 expect_eq "absent path: exit 1" "$rc" 1
 expect_contains "absent path named" "$out" "profiling path not found: nowhere"
@@ -116,7 +158,7 @@ mkdir -p mid
   row 3 300.0 7 Add "2,2" "2,2"; echo
 } > mid/kernel_details.csv
 out=$(PERFSCRIPT_SPLIT_MIN=1 run --profiling-path mid --database-path mid_db 2>&1)
-expect_contains "split inside a quoted cell: all rows read" "$out" "Read 1 file(s), 3 rows; 3 aggregated into 2 signature(s)"
+expect_contains "split inside a quoted cell: all rows read" "$out" "Read 1 file(s), 3 rows; 3 aggregated into 2 database row(s)"
 expect_eq "split inside a quoted cell: statistics" "$(cells mid_db/Add.csv 1 "Profiling Average Duration(us)")" "6.000000"
 { head -c 1500000 two/kernel_details.csv; printf '\n7,1,1,2,"open\n'; } > two/bad.csv
 mv two/bad.csv two/kernel_details.csv
@@ -141,6 +183,12 @@ if root=$(real_data .); then
   f=$root/Ascend-mstt/profiler/msprof_analyze/test/ut/advisor/compute_advice/data/kernel_details.csv
   out=$(run --profiling-path "$f" --database-path mstt 2>&1)
   expect_contains "real duplicates counted once" "$out" "4 exact duplicate rows"
+  # the real level1 export's MatMulV2 with and without a bias: two rows (one of 80.4215 before)
+  run --profiling-path "$root/Ascend-msinsight/test/data/pytorch/text/level1" --database-path l1 > /dev/null 2>&1
+  expect_eq "real level1: MatMulV2 with a bias" \
+    "$(grep -c '"""32,4096;4096,4096;4096""",FLOAT;FLOAT;FLOAT,FORMAT_ND;FORMAT_ND;FORMAT_ND,"""32,4096""",FLOAT,FORMAT_ND,114.922000,' l1/MatMulV2.csv)" 1
+  expect_eq "real level1: MatMulV2 without a bias" \
+    "$(grep -c '"""32,4096;4096,4096""",FLOAT;FLOAT,FORMAT_ND;FORMAT_ND,"""32,4096""",FLOAT,FORMAT_ND,45.921000,' l1/MatMulV2.csv)" 1
   out=$(run --profiling-path "$root/Ascend-msinsight/test/data/pytorch/text/level2" --database-path l2 2>&1); rc=$?
   expect_eq "multi-rank directory imports" "$rc" 0
   expect_contains "multi-rank: both ranks read" "$out" "Read 2 file(s)"

@@ -52,6 +52,35 @@ function TestHelpers:test_fia_slots()
   lu.assertEquals({ seq, kv, block }, { "", "", "" })
 end
 
+-- The import's group key (issue 10 item 1): what the export wrote, trimmed; not the
+-- write-back signature (which ignores a MatMulV2's third input).
+function TestHelpers:test_import_key()
+  local bias = profile.import_key("MatMulV2", '"32,4096;4096,4096;4096"', "FLOAT;FLOAT;FLOAT",
+    "ND;ND;ND", '"32,4096"', "FLOAT")
+  local plain, h = profile.import_key("MatMulV2", '"32,4096;4096,4096"', "FLOAT;FLOAT", "ND;ND",
+    '"32,4096"', "FLOAT")
+  lu.assertNotEquals(bias, plain)
+  lu.assertEquals(plain, "MatMulV2\31" .. "32,4096;4096,4096\31FLOAT;FLOAT\31ND;ND\31" .. "32,4096\31FLOAT")
+  local again, h2 = profile.import_key("MatMulV2", ' 32,4096;4096,4096 ', " FLOAT;FLOAT", "ND;ND ",
+    '"""32,4096"""', "FLOAT")
+  lu.assertEquals(again, plain)
+  lu.assertEquals(h2, h)
+  lu.assertNotEquals(profile.import_key("Cast", "8,8", "BOOL", "ND", "8,8", "FLOAT"),
+    profile.import_key("Cast", "8,8", "INT64", "ND", "8,8", "INT32"))
+  -- a group's key is the key of its cells
+  local tmp = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/profimport_key.csv"
+  assert(perf.fs.write_atomic(tmp, "Type,Duration(us),Input Shapes,Input Data Types,Input Formats,"
+    .. "Output Shapes,Output Data Types,Output Formats\n"
+    .. 'MatMulV2,1.5,"""32,4096;4096,4096""",FLOAT;FLOAT,ND;ND,"""32,4096""",FLOAT,ND\n'))
+  local agg = profile.new()
+  assert(agg:add_file(tmp))
+  local g = agg:group(1, false)
+  lu.assertEquals(g.import_key, profile.import_key(g.type, g.in_shapes, g.in_dtypes, g.in_formats,
+    g.out_shapes, g.out_dtypes))
+  lu.assertEquals(g.import_key, plain)
+  os.remove(tmp)
+end
+
 function TestHelpers:test_source_profile()
   lu.assertEquals(imp.source_profile("/x/profile_a/kernel_details.csv"), "profile_a")
   lu.assertEquals(imp.source_profile("/x/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
