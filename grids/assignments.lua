@@ -55,7 +55,9 @@ assign("apply_topk_top_p", { "ApplyTopKTopPCustom", "ApplyTopKTopPWithSorted" })
 assign("reshape_and_cache", { "ReshapeAndCacheNdKernel", "reshape_and_cache_200000000" })
 assign("paged_cache_load", { "PagedCacheLoadNdKernel" })
 -- MoE
-assign("grouped_matmul", { "GroupedMatmul", "GroupedMatmulSwigluQuant" })
+assign("grouped_matmul", { "GroupedMatmul" })
+-- its slots (x, weight, weight_scale, x_scale, group_list) are not the GroupedMatmul layout
+assign("skip", { "GroupedMatmulSwigluQuant" })
 assign("dispatch_ffn_combine", { "DispatchFFNCombine" })
 assign("moe_gating_topk", { "MoeGatingTopK" })
 

@@ -45,10 +45,10 @@ local function make_db(name, opts)
     UnknownKernel = 'Input Shapes,Average Duration(us)\n"""128,5120""",10.0\n',
     DispatchFFNCombine = 'OP State,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,'
       .. (opts.no_ep and "" or "EP Size,") .. 'Average Duration(us)\n'
-      .. 'dynamic,"""16,7168;8,7168,4096;8,2048,7168;16,8;32768;57344;16,8""",DT_BF16;DT_INT8;DT_INT8;INT32;DT_FLOAT;DT_FLOAT;DT_FLOAT,ND;ND;ND;ND;ND;ND;ND,"""16,7168;8""",DT_BF16;INT32,ND;ND,'
+      .. 'dynamic,"""16,7168;8,7168,4096;8,2048,7168;16,8;32768;57344;16,8""",DT_BF16;INT8;INT8;INT32;INT64;INT64;FLOAT,ND;ND;ND;ND;ND;ND;ND,"""16,7168;8""",DT_BF16;INT32,ND;ND,'
       .. (opts.no_ep and "" or "32,") .. '100\n',
     GroupedMatmul = 'Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us)\n'
-      .. '"""1,7168;32,7168,2048,16;;32,2048;;;;32;1""",DT_BF16;DT_INT8;DT_UNDEFINED;DT_FLOAT;DT_UNDEFINED;DT_UNDEFINED;DT_UNDEFINED;INT64;INT64,ND;FRACTAL_NZ;NULL;ND;NULL;NULL;NULL;ND;ND,"""1,2048""",DT_BF16,ND,5\n',
+      .. '"""1,7168;32,64,448,16,32;;32,2048;;;;32;1""",INT8;INT8;;FLOAT;;;;INT64;FLOAT,ND;FRACTAL_NZ;;ND;;;;ND;ND,"""1,2048""",DT_BF16,ND,5\n',
   }
   local dt = "DT_BF16;DT_BF16;DT_BF16;DT_UNDEFINED;INT8;INT64;INT64" .. string.rep(";DT_UNDEFINED", 7) .. ";INT32"
              .. string.rep(";DT_UNDEFINED", 16)
@@ -90,8 +90,8 @@ function test_e1_dsv3_full()
   local dir = make_db("e1")
   local by = go(dir, { models = { DSV3 }, budget = GiB32 })
   local t, total = counts(by)
-  lu.assertEquals(t, { 814, 480, 924, 274, 340, 102 })
-  lu.assertEquals(total, 2934)
+  lu.assertEquals(t, { 814, 480, 924, 274, 339, 91 })
+  lu.assertEquals(total, 2922)
   lu.assertStrContains(by.UnknownKernel.status, "no generator")
   -- existing bytes untouched (CRLF file keeps CRLF), template first, new rows appended
   local text = read(dir .. "/MatMulV2.csv")
@@ -125,7 +125,9 @@ function test_e1_dsv3_full()
     end
   end
   r:close()
-  lu.assertEquals(n, 10 + 102)
+  lu.assertEquals(n, 10 + 91)
+  -- 11 decode rows tie with another row of the same key and a block-padded-compatible T
+  lu.assertEquals(by.FusedInferAttentionScore.shadowed, 11)
   lu.assertEquals(first[avg_col], "4096")
   -- rerun: nothing appended, nothing rewritten
   local before = {}
@@ -141,20 +143,20 @@ end
 function test_e2_all_models()
   local dir = make_db("e2")
   local t, total = counts(go(dir, { budget = GiB32 }))
-  lu.assertEquals(t, { 50652, 480, 924, 549, 680, 916 })
-  lu.assertEquals(total, 54201)
+  lu.assertEquals(t, { 50652, 480, 924, 549, 679, 759 })
+  lu.assertEquals(total, 54043)
 end
 
 function test_e3_small_budget()
   local dir = make_db("e3")
   local by = go(dir, { models = { DSV3 }, budget = 1073741, dry_run = true })
   local t, total = counts(by)
-  lu.assertEquals(t, { 8, 138, 444, 0, 34, 0 })
-  lu.assertEquals(total, 624)
+  lu.assertEquals(t, { 8, 138, 444, 0, 36, 0 })
+  lu.assertEquals(total, 626)
   lu.assertEquals(by.MatMulV2.memory, 806)
   lu.assertEquals(by.PadV3.memory, 480)
   lu.assertEquals(by.DispatchFFNCombine.memory, 275)
-  lu.assertEquals(by.GroupedMatmul.memory, 306)
+  lu.assertEquals(by.GroupedMatmul.memory, 304)
   lu.assertEquals(by.AddRmsNormBias.memory, 342)
   lu.assertEquals(by.FusedInferAttentionScore.memory, 102)
   -- dry run wrote nothing
@@ -279,7 +281,7 @@ function test_variants()
             .. "Output Data Types,Output Formats,Average Duration(us)\n"
   local rows = 'dynamic,AI_CORE,"""32,7168;2048,7168""",DT_BF16;DT_BF16,ND;ND,"""32,2048""",DT_BF16,ND,12.5\n'
             .. 'dynamic,AI_CORE,"""48,7168;2048,7168""",DT_BF16;DT_BF16,ND;ND,"""48,2048""",DT_BF16,ND,13.5\n'
-            .. 'static,AI_CORE,"""32,7168;2048,7168""",DT_INT8;DT_INT8,ND;FRACTAL_NZ,"""32,2048""",DT_BF16,ND,9.5\n'
+            .. 'static,AI_CORE,"""32,7168;2048,7168""",INT8;INT8,ND;FRACTAL_NZ,"""32,2048""",DT_BF16,ND,9.5\n'
   local d1, d2 = TMP .. "/var1", TMP .. "/var2"
   for _, d in ipairs { d1, d2 } do
     rm_rf(d); assert(perf.fs.mkdir_p(d)); write(d .. "/MatMulV2.csv", H .. rows)
@@ -292,7 +294,7 @@ function test_variants()
   lu.assertEquals(two.candidates, 2 * 814)
   local t1, t2 = read(d1 .. "/MatMulV2.csv"), read(d2 .. "/MatMulV2.csv")
   lu.assertEquals(t2:sub(1, #t1), t1)                       -- first variant: the same rows
-  local _, int8 = t2:sub(#t1 + 1):gsub("static,AI_CORE,[^\n]*DT_INT8;DT_INT8,ND;FRACTAL_NZ", "")
+  local _, int8 = t2:sub(#t1 + 1):gsub("static,AI_CORE,[^\n]*INT8;INT8,ND;FRACTAL_NZ", "")
   lu.assertEquals(int8, 7)
   local again = run.run { dir = d2, models = { DSV3 }, rows = 7, seed = 3, rules = RULES, variants = true }[1]
   lu.assertEquals(again.appended, 0)

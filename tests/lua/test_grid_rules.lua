@@ -380,17 +380,19 @@ function test_fia_rows()
   lu.assertEquals({ r.extra["Runtime block_table_valid_blocks"], r.extra["Runtime sparse_mode"],
                     r.extra["Runtime input_layout"] }, { "16,16", "0", "BNSD_NBSD" })
 
-  r = fia.mla_prefill("s", 4, 2048, 128, 512, 64)
-  lu.assertEquals(r.inputs[1], { 4, 128, 2048, 512 })
-  lu.assertEquals(r.inputs[15], { 4, 16 })
-  lu.assertEquals(r.inputs[25], { 4, 128, 2048, 64 })
-  lu.assertEquals(r.outputs[1], { 128, 4, 2048, 512 })
-  lu.assertEquals(r.extra["Runtime actual_seq_lengths_values"], "2048,2048,2048,2048")
-  lu.assertEquals(r.extra["Runtime num_key_value_heads"], "1")
+  -- MLA prefill in TND, as the consumer's MLA decomposer asks: q (T, H, nope), sparse 3, H KV heads
+  r = fia.mla_prefill("s", 4, 2048, 128, 128, 64, 128)
+  lu.assertEquals(r.inputs[1], { 8192, 128, 128 })
+  lu.assertEquals(r.inputs[15], {})
+  lu.assertEquals(r.inputs[25], { 8192, 128, 64 })
+  lu.assertEquals(r.outputs[1], { 8192, 128, 128 })
+  lu.assertEquals(r.extra["Runtime actual_seq_lengths_values"], "2048,4096,6144,8192")
+  lu.assertEquals({ r.extra["Runtime num_key_value_heads"], r.extra["Runtime sparse_mode"],
+                    r.extra["Runtime input_layout"] }, { "128", "3", "TND" })
 
-  r = fia.mla_prefill("s", 1, 512, 128, 512, 64)
+  r = fia.mla_prefill("s", 1, 512, 128, 128, 64, 128)
   lu.assertEquals(cells.text(r.inputs),
-    "1,128,512,512;16,1,128,512;16,1,128,512;;2048,2048;1;1;;;;;;;;1,4;;;;;;;;;;1,128,512,64;16,1,128,64;;;;;")
+    "512,128,128;512,128,128;512,128,128;;2048,2048;1;1;;;;;;;;;;;;;;;;;;512,128,64;512,128,64;;;;;")
   local dt = {}
   for t in (r.extra["Input Data Types"] .. ";"):gmatch("([^;]*);") do dt[#dt + 1] = t end
   lu.assertEquals({ dt[25], dt[26] }, { "DT_BF16", "DT_BF16" })
@@ -438,9 +440,9 @@ function test_dfc_gmm_split()
   lu.assertEquals(rowtext(all[#all]), "1024,6144;16,6144,256;16,128,6144;1024,8;4096;98304;1024,8 -> 1024,6144;16")
   lu.assertEquals(all[#all].extra["EP Size"], "16")
   local g = gen("grouped_matmul", { DSV3 })
-  lu.assertEquals(rowtext(g[1]), "1,7168;32,7168,128,16;;32,2048;;;;32;1 -> 1,2048")
+  lu.assertEquals(rowtext(g[1]), "1,7168;32,64,448,16,32;;32,2048;;;;32;1 -> 1,2048")  -- (E, N/32, K/16, 16, 32)
   local ga = gen("grouped_matmul")
-  lu.assertEquals(rowtext(ga[#ga]), "65536,384;4,384,8,16;;4,128;;;;4;65536 -> 65536,128")
+  lu.assertEquals(rowtext(ga[#ga]), "65536,384;4,4,24,16,32;;4,128;;;;4;65536 -> 65536,128")
   local q = gen("split_qkv_rmsnorm_rope", { QWEN })
   local found = false
   for _, r in ipairs(q) do

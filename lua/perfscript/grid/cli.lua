@@ -51,7 +51,8 @@ function M.parser(info)
     .. M.SEED_VERSION .. ", a working copy of the bundled seed database (data/seed_db), "
     .. "created on first use.\n\nSummary columns per kernel: candidates generated, rejected by "
     .. "constraints, over the memory budget, duplicates (same signature), sampled out by --rows, "
-    .. "already present in the file, appended."))
+    .. "already present in the file, shadowed (the consumer would answer the row's own query "
+    .. "with an earlier row, or could not read it, so it is not appended), appended."))
   dbpath.add_options(p)
   p:option("--data-dir", "The same as --database-path."):target("database_path"):hidden(true)
   p:option("--target-models", "Comma-separated model ids" .. (info.models and
@@ -106,8 +107,10 @@ local function lpad(s, n) s = tostring(s); return string.rep(" ", n - #s) .. s e
 
 -- The per-kernel summary table.
 function M.summary(results, out)
-  local cols = { "candidates", "rejected", "memory", "duplicates", "sampled_out", "present", "appended" }
-  local heads = { "candidates", "constraints", "memory", "duplicates", "sampled out", "present", "appended" }
+  local cols = { "candidates", "rejected", "memory", "duplicates", "sampled_out", "present", "shadowed",
+                 "appended" }
+  local heads = { "candidates", "constraints", "memory", "duplicates", "sampled out", "present", "shadowed",
+                  "appended" }
   local w = 6
   for _, r in ipairs(results) do if #r.kernel > w then w = #r.kernel end end
   local line = { pad("kernel", w) }
@@ -131,7 +134,7 @@ function M.summary(results, out)
 end
 
 local REPORT_COLS = { "file", "kernel", "pattern", "candidates", "rejected", "memory", "duplicates",
-                      "sampled_out", "present", "appended", "status" }
+                      "sampled_out", "present", "shadowed", "appended", "status" }
 
 -- The summary as CSV (by extension) or JSON, written atomically.
 function M.write_report(path, results, say)

@@ -4,7 +4,9 @@
 local M = {}
 
 -- load_meta(path) -> {kernel = {zero_cost, composite, communication, query_mode,
--- alternates_of}}; {} when the file is missing or empty; nil, message when unreadable.
+-- tc_input_count, alternates_of, before}}, `before` listing the kernels the consumer tries
+-- ahead of this one for the same op; {} when the file is missing or empty; nil, message when
+-- unreadable.
 function M.load_meta(path)
   local f = io.open(path, "rb")
   if not f then return {} end
@@ -68,16 +70,21 @@ function M.meta_from(doc, order)
         zero_cost = yes(info.zero_cost), composite = yes(info.composite),
         communication = info.category == "communication",
         query_mode = info.query_mode,
+        tc_input_count = math.tointeger(info.tc_input_count),
+        before = {},
       }
       local k = info.kernel_type
       if not meta[k] then meta[k] = fields end
       if type(info.alternate_kernel_types) == "table" then
+        local chain = { k }
         for _, alt in ipairs(info.alternate_kernel_types) do
           if type(alt) == "string" and not meta[alt] then
             meta[alt] = { zero_cost = fields.zero_cost, composite = fields.composite,
                           communication = fields.communication, query_mode = fields.query_mode,
-                          alternates_of = k }
+                          tc_input_count = fields.tc_input_count, alternates_of = k,
+                          before = table.move(chain, 1, #chain, 1, {}) }
           end
+          if type(alt) == "string" then chain[#chain + 1] = alt end
         end
       end
     end

@@ -4,8 +4,11 @@
 --   -> slot alignment and absent-slot clearing -> memory filter (each slot's own dtype)
 --   -> dedup within the generated set -> deterministic sample (seeded by seed and kernel
 --   type, independent of the rows already in the file) -> rows that already exist dropped
---   -> appended, sorted by shape, atomically, under the database lock. Existing rows are
---   never touched or reordered; a file with nothing to append is not rewritten.
+--   -> rows the consumer would never answer with dropped (perfscript.grid.reach: shadowed by
+--   an earlier row, or unreadable) -> appended, sorted by shape (largest first for kernels
+--   whose first matching row wins), atomically, under the database lock. Existing rows are
+--   never touched or reordered; a file with nothing to append is not rewritten. Templates
+--   whose dtype cells spell a dtype otherwise than the consumer (DT_INT8 for INT8) are refused.
 local perf = require "perfscript"
 local lfs = require "lfs"
 local mem = require "perfscript.mem"
@@ -13,6 +16,7 @@ local shape = require "perfscript.shape"
 local cells = require "perfscript.grid.cells"
 local expand = require "perfscript.grid.expand"
 local route = require "perfscript.grid.route"
+local reach = require "perfscript.grid.reach"
 local models = require "perfscript.grid.models"
 
 local M = {}
@@ -142,6 +146,9 @@ end
 -- The identity of a row's kernel variant: the template cells a generated row inherits.
 local VARIANT = { "OP State", "Accelerator Core", "Input Data Types", "Input Formats",
                   "Output Data Types", "Output Formats" }
+-- The cells reach.lua reads of a row.
+local REACH = { "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "EP Size",
+                "Runtime avg_seq_len", "avg_seq_len", "Runtime sparse_mode", "Runtime num_key_value_heads" }
 
 -- Reads header, templates and the signature set of the existing rows. The template is the
 -- first row; with variants, the first row of every distinct VARIANT combination, in file order.
@@ -158,8 +165,13 @@ local function load_csv(path, kernel, variants)
   for _, name in ipairs(VARIANT) do vcols[#vcols + 1] = col[name] end
   local existing, templates, seen_variant, nrows = {}, {}, {}, 0
   local key = cells.record_keyer(header, kernel)
-  local parts = {}
+  local parts, kept = {}, {}
+  local rcols = {}
+  for _, name in ipairs(REACH) do rcols[name] = col[name] end
   for f in r:lines() do
+    local kr = {}
+    for name, c in pairs(rcols) do kr[name] = f[c] end
+    kept[#kept + 1] = kr
     nrows = nrows + 1
     if nrows == 1 or variants then
       for i, c in ipairs(vcols) do parts[i] = f[c] or "" end
@@ -178,7 +190,8 @@ local function load_csv(path, kernel, variants)
     for name, i in pairs(col) do trow[name] = row[i] or "" end
     templates[t] = trow
   end
-  return { header = header, col = col, templates = templates, existing = existing, rows = nrows, eol = eol }
+  return { header = header, col = col, templates = templates, existing = existing, rows = nrows, eol = eol,
+           kept = kept }
 end
 
 -- Stage 1, independent of the file's existing rows and of its kernel's signature rules:
@@ -375,13 +388,66 @@ local function write_rows(job, csv, parts)
   return w:commit()
 end
 
+-- The rows of idx the consumer would answer with (reach.lua), in append order: largest shape
+-- first where the first matching row wins. Misspelled generated dtypes are dropped too.
+local function reachable(ctx, T, S, idx, st)
+  if reach.first_match(ctx.state, ctx.kernel) then
+    local rev = {}
+    for j = #idx, 1, -1 do rev[#rev + 1] = idx[j] end
+    idx = rev
+  end
+  local out, IT, IDT, IFM, OT, ODT, EX = {}, S.it, S.idt, S.ifm, S.ot, S.odt, S.extra
+  for _, i in ipairs(idx) do
+    local extra = EX[i]
+    local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
+    if ok then
+      ok = reach.keep(ctx, function(c)
+        if c == "Input Shapes" then return IT[i]
+        elseif c == "Output Shapes" then return OT[i]
+        elseif c == "Input Data Types" then return IDT[i]
+        elseif c == "Input Formats" then return IFM[i]
+        end
+        local v = extra[c]
+        if v == nil then v = T[c] end
+        return v
+      end)
+    end
+    if ok then out[#out + 1] = i else st.shadowed = st.shadowed + 1 end
+  end
+  return out
+end
+
 -- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
 -- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern).
 function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
-               memory = 0, duplicates = 0, sampled_out = 0, present = 0, appended = 0 }
+               memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0 }
   local csv, why = load_csv(job.path, job.kernel, job.variants)
   if not csv then st.status = "skipped: " .. why; return st end
+  -- a template the consumer could not match (DT_INT8 where it says INT8) would pass its
+  -- spelling on to every generated row: refused, with the fix
+  local good, refused = {}, nil
+  for _, T in ipairs(csv.templates) do
+    local bad_why
+    for _, c in ipairs { "Input Data Types", "Output Data Types" } do
+      local bad, fix = reach.check_dtypes(T[c])
+      if bad and not bad_why then
+        bad_why = string.format("%s says %s, which the consumer spells %s", c, bad, fix)
+      end
+    end
+    if bad_why then refused = refused or bad_why else good[#good + 1] = T end
+  end
+  if #good == 0 then st.status = "skipped: template " .. refused; return st end
+  csv.templates = good
+  local ctx
+  if job.reach then
+    local i = 0
+    ctx = reach.begin(job.reach, job.kernel, function()
+      i = i + 1
+      local kr = csv.kept[i]
+      return kr and function(c) return kr[c] end
+    end)
+  end
   local cache, seen, parts, nrows = job.cache or {}, {}, {}, 0
   for t, T in ipairs(csv.templates) do
     local ck = table.concat({ #cells.parse(T["Input Shapes"]),
@@ -395,18 +461,20 @@ function M.process(job)
     nrows = nrows + S.n
     -- the first variant samples as a single-template run does; later ones on their own streams
     local idx = select_rows(job, csv, T, S, st, seen, t == 1 and job.kernel or (job.kernel .. "#" .. t))
+    if ctx then idx = reachable(ctx, T, S, idx, st) end
     if #idx > 0 then parts[#parts + 1] = { T = T, S = S, idx = idx } end
     st.appended = st.appended + #idx
   end
   if #csv.templates > 1 then st.variants = #csv.templates end
+  local note = refused and ("; a variant skipped: " .. refused) or ""
   if st.appended == 0 then
-    st.status = nrows == 0 and "unchanged: no candidates" or "unchanged: nothing new"
+    st.status = (nrows == 0 and "unchanged: no candidates" or "unchanged: nothing new") .. note
     return st
   end
   if job.dry_run then st.status = "would append"; return st end
   local res, err = write_rows(job, csv, parts)
   if not res then perf.fail("%s: %s", job.path, err) end
-  st.status = #csv.templates > 1 and ("appended (" .. #csv.templates .. " variants)") or "appended"
+  st.status = (#csv.templates > 1 and ("appended (" .. #csv.templates .. " variants)") or "appended") .. note
   return st
 end
 
@@ -425,12 +493,13 @@ function M.run(opts)
   local files = M.discover(dir)
   if #files == 0 then perf.fail("No CSV files found under: %s", dir) end
   -- each CSV is routed with the op_mapping.yaml of its own directory
-  local metas = {}
+  local metas, reaches = {}, {}
   local function meta_for(d)
     if not metas[d] then
       local m, merr = route.load_meta(d .. "/op_mapping.yaml")
       if not m then perf.fail("%s", merr) end
       metas[d] = m
+      reaches[d] = reach.new(m)
     end
     return metas[d]
   end
@@ -466,7 +535,19 @@ function M.run(opts)
   end
   local sources, cache = {}, {}
   local results = {}
+  -- a kernel after those the consumer tries before it for the same op (MatMulV2 before
+  -- MatMulV3), so that reach.lua knows the rows that would answer first
+  local order = {}
   for i, f in ipairs(files) do
+    local km = meta_for(f.dir)[f.kernel]
+    order[i] = { i = i, depth = km and km.before and #km.before or 0 }
+  end
+  table.sort(order, function(a, b)
+    if a.depth ~= b.depth then return a.depth < b.depth end
+    return a.i < b.i
+  end)
+  for n, o in ipairs(order) do
+    local i, f = o.i, files[o.i]
     local pname, why = routes[i][1], routes[i][2]
     if not pname then
       results[#results + 1] = { file = f.name, kernel = f.kernel, status = "no generator: " .. why }
@@ -475,7 +556,7 @@ function M.run(opts)
       local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
-                    variants = opts.variants, sampling = opts.sampling,
+                    variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir],
                     columns = gen.columns, generate = gen.each }
       cache[pname] = cache[pname] or {}
       job.cache = cache[pname]
@@ -486,7 +567,7 @@ function M.run(opts)
       results[#results + 1] = st
       if opts.print then opts.print(st) end
     end
-    if opts.progress then opts.progress(i, #files, f.name) end
+    if opts.progress then opts.progress(n, #files, f.name) end
   end
   if lock then lock:release() end
   return results

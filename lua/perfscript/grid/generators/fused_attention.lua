@@ -94,16 +94,17 @@ function M.dense_decode(scene, batch, avg, h, kv, d)
                heads = h, kv_heads = kv, sparse = 3, layout = "TND" })
 end
 
-function M.mla_prefill(scene, batch, seq, H, kvr, rope)
-  local nb = nblocks(seq)
-  local TB = math.max(MIN_BLOCKS, batch * nb)
-  return row(scene, { [0] = { batch, H, seq, kvr }, [1] = { TB, 1, BLOCK, kvr }, [2] = { TB, 1, BLOCK, kvr },
-                      [4] = { 2048, 2048 }, [5] = { batch }, [6] = { batch }, [14] = { batch, nb },
-                      [24] = { batch, H, seq, rope }, [25] = { TB, 1, BLOCK, rope } },
-             { H, batch, seq, kvr },
-             { actual = rep(seq, batch), kv = rep(seq, batch), avg = seq,
-               block_table = batch .. "," .. nb, valid = rep(nb, batch),
-               heads = H, kv_heads = 1, sparse = 3, layout = "BNSD_NBSD" })
+-- MLA prefill as the consumer's MLA decomposer asks for it (spec 2.8): TND, the no-PE query
+-- (T, H, qk_nope) with its rope part in query_rope, K decompressed to H heads, sparse mode 3.
+-- A 4-D BNSD query with S > 1 cannot be read by the consumer (q_shape_normalize_failed).
+function M.mla_prefill(scene, batch, seq, H, nope, rope, v)
+  local T = batch * seq
+  v = v or nope
+  return row(scene, { [0] = { T, H, nope }, [1] = { T, H, nope }, [2] = { T, H, v }, [4] = { 2048, 2048 },
+                      [5] = { batch }, [6] = { batch }, [24] = { T, H, rope }, [25] = { T, H, rope } },
+             { T, H, v },
+             { actual = cumulative(seq, batch), kv = cumulative(seq, batch), avg = seq,
+               heads = H, kv_heads = H, sparse = 3, layout = "TND" })
 end
 
 function M.mla_decode(scene, batch, avg, H, kvr, rope)
@@ -155,7 +156,9 @@ function M.generate(configs, emit, env)
       local g = scenes[key] or scenes.generic_mla
       local H, kvr, rope = c.num_attention_heads, c.kv_lora_rank, c.qk_rope_head_dim
       for _, b in ipairs(g.prefill.batches) do
-        for _, s in ipairs(g.prefill.seqs) do put(M.mla_prefill(key .. "_mla_prefill", b, s, H, kvr, rope)) end
+        for _, s in ipairs(g.prefill.seqs) do
+          put(M.mla_prefill(key .. "_mla_prefill", b, s, H, c.qk_nope_head_dim, rope, c.v_head_dim or c.head_dim))
+        end
       end
       for _, b in ipairs(g.decode.batches) do
         for _, s in ipairs(g.decode.seqs) do put(M.mla_decode(key .. "_mla_decode", b, s, H, kvr, rope)) end

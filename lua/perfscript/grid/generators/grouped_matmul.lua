@@ -1,5 +1,9 @@
 -- GroupedMatmul rows for MoE models (grid_generator spec section 4.2). Kept as in the
 -- original: TP splits the hidden dimension too. No dedup here (the pipeline dedups).
+-- Slots as the profiler writes them for W8A8 (x, weight, bias, scale, offset,
+-- antiquant_scale, antiquant_offset, group_list, per_token_scale); the INT8 weight of
+-- (E, K, N) is FRACTAL_NZ (E, N/32, K/16, 16, 32), which the consumer restores to (E, N, K),
+-- so N must be a multiple of 32 and K of 16 for a query of (E, K, N) to find the row.
 local M = {}
 
 function M.generate(configs, emit, env)
@@ -10,10 +14,11 @@ function M.generate(configs, emit, env)
           local hidden = math.max(1, c.hidden_size // tp)
           local ei = math.max(1, c.expert_intermediate_size // tp)
           local experts = math.max(1, c.num_experts_per_card // ep)
-          local rows = math.max(1, ei // 16)
-          emit { inputs = { { tokens, hidden }, { experts, hidden, rows, 16 }, {}, { experts, ei },
-                            {}, {}, {}, { experts }, { tokens } },
-                 outputs = { { tokens, ei } } }
+          if ei % 32 == 0 and hidden % 16 == 0 then
+            emit { inputs = { { tokens, hidden }, { experts, ei // 32, hidden // 16, 16, 32 }, {},
+                              { experts, ei }, {}, {}, {}, { experts }, { tokens } },
+                   outputs = { { tokens, ei } } }
+          end
         end
       end
     end
