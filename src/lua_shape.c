@@ -7,6 +7,8 @@
  *   shape.split(cell) -> {"raw slot", ...}     (stripped slots, empty ones kept; "" -> {})
  *   shape.dtype_bytes(name) -> n (2 when unknown)
  *   shape.dtype_normalize(name) -> "DT_..."   (blank -> DT_UNDEFINED, else DT_ prefixed)
+ *   shape.dtype_known(name) -> bool            shape.dtype_consumer(name) -> "INT8" | nil
+ *   shape.dtype_consumer_scales(name) -> bool  (the consumer's spelling and scaling, shape.h)
  *   shape.numel(dims) -> n                     shape.nbytes(dims, dtype) -> n (0 for {})
  *   shape.nz_logical(dims) -> {b*c, a*d} for a 4-D FRACTAL_NZ shape, or nil, message */
 #include <stdio.h>
@@ -142,6 +144,28 @@ static int l_dtype_bytes(lua_State *L) {
   return 1;
 }
 
+static int l_dtype_known(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  lua_pushboolean(L, ps_dtype_known(s, len));
+  return 1;
+}
+
+static int l_dtype_consumer(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  const char *c = ps_dtype_consumer(s, len);
+  if (c) lua_pushstring(L, c); else lua_pushnil(L);
+  return 1;
+}
+
+static int l_dtype_consumer_scales(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  lua_pushboolean(L, ps_dtype_consumer_scales(s, len));
+  return 1;
+}
+
 static int l_dtype_normalize(lua_State *L) {
   size_t len;
   const char *s = luaL_optlstring(L, 1, "", &len);
@@ -210,6 +234,8 @@ int luaopen_perfscript_shape(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"parse", l_parse}, {"format", l_format}, {"normalize", l_normalize},
     {"normalize_slot", l_normalize_slot}, {"split", l_split}, {"dtype_bytes", l_dtype_bytes},
+    {"dtype_known", l_dtype_known}, {"dtype_consumer", l_dtype_consumer},
+    {"dtype_consumer_scales", l_dtype_consumer_scales},
     {"dtype_normalize", l_dtype_normalize}, {"numel", l_numel}, {"nbytes", l_nbytes},
     {"nz_logical", l_nz_logical}, {NULL, NULL}};
   luaL_newlibtable(L, funcs);

@@ -189,21 +189,55 @@ size_t ps_shape_format(const ps_shape *s, char *out, size_t cap) {
   return o;
 }
 
-static const struct { const char *name; int bytes; } dtype_table[] = {
-  {"DT_FLOAT", 4}, {"DT_FLOAT16", 2}, {"DT_BF16", 2}, {"DT_BFLOAT16", 2}, {"DT_FLOAT32", 4},
-  {"DT_FLOAT64", 8}, {"DT_DOUBLE", 8}, {"DT_INT8", 1}, {"DT_INT16", 2}, {"DT_INT32", 4},
-  {"DT_INT64", 8}, {"DT_UINT8", 1}, {"DT_UINT16", 2}, {"DT_UINT32", 4}, {"DT_UINT64", 8},
-  {"DT_BOOL", 1}, {"DT_COMPLEX64", 8}, {"DT_COMPLEX128", 16}, {"DT_FLOAT8_E4M3", 1},
-  {"DT_FLOAT8_E5M2", 1}, {"DT_FLOAT8", 1}, {"FLOAT", 4}, {"INT8", 1}, {"INT16", 2},
-  {"INT32", 4}, {"INT64", 8}, {"UINT8", 1}, {"BOOL", 1},
+/* consumer: the spelling TensorCast's reader asks for this element type (its DTYPE_MAP makes
+ * only DT_BF16, FLOAT, INT8, INT32, INT64 and BOOL, and asks fp16 as DT_BF16), NULL when it never
+ * asks for it. scale: the name is in the reader's byte-size table for elementwise dtype scaling
+ * (_DTYPE_BYTE_SIZES; a row whose output dtype is not there cannot be scaled). */
+static const struct { const char *name; int bytes; const char *consumer; int scale; } dtype_table[] = {
+  {"DT_FLOAT", 4, "FLOAT", 1}, {"DT_FLOAT16", 2, "DT_BF16", 1}, {"DT_BF16", 2, "DT_BF16", 1},
+  {"DT_BFLOAT16", 2, "DT_BF16", 0}, {"DT_FLOAT32", 4, "FLOAT", 0}, {"DT_FLOAT64", 8, NULL, 0},
+  {"DT_DOUBLE", 8, NULL, 0}, {"DT_INT8", 1, "INT8", 1}, {"DT_INT16", 2, NULL, 0},
+  {"DT_INT32", 4, "INT32", 1}, {"DT_INT64", 8, "INT64", 1}, {"DT_UINT8", 1, NULL, 0},
+  {"DT_UINT16", 2, NULL, 0}, {"DT_UINT32", 4, NULL, 0}, {"DT_UINT64", 8, NULL, 0},
+  {"DT_BOOL", 1, "BOOL", 0}, {"DT_COMPLEX64", 8, NULL, 0}, {"DT_COMPLEX128", 16, NULL, 0},
+  {"DT_FLOAT8_E4M3", 1, NULL, 0}, {"DT_FLOAT8_E5M2", 1, NULL, 0}, {"DT_FLOAT8", 1, NULL, 0},
+  {"FLOAT", 4, "FLOAT", 1}, {"INT8", 1, "INT8", 1}, {"INT16", 2, NULL, 1}, {"INT32", 4, "INT32", 1},
+  {"INT64", 8, "INT64", 1}, {"UINT8", 1, NULL, 0}, {"BOOL", 1, "BOOL", 0},
+  /* absent-slot placeholders and other spellings the profilers write (2 bytes, the fallback) */
+  {"DT_UNDEFINED", 2, NULL, 0}, {"DT_FP16", 2, "DT_BF16", 0}, {"FLOAT16", 2, "DT_BF16", 0},
+  {"BF16", 2, "DT_BF16", 0},
 };
 
-int ps_dtype_bytes(const char *name, size_t n) {
+static int dtype_find(const char *name, size_t n) {
   n = trim(&name, n);
   for (size_t i = 0; i < sizeof dtype_table / sizeof *dtype_table; i++)
     if (strlen(dtype_table[i].name) == n && strncasecmp(dtype_table[i].name, name, n) == 0)
-      return dtype_table[i].bytes;
-  return 2;
+      return (int)i;
+  return -1;
+}
+
+int ps_dtype_bytes(const char *name, size_t n) {
+  int i = dtype_find(name, n);
+  return i < 0 ? 2 : dtype_table[i].bytes;
+}
+
+/* Exact spelling (the reader compares strings): case and surrounding blanks count. */
+static int dtype_exact(const char *name, size_t n) {
+  for (size_t i = 0; i < sizeof dtype_table / sizeof *dtype_table; i++)
+    if (strlen(dtype_table[i].name) == n && memcmp(dtype_table[i].name, name, n) == 0) return (int)i;
+  return -1;
+}
+
+int ps_dtype_known(const char *name, size_t n) { return dtype_find(name, n) >= 0; }
+
+const char *ps_dtype_consumer(const char *name, size_t n) {
+  int i = dtype_find(name, n);
+  return i < 0 ? NULL : dtype_table[i].consumer;
+}
+
+int ps_dtype_consumer_scales(const char *name, size_t n) {
+  int i = dtype_exact(name, n);
+  return i >= 0 && dtype_table[i].scale;
 }
 
 uint64_t ps_shape_nbytes(const int64_t *dims, size_t rank, int elem_bytes) {

@@ -73,6 +73,19 @@ int ps_shape_parse_slot(const char *norm, size_t len, int64_t *dims, int maxdims
 /* Bytes per element of a dtype name (trimmed, case-insensitive); 2 when unknown. */
 int ps_dtype_bytes(const char *name, size_t len);
 
+/* Whether a dtype name (trimmed, case-insensitive) is one of the known spellings. */
+int ps_dtype_known(const char *name, size_t len);
+
+/* The spelling the database consumer (TensorCast's reader, spec database_consumer.md 1.4)
+ * asks for the element type of a name (trimmed, case-insensitive): DT_BF16, FLOAT, INT8, INT32,
+ * INT64 or BOOL (fp16 is asked as DT_BF16); NULL when it never asks for that type or the name is
+ * unknown. A row matches a query only when its spelling IS this one, byte for byte. */
+const char *ps_dtype_consumer(const char *name, size_t len);
+
+/* Whether the consumer's elementwise dtype scaling knows the byte size of this exact spelling
+ * (its _DTYPE_BYTE_SIZES); a row whose output dtype it does not know is never scaled. */
+int ps_dtype_consumer_scales(const char *name, size_t len);
+
 /* Product of dims times elem_bytes, saturating at UINT64_MAX. An empty shape (rank 0)
  * and any dim <= 0 give 0, as the memory estimator counts them (grid_generator.md 5). */
 uint64_t ps_shape_nbytes(const int64_t *dims, size_t rank, int elem_bytes);

@@ -97,10 +97,24 @@ static void test_dtypes(void **state) {
   assert_int_equal(ps_dtype_bytes(" dt_float ", 10), 4);
   assert_int_equal(ps_dtype_bytes("INT64", 5), 8);
   assert_int_equal(ps_dtype_bytes("DT_COMPLEX128", 13), 16);
-  assert_int_equal(ps_dtype_bytes("FLOAT16", 7), 2);  /* not in the table: default */
+  assert_int_equal(ps_dtype_bytes("FLOAT16", 7), 2);
   assert_int_equal(ps_dtype_bytes("UINT32", 6), 2);
   assert_int_equal(ps_dtype_bytes("", 0), 2);
   assert_int_equal(ps_dtype_bytes("BOOL", 4), 1);
+  /* the consumer's spellings: only DT_BF16, FLOAT, INT8, INT32, INT64, BOOL are ever asked */
+  assert_string_equal(ps_dtype_consumer("DT_INT8", 7), "INT8");
+  assert_string_equal(ps_dtype_consumer("DT_FLOAT", 8), "FLOAT");
+  assert_string_equal(ps_dtype_consumer("DT_INT64", 8), "INT64");
+  assert_string_equal(ps_dtype_consumer("DT_BF16", 7), "DT_BF16");
+  assert_string_equal(ps_dtype_consumer("DT_FLOAT16", 10), "DT_BF16");
+  assert_null(ps_dtype_consumer("DT_UNDEFINED", 12));
+  assert_null(ps_dtype_consumer("UINT8", 5));
+  assert_null(ps_dtype_consumer("NOPE", 4));
+  assert_true(ps_dtype_known("DT_UNDEFINED", 12));
+  assert_false(ps_dtype_known("NOPE", 4));
+  assert_true(ps_dtype_consumer_scales("DT_INT8", 7));
+  assert_false(ps_dtype_consumer_scales("BOOL", 4));
+  assert_false(ps_dtype_consumer_scales("dt_bf16", 7));  /* exact spelling only */
   int64_t d[] = {128, 4096};
   assert_int_equal(ps_shape_nbytes(d, 2, 2), 1048576);
   assert_int_equal(ps_shape_nbytes(d, 0, 2), 0);
