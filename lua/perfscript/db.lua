@@ -509,6 +509,10 @@ function Kmethods:lookup(shapes, dtypes, opts)
   if type(shapes) == "table" and shapes.seq and (t:column("Runtime avg_seq_len") or t:column("avg_seq_len")) then
     return require("perfscript.db.attention").lookup(self, shapes, opts)
   end
+  if opts.out then
+    -- elementwise (query_mode elementwise): the output shape is the key
+    return require("perfscript.db.mapping").elementwise_kernel(self, opts.out, opts.out_dtype)
+  end
   local q = self:_query(shapes, dtypes)
   local n = opts.n or opts.tc_input_count or 0
   if n > 0 then
@@ -590,12 +594,27 @@ function Kmethods:lookup(shapes, dtypes, opts)
     local rows = ix:find_keys(keys, dkey)
     for j = 1, #rows do check_row(rows[j]) end
   end
-  local best_d0 = false
-  for _, c in ipairs(cands) do if c.distance == 0 then best_d0 = true end end
+  local best_d0
+  for _, c in ipairs(cands) do
+    if c.distance == 0 and (not best_d0 or score_less(c, best_d0)) then best_d0 = c end
+  end
+  -- Rows the keys cannot find may still win over best_d0: with two inputs or more a padded
+  -- input followed by a transpose or a batch strip reports distance 0 (match.fold); a MoE
+  -- lookup takes the first matching row, padded or not. Only rows before best_d0 can win when
+  -- its latency column has the best priority, and groups come in order of their first row.
+  local minpri = math.huge
+  for _, v in pairs(pri) do minpri = math.min(minpri, v) end
+  local upto = math.huge
+  if best_d0 and not opts.explain and dkey then
+    if moe or best_d0.pri <= minpri then upto = best_d0.row
+    elseif #q.shapes < 2 then upto = 0 end
+    if not moe and #q.shapes < 2 then upto = 0 end
+  end
   -- scan: padded matches (and every row when asked to explain, or without dtypes)
-  if not best_d0 or opts.explain or not dkey then
+  if upto > 0 then
     for g = 1, ix:ngroups() do
       local size, first = ix:group(g)
+      if first >= upto then break end
       local r = check_row(first)
       if size > 1 then
         local rows = ix:rows(g)
@@ -713,5 +732,6 @@ end
 require("perfscript.db.analysis").install(M)
 require("perfscript.db.quality").install(M)
 require("perfscript.db.mapping").install(M)
+require("perfscript.db.reach").install(M)
 
 return M

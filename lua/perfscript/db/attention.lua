@@ -32,7 +32,13 @@ function A.lookup(K, q, opts)
   if type(qs) == "string" then qs = assert(t:shapes(qs))[1] elseif type(qs) == "table" and type(qs[1]) == "table" then qs = qs[1] end
   if type(qs) ~= "table" then perf.fail("attention lookup: give q = \"T,N,D\" (the query tensor's shape)") end
   local target = q3d(qs, q.head_dim)
-  if not target then perf.fail("attention lookup: cannot normalise q %s to (T, N, D): q_shape_normalize_failed", match.format_shape(qs)) end
+  if not target then
+    -- the consumer misses (a 4-D query with S > 1, a 2-D one its head_dim does not divide)
+    local res = R.new(string.format("lookup %s q %s: MISS q_shape_normalize_failed (only (T,N,D), (B,N,1,D) and (T,H) normalise)",
+                                    K.name, match.format_shape(qs)), {})
+    res.miss = "q_shape_normalize_failed"
+    return res
+  end
   local seq = math.tointeger(q.seq) or (q.seq and math.floor(q.seq))
   if not seq then perf.fail("attention lookup: give seq = the average sequence length (missing_seq_lens)") end
   local dtype = q.dtype and match.dtype(q.dtype)

@@ -207,81 +207,92 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
   return res
 end
 
--- Element sizes the consumer knows for elementwise dtype scaling (spec 1.4); others reject a row.
-local SCALABLE = { BF16 = true, FLOAT16 = true, FP16 = true, FLOAT = true, INT8 = true, INT16 = true,
-                   INT32 = true, INT64 = true }
-
-local function elem_bytes(d)
-  if not d or not SCALABLE[(d:gsub("^DT_", ""))] then return nil end
-  return require("perfscript.shape").dtype_bytes(d)
-end
-
--- Elementwise exact (spec 2.4): the key is the output shape with a leading 1 stripped; the
--- FIRST row (any dtype) whose first output slot equals it, stripped or not, block-padded, or
--- a 2-D (B*M, D) for a 3-D target wins; another dtype scales by element size (confidence 0.9).
-function Mp.elementwise(db, op, e, opts)
+-- Elementwise exact on one kernel (spec 2.4, the consumer's _lookup_elementwise checker): the
+-- key is the output shape with a leading 1 stripped; the FIRST row with a valid latency (any
+-- dtype) whose first output slot equals it, stripped or not, or pads to it, or (a 3-D target)
+-- whose 2-D slot is its (B*M, D) flattening, wins. Another dtype scales the latency by element
+-- size when the consumer knows both sizes (confidence 0.9), else the row is passed over.
+function Mp.elementwise_kernel(K, out, out_dtype, label)
   local match = require "perfscript.db.match"
-  local ks = Mp.kernels(e)
-  local out_dtype = opts.out_dtype and match.dtype(opts.out_dtype) or nil
+  local shape = require "perfscript.shape"
+  local t = K:table()
+  out_dtype = out_dtype and match.dtype(out_dtype) or nil
+  local q = K:_query(out, out_dtype)
+  local target = match.strip1(q.shapes[1])
   local tried = {}
-  for _, k in ipairs(ks) do
-    local K = db._kernels[k]
-    if K then
-      local t = K:table()
-      local q = K:_query(opts.out, out_dtype)
-      local target = match.strip1(q.shapes[1])
-      local cos, codt = t:column(D.OS), t:column(D.ODT)
-      if cos then
-        for i = 1, #t do
-          local lat = K:latency(i)
-          local shapes = lat and t:shapes(t:cell(i, cos))
-          local csv = shapes and shapes[1]
-          if csv then
-            local rule
-            if match.rule(k, 1, target, csv) == "identity" or match.rule(k, 1, target, match.strip1(csv)) == "identity" then
-              rule = "elementwise"
-            elseif not target.scalar and not csv.scalar and #target == #csv and
-                   (match.rule(k, 1, target, csv) or ""):find("padding", 1, true) then
-              rule = "elementwise+padding"
-            elseif not target.scalar and #target == 3 and #csv == 2 and target[1] * target[2] == csv[1] and target[3] == csv[2] then
-              rule = "elementwise flatten_3d"
-            end
-            if rule then
-              local row_dt = codt and match.list(t:cell(i, codt))[1] or nil
-              local latency, conf, note = lat, 1.0, nil
-              if out_dtype and row_dt and out_dtype ~= row_dt then
-                local a, b = elem_bytes(out_dtype), elem_bytes(row_dt)
-                if a and b then
-                  latency, conf = lat * a / b, 0.9
-                  note = string.format("dtype_scale %s -> %s: x%s", row_dt, out_dtype, a / b)
-                else
-                  rule = nil
-                  tried[#tried + 1] = string.format("%s line %d: dtype %s vs %s with no known size", k, t:line(i), row_dt, out_dtype)
-                end
-              end
-              if rule then
-                local res = R.new(string.format("lookup %s -> %s out %s: MEASURED %s us from line %d (%s, rule %s%s)", op, k,
-                                                D.shapes_label({ target }), R.fmt(latency), t:line(i),
-                                                select(2, K:latency(i)), rule, note and (", " .. note) or ""),
-                                  { "line", D.IS, D.OS, "latency(us)", "column" })
-                res[1] = K:_row_record(i)
-                res.latency, res.kernel, res.row, res.line, res.rule = latency, k, i, t:line(i), rule
-                res.source, res.confidence, res.column = "MEASURED", conf, select(2, K:latency(i))
-                res:note("elementwise: the first matching row in file order wins, whatever its dtype")
-                for _, x in ipairs(tried) do res:note("skipped %s", x) end
-                return res
-              end
-            end
+  local cos, codt = t:column(D.OS), t:column(D.ODT)
+  local function same(a, b)
+    if a.scalar or b.scalar then return a.scalar == b.scalar end
+    if #a ~= #b then return false end
+    for i = 1, #a do if a[i] ~= b[i] then return false end end
+    return true
+  end
+  local function hits(tg, csv, cs)
+    return same(tg, csv) or same(tg, cs) or (not tg.scalar and not csv.scalar and
+           (match.pads(tg, csv) or match.pads(tg, cs)))
+  end
+  label = label or K.name
+  for i = 1, cos and #t or 0 do
+    local lat, col = K:latency(i)
+    local shapes = lat and t:shapes(t:cell(i, cos))
+    local csv = shapes and shapes[1]
+    if csv then
+      local cs = match.strip1(csv)
+      -- the consumer reports every hit as rule "elementwise"; how says why it matched
+      local rule, how
+      if hits(target, csv, cs) then
+        rule, how = "elementwise", (same(target, csv) or same(target, cs)) and "" or ", padded"
+      elseif not target.scalar and not csv.scalar and #target == 3 and #csv == 2 and
+             hits({ target[1] * target[2], target[3] }, csv, cs) then
+        rule, how = "elementwise", ", flattened to 2-D"
+      end
+      if rule then
+        local row_dt = codt and match.list(t:cell(i, codt))[1] or nil
+        local latency, conf, note = lat, 1.0, nil
+        if not (out_dtype and row_dt and out_dtype == row_dt) then
+          local ok = out_dtype and row_dt and shape.dtype_consumer_scales(out_dtype) and shape.dtype_consumer_scales(row_dt)
+          if ok then
+            local a, b = shape.dtype_bytes(out_dtype), shape.dtype_bytes(row_dt)
+            latency, conf = lat * a / b, 0.9
+            note = string.format("dtype_scale %s -> %s: x%s", row_dt, out_dtype, a / b)
+          else
+            rule = nil
+            tried[#tried + 1] = string.format("%s line %d: dtype %s vs %s with no known size", K.name, t:line(i),
+                                              tostring(row_dt), tostring(out_dtype))
           end
+        end
+        if rule then
+          local res = R.new(string.format("lookup %s out %s: MEASURED %s us from line %d (%s, rule %s%s)", label,
+                                          D.shapes_label({ target }), R.fmt(latency), t:line(i), col, rule .. how,
+                                          note and (", " .. note) or ""),
+                            { "line", D.IS, D.OS, "latency(us)", "column" })
+          res[1] = K:_row_record(i)
+          res.latency, res.kernel, res.row, res.line, res.rule = latency, K.name, i, t:line(i), rule
+          res.source, res.confidence, res.column = "MEASURED", conf, col
+          res:note("elementwise: the first matching row in file order wins, whatever its dtype")
+          for _, x in ipairs(tried) do res:note("skipped %s", x) end
+          return res
         end
       end
     end
   end
-  local res = R.new(string.format("lookup %s out %s: MISS elementwise_output_shape_mismatch (kernels %s)", op,
-                                  tostring(opts.out), table.concat(ks, ", ")), {})
+  local res = R.new(string.format("lookup %s out %s: MISS elementwise_output_shape_mismatch", label,
+                                  D.shapes_label({ target })), {})
   res.miss = "elementwise_output_shape_mismatch"
   for _, x in ipairs(tried) do res:note("skipped %s", x) end
   return res
+end
+
+-- Elementwise by op: only the entry's kernel_type (the consumer ignores the alternates here).
+function Mp.elementwise(db, op, e, opts)
+  local K = db._kernels[e.kernel_type or ""]
+  if not K then
+    local res = R.new(string.format("lookup %s: MISS elementwise_output_shape_mismatch (no CSV for %s)", op,
+                                    tostring(e.kernel_type)), {})
+    res.miss = "elementwise_output_shape_mismatch"
+    return res
+  end
+  return Mp.elementwise_kernel(K, opts.out, opts.out_dtype, op .. " -> " .. K.name)
 end
 
 function Mp.install(db)

@@ -12,6 +12,9 @@ M.FLATTEN_3D = set { "AscendQuantV2", "DynamicQuant", "RmsNorm", "AddRmsNormBias
 M.MERGE_LAST = set { "AscendQuantV2", "DynamicQuant" }
 M.FLOAT_GROUP = set { "ApplyRotaryPosEmb", "_triton_rope", "split_qkv_rmsnorm_rope_kernel", "MatMulV2",
                       "PadV3", "PadV3AiCore", "MoeGatingTopK" }
+M.ROPE = set { "ApplyRotaryPosEmb", "_triton_rope", "split_qkv_rmsnorm_rope_kernel" }
+M.SWIGLU = set { "SwiGlu" }
+M.RESHAPE_AND_CACHE = set { "ReshapeAndCacheNdKernel", "reshape_and_cache_200000000" }
 -- kernels whose equally good candidates must agree (query_selection_policy, v0.18)
 M.SEMANTIC_UNIQUE = set { "FusedInferAttentionScore", "SparseFlashAttention", "LightningIndexer",
                           "KvRmsNormRopeCache" }
@@ -95,7 +98,12 @@ local function dims_padded(tc, csv)
   return any
 end
 
--- The rule that makes TC input i (1-based) match the row's shape, or nil.
+-- Every dimension of tc equal to csv's or block-padded from it, at least one padded.
+M.pads = dims_padded
+
+-- The rule that makes TC input i (1-based) match the row's shape, or nil: the consumer's
+-- _inputs_match conditions in its order (the stripped TC shape against the row's shape for
+-- the transposes and padding; a 3-D stripped or unstripped TC shape for flatten and merge).
 function M.rule(kernel, i, tc, csv)
   if eq(tc, csv) then return "identity" end
   local st, sc = M.strip1(tc), M.strip1(csv)
@@ -105,35 +113,117 @@ function M.rule(kernel, i, tc, csv)
     return "singleton_axis_transpose"
   end
   if M.MATMUL[kernel] and i >= 2 then
-    if #csv == 2 and #st == 2 and st[1] == csv[2] and st[2] == csv[1] then return "transpose" end
-    if #csv == 3 and #tc == 3 and tc[1] == csv[1] and tc[2] == csv[3] and tc[3] == csv[2] then
+    if #st == 2 and #csv == 2 and st[1] == csv[2] and st[2] == csv[1] then return "transpose" end
+    if #st == 3 and #csv == 3 and st[1] == csv[1] and st[2] == csv[3] and st[3] == csv[2] then
       return "batched_transpose"
     end
   end
-  if dims_padded(tc, csv) then return "padding" end
+  if dims_padded(st, csv) then return "padding" end
   if dims_padded(st, sc) then return "batch_strip+padding" end
-  if #tc == 3 and #csv == 2 then
-    if M.FLATTEN_3D[kernel] then
-      local f = { tc[1] * tc[2], tc[3] }
+  if M.FLATTEN_3D[kernel] and #csv == 2 then
+    local s3 = #st == 3 and st or #tc == 3 and tc or nil
+    if s3 then
+      local f = { s3[1] * s3[2], s3[3] }
       if eq(f, csv) then return "flatten_3d" end
       if dims_padded(f, csv) then return "flatten_3d+padding" end
-    end
-    if M.MERGE_LAST[kernel] then
-      local f = { tc[1], tc[2] * tc[3] }
-      if eq(f, csv) then return "merge_last_dims" end
-      if dims_padded(f, csv) then return "merge_last_dims+padding" end
+      if M.MERGE_LAST[kernel] then
+        f = { s3[1], s3[2] * s3[3] }
+        if eq(f, csv) then return "merge_last_dims" end
+        if dims_padded(f, csv) then return "merge_last_dims+padding" end
+      end
     end
   end
   return nil
 end
 
+-- The rule the consumer reports after input rule r, given the rule so far: padding only
+-- upgrades identity, batch_strip+padding only identity or batch_strip, every other
+-- non-identity rule overwrites. The distance comes from the final name only, so a padded input
+-- followed (or preceded) by a transpose or a batch strip counts as distance 0 (spec 7.7).
+function M.fold(rule, r)
+  if r == "identity" then return rule end
+  if r == "padding" then return rule == "identity" and r or rule end
+  if r == "batch_strip+padding" then return (rule == "identity" or rule == "batch_strip") and r or rule end
+  return r
+end
+
+local function copy(x) return table.move(x, 1, #x, 1, {}) end
+
+-- The consumer's rewrite of a TC query for a row with ncsv input slots (_inputs_match): RoPE
+-- swaps Q and K, (B,H,S,D) -> (B,S,H,D) and cos/sin (1,S,D) -> (1,S,1,D) (only Q, K, cos, sin
+-- are kept); SwiGlu's gate and up become one (..., X+Y) input for a one-slot row;
+-- ReshapeAndCache's key, value (N,D), kv_cache (2,...) and slots become key, value (N,1,D),
+-- cache_k, cache_v and slots for a five-slot row. Other queries are returned as they are.
+function M.normalize(kernel, q, ncsv)
+  local s, d = q.shapes, q.dtypes
+  if M.ROPE[kernel] and #s >= 2 and ncsv >= 2 then
+    local function tr(x) return (not x.scalar and #x == 4) and { x[1], x[3], x[2], x[4] } or x end
+    local out, od = { tr(s[2]), tr(s[1]) }, d and { d[2], d[1] }
+    if #s >= 4 then
+      for j = 3, 4 do
+        local c = s[j]
+        out[j] = (not c.scalar and #c == 3) and { c[1], c[2], 1, c[3] } or c
+        if od then od[j] = d[j] end
+      end
+    end
+    return { shapes = out, dtypes = od }
+  end
+  if M.SWIGLU[kernel] and #s == 2 and ncsv == 1 then
+    local a, b = M.strip1(s[1]), M.strip1(s[2])
+    if not a.scalar and not b.scalar and #a == #b and #a >= 1 and (not d or d[1] == d[2]) then
+      for j = 1, #a - 1 do if a[j] ~= b[j] then return q end end
+      local m = copy(a)
+      m[#m] = a[#a] + b[#b]
+      return { shapes = { m }, dtypes = d and { d[1] } }
+    end
+    return q
+  end
+  if M.RESHAPE_AND_CACHE[kernel] and #s == 4 and ncsv == 5 then
+    local k, v, c = s[1], s[2], s[3]
+    if not k.scalar and not v.scalar and not c.scalar and #k == 2 and #v == 2 and #c >= 2 and c[1] == 2 then
+      local cs = table.move(c, 2, #c, 1, {})
+      return { shapes = { { k[1], 1, k[2] }, { v[1], 1, v[2] }, cs, cs, s[4] },
+               dtypes = d and { d[1], d[2], d[3], d[3], d[4] } }
+    end
+  end
+  return q
+end
+
+-- The inverse for a row's own inputs: the TC query whose rewrite gives them (RoPE and
+-- ReshapeAndCache; the others are their own TC form). shapes, dtypes -> shapes, dtypes.
+function M.tc_layout(kernel, shapes, dtypes)
+  dtypes = dtypes or {}
+  if M.ROPE[kernel] and #shapes >= 2 then
+    local function back(x) return (not x.scalar and #x == 4) and { x[1], x[3], x[2], x[4] } or x end
+    local s, d = { back(shapes[2]), back(shapes[1]) }, { dtypes[2], dtypes[1] }
+    for j = 3, math.min(4, #shapes) do
+      local c = shapes[j]
+      s[j] = (not c.scalar and #c == 4 and c[3] == 1) and { c[1], c[2], c[4] } or c
+      d[j] = dtypes[j]
+    end
+    for j = 5, #shapes do s[j], d[j] = shapes[j], dtypes[j] end
+    return s, d
+  end
+  if M.RESHAPE_AND_CACHE[kernel] and #shapes == 5 then
+    local k, v, ck, cv = shapes[1], shapes[2], shapes[3], shapes[4]
+    if not k.scalar and not v.scalar and #k == 3 and k[2] == 1 and #v == 3 and v[2] == 1 and
+       M.shapes_text({ ck }) == M.shapes_text({ cv }) and not ck.scalar then
+      local c2 = { 2 }
+      for _, x in ipairs(ck) do c2[#c2 + 1] = x end
+      return { { k[1], k[3] }, { v[1], v[3] }, c2, shapes[5] }, { dtypes[1], dtypes[2], dtypes[3], dtypes[5] }
+    end
+  end
+  return shapes, dtypes
+end
+
 -- Matches a query {shapes = {...}, dtypes = {...} | nil} against a row's parsed inputs.
 -- Returns {distance, rule, rules} or nil, "input i: why" (the first input that failed).
 function M.row(kernel, q, shapes, dtypes)
+  q = M.normalize(kernel, q, #shapes)
   if #shapes ~= #q.shapes then
     return nil, string.format("input count: row has %d, query has %d", #shapes, #q.shapes)
   end
-  local distance, rule, rules = 0, "identity", {}
+  local rule, rules = "identity", {}
   for i = 1, #shapes do
     if q.dtypes then
       local a, b = q.dtypes[i], dtypes[i]
@@ -147,10 +237,9 @@ function M.row(kernel, q, shapes, dtypes)
                                 M.format_shape(shapes[i]))
     end
     rules[i] = r
-    if r:find("padding", 1, true) then distance = 1 end
-    if r ~= "identity" then rule = r end  -- the consumer reports the last upgrade
+    rule = M.fold(rule, r)
   end
-  return { distance = distance, rule = rule, rules = rules }
+  return { distance = rule:find("padding", 1, true) and 1 or 0, rule = rule, rules = rules }
 end
 
 -- Query shapes whose index key can find rows matched by distance-0 rules other than
@@ -170,18 +259,25 @@ function M.variants(kernel, shapes)
     end
   end
   for i = 1, #shapes do
-    local s = shapes[i]
+    local s = M.strip1(shapes[i])
+    if #s ~= 3 then s = shapes[i] end
     if not s.scalar and #s == 3 then
       if M.FLATTEN_3D[kernel] then
         local v = table.move(shapes, 1, #shapes, 1, {})
         v[i] = { s[1] * s[2], s[3] }
         out[#out + 1] = v
+        if M.MERGE_LAST[kernel] then
+          v = table.move(shapes, 1, #shapes, 1, {})
+          v[i] = { s[1], s[2] * s[3] }
+          out[#out + 1] = v
+        end
       end
-      if M.MERGE_LAST[kernel] then
-        local v = table.move(shapes, 1, #shapes, 1, {})
-        v[i] = { s[1], s[2] * s[3] }
-        out[#out + 1] = v
-      end
+    end
+    s = shapes[i]
+    if kernel == "Index" and not s.scalar and #s == 2 and s[1] == 1 then
+      local v = table.move(shapes, 1, #shapes, 1, {})
+      v[i] = { s[2], 1 }
+      out[#out + 1] = v
     end
   end
   return out
