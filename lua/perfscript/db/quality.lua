@@ -9,15 +9,7 @@ local analysis = require "perfscript.db.analysis"
 local Q = {}
 local D
 
--- Dtype spellings the consumer and the profiler use (spec 1.4); others are flagged.
-Q.DTYPES = {}
-for _, d in ipairs { "DT_BF16", "DT_FLOAT16", "DT_FP16", "DT_FLOAT", "DT_INT8", "DT_INT16", "DT_INT32",
-                     "DT_INT64", "DT_UINT8", "DT_BOOL", "DT_UNDEFINED", "DT_INT4", "DT_UINT16", "DT_UINT32",
-                     "DT_UINT64", "DT_DOUBLE", "DT_HIFLOAT8", "DT_FLOAT8_E4M3FN", "DT_FLOAT8_E5M2",
-                     "FLOAT", "FLOAT16", "BF16", "INT4", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16",
-                     "UINT32", "UINT64", "BOOL", "DOUBLE", "HIFLOAT8", "FLOAT8_E4M3FN", "FLOAT8_E5M2" } do
-  Q.DTYPES[d] = true
-end
+-- Dtype spellings: perfscript.shape (src/shape.c) knows them and the consumer's; formats:
 Q.FORMATS = {}
 for _, f in ipairs { "ND", "NULL", "FRACTAL_NZ", "NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z", "NCL", "NCDHW",
                      "NDHWC", "FORMAT_ND", "ND_RNN_BIAS", "FRACTAL_NZ_C0_16", "FRACTAL_NZ_C0_32" } do
@@ -128,15 +120,8 @@ end
 
 -- ---- lint -------------------------------------------------------------------------------------
 
-local function split_raw(cell)
-  cell = cell:gsub("^[%s\"]+", ""):gsub("[%s\"]+$", "")
-  if cell == "" then return {} end
-  local parts = {}
-  for p in (cell .. ";"):gmatch("([^;]*);") do parts[#parts + 1] = (p:gsub("^[%s\"]+", ""):gsub("[%s\"]+$", "")) end
-  return parts
-end
-
 local function lint_kernel(K, res)
+  local reach = require "perfscript.db.reach"
   local function add(sev, line, col, what)
     res[#res + 1] = { severity = sev, kernel = K.name, line = line, column = col, problem = what }
   end
@@ -193,33 +178,17 @@ local function lint_kernel(K, res)
       if pr == "empty" then add("warning", line, D.OS, "empty Output Shapes (elementwise, scatter and quant-scale lookups crash on it)")
       elseif pr then add("error", line, D.OS, "malformed Output Shapes: " .. pr) end
     end
-    if cIS and cIDT then
-      local key = t:cell(i, cIS) .. "\0" .. t:cell(i, cIDT) .. "\0" .. (cIF and t:cell(i, cIF) or "")
-      local msg = list_cache[key]
+    if cIF then
+      local cell = t:cell(i, cIF)
+      local msg = list_cache[cell]
       if msg == nil then
-        local sh, dt = split_raw(t:cell(i, cIS)), split_raw(t:cell(i, cIDT))
-        local fm = cIF and split_raw(t:cell(i, cIF)) or nil
-        local msgs = {}
-        if #dt ~= #sh and #sh > 0 then msgs[#msgs + 1] = string.format("%d shape slots but %d dtypes", #sh, #dt) end
-        if fm and #fm ~= #sh and #sh > 0 then msgs[#msgs + 1] = string.format("%d shape slots but %d formats", #sh, #fm) end
-        local last = 0
-        for j, s in ipairs(sh) do if s ~= "" then last = j end end
-        for j = 1, last do
-          if sh[j] == "" then
-            msgs[#msgs + 1] = string.format("empty shape slot %d before a non-empty one: dtype %d no longer lines up in the consumer", j, j)
-            break
-          end
+        msg = false
+        for _, f in ipairs(match.list(cell)) do
+          if not Q.FORMATS[f] then msg = "unknown format: " .. f; break end
         end
-        local unknown = {}
-        for _, d in ipairs(dt) do if d ~= "" and not Q.DTYPES[d] then unknown[#unknown + 1] = d end end
-        if #unknown > 0 then msgs[#msgs + 1] = "unknown dtypes: " .. table.concat(unknown, ",") end
-        for _, f in ipairs(fm or {}) do
-          if f ~= "" and not Q.FORMATS[f] then msgs[#msgs + 1] = "unknown format: " .. f; break end
-        end
-        msg = #msgs > 0 and table.concat(msgs, "; ") or false
-        list_cache[key] = msg
+        list_cache[cell] = msg
       end
-      if msg then add("warning", line, D.IDT, msg) end
+      if msg then add("warning", line, D.IF, msg) end
     end
     for _, c in ipairs(latcols) do
       local cell = t:cell(i, c)
@@ -242,6 +211,9 @@ local function lint_kernel(K, res)
       end
     end
   end
+  -- rows the consumer cannot reach with their own query, and why
+  local ok, err2 = pcall(reach.kernel, K, add)
+  if not ok then add("error", nil, nil, "reachability check failed: " .. tostring(perf.is_user_error(err2) and err2.message or err2)) end
 end
 
 function Q.lint(db, kernel)

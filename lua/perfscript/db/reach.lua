@@ -1,0 +1,221 @@
+-- Rows the consumer cannot reach (issue 19): for every row with a valid latency, the query a
+-- simulator would make for it (its own shapes, dtypes and runtime values, on the route
+-- op_mapping.yaml gives its kernel) and what the consumer would answer, through this
+-- explorer's lookups (which follow the consumer, spec database_consumer.md 2.3-2.6). A row is
+-- unreachable when no query can carry its dtype spelling, when the consumer pairs its shape,
+-- dtype and format slots differently from how they were written, when its attention query
+-- cannot be normalised, or when its own query is answered by another row (it is shadowed).
+local shape = require "perfscript.shape"
+local match = require "perfscript.db.match"
+
+local Reach = {}
+local D
+
+-- How the consumer reaches a kernel: the first route of op_mapping.yaml that names it (as
+-- primary kernel_type before as an alternate), as {mode, n, op}; compute with every slot when
+-- no route names it (decomposer sub-queries compare every slot they are given).
+function Reach.route(db, kernel)
+  local mp = require "perfscript.db.mapping"
+  local ok, doc = pcall(mp.load, db)
+  local ops = ok and doc and type(doc.operator_mappings) == "table" and doc.operator_mappings or {}
+  local names = {}
+  for op in pairs(ops) do names[#names + 1] = op end
+  table.sort(names)
+  local best
+  for _, op in ipairs(names) do
+    local e = ops[op]
+    if type(e) == "table" and not e.composite and not e.zero_cost and not e.accepted_miss then
+      for _, k in ipairs(mp.kernels(e)) do
+        if k == kernel then
+          local rank = (e.kernel_type == kernel and 0 or 1) * 2 + (op:match("^profiling%.") and 1 or 0)
+          if not best or rank < best.rank then
+            best = { rank = rank, op = op, mode = mp.mode(e), n = math.tointeger(e.tc_input_count),
+                     full = e.project_full_shape and true or false, primary = e.kernel_type }
+          end
+        end
+      end
+    end
+  end
+  local mla = false
+  for _, op in ipairs(names) do
+    local e = ops[op]
+    if type(e) == "table" and e.composite and e.decomposer and op:match("latent_attention") then mla = true end
+  end
+  if not best then return { mode = "compute", op = nil, mla = mla, mapped = doc ~= nil } end
+  if best.full then best.n = nil end
+  best.mla, best.mapped = mla, true
+  return best
+end
+
+-- Raw slots of a cell as written (empty slots kept), and the non-empty ones with their slot
+-- numbers (what the consumer's parsers keep).
+local function slots(cell)
+  local raw = shape.split(cell or "")
+  local kept, pos = {}, {}
+  for i, s in ipairs(raw) do
+    if s ~= "" then kept[#kept + 1] = s; pos[#pos + 1] = i end
+  end
+  return raw, kept, pos
+end
+
+-- Spelling check of one dtype as the consumer compares it: nil when fine, else why not.
+local function spelling(d, where)
+  local c = shape.dtype_consumer(d)
+  if c == d then return nil end
+  if c then return string.format("unknown dtype spelling %s in %s: the consumer asks for %s", d, where, c) end
+  return string.format("unknown dtype spelling %s in %s: the consumer never asks for it", d, where)
+end
+
+-- The compute (and MoE) checks of row i: dtype spelling and slot alignment over the slots
+-- the consumer compares (the first n with tc_input_count); a list of reasons.
+local function slot_problems(t, i, n)
+  local out = {}
+  local rawS, S, posS = slots(t:cell(i, D.IS))
+  local _, Dt, posD = slots(t:column(D.IDT) and t:cell(i, D.IDT) or "")
+  local rawF, F, posF = slots(t:column(D.IF) and t:cell(i, D.IF) or "")
+  local c = n and math.min(n, #S) or #S
+  if #Dt < c then
+    out[#out + 1] = { kind = "misaligned slots",
+                      why = string.format("%d shape slots compared but %d dtypes: the consumer never matches it", c, #Dt) }
+  end
+  local misaligned
+  for j = 1, c do
+    local p = posS[j]
+    if posD[j] and posD[j] ~= p then
+      local rawD = shape.split(t:cell(i, D.IDT))
+      if Dt[j] ~= rawD[p] or (F[j] or "ND") ~= (rawF[p] or "ND") then
+        misaligned = string.format("empty shape slot before slot %d (%s): the consumer pairs it with dtype %s%s " ..
+                                   "instead of %s%s%s", p, rawS[p], Dt[j],
+                                   F[j] and (" " .. F[j]) or "", tostring(rawD[p]),
+                                   rawF[p] and (" " .. rawF[p]) or "",
+                                   n and "" or " (no tc_input_count in op_mapping.yaml cuts it)")
+        break
+      end
+    elseif posF[j] and posF[j] ~= p and F[j] ~= rawF[p] and (F[j] == "FRACTAL_NZ" or rawF[p] == "FRACTAL_NZ") then
+      misaligned = string.format("empty format slot shifts format %s onto shape slot %d (%s)", F[j], p, rawS[p])
+      break
+    end
+  end
+  if misaligned then out[#out + 1] = { kind = "misaligned slots", why = misaligned } end
+  -- the dtypes the row means (by slot position), spelled as the consumer spells them
+  local rawD = shape.split(t:column(D.IDT) and t:cell(i, D.IDT) or "")
+  for j = 1, c do
+    local d = rawD[posS[j]]
+    local why = d and d ~= "" and spelling(d, "input slot " .. posS[j])
+    if why then out[#out + 1] = { kind = "unknown dtype", why = why }; break end
+  end
+  return out
+end
+
+local function reason_text(kind, why) return kind .. ": " .. why end
+
+-- q: the attention query slot of a row ((T,N,D), (B,N,1,D) or (T,H) normalise; spec 2.5).
+local function attention_problems(t, i, route)
+  local out = {}
+  local raw = shape.split(t:cell(i, D.IS))
+  local q = raw[1] and raw[1] ~= "" and t:shapes(raw[1])
+  q = q and q[1]
+  if not q or q.scalar or not (#q == 3 or #q == 2 or (#q == 4 and q[3] == 1)) then
+    out[#out + 1] = { kind = "unconvertible layout",
+                      why = string.format("query slot %s: the consumer normalises only (T,N,D), (B,N,1,D) and (T,H) " ..
+                                          "(a %s query is never matched)", raw[1] or "(none)",
+                                          q and not q.scalar and #q == 4 and "BNSD with S > 1" or "this") }
+  end
+  local d1 = (t:column(D.IDT) and match.list(t:cell(i, D.IDT)) or {})[1]
+  local why = d1 and spelling(d1, "the query slot")
+  if why then out[#out + 1] = { kind = "unknown dtype", why = why } end
+  local sp = t:column("Runtime sparse_mode") and tonumber(t:cell(i, "Runtime sparse_mode"))
+  local kvh = t:column("Runtime num_key_value_heads") and tonumber(t:cell(i, "Runtime num_key_value_heads"))
+  if sp and sp ~= 3 and not (route.mla and sp == 0 and kvh == 1) then
+    out[#out + 1] = { kind = "unreachable runtime",
+                      why = string.format("Runtime sparse_mode %s: the attention path always asks 3%s", t:cell(i, "Runtime sparse_mode"),
+                                          route.mla and " (MLA decode asks 0 with one KV head)" or
+                                          " and no MLA decomposer in op_mapping.yaml asks 0") }
+  end
+  return out
+end
+
+-- The row the explorer's lookup answers for row i's own query, or nil, why.
+local function own_answer(K, t, i, route)
+  if route.mode == "elementwise" then
+    local outs = t:column(D.OS) and t:shapes(t:cell(i, D.OS))
+    if not outs or not outs[1] then return nil, "no output shape" end
+    local od = t:column(D.ODT) and match.list(t:cell(i, D.ODT))[1]
+    local dt = od and shape.dtype_consumer(od)
+    local out = { outs[1].scalar and {} or outs[1] }
+    if route.op then
+      return require("perfscript.db.mapping").lookup(K.db, route.op, nil, nil, { out = out, out_dtype = dt })
+    end
+    return require("perfscript.db.mapping").elementwise_kernel(K, out, dt)
+  elseif route.mode == "attention_special" then
+    local shapes = t:shapes(t:cell(i, D.IS))
+    local seqcol = t:column("Runtime avg_seq_len") and "Runtime avg_seq_len" or t:column("avg_seq_len") and "avg_seq_len"
+    local seq = seqcol and tonumber(t:cell(i, seqcol))
+    if not seq or not shapes or not shapes[1] then return nil, "no avg_seq_len or query shape" end
+    local q = { q = shapes[1], seq = math.floor(seq), dtype = match.list(t:cell(i, D.IDT))[1],
+                sparse_mode = t:column("Runtime sparse_mode") and tonumber(t:cell(i, "Runtime sparse_mode")) or nil,
+                kv_heads = t:column("Runtime num_key_value_heads") and tonumber(t:cell(i, "Runtime num_key_value_heads")) or nil }
+    if #shapes[1] == 2 and shapes[2] and not shapes[2].scalar then q.head_dim = shapes[2][#shapes[2]] end
+    local lay = t:column("Runtime input_layout") and t:cell(i, "Runtime input_layout")
+    if lay and lay ~= "" then q.layout = lay end
+    return require("perfscript.db.attention").lookup(K, q)
+  end
+  local shapes, dtypes = K:_inputs(i)
+  if not shapes then return nil end  -- malformed Input Shapes: the lint has said so
+  local opts = { n = route.n }
+  if t:column("EP Size") and (route.mode == "moe_fused" or K.name == "DispatchFFNCombine") then
+    opts.moe, opts.ep = true, math.tointeger(tonumber(t:cell(i, "EP Size")))
+    if not opts.ep then return nil end  -- the lint flags the EP Size cell itself
+  end
+  -- the TC layout of the row's inputs, then the route (its kernels in order, tc_input_count)
+  shapes, dtypes = match.tc_layout(K.name, shapes, dtypes)
+  if route.op and (route.mode == "compute" or route.mode == "moe_fused" or route.mode == "mtp_projection") then
+    opts.n = nil
+    return require("perfscript.db.mapping").lookup(K.db, route.op, shapes, dtypes, opts)
+  end
+  return K:lookup({ shapes = shapes }, dtypes, opts)
+end
+
+-- Findings of one kernel into add(severity, line, column, problem).
+function Reach.kernel(K, add)
+  local t = K:table()
+  if K.name:sub(1, 5) == "hcom_" or not t:column(D.IS) then return end
+  local route = Reach.route(K.db, K.name)
+  for i = 1, #t do
+    if K:latency(i) then
+      local probs
+      if route.mode == "attention_special" then
+        probs = attention_problems(t, i, route)
+      elseif route.mode == "elementwise" then
+        probs = {}
+        local od = t:column(D.ODT) and match.list(t:cell(i, D.ODT))[1]
+        local why = od and spelling(od, "output slot 1")
+        if why then probs[1] = { kind = "unknown dtype", why = why .. " (answered scaled, not exactly)" } end
+      else
+        probs = slot_problems(t, i, route.n)
+      end
+      for _, p in ipairs(probs) do add("error", t:line(i), D.IDT, "unreachable: " .. reason_text(p.kind, p.why)) end
+      if #probs == 0 then
+        local ok, res, why = pcall(own_answer, K, t, i, route)
+        if not ok then
+          add("error", t:line(i), nil, "unreachable: its own query fails: " ..
+              tostring(type(res) == "table" and res.message or res))
+        elseif not res then
+          if why then add("error", t:line(i), nil, "unreachable: " .. why) end
+        elseif res.miss then
+          add("error", t:line(i), nil, "unreachable: its own query misses (" .. res.miss .. ")")
+        elseif res.row ~= i or (res.kernel and res.kernel ~= K.name) then
+          local other = res.kernel and res.kernel ~= K.name and K.db:kernel(res.kernel) or K
+          add("error", t:line(i), nil, string.format("unreachable: shadowed by %sline %d: the consumer answers this row's own query with it (%s%s)",
+                                                    other ~= K and (other.name .. " ") or "", other:table():line(res.row),
+                                                    res.rule or route.mode,
+                                                    other ~= K and (", " .. route.op .. " tries " .. other.name .. " first") or ""))
+        end
+      end
+    end
+  end
+end
+
+function Reach.install(db) D = db end
+
+return Reach
