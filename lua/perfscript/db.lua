@@ -254,6 +254,35 @@ function Kmethods:_lookup_index(n)
   return s.lix[n]
 end
 
+-- Rows by the shape of each input slot (FRACTAL_NZ restored), for the slots the lookup
+-- compares (first n): {["j\0shape"] = {rows}}; inmemo: the lookup's parsed rows.
+function Kmethods:_slot_index(n, inmemo)
+  local s = self._
+  s.slotix = s.slotix or {}
+  if s.slotix[n] then return s.slotix[n] end
+  local six = {}
+  for i = 1, #self:table() do
+    local memo = inmemo[i]
+    if memo == nil then
+      local shapes_i, dtypes_i = self:_inputs(i)
+      if shapes_i and n > 0 then
+        for j = n + 1, #shapes_i do shapes_i[j] = nil end
+        for j = n + 1, #dtypes_i do dtypes_i[j] = nil end
+      end
+      memo = { shapes_i, dtypes_i }
+      inmemo[i] = memo
+    end
+    for j, sh in ipairs(memo[1] or {}) do
+      local k = j .. "\0" .. match.shapes_text({ sh })
+      local l = six[k]
+      if not l then l = {}; six[k] = l end
+      l[#l + 1] = i
+    end
+  end
+  s.slotix[n] = six
+  return six
+end
+
 -- Input shapes (FRACTAL_NZ restored, as the consumer compares them) and dtypes of row i.
 function Kmethods:_inputs(i)
   local t = self:table()
@@ -541,6 +570,9 @@ function Kmethods:lookup(shapes, dtypes, opts)
   local ix = L.ix
   local dtype_comp = L.comps[2]
   local tried = {}      -- row -> {ok, reason, rule}
+  s.inmemo = s.inmemo or {}
+  s.inmemo[n] = s.inmemo[n] or {}
+  local inmemo = s.inmemo[n]
   local cands = {}
 
   -- MoE (DispatchFFNCombine, spec 2.6): a file with an EP Size column needs the query's ep;
@@ -563,15 +595,23 @@ function Kmethods:lookup(shapes, dtypes, opts)
     elseif moe and math.tointeger(tonumber(t:cell(i, epcol))) ~= ep then
       res = { reason = "EP Size " .. (t:cell(i, epcol) == "" and "blank" or t:cell(i, epcol)) .. ", query ep " .. ep }
     else
-      local shapes_i, dtypes_i = self:_inputs(i)
-      if not shapes_i then
-        res = { reason = "malformed Input Shapes: " .. dtypes_i .. " (the consumer would crash)" }
-      else
-        if n > 0 then
+      -- the row's parsed inputs, truncated to n: made once per kernel and n (a lint asks every
+      -- row's own query, each scanning the rows before it)
+      local memo = inmemo[i]
+      if memo == nil then
+        local shapes_i, dtypes_i = self:_inputs(i)
+        if shapes_i and n > 0 then
           for j = n + 1, #shapes_i do shapes_i[j] = nil end
           for j = n + 1, #dtypes_i do dtypes_i[j] = nil end
         end
-              local m, why = match.row(self.name, q, shapes_i, dtypes_i)
+        memo = { shapes_i, dtypes_i }
+        inmemo[i] = memo
+      end
+      local shapes_i, dtypes_i = memo[1], memo[2]
+      if not shapes_i then
+        res = { reason = "malformed Input Shapes: " .. dtypes_i .. " (the consumer would crash)" }
+      else
+        local m, why = match.row(self.name, q, shapes_i, dtypes_i, not opts.explain)
               if m then
           res = { ok = true, rule = m.rule, rules = m.rules, distance = m.distance, row = i,
                   pri = pri[src[i]] or 9 }
@@ -605,13 +645,31 @@ function Kmethods:lookup(shapes, dtypes, opts)
   local minpri = math.huge
   for _, v in pairs(pri) do minpri = math.min(minpri, v) end
   local upto = math.huge
+  local special = match.ROPE[self.name] or match.SWIGLU[self.name] or match.RESHAPE_AND_CACHE[self.name]
+  local by_slots = false
   if best_d0 and not opts.explain and dkey then
-    if moe or best_d0.pri <= minpri then upto = best_d0.row
-    elseif #q.shapes < 2 then upto = 0 end
-    if not moe and #q.shapes < 2 then upto = 0 end
+    if moe then upto = best_d0.row
+    elseif #q.shapes < 2 then upto = 0
+    else
+      -- only rows before best_d0 can win when its latency column has the best priority
+      if best_d0.pri <= minpri then upto = best_d0.row end
+      by_slots = not special
+    end
   end
-  -- scan: padded matches (and every row when asked to explain, or without dtypes)
-  if upto > 0 then
+  if by_slots then
+    -- a distance-0 row the keys missed has an input matched by a rule that keeps its size
+    -- (batch strip, transpose, flatten, ...): one of its slots has a key of the query's slot
+    -- variants, so only the rows the slot index gives for those need a check
+    local six = self:_slot_index(n, inmemo)
+    local seen = {}
+    for j, tc in ipairs(q.shapes) do
+      for _, v in ipairs(match.slot_variants(self.name, j, tc)) do
+        for _, i in ipairs(six[j .. "\0" .. match.shapes_text({ v })] or {}) do
+          if i < upto and not seen[i] then seen[i] = true; check_row(i) end
+        end
+      end
+    end
+  elseif upto > 0 then
     for g = 1, ix:ngroups() do
       local size, first = ix:group(g)
       if first >= upto then break end

@@ -176,6 +176,8 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
   local best, best_idx, results = nil, nil, {}
   for idx, k in ipairs(ks) do
     local K = db._kernels[k]
+    -- a distance-0 row of an earlier kernel wins over every row of the later ones
+    if best and best.d == 0 and not opts.explain then break end
     if K then
       local r = K:lookup(shapes, dtypes, o)
       results[#results + 1] = { kernel = k, r = r, idx = idx }

@@ -79,11 +79,9 @@ end
 
 -- tc is the csv dimension block-padded (TC is the padded side).
 function M.padded(tc, csv)
-  if tc <= csv then return false end
-  for _, b in ipairs { 16, 32, 64 } do
-    if tc == (csv + b - 1) // b * b then return true end
-  end
-  return csv >= 64 and tc == (csv + 7) // 8 * 8
+  if tc <= csv or tc - csv >= 64 then return false end  -- no block of 64 or less pads that far
+  return tc == (csv + 15) // 16 * 16 or tc == (csv + 31) // 32 * 32 or tc == (csv + 63) // 64 * 64 or
+         (csv >= 64 and tc == (csv + 7) // 8 * 8)
 end
 
 local function dims_padded(tc, csv)
@@ -218,21 +216,23 @@ end
 
 -- Matches a query {shapes = {...}, dtypes = {...} | nil} against a row's parsed inputs.
 -- Returns {distance, rule, rules} or nil, "input i: why" (the first input that failed).
-function M.row(kernel, q, shapes, dtypes)
+-- quiet: no reason text for a failed row (a lookup without explain makes no use of it).
+function M.row(kernel, q, shapes, dtypes, quiet)
   q = M.normalize(kernel, q, #shapes)
   if #shapes ~= #q.shapes then
-    return nil, string.format("input count: row has %d, query has %d", #shapes, #q.shapes)
+    return nil, not quiet and string.format("input count: row has %d, query has %d", #shapes, #q.shapes) or "no match"
   end
   local rule, rules = "identity", {}
   for i = 1, #shapes do
     if q.dtypes then
       local a, b = q.dtypes[i], dtypes[i]
       if a == nil or b == nil or group(kernel, a) ~= group(kernel, b) then
-        return nil, string.format("input %d: dtype %s, row has %s", i, a or "none", b or "none")
+        return nil, not quiet and string.format("input %d: dtype %s, row has %s", i, a or "none", b or "none") or "no match"
       end
     end
     local r = M.rule(kernel, i, q.shapes[i], shapes[i])
     if not r then
+      if quiet then return nil, "no match" end
       return nil, string.format("input %d: shape %s vs row %s: no rule", i, M.format_shape(q.shapes[i]),
                                 M.format_shape(shapes[i]))
     end
@@ -279,6 +279,32 @@ function M.variants(kernel, shapes)
       v[i] = { s[2], 1 }
       out[#out + 1] = v
     end
+  end
+  return out
+end
+
+-- The shapes a row's slot j has when TC input j (1-based) matches it by a rule that keeps its
+-- size and is not identity (batch strip, transpose, batched transpose, singleton transpose,
+-- flatten, merge): a distance-0 match the index keys miss has such a slot (match.fold).
+function M.slot_variants(kernel, j, tc)
+  if tc.scalar then return {} end
+  local st = M.strip1(tc)
+  local out = {}
+  local function add(v) if not eq(v, tc) then out[#out + 1] = v end end
+  add(st)                                    -- batch_strip: st == csv
+  local one = { 1 }
+  for _, d in ipairs(st) do one[#one + 1] = d end
+  add(one)                                   -- batch_strip: st == strip1(csv)
+  if M.MATMUL[kernel] and j >= 2 and (#st == 2 or #st == 3) then
+    local t = copy(st)
+    t[#t - 1], t[#t] = t[#t], t[#t - 1]
+    add(t)
+  end
+  if kernel == "Index" and #tc == 2 and tc[1] == 1 then add({ tc[2], 1 }) end
+  local s3 = #st == 3 and st or #tc == 3 and tc or nil
+  if s3 and M.FLATTEN_3D[kernel] then
+    add({ s3[1] * s3[2], s3[3] })
+    if M.MERGE_LAST[kernel] then add({ s3[1], s3[2] * s3[3] }) end
   end
   return out
 end
