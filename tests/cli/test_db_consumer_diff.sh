@@ -41,6 +41,32 @@ EOF
   [[ $rc -eq 0 ]] || echo "$out" | head -20
   expect_contains "$name: rows were compared" "$out" "lookup_diff $dir: "
   expect_not_contains "$name: none compared is not a pass" "$out" ": 0 rows agree"
+  # db_lint names every asked row the consumer does not answer exactly, and no other
+  "$PS_BIN" "$SRC/recipes/db_lint.lua" "$dir" --quiet --csv "$TMP/$name.lint.csv" >/dev/null 2>&1
+  out=$("$PY" - "$TMP/$name.json" "$TMP/$name.lint.csv" <<'EOF'
+import csv, json, sys
+flagged = {}
+for r in csv.DictReader(open(sys.argv[2])):
+    if r["line"] and r["problem"].startswith("unreachable"):
+        flagged.setdefault((r["kernel"], int(r["line"])), r["problem"])
+bad = n = 0
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["status"] in ("unasked", "error"):
+        continue
+    n += 1
+    why = flagged.get((r["kernel"], r["row"] + 1))  # data row n is CSV line n + 1
+    if (r["status"] == "exact") == (why is not None):
+        bad += 1
+        print("LINT %s line %d: the consumer says %s (%s); lint: %s" % (r["kernel"], r["row"] + 1, r["status"],
+              r.get("found") or r.get("reason") or "", why or "no finding"))
+print("lint agrees with the consumer on %d of %d asked rows" % (n - bad, n))
+sys.exit(1 if bad else 0)
+EOF
+)
+  rc=$?
+  echo "${out##*$'\n'}"
+  [[ $rc -eq 0 ]] || echo "$out" | head -20
+  expect_eq "$name: db_lint flags exactly the rows the consumer does not answer exactly" "$rc" "0"
 }
 
 # ---- a generated database with the subtle cases --------------------------------------------

@@ -187,10 +187,11 @@ function Reach.kernel(K, add)
       if route.mode == "attention_special" then
         probs = attention_problems(t, i, route)
       elseif route.mode == "elementwise" then
+        -- another spelling of the output dtype is still answered, through dtype scaling
         probs = {}
         local od = t:column(D.ODT) and match.list(t:cell(i, D.ODT))[1]
         local why = od and spelling(od, "output slot 1")
-        if why then probs[1] = { kind = "unknown dtype", why = why .. " (answered scaled, not exactly)" } end
+        if why then add("warning", t:line(i), D.ODT, why .. " (answered through dtype scaling, confidence 0.9)") end
       else
         probs = slot_problems(t, i, route.n)
       end
