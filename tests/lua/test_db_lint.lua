@@ -18,6 +18,8 @@ operator_mappings:
   tensor_cast.grouped_matmul_swiglu_quant.default: {kernel_type: GroupedMatmulSwigluQuant, tc_input_count: 1}
   aten.add.Tensor: {kernel_type: Add, query_mode: elementwise}
   tensor_cast.attention.default: {kernel_type: FusedInferAttentionScore, query_mode: attention_special}
+  tensor_cast.rope.default: {kernel_type: _triton_rope}
+  tensor_cast.rope_cut.default: {kernel_type: ApplyRotaryPosEmb, tc_input_count: 2}
 ]]
 
 -- files: name -> rows (text after the header)
@@ -74,6 +76,12 @@ local BAD = {
   -- line 3: only this kernel has it
   MatMulV3 = '"128,512;1024,512",DT_BF16;DT_BF16,ND;ND,"128,1024",DT_BF16,9\n' ..
              '"256,512;1024,512",DT_BF16;DT_BF16,ND;ND,"256,1024",DT_BF16,19\n',
+  -- the consumer rewrites a rope query to K and Q (cos and sin only with 4 inputs): without a
+  -- tc_input_count of 2 a three-slot row never matches (cause 5 of the issue)
+  _triton_rope = '"41040,4,128;41040,1,128;81920,128",DT_BF16;DT_BF16;DT_BF16,ND;ND;ND,"41040,4,128",DT_BF16,55\n',
+  ApplyRotaryPosEmb = '"41040,4,128;41040,1,128;81920,128",DT_BF16;DT_BF16;DT_BF16,ND;ND;ND,"41040,4,128",DT_BF16,55\n',
+  -- no route reads it
+  Pack = '"16,7168",DT_BF16,ND,"16,7168",DT_BF16,1\n',
   -- tc_input_count 1 cuts the empty slot: reachable
   GroupedMatmulSwigluQuant = '"16,7168;;32,7168,2048",DT_BF16;DT_UNDEFINED;INT8,ND;NULL;ND,"16,2048",DT_BF16,30\n',
 }
@@ -119,7 +127,14 @@ function TestLintReach:test_shadowed_rows()
   lu.assertStrContains(find(u, "MatMulV3:2 ") or "", "shadowed by MatMulV2 line 2")
   lu.assertStrContains(find(u, "MatMulV3:2 ") or "", "aten.mm.default tries MatMulV2 first")
   lu.assertFalse(has(u, "MatMulV3:3 "))
-  lu.assertEquals(#u, 7, table.concat(u, "\n"))
+  lu.assertEquals(#u, 8, table.concat(u, "\n"))
+end
+
+function TestLintReach:test_own_query_misses_with_the_failing_input()
+  local u, r = unreachable(make(BAD))
+  lu.assertStrContains(find(u, "_triton_rope:2 ") or "", "its own query misses (shape_mismatch): input count: row has 3, query has 2")
+  lu.assertFalse(has(u, "ApplyRotaryPosEmb"), table.concat(u, "\n"))  -- tc_input_count 2 cuts it
+  lu.assertStrContains(tostring(r), "no op in op_mapping.yaml routes Pack")
 end
 
 function TestLintReach:test_clean_database_has_no_finding()
@@ -127,6 +142,10 @@ function TestLintReach:test_clean_database_has_no_finding()
     GroupedMatmul = '"16,7168;32,7168,2048",DT_BF16;INT8,ND;ND,"16,2048",DT_BF16,28.4\n',
     GroupedMatmulSwigluQuant = '"16,7168;32,7168,2048",DT_BF16;INT8,ND;ND,"16,2048",DT_BF16,30\n',
     MatMulV3 = '"256,512;1024,512",DT_BF16;DT_BF16,ND;ND,"256,1024",DT_BF16,19\n',
+    -- all four rope inputs: the consumer keeps them
+    _triton_rope = '"1,136,4,128;1,136,1,128;1,136,1,128;1,136,1,128",DT_BF16;DT_BF16;DT_BF16;DT_BF16,ND;ND;ND;ND,' ..
+                   '"1,136,4,128",DT_BF16,12.5\n',
+    ApplyRotaryPosEmb = '"41040,4,128;41040,1,128;81920,128",DT_BF16;DT_BF16;DT_BF16,ND;ND;ND,"41040,4,128",DT_BF16,55\n',
     FusedInferAttentionScore =
       '"4096,128,192;1,128,4096,192",DT_BF16;DT_BF16,ND;ND,"4096,128,128",DT_BF16,4096,3,128,TND,900\n' ..
       '"4,128,1,192;1,128,4096,192",DT_BF16;DT_BF16,ND;ND,"4,128,1,128",DT_BF16,4096,3,128,BNSD_NBSD,90\n',

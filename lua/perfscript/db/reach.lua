@@ -36,12 +36,13 @@ function Reach.route(db, kernel)
       end
     end
   end
-  local mla = false
+  local mla, zero = false, false
   for _, op in ipairs(names) do
     local e = ops[op]
     if type(e) == "table" and e.composite and e.decomposer and op:match("latent_attention") then mla = true end
+    if type(e) == "table" and (e.zero_cost or e.accepted_miss) and e.kernel_type == kernel then zero = true end
   end
-  if not best then return { mode = "compute", op = nil, mla = mla, mapped = doc ~= nil } end
+  if not best then return { mode = "compute", op = nil, mla = mla, zero = zero, mapped = doc ~= nil } end
   if best.full then best.n = nil end
   best.mla, best.mapped = mla, true
   return best
@@ -169,11 +170,22 @@ local function own_answer(K, t, i, route)
   end
   -- the TC layout of the row's inputs, then the route (its kernels in order, tc_input_count)
   shapes, dtypes = match.tc_layout(K.name, shapes, dtypes)
+  local res
   if route.op and (route.mode == "compute" or route.mode == "moe_fused" or route.mode == "mtp_projection") then
-    opts.n = nil
-    return require("perfscript.db.mapping").lookup(K.db, route.op, shapes, dtypes, opts)
+    local o = { ep = opts.ep }
+    res = require("perfscript.db.mapping").lookup(K.db, route.op, shapes, dtypes, o)
+  else
+    res = K:lookup({ shapes = shapes }, dtypes, opts)
   end
-  return K:lookup({ shapes = shapes }, dtypes, opts)
+  if res.miss == "shape_mismatch" then
+    -- why this row does not match its own query: the first input and rule that failed
+    opts.explain = true
+    local ex = K:lookup({ shapes = shapes }, dtypes, opts)
+    for _, x in ipairs(ex) do
+      if x.row == i and x.result == "no" then res.row_reason = x["rule or first failure"] end
+    end
+  end
+  return res
 end
 
 -- Findings of one kernel into add(severity, line, column, problem).
@@ -181,6 +193,10 @@ function Reach.kernel(K, add)
   local t = K:table()
   if K.name:sub(1, 5) == "hcom_" or not t:column(D.IS) then return end
   local route = Reach.route(K.db, K.name)
+  if route.mapped and not route.op then
+    add("warning", nil, "op_mapping.yaml", string.format("no op in op_mapping.yaml routes %s%s: its rows are read only " ..
+        "when a decomposer asks for it", K.name, route.zero and " (only as zero_cost or accepted_miss)" or ""))
+  end
   for i = 1, #t do
     if K:latency(i) then
       local probs
@@ -204,7 +220,8 @@ function Reach.kernel(K, add)
         elseif not res then
           if why then add("error", t:line(i), nil, "unreachable: " .. why) end
         elseif res.miss then
-          add("error", t:line(i), nil, "unreachable: its own query misses (" .. res.miss .. ")")
+          add("error", t:line(i), nil, "unreachable: its own query misses (" .. res.miss .. ")" ..
+              (res.row_reason and (": " .. res.row_reason) or ""))
         elseif res.row ~= i or (res.kernel and res.kernel ~= K.name) then
           local other = res.kernel and res.kernel ~= K.name and K.db:kernel(res.kernel) or K
           add("error", t:line(i), nil, string.format("unreachable: shadowed by %sline %d: the consumer answers this row's own query with it (%s%s)",
