@@ -22,6 +22,7 @@
 #include "csvread.h"
 #include "csvwrite.h"
 #include "grow.h"
+#include "num.h"
 #include "luabind.h"
 #include "sig.h"
 #include "u64map.h"
@@ -242,24 +243,8 @@ fail:
 
 /* ---- csvedit.merge: index, match, update, prune and rewrite in one pass ------------------ */
 
-/* parse_float on a raw cell: trimmed, a whole number, else 0. */
-static double parse_float(const char *s, size_t len) {
-  char tmp[64];
-  while (len && (*s == ' ' || (*s >= '\t' && *s <= '\r'))) s++, len--;
-  while (len && (s[len - 1] == ' ' || (s[len - 1] >= '\t' && s[len - 1] <= '\r'))) len--;
-  if (!len || len >= sizeof tmp) return 0.0;
-  memcpy(tmp, s, len);
-  tmp[len] = '\0';
-  char *end;
-  double v = strtod(tmp, &end);
-  return *end || end == tmp ? 0.0 : v;
-}
-/* A valid duration, as the database's consumer reads one: a finite number > 0 (the original
- * also took inf). */
-static int real(const char *s, size_t len) {
-  double v = parse_float(s, len);
-  return v > 0 && isfinite(v);
-}
+#define parse_float ps_num_or_zero
+#define real ps_num_duration_cell
 
 static int same_trimmed(const char *a, size_t la, const char *b, size_t lb) {
   while (la && (*a == ' ' || (*a >= '\t' && *a <= '\r'))) a++, la--;

@@ -18,6 +18,7 @@
 #include <lua.h>
 
 #include "profile.h"
+#include "num.h"
 #include "profkey.h"
 #include "csvwrite.h"
 
@@ -272,7 +273,7 @@ static int f_number(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
   double d;
-  if (ps_profile_number(s, len, &d) != 0) luaL_pushfail(L);
+  if (ps_num_finite(s, len, &d) != 0) luaL_pushfail(L);
   else lua_pushnumber(L, d);
   return 1;
 }

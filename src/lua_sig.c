@@ -27,6 +27,7 @@
 
 #include "csvread.h"
 #include "grow.h"
+#include "num.h"
 #include "sig.h"
 #include "u64map.h"
 
@@ -178,17 +179,8 @@ static int l_display(lua_State *L) {
   return 1;
 }
 
-/* parse_float > 0 (the database's "real duration"): trimmed, a whole number; nan is not,
- * inf is. */
-static int is_real(const char *s) {
-  while (*s == ' ' || (*s >= '\t' && *s <= '\r')) s++;
-  if (!*s) return 0;
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s) return 0;
-  while (*end == ' ' || (*end >= '\t' && *end <= '\r')) end++;
-  return !*end && v > 0;
-}
+/* A valid duration (src/num.c: finite and > 0, the consumer's rule). */
+static int is_real(const char *s) { return ps_num_duration_cell(s, strlen(s)); }
 
 /* Signature hash -> (first row, count): a u64map from the hash to an index into sigs. */
 typedef struct sigrows { uint32_t first, count; } sigrows;

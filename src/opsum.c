@@ -8,6 +8,7 @@
 
 #include "csvread.h"
 #include "grow.h"
+#include "num.h"
 #include "sig.h"
 #include "u64map.h"
 
@@ -70,13 +71,10 @@ static char *dup_trim(const char *s) {
   return d;
 }
 
-/* A finite number parsed from the whole (trimmed) field, or NAN. */
+/* A finite number parsed from the whole field, or NAN. */
 static double number(const char *s) {
-  if (!*s) return NAN;
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || *end) return NAN;
-  return isfinite(v) ? v : NAN;
+  double v;
+  return ps_num_finite(s, strlen(s), &v) == 0 ? v : NAN;
 }
 
 int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) {

@@ -13,6 +13,7 @@
 
 #include "csvread.h"
 #include "csvscan.h"
+#include "num.h"
 #include "profkey.h"
 
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
@@ -176,44 +177,6 @@ int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns) {
   return 0;
 }
 
-/* Exact fast path for plain decimals (Clinger: an integer mantissa below 2^53 scaled by an
- * exact power of ten is correctly rounded); anything else goes to strtod. */
-static int parse_number(const char *s, size_t len, double *out) {
-  static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
-  const unsigned char *c = (const unsigned char *)s, *e = c + len;
-  if (len == 0) return -1;
-  int neg = *c == '-';
-  if (*c == '-' || *c == '+') c++;
-  const unsigned char *d0 = c;
-  uint64_t m = 0;
-  while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
-  size_t nint = (size_t)(c - d0), nfrac = 0;
-  if (c < e && *c == '.') {
-    const unsigned char *f0 = ++c;
-    while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
-    nfrac = (size_t)(c - f0);
-  }
-  if (c == e && nint + nfrac > 0 && nint + nfrac <= 18 && m < (UINT64_C(1) << 53)) {
-    double d = (double)m / p10[nfrac];
-    *out = neg ? -d : d;
-    return 0;
-  }
-  char buf[128];
-  if (len >= sizeof buf) return -1;
-  memcpy(buf, s, len);
-  buf[len] = 0;
-  char *end;
-  double d = strtod(buf, &end);
-  if (end == buf || *end != 0 || !isfinite(d)) return -1;
-  /* strtod takes hex and "infinity"; Python's float() also takes the latter, but no
-   * profiler writes either: keep decimals only. */
-  for (size_t k = 0; k < len; k++)
-    if (buf[k] == 'x' || buf[k] == 'X') return -1;
-  *out = d;
-  return 0;
-}
-
 /* printf("%.6f") for the statistics, without printf's multi-precision path: the exact
  * product v * 1e6 is p + e (fma), rounded to the nearest integer with ties to even, as glibc
  * rounds the exact binary value. Falls back to snprintf outside |v| < 9e9. */
@@ -230,11 +193,6 @@ int ps_profile_fmt6(char *out, size_t cap, double v) {
   if (cmp > 0 || (cmp == 0 && (k & 1))) k++;
   return snprintf(out, cap, "%s%llu.%06llu", signbit(v) ? "-" : "", (unsigned long long)(k / 1000000),
                   (unsigned long long)(k % 1000000));
-}
-
-int ps_profile_number(const char *s, size_t len, double *out) {
-  s = trim(s, &len);
-  return parse_number(s, len, out);
 }
 
 /* ---- groups --------------------------------------------------------------------------- */
@@ -473,7 +431,7 @@ static int add_row(run *u, const ps_scan_record *rec) {
            ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES]);
   int no_dims = !na && ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]);
   double d;
-  int bad = parse_number(cell[C_DURATION], len[C_DURATION], &d) != 0;
+  int bad = ps_num_finite(cell[C_DURATION], len[C_DURATION], &d) != 0;
   if (check_dup && seen_before(p, dup_hash)) {
     counts->duplicates++;
     return 0;
@@ -501,7 +459,7 @@ static int add_row(run *u, const ps_scan_record *rec) {
   double mv[PS_NCOUNTERS];
   unsigned valid = 0;
   for (int m = 0; m < PS_NCOUNTERS; m++)
-    if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &mv[m]) == 0)
+    if (len[C_METRIC0 + m] && ps_num_finite(cell[C_METRIC0 + m], len[C_METRIC0 + m], &mv[m]) == 0)
       valid |= 1u << m;
   if (add_duration(g, d) != 0) return -1;
   /* the first non-empty value of each cell */

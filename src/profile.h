@@ -118,7 +118,4 @@ int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns);
 /* Formats v exactly as snprintf("%.6f") does, faster; returns the length like snprintf. */
 int ps_profile_fmt6(char *out, size_t cap, double v);
 
-/* Parses a finite double (the whole trimmed text). Returns 0, or -1. */
-int ps_profile_number(const char *s, size_t len, double *out);
-
 #endif

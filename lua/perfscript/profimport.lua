@@ -369,10 +369,7 @@ end
 ---------------------------------------------------------------------------------------------
 -- Merge into the database
 
-local function real(v)
-  local n = profile.number(v or "")
-  return n ~= nil and n > 0
-end
+local real = require("perfscript.num").is_duration
 
 local function read_table(path)
   local r, err = perf.csv.open(path)

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "profile.h"
+#include "num.h"
 #include "profkey.h"
 
 static char dir[1024];
@@ -276,18 +277,18 @@ static void test_helpers(void **state) {
   assert_false(ps_profile_is_na("", 0));
   assert_false(ps_profile_is_na("NA", 2));
   double d;
-  assert_int_equal(ps_profile_number("1.25", 4, &d), 0);
+  assert_int_equal(ps_num_finite("1.25", 4, &d), 0);
   assert_true(d == 1.25);
-  assert_int_equal(ps_profile_number("0.1", 3, &d), 0);
+  assert_int_equal(ps_num_finite("0.1", 3, &d), 0);
   assert_true(d == 0.1);
-  assert_int_equal(ps_profile_number("1e3", 3, &d), 0);
+  assert_int_equal(ps_num_finite("1e3", 3, &d), 0);
   assert_true(d == 1000);
-  assert_int_equal(ps_profile_number("123456789012345678.5", 20, &d), 0);
+  assert_int_equal(ps_num_finite("123456789012345678.5", 20, &d), 0);
   assert_true(d == 123456789012345678.5);
-  assert_int_equal(ps_profile_number("bad", 3, &d), -1);
-  assert_int_equal(ps_profile_number("nan", 3, &d), -1);
-  assert_int_equal(ps_profile_number("0x10", 4, &d), -1);
-  assert_int_equal(ps_profile_number("", 0, &d), -1);
+  assert_int_equal(ps_num_finite("bad", 3, &d), -1);
+  assert_int_equal(ps_num_finite("nan", 3, &d), -1);
+  assert_int_equal(ps_num_finite("0x10", 4, &d), -1);
+  assert_int_equal(ps_num_finite("", 0, &d), -1);
 }
 
 static void test_fmt6(void **state) {

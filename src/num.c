@@ -1,0 +1,112 @@
+/* The number parser behind every cell the project reads (import, write-back, database). */
+#include "num.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+static int word(const unsigned char *c, size_t n, const char *w) {
+  if (n != strlen(w)) return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((c[i] | 0x20) != (unsigned char)w[i]) return 0;
+  return 1;
+}
+
+/* Digits with single underscores between them, copied without the underscores to *o.
+ * Returns the count of digits, or -1 on a misplaced underscore. */
+static long digits(const unsigned char **c, const unsigned char *e, char **o) {
+  long n = 0;
+  while (*c < e) {
+    if ((unsigned)(**c - '0') < 10) {
+      *(*o)++ = (char)*(*c)++;
+      n++;
+    } else if (**c == '_' && n > 0 && *c + 1 < e && (unsigned)((*c)[1] - '0') < 10) {
+      (*c)++;
+    } else {
+      break;
+    }
+  }
+  return n;
+}
+
+/* The general grammar: validated, then handed to strtod without underscores. */
+static int parse_slow(const unsigned char *c, const unsigned char *e, double *out) {
+  int neg = c < e && *c == '-';
+  if (c < e && (*c == '-' || *c == '+')) c++;
+  size_t n = (size_t)(e - c);
+  if (word(c, n, "inf") || word(c, n, "infinity")) return *out = neg ? -INFINITY : INFINITY, 0;
+  if (word(c, n, "nan")) return *out = NAN, 0;
+  char buf[128], *o = buf;
+  if (n + 2 >= sizeof buf) return -1;
+  if (neg) *o++ = '-';
+  long nd = digits(&c, e, &o);
+  if (c < e && *c == '.') {
+    *o++ = *c++;
+    if (c < e && *c == '_') return -1;
+    nd += digits(&c, e, &o);
+  }
+  if (nd <= 0) return -1;
+  if (c < e && (*c == 'e' || *c == 'E')) {
+    *o++ = *c++;
+    if (c < e && (*c == '-' || *c == '+')) *o++ = (char)*c++;
+    if (digits(&c, e, &o) <= 0) return -1;
+  }
+  if (c != e) return -1;
+  *o = 0;
+  char *end;
+  double d = strtod(buf, &end);
+  if (*end) return -1;
+  *out = d;
+  return 0;
+}
+
+/* Exact fast path for plain decimals (Clinger: an integer mantissa below 2^53 scaled by an
+ * exact power of ten is correctly rounded); anything else takes the general grammar. */
+int ps_num_parse(const char *s, size_t len, double *out) {
+  static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
+  const unsigned char *c = (const unsigned char *)s, *e = c + len;
+  while (c < e && is_space(*c)) c++;
+  while (e > c && is_space(e[-1])) e--;
+  if (c == e) return -1;
+  const unsigned char *start = c;
+  int neg = *c == '-';
+  if (*c == '-' || *c == '+') c++;
+  const unsigned char *d0 = c;
+  uint64_t m = 0;
+  while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
+  size_t nint = (size_t)(c - d0), nfrac = 0;
+  if (c < e && *c == '.') {
+    const unsigned char *f0 = ++c;
+    while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
+    nfrac = (size_t)(c - f0);
+  }
+  if (c == e && nint + nfrac > 0 && nint + nfrac <= 18 && m < (UINT64_C(1) << 53)) {
+    double d = (double)m / p10[nfrac];
+    *out = neg ? -d : d;
+    return 0;
+  }
+  return parse_slow(start, e, out);
+}
+
+int ps_num_finite(const char *s, size_t len, double *out) {
+  double d;
+  if (ps_num_parse(s, len, &d) != 0 || !isfinite(d)) return -1;
+  *out = d;
+  return 0;
+}
+
+double ps_num_or_zero(const char *s, size_t len) {
+  double d;
+  return ps_num_parse(s, len, &d) == 0 ? d : 0.0;
+}
+
+int ps_num_is_duration(double v) { return v > 0 && isfinite(v); }
+
+int ps_num_duration_cell(const char *s, size_t len) {
+  double d;
+  return ps_num_parse(s, len, &d) == 0 && ps_num_is_duration(d);
+}
