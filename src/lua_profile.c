@@ -1,5 +1,5 @@
 /* perfscript.profile: streaming aggregation of kernel_details / op_summary files.
- *   local agg = profile.new()
+ *   local agg = profile.new([{threads = 1, split_min = bytes}])   (no threads/split: defaults)
  *   local counts, absent = agg:add_file(path [, function(done, total) end])
  *                          -- or nil, "file: missing columns: ..." / "file:line: reason"
  *   agg:totals(), #agg, agg:group(i [, stats]) -> {type=, in_shapes=, ..., count=, mean=, ...}
@@ -38,6 +38,12 @@ static int p_new(lua_State *L) {
   luaL_setmetatable(L, AGG);
   u->p = ps_profile_new();
   if (u->p == NULL) return luaL_error(L, "out of memory");
+  if (lua_istable(L, 1)) {
+    lua_Integer threads = (lua_getfield(L, 1, "threads"), lua_tointeger(L, -1));
+    lua_Integer split_min = (lua_getfield(L, 1, "split_min"), lua_tointeger(L, -1));
+    lua_pop(L, 2);
+    ps_profile_set_threads(u->p, (int)threads, split_min > 0 ? (uint64_t)split_min : 0);
+  }
   return 1;
 }
 

@@ -68,6 +68,8 @@ typedef struct slot {
 static void free_groups(struct group *g, size_t cap);
 
 struct ps_profile {
+  int threads;                /* 1: read every file in one thread */
+  uint64_t split_min;         /* files below this size are read by one thread */
   group *groups;
   size_t ngroups, capgroups;
   slot *slots;                /* open addressing on the key hash */
@@ -90,6 +92,11 @@ ps_profile *ps_profile_new(void) {
     return NULL;
   }
   return p;
+}
+
+void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min) {
+  p->threads = threads;
+  p->split_min = split_min;
 }
 
 void ps_profile_free(ps_profile *p) {
@@ -539,11 +546,9 @@ static void *read_half(void *arg) {
 
 /* Where the second half starts: just after the first line end past the middle. The first
  * thread confirms it is a record start when it gets there (a quoted newline would not be). */
-static uint64_t split_point(const char *path, uint64_t size) {
-  const char *env = getenv("PERFSCRIPT_THREADS");
-  const char *min = getenv("PERFSCRIPT_SPLIT_MIN");   /* tests split small files */
-  uint64_t least = min ? strtoull(min, NULL, 10) : SPLIT_MIN;
-  if (size < least || (env && atoi(env) == 1) || sysconf(_SC_NPROCESSORS_ONLN) < 2) return 0;
+static uint64_t split_point(const ps_profile *p, const char *path, uint64_t size) {
+  uint64_t least = p->split_min ? p->split_min : SPLIT_MIN;
+  if (size < least || p->threads == 1 || sysconf(_SC_NPROCESSORS_ONLN) < 2) return 0;
   FILE *f = fopen(path, "rb");
   if (f == NULL) return 0;
   uint64_t at = 0;
@@ -648,7 +653,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   int rc = 0;
 
   /* a big file: the second half on another core, into its own groups */
-  uint64_t split = split_point(path, ps_scan_file_size(r));
+  uint64_t split = split_point(p, path, ps_scan_file_size(r));
   half *h = NULL;
   pthread_t thread;
   if (split) {

@@ -64,6 +64,10 @@ typedef void (*ps_profile_progress)(void *ud, uint64_t done, uint64_t total);
 ps_profile *ps_profile_new(void);
 void ps_profile_free(ps_profile *p);
 
+/* threads: 1 reads each file in one thread (0: as many as help, today two halves);
+ * split_min: files smaller than this many bytes are read by one thread (0: 32 MiB). */
+void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min);
+
 /* Aggregates one file. On success returns 0 and fills *counts (this file only) and the
  * names of the optional columns the file lacks, comma-separated, in absent (may be NULL).
  * On failure returns -1 with "file: missing columns: a, b" or "file:line: reason" in err;
