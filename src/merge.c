@@ -62,14 +62,7 @@ static long add_display(ps_merge *m, const char *is, size_t il, const char *os, 
   trim(&is, &il);
   trim(&os, &ol);
   size_t n = (il ? il : 3) + 4 + (ol ? ol : 3) + 1;
-  if (m->alen + n > m->acap) {
-    size_t cap = m->acap ? m->acap * 2 : 1 << 20;
-    while (cap < m->alen + n) cap *= 2;
-    char *a = realloc(m->arena, cap);
-    if (!a) return -1;
-    m->arena = a;
-    m->acap = cap;
-  }
+  if (ps_grow((void **)&m->arena, &m->acap, m->alen + n, 1) != 0) return -1;
   size_t off = m->alen;
   char *p = m->arena + off;
   memcpy(p, il ? is : "N/A", il ? il : 3), p += il ? il : 3;

@@ -350,7 +350,6 @@ size_t ps_index_group_size(const ps_index *ix, size_t g) {
 const ps_sid *ps_index_group_key(const ps_index *ix, size_t g) {
   return g < ix->ngroups ? ix->keys + g * ix->nkey : NULL;
 }
-size_t ps_index_nkey(const ps_index *ix) { return ix->nkey; }
 size_t ps_index_nskipped(const ps_index *ix) { return ix->nskipped; }
 size_t ps_index_skipped(const ps_index *ix, size_t i) {
   return i < ix->nskipped ? ix->skipped[i] : 0;

@@ -58,7 +58,6 @@ size_t ps_index_ngroups(const ps_index *ix);      /* distinct keys, in order of 
 long ps_index_group_first(const ps_index *ix, size_t g);
 size_t ps_index_group_size(const ps_index *ix, size_t g);
 const ps_sid *ps_index_group_key(const ps_index *ix, size_t g);
-size_t ps_index_nkey(const ps_index *ix);
 size_t ps_index_nskipped(const ps_index *ix);
 size_t ps_index_skipped(const ps_index *ix, size_t i);  /* row left out */
 
