@@ -113,12 +113,7 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
     size_t slen, oplen = strlen(op);
     const char *text = ps_sig_text(a->sig, &slen);
     size_t klen = oplen + 1 + slen;
-    if (klen + 1 > a->kcap) {
-      char *k = realloc(a->kbuf, klen + 64);
-      if (!k) goto oom;
-      a->kbuf = k;
-      a->kcap = klen + 64;
-    }
+    if (ps_grow((void **)&a->kbuf, &a->kcap, klen + 1, 1) != 0) goto oom;
     memcpy(a->kbuf, op, oplen);
     a->kbuf[oplen] = '\x1e';
     memcpy(a->kbuf + oplen + 1, text, slen);
