@@ -23,6 +23,7 @@
 #include "csvwrite.h"
 #include "luabind.h"
 #include "merge.h"
+#include "sig.h"
 
 typedef struct ctx {
   ps_csv_reader *r;
@@ -280,9 +281,8 @@ static ps_merge_update *read_updates(lua_State *L, int updates, int copy, size_t
 
 /* The options table at index sp as a ps_merge_opts (scratch memory on the Lua stack). */
 static void read_opts(lua_State *L, int sp, ps_merge_opts *o) {
-  static const char *const srcname[PS_MERGE_NSRC] = {
-    "OP Type", "OP State", "Input Shapes", "Input Data Types", "Input Formats",
-    "Output Shapes", "Output Data Types", "EP Size", "mb", "prof"};
+  const char *srcname[PS_MERGE_NSRC] = {[PS_MERGE_MB] = "mb", [PS_MERGE_PROF] = "prof"};
+  for (int k = 0; k < PS_SIG_NCOLUMNS; k++) srcname[k] = ps_sig_columns[k]; /* same order */
   lua_getfield(L, sp, "header");
   int header = lua_gettop(L);
   luaL_argcheck(L, lua_istable(L, header), 2, "header must be a table");

@@ -35,7 +35,7 @@ static int l_aggregate(lua_State *L) {
   lua_createtable(L, 8 + 1 + PS_NCOUNTERS, 0);
   int keys = lua_gettop(L);
   for (int c = 0; c < 8; c++) {
-    lua_pushstring(L, ps_opsum_base_columns[c]);
+    lua_pushstring(L, ps_base_columns[c]);
     lua_rawseti(L, keys, c + 1);
   }
   lua_pushliteral(L, "Average Duration(us)");

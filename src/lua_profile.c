@@ -339,13 +339,11 @@ int luaopen_perfscript_profile(lua_State *L) {
   push_list(L, ps_profile_required, nreq);
   lua_setfield(L, -2, "required");
   /* database columns written by row(): base, statistics, counters */
-  static const char *const base[] = {
-    "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
-    "Output Shapes", "Output Data Types", "Output Formats", "Profiling Average Duration(us)",
-    "Profiling Median Duration(us)", "Profiling Std Duration(us)"};
+  static const char *const stats[] = {
+    "Profiling Average Duration(us)", "Profiling Median Duration(us)", "Profiling Std Duration(us)"};
   lua_createtable(L, 11 + PS_NCOUNTERS, 0);
   for (int i = 0; i < 11; i++) {
-    lua_pushstring(L, base[i]);
+    lua_pushstring(L, i < PS_NBASE ? ps_base_columns[i] : stats[i - PS_NBASE]);
     lua_rawseti(L, -2, i + 1);
   }
   for (int m = 0; m < PS_NCOUNTERS; m++) {

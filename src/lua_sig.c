@@ -36,10 +36,8 @@
 typedef struct sig_ud { ps_sig *g; } sig_ud;
 
 /* The row's columns, in the order of the cols table sig.columns builds. */
-static const char *const COLUMNS[] = {
-  "OP Type", "OP State", "Input Shapes", "Input Data Types", "Input Formats",
-  "Output Shapes", "Output Data Types", "EP Size"};
-#define NCOLS 8
+#define COLUMNS ps_sig_columns
+#define NCOLS PS_SIG_NCOLUMNS
 
 static ps_sig *state(lua_State *L) {
   sig_ud *u = lua_touserdata(L, lua_upvalueindex(1));

@@ -17,6 +17,8 @@
 
 #define NUMW 32 /* room for one %.6f number */
 
+_Static_assert(PS_MERGE_EP_SIZE + 1 == PS_SIG_NCOLUMNS, "merge.h sources follow ps_sig_columns");
+
 /* A signature seen in the file: its first row, its row count and the first row's display. */
 typedef struct msig { uint32_t first, count; size_t disp; } msig;
 

@@ -11,7 +11,8 @@
 
 #include "counters.h"
 
-/* Columns of the existing file the policy reads (0-based source columns, -1 when absent). */
+/* Columns of the existing file the policy reads (0-based source columns, -1 when absent):
+ * the signature's columns in ps_sig_columns order (sig.h), then the two durations. */
 enum {
   PS_MERGE_OP_TYPE, PS_MERGE_OP_STATE, PS_MERGE_IN_SHAPES, PS_MERGE_IN_DTYPES,
   PS_MERGE_IN_FORMATS, PS_MERGE_OUT_SHAPES, PS_MERGE_OUT_DTYPES, PS_MERGE_EP_SIZE,

@@ -12,10 +12,6 @@
 #include "sig.h"
 #include "u64map.h"
 
-const char *const ps_opsum_base_columns[8] = {
-  "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
-  "Output Shapes", "Output Data Types", "Output Formats"};
-
 typedef struct gkey { char *key; size_t len; } gkey;
 
 struct ps_opsum {
@@ -96,7 +92,7 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
     return -1;
   }
   int c_base[8], c_met[PS_NCOUNTERS];
-  for (int i = 0; i < 8; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_opsum_base_columns[i]);
+  for (int i = 0; i < 8; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_base_columns[i]);
   /* Accelerator Core is an alias of Task Type: the template's core comes from Task Type. */
   c_base[1] = -1;
   for (int i = 0; i < PS_NCOUNTERS; i++)

@@ -28,8 +28,6 @@ typedef struct ps_opsum_group {
 
 typedef struct ps_opsum ps_opsum;
 
-extern const char *const ps_opsum_base_columns[8];
-
 ps_opsum *ps_opsum_new(void);
 void ps_opsum_free(ps_opsum *a);
 

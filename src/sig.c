@@ -11,6 +11,10 @@
 #include "grow.h"
 #include "shape.h"
 
+const char *const ps_sig_columns[PS_SIG_NCOLUMNS] = {
+  "OP Type", "OP State", "Input Shapes", "Input Data Types", "Input Formats",
+  "Output Shapes", "Output Data Types", "EP Size"};
+
 typedef struct span { const char *p; size_t n; } span;
 typedef struct spans { span *v; size_t n, cap; } spans;
 

@@ -28,6 +28,10 @@ typedef struct ps_sig_row {
   const char *ep_size;    /* `EP Size` (DispatchFFNCombine only) */
 } ps_sig_row;
 
+/* The CSV columns a signature reads, in ps_sig_row's order (op_type .. ep_size). */
+#define PS_SIG_NCOLUMNS 8
+extern const char *const ps_sig_columns[PS_SIG_NCOLUMNS];
+
 /* Reusable state: scratch space and the last result. Not thread-safe. */
 typedef struct ps_sig ps_sig;
 
