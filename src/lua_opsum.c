@@ -11,6 +11,7 @@
 #include <lua.h>
 
 #include "luabind.h"
+#include "num.h"
 #include "opsum.h"
 
 static int l_aggregate(lua_State *L) {
@@ -67,7 +68,7 @@ static int l_aggregate(lua_State *L) {
       lua_rawset(L, -3);
     }
     if (g->nvalid) {
-      snprintf(num, sizeof num, "%.6f", g->min);
+      ps_num_fmt6(num, sizeof num, g->min);
       lua_rawgeti(L, keys, 9);
       lua_pushstring(L, num);
       lua_rawset(L, -3);

@@ -160,7 +160,7 @@ static void push_fixed(lua_State *L, double v) {
     return;
   }
   char buf[512];
-  ps_profile_fmt6(buf, sizeof buf, v);
+  ps_num_fmt6(buf, sizeof buf, v);
   lua_pushstring(L, buf);
 }
 
@@ -187,7 +187,7 @@ static int a_row(lua_State *L) {
 
 static void put_fixed(FILE *fp, double v) {
   char buf[512];
-  if (!isnan(v)) fputs((ps_profile_fmt6(buf, sizeof buf, v), buf), fp);
+  if (!isnan(v)) fputs((ps_num_fmt6(buf, sizeof buf, v), buf), fp);
 }
 
 /* agg:csv_text(indices [, extra [, eol]]) -> the CSV lines of those groups (row() cells,

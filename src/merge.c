@@ -11,7 +11,6 @@
 #include "csvwrite.h"
 #include "grow.h"
 #include "num.h"
-#include "profile.h"
 #include "sig.h"
 #include "u64map.h"
 
@@ -188,14 +187,14 @@ static void apply_update(ps_merge *m, const ps_merge_update *u) {
       set(m, m->o.copy_out[k], v->s, v->len);
     } else if (v->kind == PS_MERGE_NUM) {
       char *b = m->numbuf + k * NUMW;
-      set(m, m->o.copy_out[k], b, (size_t)ps_profile_fmt6(b, NUMW, v->num));
+      set(m, m->o.copy_out[k], b, (size_t)ps_num_fmt6(b, NUMW, v->num));
     }
   }
   if (u->means)
     for (int k = 0; k < PS_NCOUNTERS; k++) {
       char *b = m->numbuf + (m->o.ncopy + (size_t)k) * NUMW;
       double v = u->means[k];
-      set(m, m->o.mean_out[k], b, isnan(v) ? (b[0] = 0, 0) : (size_t)ps_profile_fmt6(b, NUMW, v));
+      set(m, m->o.mean_out[k], b, isnan(v) ? (b[0] = 0, 0) : (size_t)ps_num_fmt6(b, NUMW, v));
     }
   set(m, m->o.mb_out, u->mb, u->mblen);
 }

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,4 +110,22 @@ int ps_num_is_duration(double v) { return v > 0 && isfinite(v); }
 int ps_num_duration_cell(const char *s, size_t len) {
   double d;
   return ps_num_parse(s, len, &d) == 0 && ps_num_is_duration(d);
+}
+
+/* printf("%.6f") for the statistics, without printf's multi-precision path: the exact
+ * product v * 1e6 is p + e (fma), rounded to the nearest integer with ties to even, as glibc
+ * rounds the exact binary value. Falls back to snprintf outside |v| < 9e9. */
+int ps_num_fmt6(char *out, size_t cap, double v) {
+  double a = fabs(v);
+  if (!(a < 9e9)) return snprintf(out, cap, "%.6f", v);
+  double p = a * 1e6, e = fma(a, 1e6, -p), n = floor(p);
+  double s = (p - n) - 0.5;  /* both steps exact */
+  int cmp;                   /* sign of the true excess over one half: s + e */
+  if (s > 0) cmp = e >= 0 ? 1 : (s > -e ? 1 : s == -e ? 0 : -1);
+  else if (s < 0) cmp = e <= 0 ? -1 : (-s > e ? -1 : -s == e ? 0 : 1);
+  else cmp = e > 0 ? 1 : e < 0 ? -1 : 0;
+  uint64_t k = (uint64_t)n;
+  if (cmp > 0 || (cmp == 0 && (k & 1))) k++;
+  return snprintf(out, cap, "%s%llu.%06llu", signbit(v) ? "-" : "", (unsigned long long)(k / 1000000),
+                  (unsigned long long)(k % 1000000));
 }

@@ -22,4 +22,8 @@ int ps_num_is_duration(double v);
 /* ps_num_is_duration of a cell's number (empty and unparsable cells are not). */
 int ps_num_duration_cell(const char *s, size_t len);
 
+/* Formats v exactly as snprintf("%.6f") does, faster (the writers' 6 decimals); returns the
+ * length like snprintf. */
+int ps_num_fmt6(char *out, size_t cap, double v);
+
 #endif

@@ -119,7 +119,5 @@ int ps_profile_is_na(const char *s, size_t len);
  * rounded half up). Returns 0, or -1 when s is not such a number. */
 int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns);
 
-/* Formats v exactly as snprintf("%.6f") does, faster; returns the length like snprintf. */
-int ps_profile_fmt6(char *out, size_t cap, double v);
 
 #endif

@@ -301,7 +301,7 @@ static void test_fmt6(void **state) {
     for (int sgn = 0; sgn < 2; sgn++) {
       double v = sgn ? -fixed[i] : fixed[i];
       snprintf(a, sizeof a, "%.6f", v);
-      ps_profile_fmt6(b, sizeof b, v);
+      ps_num_fmt6(b, sizeof b, v);
       assert_string_equal(b, a);
     }
   }
@@ -317,7 +317,7 @@ static void test_fmt6(void **state) {
     default: v = ldexp((double)((x >> 20) | 1), -(int)(x % 40) - 1) / 1e3; break;
     }
     snprintf(a, sizeof a, "%.6f", v);
-    ps_profile_fmt6(b, sizeof b, v);
+    ps_num_fmt6(b, sizeof b, v);
     if (strcmp(a, b) != 0) fprintf(stderr, "%.17g: %s vs %s\n", v, a, b);
     assert_string_equal(b, a);
   }
