@@ -17,10 +17,12 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "profile.h"
 #include "num.h"
+#include "profile.h"
 #include "profkey.h"
 #include "csvwrite.h"
+
+int luaopen_perfscript_num(lua_State *L);
 
 #define AGG "perfscript.profile.aggregate"
 
@@ -251,15 +253,6 @@ static int a_tostring(lua_State *L) {
   return 1;
 }
 
-static int f_us_to_ns(lua_State *L) {
-  size_t len;
-  const char *s = luaL_checklstring(L, 1, &len);
-  int64_t ns;
-  if (ps_profile_us_to_ns(s, len, &ns) != 0) luaL_pushfail(L);
-  else lua_pushinteger(L, ns);
-  return 1;
-}
-
 static int f_kernel_type(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
@@ -272,15 +265,6 @@ static int f_is_na(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
   lua_pushboolean(L, ps_profile_is_na(s, len));
-  return 1;
-}
-
-static int f_number(lua_State *L) {
-  size_t len;
-  const char *s = luaL_checklstring(L, 1, &len);
-  double d;
-  if (ps_num_finite(s, len, &d) != 0) luaL_pushfail(L);
-  else lua_pushnumber(L, d);
   return 1;
 }
 
@@ -323,8 +307,8 @@ int luaopen_perfscript_profile(lua_State *L) {
     {"csv_text", a_csv_text},
     {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
-    {"new", p_new}, {"us_to_ns", f_us_to_ns}, {"kernel_type", f_kernel_type},
-    {"is_na", f_is_na}, {"number", f_number}, {"import_key", f_import_key}, {NULL, NULL}};
+    {"new", p_new}, {"kernel_type", f_kernel_type},
+    {"is_na", f_is_na}, {"import_key", f_import_key}, {NULL, NULL}};
   luaL_newmetatable(L, AGG);
   luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);
@@ -332,6 +316,13 @@ int luaopen_perfscript_profile(lua_State *L) {
   lua_pop(L, 1);
 
   luaL_newlib(L, funcs);
+  /* number(s) and us_to_ns(s) are perfscript.num's (the one cell parser) */
+  luaL_requiref(L, "perfscript.num", luaopen_perfscript_num, 0);
+  lua_getfield(L, -1, "finite");
+  lua_setfield(L, -3, "number");
+  lua_getfield(L, -1, "us_to_ns");
+  lua_setfield(L, -3, "us_to_ns");
+  lua_pop(L, 1);
   push_list(L, ps_counter_columns, PS_NCOUNTERS);
   lua_setfield(L, -2, "metrics");
   int nreq = 0;

@@ -129,3 +129,32 @@ int ps_num_fmt6(char *out, size_t cap, double v) {
   return snprintf(out, cap, "%s%llu.%06llu", signbit(v) ? "-" : "", (unsigned long long)(k / 1000000),
                   (unsigned long long)(k % 1000000));
 }
+
+/* Integers only: a double resolves just 0.25 us at today's timestamps. */
+int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns) {
+  while (len && is_space((unsigned char)*s)) s++, len--;
+  while (len && is_space((unsigned char)s[len - 1])) len--;
+  size_t i = 0;
+  int neg = 0;
+  if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  uint64_t v = 0;
+  size_t digits = 0;
+  for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+    if (v > (UINT64_MAX - 9) / 10) return -1;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  uint64_t frac = 0;
+  int nfrac = 0, round_up = 0;
+  if (i < len && s[i] == '.') {
+    for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+      if (nfrac < 3) frac = frac * 10 + (uint64_t)(s[i] - '0'), nfrac++;
+      else if (nfrac == 3) round_up = s[i] >= '5', nfrac = 4;
+    }
+  }
+  if (i != len || digits == 0) return -1;
+  for (int k = nfrac > 3 ? 3 : nfrac; k < 3; k++) frac *= 10;
+  if (v > (uint64_t)INT64_MAX / 1000 - 1) return -1;
+  int64_t r = (int64_t)(v * 1000 + frac) + round_up;
+  *ns = neg ? -r : r;
+  return 0;
+}

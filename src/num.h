@@ -6,6 +6,7 @@
 #define PS_NUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Python float(s[0..len)). Returns 0 and sets *out, or -1 when the text is not a number. */
 int ps_num_parse(const char *s, size_t len, double *out);
@@ -25,5 +26,9 @@ int ps_num_duration_cell(const char *s, size_t len);
 /* Formats v exactly as snprintf("%.6f") does, faster (the writers' 6 decimals); returns the
  * length like snprintf. */
 int ps_num_fmt6(char *out, size_t cap, double v);
+
+/* Parses a decimal number of microseconds into nanoseconds exactly (digits beyond the ns are
+ * rounded half up). Returns 0, or -1 when s is not such a number. */
+int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns);
 
 #endif

@@ -157,34 +157,6 @@ int ps_profile_no_dims(const char *s, size_t len) {
   return 1;
 }
 
-int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns) {
-  s = trim(s, &len);
-  size_t i = 0;
-  int neg = 0;
-  if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-  uint64_t v = 0;
-  size_t digits = 0;
-  for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-    if (v > (UINT64_MAX - 9) / 10) return -1;
-    v = v * 10 + (uint64_t)(s[i] - '0');
-  }
-  uint64_t frac = 0;
-  int nfrac = 0, round_up = 0;
-  if (i < len && s[i] == '.') {
-    for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-      if (nfrac < 3) frac = frac * 10 + (uint64_t)(s[i] - '0'), nfrac++;
-      else if (nfrac == 3) round_up = s[i] >= '5', nfrac = 4;
-    }
-  }
-  if (i != len || digits == 0) return -1;
-  for (int k = nfrac > 3 ? 3 : nfrac; k < 3; k++) frac *= 10;
-  if (v > (uint64_t)INT64_MAX / 1000 - 1) return -1;
-  int64_t r = (int64_t)(v * 1000 + frac) + round_up;
-  *ns = neg ? -r : r;
-  return 0;
-}
-
-
 /* ---- groups --------------------------------------------------------------------------- */
 
 /* The groups array: every row lands on a random group, so on big runs it lives in huge pages
@@ -400,7 +372,7 @@ static int add_row(run *u, const ps_scan_record *rec) {
   if (key == NULL) return -1;
   __builtin_prefetch(&p->slots[(size_t)kh[0] & (p->nslots - 1)]);
   int64_t start_ns = INT64_MIN;
-  int have_start = ps_profile_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
+  int have_start = ps_num_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
   uint64_t dup_hash = 0;
   int check_dup = u->dedup && have_start && usable_id(cell[C_TASK], len[C_TASK]);
   if (check_dup) {

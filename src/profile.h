@@ -115,9 +115,6 @@ int ps_profile_no_dims(const char *s, size_t len);
 /* 1 when a shape cell means "no shape" (`N/A` after trimming whitespace and quotes). */
 int ps_profile_is_na(const char *s, size_t len);
 
-/* Parses a decimal number of microseconds into nanoseconds exactly (digits beyond the ns are
- * rounded half up). Returns 0, or -1 when s is not such a number. */
-int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns);
 
 
 #endif

@@ -12,10 +12,10 @@ end
 -- or nil.
 M.float = require("perfscript.num").parse
 
--- Microsecond text -> integer nanoseconds: exact for decimals (perfscript.profile's C parser,
+-- Microsecond text -> integer nanoseconds: exact for decimals (src/num.c's us_to_ns,
 -- digits beyond the ns rounded half up); other forms Python's float() takes (exponents) go
 -- through a double. nil when unparseable or beyond int64.
-local us_to_ns_exact = require("perfscript.profile").us_to_ns
+local us_to_ns_exact = require("perfscript.num").us_to_ns
 
 function M.us_to_ns(s)
   if math.type(s) == "integer" then return s * 1000 end
