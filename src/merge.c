@@ -12,6 +12,7 @@
 #include "grow.h"
 #include "num.h"
 #include "sig.h"
+#include "text.h"
 #include "u64map.h"
 
 #define NUMW 32 /* room for one %.6f number */
@@ -45,23 +46,16 @@ static int oom(char *err, size_t es) {
   return -1;
 }
 
-static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
-static void trim(const char **s, size_t *len) {
-  while (*len && is_space(**s)) (*s)++, (*len)--;
-  while (*len && is_space((*s)[*len - 1])) (*len)--;
-}
-
 static int same_trimmed(const char *a, size_t la, const char *b, size_t lb) {
-  trim(&a, &la);
-  trim(&b, &lb);
+  ps_trim(&a, &la);
+  ps_trim(&b, &lb);
   return la == lb && memcmp(a, b, la) == 0;
 }
 
 /* "<Input Shapes or N/A> -> <Output Shapes or N/A>" appended to the arena; its offset or -1. */
 static long add_display(ps_merge *m, const char *is, size_t il, const char *os, size_t ol) {
-  trim(&is, &il);
-  trim(&os, &ol);
+  ps_trim(&is, &il);
+  ps_trim(&os, &ol);
   size_t n = (il ? il : 3) + 4 + (ol ? ol : 3) + 1;
   if (ps_grow((void **)&m->arena, &m->acap, m->alen + n, 1) != 0) return -1;
   size_t off = m->alen;

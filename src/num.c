@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+#include "text.h"
+
 
 static int word(const unsigned char *c, size_t n, const char *w) {
   if (n != strlen(w)) return 0;
@@ -70,8 +71,8 @@ int ps_num_parse(const char *s, size_t len, double *out) {
   static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                                1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
   const unsigned char *c = (const unsigned char *)s, *e = c + len;
-  while (c < e && is_space(*c)) c++;
-  while (e > c && is_space(e[-1])) e--;
+  while (c < e && ps_is_space((char)*c)) c++;
+  while (e > c && ps_is_space((char)e[-1])) e--;
   if (c == e) return -1;
   const unsigned char *start = c;
   int neg = *c == '-';
@@ -132,8 +133,7 @@ int ps_num_fmt6(char *out, size_t cap, double v) {
 
 /* Integers only: a double resolves just 0.25 us at today's timestamps. */
 int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns) {
-  while (len && is_space((unsigned char)*s)) s++, len--;
-  while (len && is_space((unsigned char)s[len - 1])) len--;
+  ps_trim(&s, &len);
   size_t i = 0;
   int neg = 0;
   if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';

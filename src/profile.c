@@ -15,6 +15,7 @@
 #include "csvscan.h"
 #include "num.h"
 #include "profkey.h"
+#include "text.h"
 
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
 enum {
@@ -120,13 +121,8 @@ size_t ps_profile_ngroups(const ps_profile *p) { return p->ngroups; }
 
 /* ---- small parsers ---------------------------------------------------------------- */
 
-static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
 static const char *trim(const char *s, size_t *len) {
-  size_t n = *len;
-  while (n && is_space((unsigned char)*s)) s++, n--;
-  while (n && is_space((unsigned char)s[n - 1])) n--;
-  *len = n;
+  ps_trim(&s, len);
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "grow.h"
+#include "text.h"
 #include "shape.h"
 
 const char *const ps_sig_columns[PS_SIG_NCOLUMNS] = {
@@ -30,13 +31,8 @@ struct ps_sig {
   spans is, id, fm, os, od, tmp_sh, tmp_dt, tmp_fm, norm;
 };
 
-static int is_ws(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
 static size_t trim(const char **p, size_t n) {
-  const char *s = *p;
-  while (n && is_ws(*s)) s++, n--;
-  while (n && is_ws(s[n - 1])) n--;
-  *p = s;
+  ps_trim(p, &n);
   return n;
 }
 
