@@ -33,9 +33,9 @@ static int l_aggregate(lua_State *L) {
   size_t ng = ps_opsum_ngroups(a);
   /* Column names made into Lua strings once: setting a field by a C string would hash it
    * again for every group. keys[1..8] base columns, [9] the duration. */
-  lua_createtable(L, 8 + 1 + PS_NCOUNTERS, 0);
+  lua_createtable(L, PS_NBASE + 1 + PS_NCOUNTERS, 0);
   int keys = lua_gettop(L);
-  for (int c = 0; c < 8; c++) {
+  for (int c = 0; c < PS_NBASE; c++) {
     lua_pushstring(L, ps_base_columns[c]);
     lua_rawseti(L, keys, c + 1);
   }
@@ -61,8 +61,8 @@ static int l_aggregate(lua_State *L) {
       lua_pushnumber(L, g->min);
       lua_setfield(L, -2, "min");
     }
-    lua_createtable(L, 0, 8 + 1 + PS_NCOUNTERS);
-    for (int c = 0; c < 8; c++) {
+    lua_createtable(L, 0, PS_NBASE + 1 + PS_NCOUNTERS);
+    for (int c = 0; c < PS_NBASE; c++) {
       lua_rawgeti(L, keys, c + 1);
       lua_pushstring(L, c == 1 ? g->cells[PS_OPSUM_TASK_TYPE] : g->cells[c]);
       lua_rawset(L, -3);

@@ -91,8 +91,8 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
     ps_csv_close(r);
     return -1;
   }
-  int c_base[8], c_met[PS_NCOUNTERS];
-  for (int i = 0; i < 8; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_base_columns[i]);
+  int c_base[PS_NBASE], c_met[PS_NCOUNTERS];
+  for (int i = 0; i < PS_NBASE; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_base_columns[i]);
   /* Accelerator Core is an alias of Task Type: the template's core comes from Task Type. */
   c_base[1] = -1;
   for (int i = 0; i < PS_NCOUNTERS; i++)
@@ -128,7 +128,7 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
       g = &a->groups[a->ngroups];
       memset(g, 0, sizeof *g);
       g->op = dup_trim(op);
-      for (int c = 0; c < 8; c++) g->cells[c] = dup_trim(F(c_base[c]));
+      for (int c = 0; c < PS_NBASE; c++) g->cells[c] = dup_trim(F(c_base[c]));
       g->cells[PS_OPSUM_TASK_TYPE] = dup_trim(F(c_task));
       g->hash = ps_sig_hash(a->sig);
       char *key = malloc(klen);

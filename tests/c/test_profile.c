@@ -257,14 +257,14 @@ static void test_fia_ordinals(void **state) {
 static void test_helpers(void **state) {
   (void)state;
   int64_t ns;
-  assert_int_equal(ps_profile_us_to_ns("1764246877073569.640", 20, &ns), 0);
+  assert_int_equal(ps_num_us_to_ns("1764246877073569.640", 20, &ns), 0);
   assert_int_equal(ns, INT64_C(1764246877073569640));
-  assert_int_equal(ps_profile_us_to_ns(" 12\t", 4, &ns), 0);
+  assert_int_equal(ps_num_us_to_ns(" 12\t", 4, &ns), 0);
   assert_int_equal(ns, 12000);
-  assert_int_equal(ps_profile_us_to_ns("1.23456", 7, &ns), 0);
+  assert_int_equal(ps_num_us_to_ns("1.23456", 7, &ns), 0);
   assert_int_equal(ns, 1235);
-  assert_int_equal(ps_profile_us_to_ns("N/A", 3, &ns), -1);
-  assert_int_equal(ps_profile_us_to_ns("", 0, &ns), -1);
+  assert_int_equal(ps_num_us_to_ns("N/A", 3, &ns), -1);
+  assert_int_equal(ps_num_us_to_ns("", 0, &ns), -1);
   size_t len = 31;
   assert_string_equal(ps_profile_kernel_type("split_qkv_rmsnorm_rope_kernel_0", &len),
                       "split_qkv_rmsnorm_rope_kernel");
