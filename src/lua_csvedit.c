@@ -220,39 +220,49 @@ static int opt_int(lua_State *L, int t, const char *k) {
 /* Lua-owned scratch memory (a userdata left on the stack until the call returns). */
 static void *scratch(lua_State *L, size_t n) { return lua_newuserdatauv(L, n ? n : 1, 0); }
 
-/* One update: its duration, and when that is set the values it copies (a row of the
- * options table: its strings stay referenced there). */
-static void read_update(lua_State *L, int t, int copy, size_t ncopy, ps_merge_update *x,
-                        ps_merge_value *vals, double *means) {
-  *x = (ps_merge_update){.hash = (uint64_t)lua_tointeger(L, t - 1), .copy = vals};
-  if (lua_getfield(L, t, "mb") == LUA_TSTRING) x->mb = lua_tolstring(L, -1, &x->mblen);
-  x->record = (lua_getfield(L, t, "record"), lua_toboolean(L, -1));
-  lua_getfield(L, t, "row");
-  int row = lua_gettop(L);
-  if (x->mb && lua_istable(L, row)) {
-    for (size_t k = 0; k < ncopy; k++) {
-      ps_merge_value *v = &vals[k];
+/* The values an update copies into its row, read from the Lua update when it is written
+ * (ps_merge_load): its strings stay referenced by the options table. */
+typedef struct loader {
+  lua_State *L;
+  int updates, copy;
+  size_t ncopy;
+  ps_merge_value *vals;  /* ncopy */
+  double means[PS_NCOUNTERS];
+} loader;
+
+static void load_update(void *ud, size_t i, ps_merge_update *x) {
+  loader *ld = ud;
+  lua_State *L = ld->L;
+  (void)i;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, ld->updates, (lua_Integer)x->hash);
+  if (lua_getfield(L, -1, "row") == LUA_TTABLE) {
+    int row = lua_gettop(L);
+    for (size_t k = 0; k < ld->ncopy; k++) {
+      ps_merge_value *v = &ld->vals[k];
       *v = (ps_merge_value){PS_MERGE_ABSENT, NULL, 0, 0};
-      lua_rawgeti(L, copy, (lua_Integer)k + 1);
+      lua_rawgeti(L, ld->copy, (lua_Integer)k + 1);
       lua_rawgeti(L, -1, 1);
       int ty = lua_gettable(L, row);
       if (ty == LUA_TNUMBER) v->kind = PS_MERGE_NUM, v->num = lua_tonumber(L, -1);
       else if (ty == LUA_TSTRING) v->kind = PS_MERGE_STR, v->s = lua_tolstring(L, -1, &v->len);
       lua_pop(L, 2);
     }
+    x->copy = ld->vals;
     size_t pl = 0;
     lua_getfield(L, row, "_m");
     const char *packed = lua_tolstring(L, -1, &pl);
-    if (packed && pl == PS_NCOUNTERS * sizeof(double)) {
-      memcpy(means, packed, PS_NCOUNTERS * sizeof *means);
-      x->means = means;
+    if (packed && pl == sizeof ld->means) {
+      memcpy(ld->means, packed, sizeof ld->means);
+      x->means = ld->means;
     }
   }
-  lua_settop(L, t);
+  lua_settop(L, top);
 }
 
-/* The incoming updates ({[hash] = {mb, record, row}}) as C structs in scratch memory. */
-static ps_merge_update *read_updates(lua_State *L, int updates, int copy, size_t ncopy, size_t *nout) {
+/* The incoming updates ({[hash] = {mb, record, row}}) as C structs in scratch memory; their
+ * copied values come later through load_update. */
+static ps_merge_update *read_updates(lua_State *L, int updates, size_t *nout) {
   size_t n = 0;
   if (lua_istable(L, updates)) {
     lua_pushnil(L);
@@ -262,15 +272,17 @@ static ps_merge_update *read_updates(lua_State *L, int updates, int copy, size_t
     }
   }
   ps_merge_update *u = scratch(L, n * sizeof *u);
-  ps_merge_value *vals = scratch(L, n * ncopy * sizeof *vals);
-  double *means = scratch(L, n * PS_NCOUNTERS * sizeof *means);
   size_t i = 0;
   if (n) {
     lua_pushnil(L);
     while (lua_next(L, updates)) {
       if (i < n && lua_isinteger(L, -2) && lua_istable(L, -1)) {
-        read_update(L, lua_gettop(L), copy, ncopy, &u[i], vals + i * ncopy, means + i * PS_NCOUNTERS);
-        i++;
+        int t = lua_gettop(L);
+        ps_merge_update *x = &u[i++];
+        *x = (ps_merge_update){.hash = (uint64_t)lua_tointeger(L, t - 1)};
+        if (lua_getfield(L, t, "mb") == LUA_TSTRING) x->mb = lua_tolstring(L, -1, &x->mblen);
+        x->record = (lua_getfield(L, t, "record"), lua_toboolean(L, -1));
+        lua_settop(L, t);
       }
       lua_pop(L, 1);
     }
@@ -334,7 +346,11 @@ static void read_opts(lua_State *L, int sp, ps_merge_opts *o) {
   }
   o->copy_out = copy_out;
   lua_getfield(L, sp, "updates");
-  o->updates = read_updates(L, lua_gettop(L), copy, o->ncopy, &o->nupdates);
+  int updates = lua_gettop(L);
+  o->updates = read_updates(L, updates, &o->nupdates);
+  loader *ld = scratch(L, sizeof *ld);
+  *ld = (loader){L, updates, copy, o->ncopy, scratch(L, o->ncopy * sizeof *ld->vals), {0}};
+  o->load = load_update, o->load_ud = ld;
 }
 static int merge_gc(lua_State *L) {
   ps_merge **box = luaL_checkudata(L, 1, "perfscript.csvedit.merge");

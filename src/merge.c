@@ -175,7 +175,7 @@ static void build_row(ps_merge *m, const ps_csv_record *rec) {
 
 /* Writes an update's values into the output row. */
 static void apply_update(ps_merge *m, const ps_merge_update *u) {
-  for (size_t k = 0; k < m->o.ncopy; k++) {
+  for (size_t k = 0; u->copy && k < m->o.ncopy; k++) {
     const ps_merge_value *v = &u->copy[k];
     if (v->kind == PS_MERGE_STR) {
       set(m, m->o.copy_out[k], v->s, v->len);
@@ -209,11 +209,14 @@ static int add_deleted(ps_merge *m, size_t disp) {
 
 /* A row whose signature has an update: overwrite it when allowed, count it, note its gap.
  * *mb and *mbl become the duration the row ends up with. */
-static int merge_update(ps_merge *m, const ps_csv_record *rec, const ps_merge_update *u, size_t disp,
+static int merge_update(ps_merge *m, const ps_csv_record *rec, size_t ui, size_t disp,
                         int prof_real, const char **mb, size_t *mbl) {
+  const ps_merge_update *u = &m->o.updates[ui];
   int counted = 0;
   if (u->mb && (m->o.mode_all || (!ps_num_duration_cell(*mb, *mbl) && !prof_real))) {
-    apply_update(m, u);
+    ps_merge_update full = *u;
+    if (m->o.load) m->o.load(m->o.load_ud, ui, &full);
+    apply_update(m, &full);
     if (!same_trimmed(*mb, *mbl, u->mb, u->mblen)) m->res.updated++;
     *mb = u->mb, *mbl = u->mblen;
     counted = 1;
@@ -240,7 +243,7 @@ static int merge_row(ps_merge *m, const ps_csv_record *rec, char *err, size_t es
   size_t ui = first ? ps_u64map_get(&m->upd, ps_sig_hash(m->sig)) : PS_U64MAP_NONE;
   if (ui != PS_U64MAP_NONE) {
     m->res.matched[ui] = 1;
-    if (merge_update(m, rec, &m->o.updates[ui], m->sigs[sid].disp, prof_real, &mb, &mbl) != 0)
+    if (merge_update(m, rec, ui, m->sigs[sid].disp, prof_real, &mb, &mbl) != 0)
       return oom(err, es);
   }
   if (m->o.prune && !ps_num_duration_cell(mb, mbl) && !prof_real) {

@@ -37,9 +37,13 @@ typedef struct ps_merge_update {
   const char *mb;         /* the new duration text, or NULL (nothing to write) */
   size_t mblen;
   int record;             /* a row to merge (1) or a match-only profiling row (0) */
-  const ps_merge_value *copy; /* ncopy values for opts.copy_out, when mb is set */
+  const ps_merge_value *copy; /* ncopy values for opts.copy_out, when mb is set (or loaded) */
   const double *means;    /* PS_NCOUNTERS counter means (NaN: blank) for opts.mean_out, or NULL */
 } ps_merge_update;
+
+/* Fills u->copy and u->means of update i just before they are written (only matched updates
+ * pay for their values); what it points to must stay valid until the next call. */
+typedef void (*ps_merge_load)(void *ud, size_t i, ps_merge_update *u);
 
 typedef struct ps_merge_opts {
   const char *path;       /* the existing CSV, rewritten in place */
@@ -59,6 +63,8 @@ typedef struct ps_merge_opts {
   int prune;              /* drop rows left without a valid duration */
   const ps_merge_update *updates;
   size_t nupdates;
+  ps_merge_load load;     /* NULL: the updates carry their values */
+  void *load_ud;
 } ps_merge_opts;
 
 typedef struct ps_merge_gap { double mb, prof; size_t disp; } ps_merge_gap;
