@@ -9,8 +9,8 @@
  *     eol = "\n" | "\r\n", bom = bool  (default: keep the source's style)
  *   }) -> "created" | "replaced" | "unchanged", rows written   or nil, message
  * src may be nil (a new file) or equal to dst: the output is written to a temporary file and
- * renamed over dst only on success, so dst stays whole on any failure. */
-#include <math.h>
+ * renamed over dst only on success, so dst stays whole on any failure.
+ * csvedit.merge (below) is the write-back merge policy of src/merge.c. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
