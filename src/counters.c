@@ -1,5 +1,9 @@
 #include "counters.h"
 
+const char *const ps_base_columns[PS_NBASE] = {
+  "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
+  "Output Shapes", "Output Data Types", "Output Formats"};
+
 const char *const ps_counter_columns[PS_NCOUNTERS] = {
   "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio",
   "aic_scalar_time(us)", "aic_scalar_ratio", "aic_mte1_time(us)", "aic_mte1_ratio",

@@ -4,6 +4,10 @@
 #define PS_COUNTERS_H
 
 #define PS_NCOUNTERS 25
+#define PS_NBASE 8
+
+/* The 8 base columns that open every database CSV (shapes, dtypes, formats, state, core). */
+extern const char *const ps_base_columns[PS_NBASE];
 
 extern const char *const ps_counter_columns[PS_NCOUNTERS];
 

@@ -11,6 +11,7 @@
 #include <lua.h>
 
 #include "luabind.h"
+#include "num.h"
 #include "opsum.h"
 
 static int l_aggregate(lua_State *L) {
@@ -32,10 +33,10 @@ static int l_aggregate(lua_State *L) {
   size_t ng = ps_opsum_ngroups(a);
   /* Column names made into Lua strings once: setting a field by a C string would hash it
    * again for every group. keys[1..8] base columns, [9] the duration. */
-  lua_createtable(L, 8 + 1 + PS_NCOUNTERS, 0);
+  lua_createtable(L, PS_NBASE + 1 + PS_NCOUNTERS, 0);
   int keys = lua_gettop(L);
-  for (int c = 0; c < 8; c++) {
-    lua_pushstring(L, ps_opsum_base_columns[c]);
+  for (int c = 0; c < PS_NBASE; c++) {
+    lua_pushstring(L, ps_base_columns[c]);
     lua_rawseti(L, keys, c + 1);
   }
   lua_pushliteral(L, "Average Duration(us)");
@@ -60,14 +61,14 @@ static int l_aggregate(lua_State *L) {
       lua_pushnumber(L, g->min);
       lua_setfield(L, -2, "min");
     }
-    lua_createtable(L, 0, 8 + 1 + PS_NCOUNTERS);
-    for (int c = 0; c < 8; c++) {
+    lua_createtable(L, 0, PS_NBASE + 1 + PS_NCOUNTERS);
+    for (int c = 0; c < PS_NBASE; c++) {
       lua_rawgeti(L, keys, c + 1);
       lua_pushstring(L, c == 1 ? g->cells[PS_OPSUM_TASK_TYPE] : g->cells[c]);
       lua_rawset(L, -3);
     }
     if (g->nvalid) {
-      snprintf(num, sizeof num, "%.6f", g->min);
+      ps_num_fmt6(num, sizeof num, g->min);
       lua_rawgeti(L, keys, 9);
       lua_pushstring(L, num);
       lua_rawset(L, -3);

@@ -1,5 +1,5 @@
 /* perfscript.profile: streaming aggregation of kernel_details / op_summary files.
- *   local agg = profile.new()
+ *   local agg = profile.new([{threads = 1, split_min = bytes}])   (no threads/split: defaults)
  *   local counts, absent = agg:add_file(path [, function(done, total) end])
  *                          -- or nil, "file: missing columns: ..." / "file:line: reason"
  *   agg:totals(), #agg, agg:group(i [, stats]) -> {type=, in_shapes=, ..., count=, mean=, ...}
@@ -17,9 +17,12 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "num.h"
 #include "profile.h"
 #include "profkey.h"
 #include "csvwrite.h"
+
+int luaopen_perfscript_num(lua_State *L);
 
 #define AGG "perfscript.profile.aggregate"
 
@@ -37,6 +40,12 @@ static int p_new(lua_State *L) {
   luaL_setmetatable(L, AGG);
   u->p = ps_profile_new();
   if (u->p == NULL) return luaL_error(L, "out of memory");
+  if (lua_istable(L, 1)) {
+    lua_Integer threads = (lua_getfield(L, 1, "threads"), lua_tointeger(L, -1));
+    lua_Integer split_min = (lua_getfield(L, 1, "split_min"), lua_tointeger(L, -1));
+    lua_pop(L, 2);
+    ps_profile_set_threads(u->p, (int)threads, split_min > 0 ? (uint64_t)split_min : 0);
+  }
   return 1;
 }
 
@@ -153,7 +162,7 @@ static void push_fixed(lua_State *L, double v) {
     return;
   }
   char buf[512];
-  ps_profile_fmt6(buf, sizeof buf, v);
+  ps_num_fmt6(buf, sizeof buf, v);
   lua_pushstring(L, buf);
 }
 
@@ -180,7 +189,7 @@ static int a_row(lua_State *L) {
 
 static void put_fixed(FILE *fp, double v) {
   char buf[512];
-  if (!isnan(v)) fputs((ps_profile_fmt6(buf, sizeof buf, v), buf), fp);
+  if (!isnan(v)) fputs((ps_num_fmt6(buf, sizeof buf, v), buf), fp);
 }
 
 /* agg:csv_text(indices [, extra [, eol]]) -> the CSV lines of those groups (row() cells,
@@ -244,15 +253,6 @@ static int a_tostring(lua_State *L) {
   return 1;
 }
 
-static int f_us_to_ns(lua_State *L) {
-  size_t len;
-  const char *s = luaL_checklstring(L, 1, &len);
-  int64_t ns;
-  if (ps_profile_us_to_ns(s, len, &ns) != 0) luaL_pushfail(L);
-  else lua_pushinteger(L, ns);
-  return 1;
-}
-
 static int f_kernel_type(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
@@ -265,15 +265,6 @@ static int f_is_na(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
   lua_pushboolean(L, ps_profile_is_na(s, len));
-  return 1;
-}
-
-static int f_number(lua_State *L) {
-  size_t len;
-  const char *s = luaL_checklstring(L, 1, &len);
-  double d;
-  if (ps_profile_number(s, len, &d) != 0) luaL_pushfail(L);
-  else lua_pushnumber(L, d);
   return 1;
 }
 
@@ -316,8 +307,8 @@ int luaopen_perfscript_profile(lua_State *L) {
     {"csv_text", a_csv_text},
     {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
-    {"new", p_new}, {"us_to_ns", f_us_to_ns}, {"kernel_type", f_kernel_type},
-    {"is_na", f_is_na}, {"number", f_number}, {"import_key", f_import_key}, {NULL, NULL}};
+    {"new", p_new}, {"kernel_type", f_kernel_type},
+    {"is_na", f_is_na}, {"import_key", f_import_key}, {NULL, NULL}};
   luaL_newmetatable(L, AGG);
   luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);
@@ -325,6 +316,13 @@ int luaopen_perfscript_profile(lua_State *L) {
   lua_pop(L, 1);
 
   luaL_newlib(L, funcs);
+  /* number(s) and us_to_ns(s) are perfscript.num's (the one cell parser) */
+  luaL_requiref(L, "perfscript.num", luaopen_perfscript_num, 0);
+  lua_getfield(L, -1, "finite");
+  lua_setfield(L, -3, "number");
+  lua_getfield(L, -1, "us_to_ns");
+  lua_setfield(L, -3, "us_to_ns");
+  lua_pop(L, 1);
   push_list(L, ps_counter_columns, PS_NCOUNTERS);
   lua_setfield(L, -2, "metrics");
   int nreq = 0;
@@ -332,13 +330,11 @@ int luaopen_perfscript_profile(lua_State *L) {
   push_list(L, ps_profile_required, nreq);
   lua_setfield(L, -2, "required");
   /* database columns written by row(): base, statistics, counters */
-  static const char *const base[] = {
-    "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
-    "Output Shapes", "Output Data Types", "Output Formats", "Profiling Average Duration(us)",
-    "Profiling Median Duration(us)", "Profiling Std Duration(us)"};
+  static const char *const stats[] = {
+    "Profiling Average Duration(us)", "Profiling Median Duration(us)", "Profiling Std Duration(us)"};
   lua_createtable(L, 11 + PS_NCOUNTERS, 0);
   for (int i = 0; i < 11; i++) {
-    lua_pushstring(L, base[i]);
+    lua_pushstring(L, i < PS_NBASE ? ps_base_columns[i] : stats[i - PS_NBASE]);
     lua_rawseti(L, -2, i + 1);
   }
   for (int m = 0; m < PS_NCOUNTERS; m++) {

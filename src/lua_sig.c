@@ -27,6 +27,7 @@
 
 #include "csvread.h"
 #include "grow.h"
+#include "num.h"
 #include "sig.h"
 #include "u64map.h"
 
@@ -35,10 +36,8 @@
 typedef struct sig_ud { ps_sig *g; } sig_ud;
 
 /* The row's columns, in the order of the cols table sig.columns builds. */
-static const char *const COLUMNS[] = {
-  "OP Type", "OP State", "Input Shapes", "Input Data Types", "Input Formats",
-  "Output Shapes", "Output Data Types", "EP Size"};
-#define NCOLS 8
+#define COLUMNS ps_sig_columns
+#define NCOLS PS_SIG_NCOLUMNS
 
 static ps_sig *state(lua_State *L) {
   sig_ud *u = lua_touserdata(L, lua_upvalueindex(1));
@@ -178,17 +177,8 @@ static int l_display(lua_State *L) {
   return 1;
 }
 
-/* parse_float > 0 (the database's "real duration"): trimmed, a whole number; nan is not,
- * inf is. */
-static int is_real(const char *s) {
-  while (*s == ' ' || (*s >= '\t' && *s <= '\r')) s++;
-  if (!*s) return 0;
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s) return 0;
-  while (*end == ' ' || (*end >= '\t' && *end <= '\r')) end++;
-  return !*end && v > 0;
-}
+/* A valid duration (src/num.c: finite and > 0, the consumer's rule). */
+static int is_real(const char *s) { return ps_num_duration_cell(s, strlen(s)); }
 
 /* Signature hash -> (first row, count): a u64map from the hash to an index into sigs. */
 typedef struct sigrows { uint32_t first, count; } sigrows;

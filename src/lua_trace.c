@@ -11,7 +11,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "profile.h"
+#include "num.h"
 #include "trace.h"
 
 #define READER "perfscript.trace.reader"
@@ -85,7 +85,7 @@ static int next_event(lua_State *L, tr_ud *u) {
   const ps_trace_member *ts = ps_trace_find(ev.members, ev.nmembers, "ts");
   int64_t ns;
   if (ts && (ts->type == PS_TJ_NUMBER || ts->type == PS_TJ_STRING) &&
-      ps_profile_us_to_ns(ts->value, ts->len, &ns) == 0) {
+      ps_num_us_to_ns(ts->value, ts->len, &ns) == 0) {
     lua_pushinteger(L, ns);
     lua_setfield(L, e, "ts_ns");
   }

@@ -8,12 +8,9 @@
 
 #include "csvread.h"
 #include "grow.h"
+#include "num.h"
 #include "sig.h"
 #include "u64map.h"
-
-const char *const ps_opsum_base_columns[8] = {
-  "OP State", "Accelerator Core", "Input Shapes", "Input Data Types", "Input Formats",
-  "Output Shapes", "Output Data Types", "Output Formats"};
 
 typedef struct gkey { char *key; size_t len; } gkey;
 
@@ -70,13 +67,10 @@ static char *dup_trim(const char *s) {
   return d;
 }
 
-/* A finite number parsed from the whole (trimmed) field, or NAN. */
+/* A finite number parsed from the whole field, or NAN. */
 static double number(const char *s) {
-  if (!*s) return NAN;
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || *end) return NAN;
-  return isfinite(v) ? v : NAN;
+  double v;
+  return ps_num_finite(s, strlen(s), &v) == 0 ? v : NAN;
 }
 
 int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) {
@@ -97,8 +91,8 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
     ps_csv_close(r);
     return -1;
   }
-  int c_base[8], c_met[PS_NCOUNTERS];
-  for (int i = 0; i < 8; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_opsum_base_columns[i]);
+  int c_base[PS_NBASE], c_met[PS_NCOUNTERS];
+  for (int i = 0; i < PS_NBASE; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_base_columns[i]);
   /* Accelerator Core is an alias of Task Type: the template's core comes from Task Type. */
   c_base[1] = -1;
   for (int i = 0; i < PS_NCOUNTERS; i++)
@@ -115,12 +109,7 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
     size_t slen, oplen = strlen(op);
     const char *text = ps_sig_text(a->sig, &slen);
     size_t klen = oplen + 1 + slen;
-    if (klen + 1 > a->kcap) {
-      char *k = realloc(a->kbuf, klen + 64);
-      if (!k) goto oom;
-      a->kbuf = k;
-      a->kcap = klen + 64;
-    }
+    if (ps_grow((void **)&a->kbuf, &a->kcap, klen + 1, 1) != 0) goto oom;
     memcpy(a->kbuf, op, oplen);
     a->kbuf[oplen] = '\x1e';
     memcpy(a->kbuf + oplen + 1, text, slen);
@@ -139,7 +128,7 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
       g = &a->groups[a->ngroups];
       memset(g, 0, sizeof *g);
       g->op = dup_trim(op);
-      for (int c = 0; c < 8; c++) g->cells[c] = dup_trim(F(c_base[c]));
+      for (int c = 0; c < PS_NBASE; c++) g->cells[c] = dup_trim(F(c_base[c]));
       g->cells[PS_OPSUM_TASK_TYPE] = dup_trim(F(c_task));
       g->hash = ps_sig_hash(a->sig);
       char *key = malloc(klen);

@@ -13,7 +13,7 @@
 
 
 /* cells[]: the 8 database base columns (OP State .. Output Formats), then Task Type. */
-enum { PS_OPSUM_NCELLS = 9, PS_OPSUM_TASK_TYPE = 8 };
+enum { PS_OPSUM_TASK_TYPE = PS_NBASE, PS_OPSUM_NCELLS };
 
 typedef struct ps_opsum_group {
   char *op;                          /* OP Type, trimmed */
@@ -27,8 +27,6 @@ typedef struct ps_opsum_group {
 } ps_opsum_group;
 
 typedef struct ps_opsum ps_opsum;
-
-extern const char *const ps_opsum_base_columns[8];
 
 ps_opsum *ps_opsum_new(void);
 void ps_opsum_free(ps_opsum *a);

@@ -167,10 +167,6 @@ int ps_proc_wait(ps_proc *p, double timeout) {
   }
 }
 
-void ps_proc_signal(ps_proc *p, int sig) {
-  if (p->pid > 0) kill(-p->pid, sig);
-}
-
 void ps_proc_kill(ps_proc *p, double grace) {
   if (p->pid <= 0) return;
   /* The group may outlive its leader (grandchildren): signal it even when done. */

@@ -31,9 +31,6 @@ int ps_proc_spawn(ps_proc *p, const ps_proc_opts *o, char *err, size_t errsize);
  * -1: error (errno). */
 int ps_proc_wait(ps_proc *p, double timeout);
 
-/* Sends sig to the child's whole process group. */
-void ps_proc_signal(ps_proc *p, int sig);
-
 /* SIGTERM to the group, then SIGKILL after grace seconds if the leader is still there;
  * reaps the leader. */
 void ps_proc_kill(ps_proc *p, double grace);

@@ -13,7 +13,9 @@
 
 #include "csvread.h"
 #include "csvscan.h"
+#include "num.h"
 #include "profkey.h"
+#include "text.h"
 
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
 enum {
@@ -67,6 +69,8 @@ typedef struct slot {
 static void free_groups(struct group *g, size_t cap);
 
 struct ps_profile {
+  int threads;                /* 1: read every file in one thread */
+  uint64_t split_min;         /* files below this size are read by one thread */
   group *groups;
   size_t ngroups, capgroups;
   slot *slots;                /* open addressing on the key hash */
@@ -91,6 +95,11 @@ ps_profile *ps_profile_new(void) {
   return p;
 }
 
+void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min) {
+  p->threads = threads;
+  p->split_min = split_min;
+}
+
 void ps_profile_free(ps_profile *p) {
   if (p == NULL) return;
   for (size_t i = 0; i < p->ngroups; i++) {
@@ -112,13 +121,8 @@ size_t ps_profile_ngroups(const ps_profile *p) { return p->ngroups; }
 
 /* ---- small parsers ---------------------------------------------------------------- */
 
-static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
 static const char *trim(const char *s, size_t *len) {
-  size_t n = *len;
-  while (n && is_space((unsigned char)*s)) s++, n--;
-  while (n && is_space((unsigned char)s[n - 1])) n--;
-  *len = n;
+  ps_trim(&s, len);
   return s;
 }
 
@@ -147,94 +151,6 @@ int ps_profile_no_dims(const char *s, size_t len) {
   for (size_t i = 0; i < len; i++)
     if (!strchr(" \t\r\n\v\f\";()", s[i]) || s[i] == 0) return 0;
   return 1;
-}
-
-int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns) {
-  s = trim(s, &len);
-  size_t i = 0;
-  int neg = 0;
-  if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-  uint64_t v = 0;
-  size_t digits = 0;
-  for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-    if (v > (UINT64_MAX - 9) / 10) return -1;
-    v = v * 10 + (uint64_t)(s[i] - '0');
-  }
-  uint64_t frac = 0;
-  int nfrac = 0, round_up = 0;
-  if (i < len && s[i] == '.') {
-    for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-      if (nfrac < 3) frac = frac * 10 + (uint64_t)(s[i] - '0'), nfrac++;
-      else if (nfrac == 3) round_up = s[i] >= '5', nfrac = 4;
-    }
-  }
-  if (i != len || digits == 0) return -1;
-  for (int k = nfrac > 3 ? 3 : nfrac; k < 3; k++) frac *= 10;
-  if (v > (uint64_t)INT64_MAX / 1000 - 1) return -1;
-  int64_t r = (int64_t)(v * 1000 + frac) + round_up;
-  *ns = neg ? -r : r;
-  return 0;
-}
-
-/* Exact fast path for plain decimals (Clinger: an integer mantissa below 2^53 scaled by an
- * exact power of ten is correctly rounded); anything else goes to strtod. */
-static int parse_number(const char *s, size_t len, double *out) {
-  static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
-  const unsigned char *c = (const unsigned char *)s, *e = c + len;
-  if (len == 0) return -1;
-  int neg = *c == '-';
-  if (*c == '-' || *c == '+') c++;
-  const unsigned char *d0 = c;
-  uint64_t m = 0;
-  while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
-  size_t nint = (size_t)(c - d0), nfrac = 0;
-  if (c < e && *c == '.') {
-    const unsigned char *f0 = ++c;
-    while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
-    nfrac = (size_t)(c - f0);
-  }
-  if (c == e && nint + nfrac > 0 && nint + nfrac <= 18 && m < (UINT64_C(1) << 53)) {
-    double d = (double)m / p10[nfrac];
-    *out = neg ? -d : d;
-    return 0;
-  }
-  char buf[128];
-  if (len >= sizeof buf) return -1;
-  memcpy(buf, s, len);
-  buf[len] = 0;
-  char *end;
-  double d = strtod(buf, &end);
-  if (end == buf || *end != 0 || !isfinite(d)) return -1;
-  /* strtod takes hex and "infinity"; Python's float() also takes the latter, but no
-   * profiler writes either: keep decimals only. */
-  for (size_t k = 0; k < len; k++)
-    if (buf[k] == 'x' || buf[k] == 'X') return -1;
-  *out = d;
-  return 0;
-}
-
-/* printf("%.6f") for the statistics, without printf's multi-precision path: the exact
- * product v * 1e6 is p + e (fma), rounded to the nearest integer with ties to even, as glibc
- * rounds the exact binary value. Falls back to snprintf outside |v| < 9e9. */
-int ps_profile_fmt6(char *out, size_t cap, double v) {
-  double a = fabs(v);
-  if (!(a < 9e9)) return snprintf(out, cap, "%.6f", v);
-  double p = a * 1e6, e = fma(a, 1e6, -p), n = floor(p);
-  double s = (p - n) - 0.5;  /* both steps exact */
-  int cmp;                   /* sign of the true excess over one half: s + e */
-  if (s > 0) cmp = e >= 0 ? 1 : (s > -e ? 1 : s == -e ? 0 : -1);
-  else if (s < 0) cmp = e <= 0 ? -1 : (-s > e ? -1 : -s == e ? 0 : 1);
-  else cmp = e > 0 ? 1 : e < 0 ? -1 : 0;
-  uint64_t k = (uint64_t)n;
-  if (cmp > 0 || (cmp == 0 && (k & 1))) k++;
-  return snprintf(out, cap, "%s%llu.%06llu", signbit(v) ? "-" : "", (unsigned long long)(k / 1000000),
-                  (unsigned long long)(k % 1000000));
-}
-
-int ps_profile_number(const char *s, size_t len, double *out) {
-  s = trim(s, &len);
-  return parse_number(s, len, out);
 }
 
 /* ---- groups --------------------------------------------------------------------------- */
@@ -452,7 +368,7 @@ static int add_row(run *u, const ps_scan_record *rec) {
   if (key == NULL) return -1;
   __builtin_prefetch(&p->slots[(size_t)kh[0] & (p->nslots - 1)]);
   int64_t start_ns = INT64_MIN;
-  int have_start = ps_profile_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
+  int have_start = ps_num_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
   uint64_t dup_hash = 0;
   int check_dup = u->dedup && have_start && usable_id(cell[C_TASK], len[C_TASK]);
   if (check_dup) {
@@ -473,7 +389,7 @@ static int add_row(run *u, const ps_scan_record *rec) {
            ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES]);
   int no_dims = !na && ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]);
   double d;
-  int bad = parse_number(cell[C_DURATION], len[C_DURATION], &d) != 0;
+  int bad = ps_num_finite(cell[C_DURATION], len[C_DURATION], &d) != 0;
   if (check_dup && seen_before(p, dup_hash)) {
     counts->duplicates++;
     return 0;
@@ -501,7 +417,7 @@ static int add_row(run *u, const ps_scan_record *rec) {
   double mv[PS_NCOUNTERS];
   unsigned valid = 0;
   for (int m = 0; m < PS_NCOUNTERS; m++)
-    if (len[C_METRIC0 + m] && parse_number(cell[C_METRIC0 + m], len[C_METRIC0 + m], &mv[m]) == 0)
+    if (len[C_METRIC0 + m] && ps_num_finite(cell[C_METRIC0 + m], len[C_METRIC0 + m], &mv[m]) == 0)
       valid |= 1u << m;
   if (add_duration(g, d) != 0) return -1;
   /* the first non-empty value of each cell */
@@ -581,11 +497,9 @@ static void *read_half(void *arg) {
 
 /* Where the second half starts: just after the first line end past the middle. The first
  * thread confirms it is a record start when it gets there (a quoted newline would not be). */
-static uint64_t split_point(const char *path, uint64_t size) {
-  const char *env = getenv("PERFSCRIPT_THREADS");
-  const char *min = getenv("PERFSCRIPT_SPLIT_MIN");   /* tests split small files */
-  uint64_t least = min ? strtoull(min, NULL, 10) : SPLIT_MIN;
-  if (size < least || (env && atoi(env) == 1) || sysconf(_SC_NPROCESSORS_ONLN) < 2) return 0;
+static uint64_t split_point(const ps_profile *p, const char *path, uint64_t size) {
+  uint64_t least = p->split_min ? p->split_min : SPLIT_MIN;
+  if (size < least || p->threads == 1 || sysconf(_SC_NPROCESSORS_ONLN) < 2) return 0;
   FILE *f = fopen(path, "rb");
   if (f == NULL) return 0;
   uint64_t at = 0;
@@ -690,7 +604,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   int rc = 0;
 
   /* a big file: the second half on another core, into its own groups */
-  uint64_t split = split_point(path, ps_scan_file_size(r));
+  uint64_t split = split_point(p, path, ps_scan_file_size(r));
   half *h = NULL;
   pthread_t thread;
   if (split) {

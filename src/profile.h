@@ -64,6 +64,10 @@ typedef void (*ps_profile_progress)(void *ud, uint64_t done, uint64_t total);
 ps_profile *ps_profile_new(void);
 void ps_profile_free(ps_profile *p);
 
+/* threads: 1 reads each file in one thread (0: as many as help, today two halves);
+ * split_min: files smaller than this many bytes are read by one thread (0: 32 MiB). */
+void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min);
+
 /* Aggregates one file. On success returns 0 and fills *counts (this file only) and the
  * names of the optional columns the file lacks, comma-separated, in absent (may be NULL).
  * On failure returns -1 with "file: missing columns: a, b" or "file:line: reason" in err;
@@ -111,14 +115,6 @@ int ps_profile_no_dims(const char *s, size_t len);
 /* 1 when a shape cell means "no shape" (`N/A` after trimming whitespace and quotes). */
 int ps_profile_is_na(const char *s, size_t len);
 
-/* Parses a decimal number of microseconds into nanoseconds exactly (digits beyond the ns are
- * rounded half up). Returns 0, or -1 when s is not such a number. */
-int ps_profile_us_to_ns(const char *s, size_t len, int64_t *ns);
 
-/* Formats v exactly as snprintf("%.6f") does, faster; returns the length like snprintf. */
-int ps_profile_fmt6(char *out, size_t cap, double v);
-
-/* Parses a finite double (the whole trimmed text). Returns 0, or -1. */
-int ps_profile_number(const char *s, size_t len, double *out);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <xxhash.h>
 
+#include "grow.h"
 #include "shape.h"
 
 struct ps_import_key {
@@ -25,14 +26,7 @@ const char *ps_import_key_build(ps_import_key *k, const char *type, size_t tlen,
                                 uint64_t hash[2]) {
   size_t need = tlen + PS_IMPORT_KEY_CELLS + 1;
   for (int i = 0; i < PS_IMPORT_KEY_CELLS; i++) need += lens[i];
-  if (need > k->cap) {
-    size_t c = k->cap ? k->cap : 256;
-    while (c < need) c *= 2;
-    char *b = realloc(k->buf, c);
-    if (b == NULL) return NULL;
-    k->buf = b;
-    k->cap = c;
-  }
+  if (ps_grow((void **)&k->buf, &k->cap, need, 1) != 0) return NULL;
   char *w = k->buf;
   memcpy(w, type, tlen);
   w += tlen;

@@ -8,7 +8,13 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "grow.h"
+#include "text.h"
 #include "shape.h"
+
+const char *const ps_sig_columns[PS_SIG_NCOLUMNS] = {
+  "OP Type", "OP State", "Input Shapes", "Input Data Types", "Input Formats",
+  "Output Shapes", "Output Data Types", "EP Size"};
 
 typedef struct span { const char *p; size_t n; } span;
 typedef struct spans { span *v; size_t n, cap; } spans;
@@ -25,24 +31,13 @@ struct ps_sig {
   spans is, id, fm, os, od, tmp_sh, tmp_dt, tmp_fm, norm;
 };
 
-static int is_ws(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
 static size_t trim(const char **p, size_t n) {
-  const char *s = *p;
-  while (n && is_ws(*s)) s++, n--;
-  while (n && is_ws(s[n - 1])) n--;
-  *p = s;
+  ps_trim(p, &n);
   return n;
 }
 
 static int push(ps_sig *g, spans *l, const char *p, size_t n) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 16;
-    span *v = realloc(l->v, cap * sizeof *v);
-    if (!v) return g->failed = -1;
-    l->v = v;
-    l->cap = cap;
-  }
+  if (ps_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) != 0) return g->failed = -1;
   l->v[l->n++] = (span){p, n};
   return 0;
 }
@@ -64,16 +59,9 @@ static void split_slots(ps_sig *g, const char *cell, spans *out) {
 }
 
 static void put(ps_sig *g, const char *p, size_t n) {
-  if (g->len + n + 1 > g->cap) {
-    size_t cap = g->cap ? g->cap : 256;
-    while (cap < g->len + n + 1) cap *= 2;
-    char *t = realloc(g->text, cap);
-    if (!t) {
-      g->failed = -1;
-      return;
-    }
-    g->text = t;
-    g->cap = cap;
+  if (ps_grow((void **)&g->text, &g->cap, g->len + n + 1, 1) != 0) {
+    g->failed = -1;
+    return;
   }
   memcpy(g->text + g->len, p, n);
   g->len += n;
@@ -308,7 +296,6 @@ const char *ps_sig_text(const ps_sig *g, size_t *len) {
 uint64_t ps_sig_hash(const ps_sig *g) { return g->hash; }
 int ps_sig_nfields(const ps_sig *g) { return g->nfields; }
 int ps_sig_is_canonical_matmul(const ps_sig *g) { return g->matmul; }
-const char *ps_sig_op(const ps_sig *g) { return g->op; }
 
 const char *ps_sig_field(const ps_sig *g, int i, size_t *len) {
   if (i < 0 || i >= g->nfields) {

@@ -28,6 +28,10 @@ typedef struct ps_sig_row {
   const char *ep_size;    /* `EP Size` (DispatchFFNCombine only) */
 } ps_sig_row;
 
+/* The CSV columns a signature reads, in ps_sig_row's order (op_type .. ep_size). */
+#define PS_SIG_NCOLUMNS 8
+extern const char *const ps_sig_columns[PS_SIG_NCOLUMNS];
+
 /* Reusable state: scratch space and the last result. Not thread-safe. */
 typedef struct ps_sig ps_sig;
 
@@ -43,7 +47,6 @@ uint64_t ps_sig_hash(const ps_sig *g);
 int ps_sig_nfields(const ps_sig *g);                   /* 5, or 6 for DispatchFFNCombine */
 const char *ps_sig_field(const ps_sig *g, int i, size_t *len); /* 0-based, not terminated */
 int ps_sig_is_canonical_matmul(const ps_sig *g);       /* 1 when the m,k;n,k form was used */
-const char *ps_sig_op(const ps_sig *g);                /* the effective, normalised op name */
 
 /* Normalises an op name into out (cap bytes): trim, strip `"`, drop one suffix. Returns
  * the length (truncated to cap - 1). */

@@ -40,7 +40,7 @@ ps_sid ps_table_interned(ps_table *t, ps_sid id);
 /* The id of s if it is interned, else PS_SID_NONE (a query key nobody has cannot match). */
 ps_sid ps_table_find_str(const ps_table *t, const char *s, size_t len);
 
-/* The number in a cell's text (strtod over the trimmed text), NaN when empty or not a number. */
+/* The number in a cell's text (ps_num_parse: Python float()), NaN when empty or not a number. */
 double ps_table_num(ps_table *t, ps_sid id);
 
 size_t ps_table_memory(const ps_table *t);  /* bytes held, roughly */
@@ -58,7 +58,6 @@ size_t ps_index_ngroups(const ps_index *ix);      /* distinct keys, in order of 
 long ps_index_group_first(const ps_index *ix, size_t g);
 size_t ps_index_group_size(const ps_index *ix, size_t g);
 const ps_sid *ps_index_group_key(const ps_index *ix, size_t g);
-size_t ps_index_nkey(const ps_index *ix);
 size_t ps_index_nskipped(const ps_index *ix);
 size_t ps_index_skipped(const ps_index *ix, size_t i);  /* row left out */
 

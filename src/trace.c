@@ -9,6 +9,8 @@
 
 #include <yajl/yajl_parse.h>
 
+#include "grow.h"
+
 #define CHUNK (64 * 1024)
 #define MAXDEPTH 256
 
@@ -64,19 +66,8 @@ static void set_error(ps_trace_reader *r, const char *fmt, ...) {
   r->failed = 1;
 }
 
-static int reserve(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  size_t c = *cap ? *cap : 256;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, c * elem);
-  if (q == NULL) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
-
 static int put(ps_trace_reader *r, const void *s, size_t n) {
-  if (reserve((void **)&r->buf, &r->cap, r->len + n + 1, 1) != 0) return -1;
+  if (ps_grow((void **)&r->buf, &r->cap, r->len + n + 1, 1) != 0) return -1;
   memcpy(r->buf + r->len, s, n);
   r->len += n;
   return 0;
@@ -132,7 +123,7 @@ static int sep(ps_trace_reader *r) {
 }
 
 static int add_member(ps_trace_reader *r, size_t val, size_t len, int type) {
-  if (reserve((void **)&r->mems, &r->capmems, r->nmems + 1, sizeof *r->mems)) return -1;
+  if (ps_grow((void **)&r->mems, &r->capmems, r->nmems + 1, sizeof *r->mems)) return -1;
   r->mems[r->nmems++] = (mem_ref){r->key_off, val, len, type, r->in_args};
   r->have_key = 0;
   return 0;
@@ -249,7 +240,7 @@ static int close_container(ps_trace_reader *r) {
     if (r->depth == r->render_depth) {
       r->render_depth = 0;
       r->cur.len = r->len - r->cur.val;
-      if (put_nul(r) || reserve((void **)&r->mems, &r->capmems, r->nmems + 1, sizeof *r->mems))
+      if (put_nul(r) || ps_grow((void **)&r->mems, &r->capmems, r->nmems + 1, sizeof *r->mems))
         return oom(r);
       r->mems[r->nmems++] = r->cur;
       r->have_key = 0;
@@ -259,7 +250,7 @@ static int close_container(ps_trace_reader *r) {
     r->have_key = 0;
   } else if (r->in_event && r->depth == r->events_depth + 1) {
     r->in_event = 0;
-    if (reserve((void **)&r->events, &r->capevents, r->nevents_q + 1, sizeof *r->events))
+    if (ps_grow((void **)&r->events, &r->capevents, r->nevents_q + 1, sizeof *r->events))
       return oom(r);
     r->events[r->nevents_q++] = (event_ref){r->ev_mem0, r->nmems - r->ev_mem0, r->ev_has_args,
                                             r->nevents++};
@@ -377,7 +368,7 @@ int ps_trace_next(ps_trace_reader *r, ps_trace_event *ev) {
   if (r->next >= r->nevents_q && fill(r) != 0) return -1;
   if (r->next >= r->nevents_q) return 0;
   event_ref *e = &r->events[r->next++];
-  if (reserve((void **)&r->out, &r->capout, e->n ? e->n : 1, sizeof *r->out)) {
+  if (ps_grow((void **)&r->out, &r->capout, e->n ? e->n : 1, sizeof *r->out)) {
     set_error(r, "out of memory");
     return -1;
   }

@@ -176,7 +176,7 @@ function Kmethods:latencies()
     lat[i], src[i] = false, false
     for j = 1, #cols do
       local v = nums[j][i]
-      if v and v > 0 and v < math.huge then lat[i], src[i] = v, cols[j]; break end
+      if v and perf.num.is_duration(v) then lat[i], src[i] = v, cols[j]; break end
     end
   end
   s.lat, s.latcol, s.latcols = lat, src, cols
@@ -197,7 +197,7 @@ function Kmethods:latency(i)
   end
   for j, c in ipairs(s.latidx) do
     local v = t:num(i, c)
-    if v and v > 0 and v < math.huge then return v, s.latcols[j] end
+    if v and perf.num.is_duration(v) then return v, s.latcols[j] end
   end
   return false, false
 end

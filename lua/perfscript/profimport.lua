@@ -167,7 +167,10 @@ end
 -- Returns agg, per-file {counts, absent}; raises perf.fail on a data error.
 function M.aggregate(files, opts)
   opts = opts or {}
-  local agg = profile.new()
+  -- PERFSCRIPT_THREADS=1 reads each file in one thread; PERFSCRIPT_SPLIT_MIN (bytes) lets
+  -- tests split small files (the C core reads no environment).
+  local agg = profile.new { threads = tonumber(os.getenv("PERFSCRIPT_THREADS") or ""),
+                            split_min = tonumber(os.getenv("PERFSCRIPT_SPLIT_MIN") or "") }
   local total, offset = 0, 0
   for _, f in ipairs(files) do total = total + (lfs.attributes(f, "size") or 0) end
   local per_file = {}
@@ -369,10 +372,7 @@ end
 ---------------------------------------------------------------------------------------------
 -- Merge into the database
 
-local function real(v)
-  local n = profile.number(v or "")
-  return n ~= nil and n > 0
-end
+local real = require("perfscript.num").is_duration
 
 local function read_table(path)
   local r, err = perf.csv.open(path)

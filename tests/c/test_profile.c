@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "profile.h"
+#include "num.h"
 #include "profkey.h"
 
 static char dir[1024];
@@ -256,14 +257,14 @@ static void test_fia_ordinals(void **state) {
 static void test_helpers(void **state) {
   (void)state;
   int64_t ns;
-  assert_int_equal(ps_profile_us_to_ns("1764246877073569.640", 20, &ns), 0);
+  assert_int_equal(ps_num_us_to_ns("1764246877073569.640", 20, &ns), 0);
   assert_int_equal(ns, INT64_C(1764246877073569640));
-  assert_int_equal(ps_profile_us_to_ns(" 12\t", 4, &ns), 0);
+  assert_int_equal(ps_num_us_to_ns(" 12\t", 4, &ns), 0);
   assert_int_equal(ns, 12000);
-  assert_int_equal(ps_profile_us_to_ns("1.23456", 7, &ns), 0);
+  assert_int_equal(ps_num_us_to_ns("1.23456", 7, &ns), 0);
   assert_int_equal(ns, 1235);
-  assert_int_equal(ps_profile_us_to_ns("N/A", 3, &ns), -1);
-  assert_int_equal(ps_profile_us_to_ns("", 0, &ns), -1);
+  assert_int_equal(ps_num_us_to_ns("N/A", 3, &ns), -1);
+  assert_int_equal(ps_num_us_to_ns("", 0, &ns), -1);
   size_t len = 31;
   assert_string_equal(ps_profile_kernel_type("split_qkv_rmsnorm_rope_kernel_0", &len),
                       "split_qkv_rmsnorm_rope_kernel");
@@ -276,18 +277,18 @@ static void test_helpers(void **state) {
   assert_false(ps_profile_is_na("", 0));
   assert_false(ps_profile_is_na("NA", 2));
   double d;
-  assert_int_equal(ps_profile_number("1.25", 4, &d), 0);
+  assert_int_equal(ps_num_finite("1.25", 4, &d), 0);
   assert_true(d == 1.25);
-  assert_int_equal(ps_profile_number("0.1", 3, &d), 0);
+  assert_int_equal(ps_num_finite("0.1", 3, &d), 0);
   assert_true(d == 0.1);
-  assert_int_equal(ps_profile_number("1e3", 3, &d), 0);
+  assert_int_equal(ps_num_finite("1e3", 3, &d), 0);
   assert_true(d == 1000);
-  assert_int_equal(ps_profile_number("123456789012345678.5", 20, &d), 0);
+  assert_int_equal(ps_num_finite("123456789012345678.5", 20, &d), 0);
   assert_true(d == 123456789012345678.5);
-  assert_int_equal(ps_profile_number("bad", 3, &d), -1);
-  assert_int_equal(ps_profile_number("nan", 3, &d), -1);
-  assert_int_equal(ps_profile_number("0x10", 4, &d), -1);
-  assert_int_equal(ps_profile_number("", 0, &d), -1);
+  assert_int_equal(ps_num_finite("bad", 3, &d), -1);
+  assert_int_equal(ps_num_finite("nan", 3, &d), -1);
+  assert_int_equal(ps_num_finite("0x10", 4, &d), -1);
+  assert_int_equal(ps_num_finite("", 0, &d), -1);
 }
 
 static void test_fmt6(void **state) {
@@ -300,7 +301,7 @@ static void test_fmt6(void **state) {
     for (int sgn = 0; sgn < 2; sgn++) {
       double v = sgn ? -fixed[i] : fixed[i];
       snprintf(a, sizeof a, "%.6f", v);
-      ps_profile_fmt6(b, sizeof b, v);
+      ps_num_fmt6(b, sizeof b, v);
       assert_string_equal(b, a);
     }
   }
@@ -316,7 +317,7 @@ static void test_fmt6(void **state) {
     default: v = ldexp((double)((x >> 20) | 1), -(int)(x % 40) - 1) / 1e3; break;
     }
     snprintf(a, sizeof a, "%.6f", v);
-    ps_profile_fmt6(b, sizeof b, v);
+    ps_num_fmt6(b, sizeof b, v);
     if (strcmp(a, b) != 0) fprintf(stderr, "%.17g: %s vs %s\n", v, a, b);
     assert_string_equal(b, a);
   }

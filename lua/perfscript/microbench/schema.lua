@@ -34,31 +34,17 @@ end
 local function trim(s) return (tostring(s or ""):gsub("^%s+", ""):gsub("%s+$", "")) end
 M.trim = trim
 
--- parse_float: trimmed float; empty or unparsable gives 0.0; "nan" and "inf" parse.
-function M.parse_float(s)
-  s = trim(s):lower()
-  if s == "" then return 0.0 end
-  if s == "nan" or s == "+nan" or s == "-nan" then return 0 / 0 end
-  if s == "inf" or s == "+inf" or s == "infinity" or s == "+infinity" then return math.huge end
-  if s == "-inf" or s == "-infinity" then return -math.huge end
-  return tonumber(s) or 0.0
-end
+-- parse_float: trimmed float (Python float()); empty or unparsable gives 0.0; "nan" and "inf"
+-- parse. The parser and the valid-duration rule are src/num.c's.
+local num = require "perfscript.num"
+M.parse_float = num.or_zero
 
--- A duration is valid when it is a finite number > 0, as the database's consumer reads it
--- (the original also took inf); the write-back's prune applies the same rule in C (csvedit).
-function M.is_real(s)
-  local v = M.parse_float(s)
-  return v > 0 and v < math.huge
-end
+-- A duration is valid when it is a finite number > 0, as the database's consumer reads it.
+M.is_real = num.is_duration
 
--- A sample that may enter a minimum: finite and > 0 (a blank never wins).
+-- A sample that may enter a minimum: a valid duration (a blank never wins), as a number.
 function M.valid_sample(s)
-  local v = tonumber(s) -- fast path: plain numbers (the slow path handles spaces, nan, inf)
-  if not v then
-    if s == nil or s == "" then return nil end
-    v = M.parse_float(s)
-  end
-  if v > 0 and v < math.huge then return v end
+  if num.is_duration(s) then return num.parse(s) end
   return nil
 end
 

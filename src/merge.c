@@ -1,0 +1,305 @@
+/* The microbench write-back merge policy (see merge.h). */
+#include "merge.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomicfile.h"
+#include "csvread.h"
+#include "csvwrite.h"
+#include "grow.h"
+#include "num.h"
+#include "sig.h"
+#include "text.h"
+#include "u64map.h"
+
+#define NUMW 32 /* room for one %.6f number */
+
+_Static_assert(PS_MERGE_EP_SIZE + 1 == PS_SIG_NCOLUMNS, "merge.h sources follow ps_sig_columns");
+
+/* A signature seen in the file: its first row, its row count and the first row's display. */
+typedef struct msig { uint32_t first, count; size_t disp; } msig;
+
+struct ps_merge {
+  ps_merge_opts o;
+  ps_merge_result res;
+  ps_csv_reader *r;
+  ps_csv_writer w;
+  int wopen;
+  ps_sig *sig;
+  ps_u64map upd;          /* update hash -> index into o.updates */
+  ps_u64map seen;         /* signature hash -> index into sigs */
+  msig *sigs;
+  size_t capsigs;
+  char *arena;            /* the displays, addressed by offset */
+  size_t alen, acap;
+  size_t capgaps, capdel;
+  const char **f;         /* the output row being built */
+  size_t *l;
+  char *numbuf;           /* formatted numbers of the current row */
+};
+
+static int oom(char *err, size_t es) {
+  snprintf(err, es, "out of memory");
+  return -1;
+}
+
+static int same_trimmed(const char *a, size_t la, const char *b, size_t lb) {
+  ps_trim(&a, &la);
+  ps_trim(&b, &lb);
+  return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* "<Input Shapes or N/A> -> <Output Shapes or N/A>" appended to the arena; its offset or -1. */
+static long add_display(ps_merge *m, const char *is, size_t il, const char *os, size_t ol) {
+  ps_trim(&is, &il);
+  ps_trim(&os, &ol);
+  size_t n = (il ? il : 3) + 4 + (ol ? ol : 3) + 1;
+  if (ps_grow((void **)&m->arena, &m->acap, m->alen + n, 1) != 0) return -1;
+  size_t off = m->alen;
+  char *p = m->arena + off;
+  memcpy(p, il ? is : "N/A", il ? il : 3), p += il ? il : 3;
+  memcpy(p, " -> ", 4), p += 4;
+  memcpy(p, ol ? os : "N/A", ol ? ol : 3), p += ol ? ol : 3;
+  *p = '\0';
+  m->alen += n;
+  return (long)off;
+}
+
+void ps_merge_free(ps_merge *m) {
+  if (m == NULL) return;
+  if (m->r) ps_csv_close(m->r);
+  if (m->wopen) ps_csv_writer_abort(&m->w);
+  ps_sig_free(m->sig);
+  ps_u64map_free(&m->upd);
+  ps_u64map_free(&m->seen);
+  free(m->sigs);
+  free(m->arena);
+  free(m->f);
+  free(m->l);
+  free(m->numbuf);
+  free(m->res.gaps);
+  free(m->res.deleted);
+  free(m->res.dups);
+  free(m->res.matched);
+  free(m);
+}
+
+static int write_row(ps_merge *m, const char *const *f, const size_t *l, char *err, size_t es) {
+  return ps_csv_writer_row(&m->w, f, l, m->o.ncols, err, es);
+}
+
+ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
+  if (o->ncols == 0) {
+    snprintf(err, es, "merge: empty header");
+    return NULL;
+  }
+  ps_merge *m = calloc(1, sizeof *m);
+  if (m == NULL) return oom(err, es), NULL;
+  m->o = *o;
+  ps_u64map_init(&m->upd, 1 << 16);
+  ps_u64map_init(&m->seen, 1 << 16);
+  m->sig = ps_sig_new();
+  m->f = calloc(o->ncols, sizeof *m->f);
+  m->l = calloc(o->ncols, sizeof *m->l);
+  m->numbuf = malloc((o->ncopy + PS_NCOUNTERS) * NUMW);
+  m->res.matched = calloc(o->nupdates ? o->nupdates : 1, 1);
+  if (!m->sig || !m->f || !m->l || !m->numbuf || !m->res.matched || ps_u64map_reserve(&m->seen, 1) != 0)
+    goto nomem;
+  for (size_t i = 0; i < o->nupdates; i++) {
+    size_t id = i;
+    if (ps_u64map_put(&m->upd, o->updates[i].hash, &id) < 0) goto nomem;
+  }
+  m->r = ps_csv_open(o->path, 0, err, es);
+  if (!m->r) goto fail;
+  if (ps_csv_writer_open(&m->w, o->path, NULL, -1, err, es) != 0) goto fail;
+  m->wopen = 1;
+  if (write_row(m, o->header, o->header_len, err, es) != 0) goto fail;
+  return m;
+nomem:
+  oom(err, es);
+fail:
+  ps_merge_free(m);
+  return NULL;
+}
+
+/* The current record's field at source column ci ("" when absent). */
+#define FLD(rec, ci) ((ci) >= 0 && (size_t)(ci) < (rec)->nfields ? (rec)->fields[ci] : "")
+#define LEN(rec, ci) ((ci) >= 0 && (size_t)(ci) < (rec)->nfields ? (rec)->lens[ci] : 0)
+
+/* The row's signature: registers it; *sid is its index, *first whether this row is its first.
+ * 0, or -1 when memory runs out. */
+static int signature(ps_merge *m, const ps_csv_record *rec, size_t *sid, int *first) {
+  const int *c = m->o.src;
+#define COL(k) (c[k] >= 0 ? FLD(rec, c[k]) : NULL)
+  ps_sig_row sr = {.op_name = m->o.op, .op_type = COL(PS_MERGE_OP_TYPE),
+                   .op_state = COL(PS_MERGE_OP_STATE), .in_shapes = COL(PS_MERGE_IN_SHAPES),
+                   .in_dtypes = COL(PS_MERGE_IN_DTYPES), .in_formats = COL(PS_MERGE_IN_FORMATS),
+                   .out_shapes = COL(PS_MERGE_OUT_SHAPES), .out_dtypes = COL(PS_MERGE_OUT_DTYPES),
+                   .ep_size = c[PS_MERGE_EP_SIZE] >= 0 ? FLD(rec, c[PS_MERGE_EP_SIZE]) : m->o.ep_default};
+#undef COL
+  if (ps_sig_compute(m->sig, &sr) != 0) return -1;
+  *sid = m->seen.used;
+  int added = ps_u64map_put(&m->seen, ps_sig_hash(m->sig), sid);
+  if (added < 0) return -1;
+  *first = added;
+  if (!added) {
+    m->sigs[*sid].count++;
+    return 0;
+  }
+  long off = add_display(m, FLD(rec, c[PS_MERGE_IN_SHAPES]), LEN(rec, c[PS_MERGE_IN_SHAPES]),
+                         FLD(rec, c[PS_MERGE_OUT_SHAPES]), LEN(rec, c[PS_MERGE_OUT_SHAPES]));
+  if (off < 0 || ps_grow((void **)&m->sigs, &m->capsigs, *sid + 1, sizeof *m->sigs) != 0) return -1;
+  m->sigs[*sid] = (msig){(uint32_t)m->res.rows, 1, (size_t)off};
+  return 0;
+}
+
+/* Sets output column oc to v (marking the file changed when it differs). */
+static void set(ps_merge *m, int oc, const char *v, size_t len) {
+  if (oc < 0 || (size_t)oc >= m->o.ncols) return;
+  if (!(len == m->l[oc] && memcmp(v, m->f[oc], len) == 0)) m->res.changed = 1;
+  m->f[oc] = v, m->l[oc] = len;
+}
+
+/* The output row from the source row: mapped columns, then the fill values. */
+static void build_row(ps_merge *m, const ps_csv_record *rec) {
+  for (size_t j = 0; j < m->o.ncols; j++) {
+    size_t i = m->o.map[j];
+    m->f[j] = "", m->l[j] = 0;
+    if (i >= 1 && i <= rec->nfields) m->f[j] = rec->fields[i - 1], m->l[j] = rec->lens[i - 1];
+    if (m->o.fill && m->o.fill[j]) set(m, (int)j, m->o.fill[j], strlen(m->o.fill[j]));
+  }
+}
+
+/* Writes an update's values into the output row. */
+static void apply_update(ps_merge *m, const ps_merge_update *u) {
+  for (size_t k = 0; u->copy && k < m->o.ncopy; k++) {
+    const ps_merge_value *v = &u->copy[k];
+    if (v->kind == PS_MERGE_STR) {
+      set(m, m->o.copy_out[k], v->s, v->len);
+    } else if (v->kind == PS_MERGE_NUM) {
+      char *b = m->numbuf + k * NUMW;
+      set(m, m->o.copy_out[k], b, (size_t)ps_num_fmt6(b, NUMW, v->num));
+    }
+  }
+  if (u->means)
+    for (int k = 0; k < PS_NCOUNTERS; k++) {
+      char *b = m->numbuf + (m->o.ncopy + (size_t)k) * NUMW;
+      double v = u->means[k];
+      set(m, m->o.mean_out[k], b, isnan(v) ? (b[0] = 0, 0) : (size_t)ps_num_fmt6(b, NUMW, v));
+    }
+  set(m, m->o.mb_out, u->mb, u->mblen);
+}
+
+static int add_gap(ps_merge *m, double mb, double prof, size_t disp) {
+  if (ps_grow((void **)&m->res.gaps, &m->capgaps, m->res.ngaps + 1, sizeof *m->res.gaps) != 0) return -1;
+  m->res.gaps[m->res.ngaps++] = (ps_merge_gap){mb, prof, disp};
+  return 0;
+}
+
+static int add_deleted(ps_merge *m, size_t disp) {
+  if (ps_grow((void **)&m->res.deleted, &m->capdel, m->res.ndeleted + 1, sizeof *m->res.deleted) != 0)
+    return -1;
+  m->res.deleted[m->res.ndeleted++] = disp;
+  m->res.changed = 1;
+  return 0;
+}
+
+/* A row whose signature has an update: overwrite it when allowed, count it, note its gap.
+ * *mb and *mbl become the duration the row ends up with. */
+static int merge_update(ps_merge *m, const ps_csv_record *rec, size_t ui, size_t disp,
+                        int prof_real, const char **mb, size_t *mbl) {
+  const ps_merge_update *u = &m->o.updates[ui];
+  int counted = 0;
+  if (u->mb && (m->o.mode_all || (!ps_num_duration_cell(*mb, *mbl) && !prof_real))) {
+    ps_merge_update full = *u;
+    if (m->o.load) m->o.load(m->o.load_ud, ui, &full);
+    apply_update(m, &full);
+    if (!same_trimmed(*mb, *mbl, u->mb, u->mblen)) m->res.updated++;
+    *mb = u->mb, *mbl = u->mblen;
+    counted = 1;
+  } else if (u->record) {
+    m->res.unchanged++;
+    counted = 1;
+  }
+  if (!counted) return 0;
+  int cp = m->o.src[PS_MERGE_PROF];
+  double mv = ps_num_or_zero(*mb, *mbl), pv = ps_num_or_zero(FLD(rec, cp), LEN(rec, cp));
+  return mv > 0 && pv > 0 ? add_gap(m, mv, pv, disp) : 0;
+}
+
+/* One existing row through the policy. */
+static int merge_row(ps_merge *m, const ps_csv_record *rec, char *err, size_t es) {
+  const int *c = m->o.src;
+  size_t sid;
+  int first;
+  if (signature(m, rec, &sid, &first) != 0) return oom(err, es);
+  build_row(m, rec);
+  const char *mb = FLD(rec, c[PS_MERGE_MB]);
+  size_t mbl = LEN(rec, c[PS_MERGE_MB]);
+  int prof_real = ps_num_duration_cell(FLD(rec, c[PS_MERGE_PROF]), LEN(rec, c[PS_MERGE_PROF]));
+  size_t ui = first ? ps_u64map_get(&m->upd, ps_sig_hash(m->sig)) : PS_U64MAP_NONE;
+  if (ui != PS_U64MAP_NONE) {
+    m->res.matched[ui] = 1;
+    if (merge_update(m, rec, ui, m->sigs[sid].disp, prof_real, &mb, &mbl) != 0)
+      return oom(err, es);
+  }
+  if (m->o.prune && !ps_num_duration_cell(mb, mbl) && !prof_real) {
+    long disp = (long)m->sigs[sid].disp;
+    if (!first) /* a duplicate's own display */
+      disp = add_display(m, FLD(rec, c[PS_MERGE_IN_SHAPES]), LEN(rec, c[PS_MERGE_IN_SHAPES]),
+                         FLD(rec, c[PS_MERGE_OUT_SHAPES]), LEN(rec, c[PS_MERGE_OUT_SHAPES]));
+    return disp < 0 || add_deleted(m, (size_t)disp) != 0 ? oom(err, es) : 0;
+  }
+  if (write_row(m, m->f, m->l, err, es) != 0) return -1;
+  m->res.written++;
+  return 0;
+}
+#undef FLD
+#undef LEN
+
+/* The signatures held by several rows, in map slot order (the caller sorts them). */
+static int collect_dups(ps_merge *m) {
+  size_t cap = 0;
+  for (size_t j = 0; j < m->seen.size; j++) {
+    size_t id = ps_u64map_slot_id(&m->seen, j);
+    if (id == PS_U64MAP_NONE || m->sigs[id].count < 2) continue;
+    if (ps_grow((void **)&m->res.dups, &cap, m->res.ndups + 1, sizeof *m->res.dups) != 0) return -1;
+    m->res.dups[m->res.ndups++] = (ps_merge_dup){m->sigs[id].disp, m->sigs[id].count};
+  }
+  return 0;
+}
+
+int ps_merge_rows(ps_merge *m, char *err, size_t es) {
+  ps_csv_record rec;
+  int st = ps_csv_next(m->r, &rec); /* the source header */
+  while (st > 0 && (st = ps_csv_next(m->r, &rec)) > 0) {
+    m->res.rows++;
+    if (merge_row(m, &rec, err, es) != 0) return -1;
+  }
+  if (st < 0) {
+    snprintf(err, es, "%s", ps_csv_error(m->r));
+    return -1;
+  }
+  ps_csv_close(m->r);
+  m->r = NULL;
+  return collect_dups(m) != 0 ? oom(err, es) : 0;
+}
+
+int ps_merge_append(ps_merge *m, const char *const *fields, const size_t *lens, char *err, size_t es) {
+  if (write_row(m, fields, lens, err, es) != 0) return -1;
+  m->res.written++;
+  m->res.changed = 1;
+  return 0;
+}
+
+int ps_merge_commit(ps_merge *m, char *err, size_t es) {
+  if (!m->res.changed) return PS_ATOMIC_UNCHANGED; /* the writer is dropped by ps_merge_free */
+  m->wopen = 0;
+  return ps_csv_writer_commit(&m->w, 1, err, es);
+}
+
+const ps_merge_result *ps_merge_result_of(const ps_merge *m) { return &m->res; }
+const char *ps_merge_text(const ps_merge *m, size_t disp) { return m->arena + disp; }

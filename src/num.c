@@ -1,0 +1,163 @@
+/* The number parser behind every cell the project reads (import, write-back, database). */
+#include "num.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text.h"
+
+
+static int word(const unsigned char *c, size_t n, const char *w) {
+  if (n != strlen(w)) return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((c[i] | 0x20) != (unsigned char)w[i]) return 0;
+  return 1;
+}
+
+/* Digits with single underscores between them, copied without the underscores to *o.
+ * Returns the count of digits, or -1 on a misplaced underscore. */
+static long digits(const unsigned char **c, const unsigned char *e, char **o) {
+  long n = 0;
+  while (*c < e) {
+    if ((unsigned)(**c - '0') < 10) {
+      *(*o)++ = (char)*(*c)++;
+      n++;
+    } else if (**c == '_' && n > 0 && *c + 1 < e && (unsigned)((*c)[1] - '0') < 10) {
+      (*c)++;
+    } else {
+      break;
+    }
+  }
+  return n;
+}
+
+/* The general grammar: validated, then handed to strtod without underscores. */
+static int parse_slow(const unsigned char *c, const unsigned char *e, double *out) {
+  int neg = c < e && *c == '-';
+  if (c < e && (*c == '-' || *c == '+')) c++;
+  size_t n = (size_t)(e - c);
+  if (word(c, n, "inf") || word(c, n, "infinity")) return *out = neg ? -INFINITY : INFINITY, 0;
+  if (word(c, n, "nan")) return *out = NAN, 0;
+  char buf[128], *o = buf;
+  if (n + 2 >= sizeof buf) return -1;
+  if (neg) *o++ = '-';
+  long nd = digits(&c, e, &o);
+  if (c < e && *c == '.') {
+    *o++ = *c++;
+    if (c < e && *c == '_') return -1;
+    nd += digits(&c, e, &o);
+  }
+  if (nd <= 0) return -1;
+  if (c < e && (*c == 'e' || *c == 'E')) {
+    *o++ = *c++;
+    if (c < e && (*c == '-' || *c == '+')) *o++ = (char)*c++;
+    if (digits(&c, e, &o) <= 0) return -1;
+  }
+  if (c != e) return -1;
+  *o = 0;
+  char *end;
+  double d = strtod(buf, &end);
+  if (*end) return -1;
+  *out = d;
+  return 0;
+}
+
+/* Exact fast path for plain decimals (Clinger: an integer mantissa below 2^53 scaled by an
+ * exact power of ten is correctly rounded); anything else takes the general grammar. */
+static inline int parse(const char *s, size_t len, double *out) {
+  static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
+  const unsigned char *c = (const unsigned char *)s, *e = c + len;
+  while (c < e && ps_is_space((char)*c)) c++;
+  while (e > c && ps_is_space((char)e[-1])) e--;
+  if (c == e) return -1;
+  const unsigned char *start = c;
+  int neg = *c == '-';
+  if (*c == '-' || *c == '+') c++;
+  const unsigned char *d0 = c;
+  uint64_t m = 0;
+  while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
+  size_t nint = (size_t)(c - d0), nfrac = 0;
+  if (c < e && *c == '.') {
+    const unsigned char *f0 = ++c;
+    while (c < e && (unsigned)(*c - '0') < 10) m = m * 10 + (unsigned)(*c++ - '0');
+    nfrac = (size_t)(c - f0);
+  }
+  if (c == e && nint + nfrac > 0 && nint + nfrac <= 18 && m < (UINT64_C(1) << 53)) {
+    double d = (double)m / p10[nfrac];
+    *out = neg ? -d : d;
+    return 0;
+  }
+  return parse_slow(start, e, out);
+}
+
+int ps_num_parse(const char *s, size_t len, double *out) { return parse(s, len, out); }
+
+/* The import's hot path (26 cells a row): the parser inlined here, not called. */
+int ps_num_finite(const char *s, size_t len, double *out) {
+  double d;
+  if (parse(s, len, &d) != 0 || !isfinite(d)) return -1;
+  *out = d;
+  return 0;
+}
+
+double ps_num_or_zero(const char *s, size_t len) {
+  double d;
+  return ps_num_parse(s, len, &d) == 0 ? d : 0.0;
+}
+
+int ps_num_is_duration(double v) { return v > 0 && isfinite(v); }
+
+int ps_num_duration_cell(const char *s, size_t len) {
+  double d;
+  return ps_num_parse(s, len, &d) == 0 && ps_num_is_duration(d);
+}
+
+/* printf("%.6f") for the statistics, without printf's multi-precision path: the exact
+ * product v * 1e6 is p + e (fma), rounded to the nearest integer with ties to even, as glibc
+ * rounds the exact binary value. Falls back to snprintf outside |v| < 9e9. */
+int ps_num_fmt6(char *out, size_t cap, double v) {
+  double a = fabs(v);
+  if (!(a < 9e9)) return snprintf(out, cap, "%.6f", v);
+  double p = a * 1e6, e = fma(a, 1e6, -p), n = floor(p);
+  double s = (p - n) - 0.5;  /* both steps exact */
+  int cmp;                   /* sign of the true excess over one half: s + e */
+  if (s > 0) cmp = e >= 0 ? 1 : (s > -e ? 1 : s == -e ? 0 : -1);
+  else if (s < 0) cmp = e <= 0 ? -1 : (-s > e ? -1 : -s == e ? 0 : 1);
+  else cmp = e > 0 ? 1 : e < 0 ? -1 : 0;
+  uint64_t k = (uint64_t)n;
+  if (cmp > 0 || (cmp == 0 && (k & 1))) k++;
+  return snprintf(out, cap, "%s%llu.%06llu", signbit(v) ? "-" : "", (unsigned long long)(k / 1000000),
+                  (unsigned long long)(k % 1000000));
+}
+
+/* Integers only: a double resolves just 0.25 us at today's timestamps. */
+int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns) {
+  ps_trim(&s, &len);
+  size_t i = 0;
+  int neg = 0;
+  if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  uint64_t v = 0;
+  size_t digits = 0;
+  for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+    if (v > (UINT64_MAX - 9) / 10) return -1;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  uint64_t frac = 0;
+  int nfrac = 0, round_up = 0;
+  if (i < len && s[i] == '.') {
+    for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+      if (nfrac < 3) frac = frac * 10 + (uint64_t)(s[i] - '0'), nfrac++;
+      else if (nfrac == 3) round_up = s[i] >= '5', nfrac = 4;
+    }
+  }
+  if (i != len || digits == 0) return -1;
+  for (int k = nfrac > 3 ? 3 : nfrac; k < 3; k++) frac *= 10;
+  if (v > (uint64_t)INT64_MAX / 1000 - 1) return -1;
+  int64_t r = (int64_t)(v * 1000 + frac) + round_up;
+  *ns = neg ? -r : r;
+  return 0;
+}

@@ -1,0 +1,34 @@
+/* Numbers in CSV cells: the one parser and the one "valid duration" rule of the project.
+ * Cells follow Python's float() (the profilers' and the consumer's reader): surrounding
+ * whitespace, a sign, digits with single underscores between them, a fraction, an exponent,
+ * and nan / inf / infinity in any case; no hex. See docs in src/num.c. */
+#ifndef PS_NUM_H
+#define PS_NUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Python float(s[0..len)). Returns 0 and sets *out, or -1 when the text is not a number. */
+int ps_num_parse(const char *s, size_t len, double *out);
+
+/* As ps_num_parse, but nan and +-inf are refused too (the profile parsers' cells). */
+int ps_num_finite(const char *s, size_t len, double *out);
+
+/* The write-back's parse_float: the number, or 0.0 when empty or not a number. */
+double ps_num_or_zero(const char *s, size_t len);
+
+/* A valid duration, as the database's consumer reads one: a finite number > 0. */
+int ps_num_is_duration(double v);
+
+/* ps_num_is_duration of a cell's number (empty and unparsable cells are not). */
+int ps_num_duration_cell(const char *s, size_t len);
+
+/* Formats v exactly as snprintf("%.6f") does, faster (the writers' 6 decimals); returns the
+ * length like snprintf. */
+int ps_num_fmt6(char *out, size_t cap, double v);
+
+/* Parses a decimal number of microseconds into nanoseconds exactly (digits beyond the ns are
+ * rounded half up). Returns 0, or -1 when s is not such a number. */
+int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns);
+
+#endif

@@ -1,0 +1,172 @@
+/* The write-back merge policy (src/merge.c) on small files: update, keep, prune, duplicates,
+ * gaps, append, and an unchanged file left alone. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "atomicfile.h"
+#include "merge.h"
+#include "sig.h"
+#include "testutil.h"
+
+/* Add.csv columns: OP State, Input Shapes, Output Shapes, Average Duration(us),
+ * Profiling Average Duration(us), MicroBench aic_time(us) */
+static const char *const HDR[] = {"OP State", "Input Shapes", "Output Shapes", "Average Duration(us)",
+                                  "Profiling Average Duration(us)", "MicroBench aic_time(us)"};
+#define NC 6
+static size_t HLEN[NC];
+static const size_t MAP[NC] = {1, 2, 3, 4, 5, 6};
+
+static uint64_t hash_of(const char *in_shapes, const char *out_shapes) {
+  ps_sig *g = ps_sig_new();
+  ps_sig_row r = {.op_name = "Add", .op_state = "dynamic", .in_shapes = in_shapes, .out_shapes = out_shapes};
+  assert_int_equal(ps_sig_compute(g, &r), 0);
+  uint64_t h = ps_sig_hash(g);
+  ps_sig_free(g);
+  return h;
+}
+
+static ps_merge_opts opts(const char *path, const ps_merge_update *u, size_t nu) {
+  for (int j = 0; j < NC; j++) HLEN[j] = strlen(HDR[j]);
+  static const int copy_out[] = {5};
+  ps_merge_opts o = {.path = path, .op = "Add", .header = HDR, .header_len = HLEN, .ncols = NC,
+                     .map = MAP, .mb_out = 3, .copy_out = copy_out, .ncopy = 1,
+                     .updates = u, .nupdates = nu};
+  o.src[PS_MERGE_OP_TYPE] = o.src[PS_MERGE_IN_DTYPES] = o.src[PS_MERGE_IN_FORMATS] = -1;
+  o.src[PS_MERGE_OUT_DTYPES] = o.src[PS_MERGE_EP_SIZE] = -1;
+  o.src[PS_MERGE_OP_STATE] = 0, o.src[PS_MERGE_IN_SHAPES] = 1, o.src[PS_MERGE_OUT_SHAPES] = 2;
+  o.src[PS_MERGE_MB] = 3, o.src[PS_MERGE_PROF] = 4;
+  for (int k = 0; k < PS_NCOUNTERS; k++) o.mean_out[k] = -1;
+  return o;
+}
+
+static const char *DB =
+  "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+  "dynamic,\"1,2\",\"1,2\",,,\n"              /* no valid duration: updated */
+  "dynamic,\"3,4\",\"3,4\",5.000000,6.0,\n"   /* valid: kept unless mode_all */
+  "dynamic,\"5,6\",\"5,6\",,,\n"              /* nothing valid: pruned */
+  "dynamic,\"5,6\",\"5,6\",inf,0,\n";         /* its duplicate, inf is not valid either */
+
+static int run(ps_merge_opts *o, ps_merge **out) {
+  char err[512];
+  ps_merge *m = ps_merge_open(o, err, sizeof err);
+  assert_non_null(m);
+  assert_int_equal(ps_merge_rows(m, err, sizeof err), 0);
+  *out = m;
+  return 0;
+}
+
+static void update_keep_prune(void **state) {
+  (void)state;
+  const char *path = write_file("Add.csv", DB, strlen(DB));
+  ps_merge_value v1 = {PS_MERGE_NUM, NULL, 0, 1.5}, v2 = {PS_MERGE_STR, "7", 1, 0};
+  ps_merge_update u[] = {
+    {.hash = hash_of("1,2", "1,2"), .mb = "2.000000", .mblen = 8, .record = 1, .copy = &v1},
+    {.hash = hash_of("3,4", "3,4"), .mb = "4.000000", .mblen = 8, .record = 1, .copy = &v2},
+    {.hash = hash_of("9", "9"), .mb = "1.000000", .mblen = 8, .record = 1, .copy = &v2},
+  };
+  ps_merge_opts o = opts(path, u, 3);
+  o.prune = 1;
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  assert_int_equal(r->rows, 4);
+  assert_int_equal(r->written, 2);
+  assert_int_equal(r->updated, 1);
+  assert_int_equal(r->unchanged, 1);
+  assert_int_equal(r->matched[0], 1);
+  assert_int_equal(r->matched[1], 1);
+  assert_int_equal(r->matched[2], 0);
+  assert_int_equal(r->ngaps, 1);
+  assert_true(r->gaps[0].mb == 5.0 && r->gaps[0].prof == 6.0);
+  assert_string_equal(ps_merge_text(m, r->gaps[0].disp), "3,4 -> 3,4");
+  assert_int_equal(r->ndeleted, 2);
+  assert_string_equal(ps_merge_text(m, r->deleted[0]), "5,6 -> 5,6");
+  assert_int_equal(r->ndups, 1);
+  assert_int_equal(r->dups[0].count, 2);
+  const char *const extra[NC] = {"dynamic", "9", "9", "1.000000", "", ""};
+  const size_t el[NC] = {7, 1, 1, 8, 0, 0};
+  char err[256];
+  assert_int_equal(ps_merge_append(m, extra, el, err, sizeof err), 0);
+  assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
+  ps_merge_free(m);
+  size_t len;
+  char *got = read_file(path, &len);
+  assert_string_equal(got,
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    "dynamic,\"1,2\",\"1,2\",2.000000,,1.500000\n"
+    "dynamic,\"3,4\",\"3,4\",5.000000,6.0,\n"
+    "dynamic,9,9,1.000000,,\n");
+  free(got);
+}
+
+static void mode_all_overwrites_and_means(void **state) {
+  (void)state;
+  const char *path = write_file("Add2.csv", DB, strlen(DB));
+  double means[PS_NCOUNTERS];
+  for (int k = 0; k < PS_NCOUNTERS; k++) means[k] = NAN;
+  means[0] = 0.25;
+  ps_merge_value none = {PS_MERGE_ABSENT, NULL, 0, 0};
+  ps_merge_update u = {.hash = hash_of("3,4", "3,4"), .mb = "4.000000", .mblen = 8, .record = 1,
+                       .copy = &none, .means = means};
+  ps_merge_opts o = opts(path, &u, 1);
+  o.mode_all = 1;
+  o.mean_out[0] = 5;
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  assert_int_equal(r->updated, 1);
+  assert_int_equal(r->written, 4);
+  assert_int_equal(r->ndeleted, 0);
+  char err[256];
+  assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
+  ps_merge_free(m);
+  size_t len;
+  char *got = read_file(path, &len);
+  assert_non_null(strstr(got, "dynamic,\"3,4\",\"3,4\",4.000000,6.0,0.250000\n"));
+  free(got);
+}
+
+static void nothing_to_do_leaves_the_file(void **state) {
+  (void)state;
+  const char *path = write_file("Add3.csv", DB, strlen(DB));
+  struct stat before, after;
+  assert_int_equal(stat(path, &before), 0);
+  ps_merge_update u = {.hash = hash_of("3,4", "3,4"), .record = 0};
+  ps_merge_opts o = opts(path, &u, 1);
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  assert_int_equal(r->matched[0], 1);
+  assert_int_equal(r->unchanged, 0); /* match-only rows are not counted */
+  assert_int_equal(r->changed, 0);
+  char err[256];
+  assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_UNCHANGED);
+  ps_merge_free(m);
+  assert_int_equal(stat(path, &after), 0);
+  assert_int_equal(before.st_ino, after.st_ino);
+}
+
+static void missing_file_is_an_error(void **state) {
+  (void)state;
+  ps_merge_opts o = opts("/nonexistent/dir/Add.csv", NULL, 0);
+  char err[256] = "";
+  assert_null(ps_merge_open(&o, err, sizeof err));
+  assert_non_null(strstr(err, "/nonexistent/dir/Add.csv"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(update_keep_prune),
+    cmocka_unit_test(mode_all_overwrites_and_means),
+    cmocka_unit_test(nothing_to_do_leaves_the_file),
+    cmocka_unit_test(missing_file_is_an_error),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

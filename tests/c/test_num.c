@@ -1,0 +1,88 @@
+/* The one cell number parser (Python float()) and the one valid-duration rule. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "num.h"
+
+static int parse(const char *s, double *d) { return ps_num_parse(s, strlen(s), d); }
+
+static void python_float_accepts(void **state) {
+  (void)state;
+  static const struct { const char *s; double v; } ok[] = {
+    {"1", 1}, {"-2.5", -2.5}, {"+3", 3}, {" 4.25\t", 4.25}, {"5.", 5}, {".5", 0.5},
+    {"1e3", 1000}, {"1E-2", 0.01}, {"2.5e+1", 25}, {"1_000", 1000}, {"1_000.000_5", 1000.0005},
+    {"1e1_0", 1e10}, {"1764246877073569.640", 1764246877073569.640}, {"0.1", 0.1},
+    {"123456.789012", 123456.789012}, {"\r\n7\n", 7},
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    double d = -99;
+    assert_int_equal(parse(ok[i].s, &d), 0);
+    assert_true(d == ok[i].v);
+  }
+  double d;
+  assert_int_equal(parse("inf", &d), 0);
+  assert_true(isinf(d) && d > 0);
+  assert_int_equal(parse("-Infinity", &d), 0);
+  assert_true(isinf(d) && d < 0);
+  assert_int_equal(parse(" NaN ", &d), 0);
+  assert_true(isnan(d));
+}
+
+static void python_float_refuses(void **state) {
+  (void)state;
+  static const char *const bad[] = {"", "  ", "abc", "0x10", "0X1p3", "1_", "_1", "1__0", "1._5",
+                                    "1 000", "1e", "e5", ".", "-", "+-1", "N/A", "1,5", "12abc",
+                                    "infinit", "nan1", "1.2.3"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    double d = 42;
+    assert_int_equal(parse(bad[i], &d), -1);
+    assert_true(d == 42);
+  }
+}
+
+static void finite_and_or_zero(void **state) {
+  (void)state;
+  double d;
+  assert_int_equal(ps_num_finite("inf", 3, &d), -1);
+  assert_int_equal(ps_num_finite("nan", 3, &d), -1);
+  assert_int_equal(ps_num_finite(" 2 ", 3, &d), 0);
+  assert_true(d == 2);
+  assert_true(ps_num_or_zero("bad", 3) == 0.0);
+  assert_true(ps_num_or_zero("", 0) == 0.0);
+  assert_true(ps_num_or_zero("1.5", 3) == 1.5);
+  assert_true(isnan(ps_num_or_zero("nan", 3)));
+  /* only len bytes are read */
+  assert_int_equal(ps_num_parse("12x", 2, &d), 0);
+  assert_true(d == 12);
+}
+
+static void valid_duration_is_finite_and_positive(void **state) {
+  (void)state;
+  assert_true(ps_num_is_duration(1e-6));
+  assert_false(ps_num_is_duration(0));
+  assert_false(ps_num_is_duration(-1));
+  assert_false(ps_num_is_duration(INFINITY));
+  assert_false(ps_num_is_duration(NAN));
+  static const char *const yes[] = {"1", " 0.5 ", "3e2", "1_0"};
+  static const char *const no[] = {"", "0", "-1", "inf", "nan", "abc", "0x10", "0.0"};
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+    assert_true(ps_num_duration_cell(yes[i], strlen(yes[i])));
+  for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+    assert_false(ps_num_duration_cell(no[i], strlen(no[i])));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(python_float_accepts),
+    cmocka_unit_test(python_float_refuses),
+    cmocka_unit_test(finite_and_or_zero),
+    cmocka_unit_test(valid_duration_is_finite_and_positive),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,39 @@
+-- One number parser and one valid-duration rule (src/num.c): every module that reads a cell
+-- agrees with Python's float() and with the consumer's "finite and > 0".
+local lu = require "luaunit"
+local schema = require "perfscript.microbench.schema"
+local numparse = require "perfscript.analysis.numparse"
+local profile = require "perfscript.profile"
+
+TestNum = {}
+
+function TestNum:test_python_float()
+  for _, f in ipairs { numparse.float, profile.number } do
+    lu.assertEquals(f(" 1.5 "), 1.5)
+    lu.assertEquals(f("1_000"), 1000.0)          -- Python takes underscores between digits
+    lu.assertEquals(f("1e3"), 1000.0)
+    lu.assertNil(f("0x10"))                      -- and no hex
+    lu.assertNil(f("1__0"))
+    lu.assertNil(f(""))
+  end
+  lu.assertEquals(schema.parse_float("1_000"), 1000.0)
+  lu.assertEquals(schema.parse_float("0x10"), 0.0)
+  lu.assertEquals(schema.parse_float(" bad "), 0.0)
+  lu.assertTrue(schema.parse_float("nan") ~= schema.parse_float("nan"))
+  lu.assertEquals(schema.parse_float("-inf"), -math.huge)
+end
+
+function TestNum:test_valid_duration_is_one_rule()
+  for _, s in ipairs { "1", " 0.5 ", "2e1", "1_0" } do
+    lu.assertTrue(schema.is_real(s), s)
+    lu.assertNotNil(schema.valid_sample(s), s)
+  end
+  for _, s in ipairs { "", "0", "-1", "inf", "Infinity", "nan", "0x10", "abc" } do
+    lu.assertFalse(schema.is_real(s), s)
+    lu.assertNil(schema.valid_sample(s), s)
+    lu.assertFalse(schema.has_valid_duration(s, s), s)
+  end
+  lu.assertTrue(schema.has_valid_duration("0", "3"))
+end
+
+os.exit(lu.LuaUnit.run())
