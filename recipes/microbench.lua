@@ -8,9 +8,9 @@
 --     (PROF_DIR: a PROF_* directory, its parent, a mindstudio_profiler_output directory or one
 --     op_summary_*.csv)
 --
--- 1. plan: each target CSV's rows become replay cases (recipes/replay/<Op>.lua); rows that
+-- 1. plan: each target CSV's rows become replay cases (lua/perfscript/replay/<Op>.lua); rows that
 --    cannot be replayed are reported, never deleted; the database is not touched.
--- 2. profile: `msprof --output=<scratch> python3 recipes/replay/executor.py <plan>` (one child
+-- 2. profile: `msprof --output=<scratch> python3 <work dir>/executor.py <plan>` (one child
 --    process per operator), per-operator fallback, --devices shards, --simulate, --prof-path.
 -- 3. write-back: op_summary aggregation and the per-file merge under the database lock,
 --    atomic writes, reports under <db>/reports/; only the target CSVs are written (side
@@ -212,8 +212,9 @@ end
 
 -- Executor command line for an operator (nil: all of the plan).
 local function app_for(a, plan_path, status_path)
+  local executor = plan_path:gsub("[^/]*$", "") .. "executor.py"
   return function(op)
-    local argv = { a.python, abspath(SCRIPT_DIR .. "/replay/executor.py"), plan_path,
+    local argv = { a.python, executor, plan_path,
                    "--repeat-count", tostring(a.repeat_count), "--warmup", tostring(a.warmup),
                    "--status", status_path .. (op and ("." .. op) or "") }
     if op then argv[#argv + 1] = "--ops"; argv[#argv + 1] = op end
@@ -433,6 +434,7 @@ local function main(a)
     nproc_per_node = a.dispatch_ffn_combine_nproc_per_node, nnodes = a.dispatch_ffn_combine_nnodes,
     node_rank = a.dispatch_ffn_combine_node_rank, master_addr = a.dispatch_ffn_combine_master_addr,
     master_port = a.dispatch_ffn_combine_master_port } }))
+  assert(plan.write_executor(run_dir .. "/executor.py"))
   say(("[PLAN] %d case(s) for %d operator(s); %d row(s) not replayable; plan %s")
     :format(#p.cases, #p.ops, #p.unreplayable, plan_path))
   for _, u in ipairs(p.unreplayable) do

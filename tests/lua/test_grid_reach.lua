@@ -1,6 +1,5 @@
 -- perfscript.grid.reach: the grid appends only rows the consumer (TensorCast's reader) would
 -- answer with (issue 19), and run.lua uses it on a database with an op_mapping.yaml.
-package.path = "recipes/?.lua;recipes/?/init.lua;./?.lua;" .. package.path
 local lu = require "luaunit"
 local perf = require "perfscript"
 local lfs = require "lfs"
@@ -8,8 +7,8 @@ local reach = require "perfscript.grid.reach"
 local route = require "perfscript.grid.route"
 local run = require "perfscript.grid.run"
 
-local RULES = { patterns = require "grids.patterns", assignments = require "grids.assignments",
-                grids = require "grids.registry", scenes = require "grids.fia_scenes" }
+local RULES = { patterns = require "perfscript.grids.patterns", assignments = require "perfscript.grids.assignments",
+                grids = require "perfscript.grids.registry", scenes = require "perfscript.grids.fia_scenes" }
 local TMP = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/grid_reach"
 
 local function write(path, text)

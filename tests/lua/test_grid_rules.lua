@@ -1,14 +1,13 @@
 -- Grid rules as data: registry, patterns, assignments, template expansion, models and the
 -- complex generators (grid_generator spec sections 2-4, test vectors 9.4, 9.6, 9.7).
-package.path = "recipes/?.lua;recipes/?/init.lua;./?.lua;" .. package.path
 local lu = require "luaunit"
 local expand = require "perfscript.grid.expand"
 local models = require "perfscript.grid.models"
 local cells = require "perfscript.grid.cells"
-local grids = require "grids.registry"
-local patterns = require "grids.patterns"
-local assignments = require "grids.assignments"
-local scenes = require "grids.fia_scenes"
+local grids = require "perfscript.grids.registry"
+local patterns = require "perfscript.grids.patterns"
+local assignments = require "perfscript.grids.assignments"
+local scenes = require "perfscript.grids.fia_scenes"
 local fia = require "perfscript.grid.generators.fused_attention"
 
 local env = { grids = grids, scenes = scenes, is_mla = models.is_mla, moe_configs = models.moe_configs }
@@ -461,7 +460,7 @@ end
 
 function test_density_standard()
   local density = require "perfscript.grid.density"
-  for _, r in ipairs(density.audit(grids, patterns, require "grids.density")) do
+  for _, r in ipairs(density.audit(grids, patterns, require "perfscript.grids.density")) do
     lu.assertEquals(r.problems, {}, r.axis)
   end
   local rule = { range = { 1, 64 }, segments = { { 1, 8, gap = 1 }, { 9, 64, ratio = 2 } }, required = { 1, 3 } }

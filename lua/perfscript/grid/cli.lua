@@ -98,8 +98,8 @@ function M.database_dir(a, script, say)
 end
 
 local function load_rules()
-  return { patterns = require "grids.patterns", assignments = require "grids.assignments",
-           grids = require "grids.registry", scenes = require "grids.fia_scenes" }
+  return { patterns = require "perfscript.grids.patterns", assignments = require "perfscript.grids.assignments",
+           grids = require "perfscript.grids.registry", scenes = require "perfscript.grids.fia_scenes" }
 end
 
 local function pad(s, n) s = tostring(s); return s .. string.rep(" ", n - #s) end

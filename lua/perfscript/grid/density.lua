@@ -1,4 +1,4 @@
--- Checks axis value lists against the axis-density standard (grids/density.lua): required
+-- Checks axis value lists against the axis-density standard (perfscript/grids/density.lua): required
 -- anchors present, the range covered at both ends, and every step within its segment's
 -- maximum gap or ratio (the segment that contains the larger value decides).
 local M = {}

@@ -140,7 +140,7 @@ function M.dense_variants(c)
   return out
 end
 
--- generate(configs, emit, env): env.scenes is grids/fia_scenes.lua, env.is_mla the model test.
+-- generate(configs, emit, env): env.scenes is perfscript/grids/fia_scenes.lua, env.is_mla the model test.
 function M.generate(configs, emit, env)
   local scenes, seen = env.scenes, {}
   local function put(cand)
