@@ -17,6 +17,21 @@ expect_eq "the binary alone grows a grid" "$rc" "0"
 expect_contains "grid appended rows" "$out" "Appended "
 expect_contains "grid used the embedded preset" "$out" "Target models: deepseek-ai/DeepSeek-V3"
 
+MB='os.exit(require("perfscript.microbench.run").main(arg))'
+out=$(./perfscript -e "arg = {'--database-path', '$TMP/db', '--ops', 'MatMulV2', '--plan-only', '--work-dir', '$TMP/work'}" \
+      -e "$MB" 2>&1); rc=$?
+expect_eq "the binary alone builds a plan" "$rc" "0"
+expect_contains "plan has cases" "$out" "[PLAN] "
+plan=$(ls "$TMP"/work/perfscript-microbench-*/plan.jsonl 2>/dev/null | head -1)
+[[ -s "$plan" ]] && ok "plan.jsonl written" || not_ok "plan.jsonl written" "$out"
+exe="$(dirname "$plan")/executor.py"
+cmp -s "$exe" "$SRC/lua/perfscript/replay/executor.py" && ok "the embedded executor is written beside the plan" \
+  || not_ok "executor.py beside the plan" "$(ls "$(dirname "$plan")")"
+if command -v python3 >/dev/null; then
+  out=$(python3 "$exe" "$plan" --check 2>&1); rc=$?
+  expect_eq "the written executor accepts the plan" "$rc" "0"
+fi
+
 # The user's own directory: a new preset file is a new model; a builder file replaces the embedded one.
 mkdir -p "$TMP/mine/perfscript/models" "$TMP/mine/perfscript/replay"
 cat > "$TMP/mine/perfscript/models/my_dense.lua" <<'EOF'
