@@ -10,6 +10,7 @@
 local perf = require "perfscript"
 local profile = require "perfscript.profile"
 local lfs = require "lfs"
+local paths = require "perfscript.path"
 
 local M = {}
 
@@ -30,8 +31,7 @@ local STAT_FIRST = 9
 ---------------------------------------------------------------------------------------------
 -- Paths
 
-local function basename(p) return (p:gsub("/+$", ""):match("([^/]+)$")) or p end
-local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+local basename, dirname = paths.basename, paths.dirname
 
 local function split_path(p)
   local parts = {}
@@ -48,18 +48,11 @@ local function path_less(a, b)
   return #pa < #pb
 end
 
+-- The files under dir, links to files included (links to directories are not followed).
 local function walk(dir, out)
-  for name in lfs.dir(dir) do
-    if name ~= "." and name ~= ".." then
-      local p = dir .. "/" .. name
-      local a = lfs.symlinkattributes(p)
-      if a and a.mode == "directory" then
-        walk(p, out)
-      elseif a and (a.mode == "file" or (a.mode == "link" and lfs.attributes(p, "mode") == "file")) then
-        out[#out + 1] = p
-      end
-    end
-  end
+  paths.walk(dir, function(p, _, mode)
+    if mode == "file" or (mode == "link" and paths.isfile(p)) then out[#out + 1] = p end
+  end)
   return out
 end
 

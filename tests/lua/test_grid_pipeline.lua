@@ -18,13 +18,7 @@ end
 local function read(path)
   local f = assert(io.open(path, "rb")); local t = f:read("a"); f:close(); return t
 end
-local function rm_rf(dir)
-  if lfs.attributes(dir, "mode") ~= "directory" then os.remove(dir); return end
-  for name in lfs.dir(dir) do
-    if name ~= "." and name ~= ".." then rm_rf(dir .. "/" .. name) end
-  end
-  lfs.rmdir(dir)
-end
+local rm_rf = require("perfscript.path").rmtree
 
 local FIA_ROWS = { 128, 336, 496, 160, 200, 240, 272, 304, 400, 440 }
 

@@ -2,7 +2,6 @@
 -- answer with (issue 19), and run.lua uses it on a database with an op_mapping.yaml.
 local lu = require "luaunit"
 local perf = require "perfscript"
-local lfs = require "lfs"
 local reach = require "perfscript.grid.reach"
 local route = require "perfscript.grid.route"
 local run = require "perfscript.grid.run"
@@ -14,13 +13,7 @@ local TMP = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/grid_reach"
 local function write(path, text)
   local f = assert(io.open(path, "wb")); f:write(text); f:close()
 end
-local function rm_rf(dir)
-  if lfs.attributes(dir, "mode") ~= "directory" then os.remove(dir); return end
-  for name in lfs.dir(dir) do
-    if name ~= "." and name ~= ".." then rm_rf(dir .. "/" .. name) end
-  end
-  lfs.rmdir(dir)
-end
+local rm_rf = require("perfscript.path").rmtree
 local function getter(t) return function(c) return t[c] end end
 local function rows(list)
   local i = 0

@@ -28,6 +28,7 @@ local merge = require "perfscript.microbench.merge"
 local report = require "perfscript.microbench.report"
 local msprof = require "perfscript.microbench.msprof"
 local simulate = require "perfscript.microbench.simulate"
+local paths = require "perfscript.path"
 
 local M = {}
 
@@ -38,13 +39,7 @@ local MATMUL_ALIASES = {
   MatMulCommon = { "MatMulV2", "MatMulV3" },
 }
 
-local function isdir(p) return lfs.attributes(p, "mode") == "directory" end
-local function isfile(p) return lfs.attributes(p, "mode") == "file" end
-
-local function abspath(p)
-  if p:sub(1, 1) == "/" then return p end
-  return (lfs.currentdir() .. "/" .. p):gsub("/%./", "/")
-end
+local isdir, isfile, abspath = paths.isdir, paths.isfile, paths.abspath
 
 local function say(s)
   io.stdout:write(s, "\n")
@@ -93,23 +88,10 @@ function M.parser()
   return p
 end
 
+-- Copies the source database into the target: not its reports, and no file the target has.
 local function copy_tree(src, dst)
-  assert(perf.fs.mkdir_p(dst))
-  local n = 0
-  for name in lfs.dir(src) do
-    if name ~= "." and name ~= ".." and name ~= "reports" and not name:match("^%.") then
-      local s, d = src .. "/" .. name, dst .. "/" .. name
-      if isdir(s) then
-        n = n + copy_tree(s, d)
-      elseif not isfile(d) then
-        local f = assert(io.open(s, "rb"))
-        local text = f:read("a")
-        f:close()
-        assert(perf.fs.write_atomic(d, text))
-        n = n + 1
-      end
-    end
-  end
+  local n, err = paths.copy_tree(src, dst, { skip = { reports = true }, keep_existing = true })
+  if not n then perf.fail("%s", err) end
   return n
 end
 
@@ -320,7 +302,7 @@ local function workdir(path, keep)
     if keep then
       say("[KEEP] work directory kept: " .. path)
     elseif lfs.attributes(path, "mode") then
-      local ok, err = msprof.rmtree(path)
+      local ok, err = paths.rmtree(path)
       if ok then
         say("[CLEAN] removed the work directory " .. path .. " (--keep-workdir keeps it)")
       else

@@ -14,7 +14,7 @@ local shape = require "perfscript.shape"
 
 local M = {}
 
-local function trim(s) return (tostring(s or ""):gsub("^%s+", ""):gsub("%s+$", "")) end
+local trim = require("perfscript.path").trim
 M.trim = trim
 
 -- split-keep: strip the cell, split on ';', strip each item, keep empty items ("" -> {}).
