@@ -45,9 +45,7 @@ end
 
 if not args.html then return end
 
-local function esc(s)
-  return (tostring(s):gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" }))
-end
+local esc = require("perfscript.analysis.html").esc
 
 -- latency -> colour on a log scale from the kernel's fastest (light) to slowest (dark) value
 local function colour(v, lo, hi)
