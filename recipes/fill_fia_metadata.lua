@@ -25,13 +25,7 @@ parser:option("--metadata-tag", "Value of Runtime metadata_completeness on match
   :default("runtime_values_dumped")
 local args = parser:parse(arg)
 
-local BACKFILL = {
-  "Runtime actual_seq_lengths_shape", "Runtime actual_seq_lengths_values",
-  "Runtime actual_seq_lengths_kv_shape", "Runtime actual_seq_lengths_kv_values",
-  "Runtime avg_seq_len", "Runtime block_table_valid_blocks", "Runtime num_heads",
-  "Runtime num_key_value_heads", "Runtime sparse_mode", "Runtime input_layout",
-  "Runtime block_size", "Runtime metadata_completeness",
-}
+local BACKFILL = require("perfscript.fia").BACKFILL
 
 if lfs.attributes(args.csv_path, "mode") ~= "file" then perf.fail("CSV not found: %s", args.csv_path) end
 if lfs.attributes(args.jsonl_path, "mode") ~= "file" then perf.fail("JSONL not found: %s", args.jsonl_path) end

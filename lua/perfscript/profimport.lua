@@ -15,14 +15,7 @@ local paths = require "perfscript.path"
 local M = {}
 
 M.FIA_TYPE = profile.FIA_TYPE
-M.FIA_COLUMNS = {
-  "Runtime source_profile", "Runtime actual_seq_lengths_shape",
-  "Runtime actual_seq_lengths_values", "Runtime actual_seq_lengths_kv_shape",
-  "Runtime actual_seq_lengths_kv_values", "Runtime avg_seq_len", "Runtime block_table_shape",
-  "Runtime block_table_valid_blocks", "Runtime num_heads", "Runtime num_key_value_heads",
-  "Runtime sparse_mode", "Runtime input_layout", "Runtime block_size", "Runtime attn_state",
-  "Runtime kv_cache_mode", "Runtime metadata_completeness",
-}
+M.FIA_COLUMNS = require("perfscript.fia").IMPORT
 M.UPDATE_MODES = { "new-only", "missing-only", "all" }
 
 -- Statistics columns a merge may replace (everything after the 8 base columns).
