@@ -1,4 +1,4 @@
--- Shape grids for DeepSeek-V3 (recipes/models/deepseek_v3.lua).
+-- Shape grids for DeepSeek-V3 (lua/perfscript/models/deepseek_v3.lua).
 -- With no arguments it runs on ./perfdb, a working copy of the bundled seed database.
 require("perfscript.grid.cli").main(arg, {
   name = "dsv3_grid.lua",

@@ -8,6 +8,8 @@
 --   local dbpath = require "perfscript.dbpath"
 --   dbpath.add_options(parser)            -- the flags, on a lua-argparse parser
 --   local dir = dbpath.from_args(args)    -- resolved directory (perf.fail on a bad combination)
+local paths = require "perfscript.path"
+
 local M = {}
 
 M.DEVICES = {
@@ -25,9 +27,7 @@ M.FRAMEWORK_DIR = "vllm_ascend"
 -- Environment variable naming the data root when --database-root is not given.
 M.ROOT_ENV = "PERFSCRIPT_DB_ROOT"
 
-local function trim(s)
-  return (s:gsub("^%s+", ""):gsub("%s+$", ""))
-end
+local trim = paths.trim
 
 local is_device = {}
 for _, d in ipairs(M.DEVICES) do is_device[d] = true end
@@ -81,16 +81,7 @@ function M.version_dir(vllm, torch, cann)
     M.normalize_component("torch", torch), M.normalize_component("cann", cann))
 end
 
-local function join(...)
-  local parts = {}
-  for i = 1, select("#", ...) do
-    local p = select(i, ...)
-    if i > 1 then p = p:gsub("^/+", "") end
-    if i < select("#", ...) then p = p:gsub("/+$", "") end
-    parts[#parts + 1] = p
-  end
-  return table.concat(parts, "/")
-end
+local join = paths.join
 
 -- Resolves a database directory from a table with the fields database_path, database_root,
 -- device, vllm_version, torch_version, cann_version (as argparse stores them).

@@ -96,240 +96,259 @@ local FUNCS = {
 }
 local ARITY = { min = { 1, math.huge }, max = { 1, math.huge }, abs = { 1, 1 }, align = { 2, 2 } }
 
--- Parser: one function per precedence level, each returns a closure f(vars) -> value.
+-- Parser: one function per precedence level, each takes the parser state P and returns a
+-- closure f(vars) -> value. P: toks, pos, text, ctx.
+local Parser = {}
+Parser.__index = Parser
+
+function Parser:peek() return self.toks[self.pos].k end
+
+function Parser:take(k)
+  local t = self.toks[self.pos]
+  if k and t.k ~= k then
+    fail(self.ctx, self.text, "expected '%s' but found '%s'", k, t.v or t.k)
+  end
+  self.pos = self.pos + 1
+  return t
+end
+
+function Parser:fail(fmt, ...) fail(self.ctx, self.text, fmt, ...) end
+
+local cond, unary
+
+-- name(args...): one of FUNCS, arity checked at compile time.
+local function call(P, name, args)
+  local ar = ARITY[name]
+  if not ar then P:fail("unknown function '%s' (min, max, abs, align)", name) end
+  if #args < ar[1] or #args > ar[2] then
+    P:fail("%s() takes %s argument(s), got %d", name,
+           ar[2] == math.huge and ("at least " .. ar[1]) or tostring(ar[1]), #args)
+  end
+  if name == "abs" then
+    local a = args[1]
+    return function(v) return math.abs(num(a(v))) end
+  elseif name == "align" then
+    local a, b = args[1], args[2]
+    return function(v)
+      local x, m = num(a(v)), num(b(v))
+      if m == 0 then P:fail("align() to a multiple of 0") end
+      return ((x + m - 1) // m) * m
+    end
+  end
+  local f, n = FUNCS[name], #args
+  if n == 2 then
+    local a, b = args[1], args[2]
+    if name == "max" then
+      return function(v) local x, y = num(a(v)), num(b(v)); return x >= y and x or y end
+    else
+      return function(v) local x, y = num(a(v)), num(b(v)); return x <= y and x or y end
+    end
+  end
+  return function(v)
+    local vals = {}
+    for i = 1, n do vals[i] = args[i](v) end
+    return f(vals)
+  end
+end
+
+-- The argument list after a function name: "(" [cond {"," cond} [","]] ")".
+local function arguments(P)
+  P:take("(")
+  local args = {}
+  if P:peek() ~= ")" then
+    args[#args + 1] = cond(P)
+    while P:peek() == "," do
+      P:take(",")
+      if P:peek() == ")" then break end
+      args[#args + 1] = cond(P)
+    end
+  end
+  P:take(")")
+  return args
+end
+
+-- A variable, checked against ctx.names at compile time when given.
+local function variable(P, name)
+  local ctx = P.ctx
+  if ctx and ctx.names and ctx.names[name] == nil then
+    P:fail("unknown variable '%s'", name)
+  end
+  return function(v)
+    local x = v[name]
+    if x == nil then P:fail("unknown variable '%s'", name) end
+    return x
+  end
+end
+
+local function atom(P)
+  local t = P:take()
+  if t.k == "int" then
+    local v = t.v
+    return function() return v end, v
+  elseif t.k == "True" then
+    return function() return true end, true
+  elseif t.k == "False" then
+    return function() return false end, false
+  elseif t.k == "name" then
+    if P:peek() == "(" then return call(P, t.v, arguments(P)) end
+    return variable(P, t.v)
+  elseif t.k == "(" then
+    local e = cond(P)
+    P:take(")")
+    return e
+  elseif t.k == "/" then
+    P:fail("unexpected '/'")
+  end
+  P:fail("unexpected '%s'", t.v or t.k)
+end
+
+local function power(P)
+  local base = atom(P)
+  if P:peek() == "**" then
+    P:take("**")
+    local ex = unary(P)
+    return function(v)
+      local a, b = num(base(v)), num(ex(v))
+      if b < 0 then P:fail("negative exponent %d (integers only)", b) end
+      return ipow(a, b)
+    end
+  end
+  return base
+end
+
+unary = function(P)
+  local k = P:peek()
+  if k == "-" then
+    P:take()
+    local e = unary(P)
+    return function(v) return -num(e(v)) end
+  elseif k == "+" then
+    P:take()
+    local e = unary(P)
+    return function(v) return num(e(v)) end
+  end
+  return power(P)
+end
+
+local function term(P)
+  local l = unary(P)
+  while true do
+    local k = P:peek()
+    if k == "*" then
+      P:take(); local a, b = l, unary(P)
+      l = function(v) return num(a(v)) * num(b(v)) end
+    elseif k == "//" then
+      P:take(); local a, b = l, unary(P)
+      l = function(v)
+        local d = num(b(v))
+        if d == 0 then P:fail("integer division by zero") end
+        return num(a(v)) // d
+      end
+    elseif k == "%" then
+      P:take(); local a, b = l, unary(P)
+      l = function(v)
+        local d = num(b(v))
+        if d == 0 then P:fail("modulo by zero") end
+        return num(a(v)) % d
+      end
+    elseif k == "/" then
+      P:fail("'/' is true division and gives fractions; use '//' (floor division)")
+    else
+      return l
+    end
+  end
+end
+
+local function sum(P)
+  local l = term(P)
+  while true do
+    local k = P:peek()
+    if k == "+" then
+      P:take(); local a, b = l, term(P)
+      l = function(v) return num(a(v)) + num(b(v)) end
+    elseif k == "-" then
+      P:take(); local a, b = l, term(P)
+      l = function(v) return num(a(v)) - num(b(v)) end
+    else
+      return l
+    end
+  end
+end
+
+local CMP = {
+  ["<"] = function(a, b) return a < b end, ["<="] = function(a, b) return a <= b end,
+  [">"] = function(a, b) return a > b end, [">="] = function(a, b) return a >= b end,
+  ["=="] = function(a, b) return a == b end, ["!="] = function(a, b) return a ~= b end,
+}
+
+local function comparison(P)
+  local first = sum(P)
+  local ops, rhs = {}, {}
+  while CMP[P:peek()] do
+    ops[#ops + 1] = CMP[P:take().k]
+    rhs[#rhs + 1] = sum(P)
+  end
+  if #ops == 0 then return first end
+  if #ops == 1 then
+    local op, a, b = ops[1], first, rhs[1]
+    return function(v) return op(num(a(v)), num(b(v))) end
+  end
+  return function(v)  -- chained: a < b < c means a < b and b < c
+    local left = num(first(v))
+    for i = 1, #ops do
+      local right = num(rhs[i](v))
+      if not ops[i](left, right) then return false end
+      left = right
+    end
+    return true
+  end
+end
+
+local function not_expr(P)
+  if P:peek() == "not" then
+    P:take()
+    local e = not_expr(P)
+    return function(v) return not truthy(e(v)) end
+  end
+  return comparison(P)
+end
+
+local function and_expr(P)
+  local l = not_expr(P)
+  while P:peek() == "and" do
+    P:take(); local a, b = l, not_expr(P)
+    l = function(v) local x = a(v); if not truthy(x) then return x end; return b(v) end
+  end
+  return l
+end
+
+local function or_expr(P)
+  local l = and_expr(P)
+  while P:peek() == "or" do
+    P:take(); local a, b = l, and_expr(P)
+    l = function(v) local x = a(v); if truthy(x) then return x end; return b(v) end
+  end
+  return l
+end
+
+-- x if c else y (Python's conditional expression, right-associative).
+cond = function(P)
+  local yes = or_expr(P)
+  if P:peek() == "if" then
+    P:take()
+    local c = or_expr(P)
+    P:take("else")
+    local no = cond(P)
+    return function(v) if truthy(c(v)) then return yes(v) end; return no(v) end
+  end
+  return yes
+end
+
 local function parse(text, ctx)
-  local toks = tokenize(text, ctx)
-  local pos = 1
-  local function peek() return toks[pos].k end
-  local function take(k)
-    local t = toks[pos]
-    if k and t.k ~= k then
-      fail(ctx, text, "expected '%s' but found '%s'", k, t.v or t.k)
-    end
-    pos = pos + 1
-    return t
-  end
-  local function rt_fail(fmt, ...) fail(ctx, text, fmt, ...) end
-
-  local cond
-
-  local function atom()
-    local t = take()
-    if t.k == "int" then
-      local v = t.v
-      return function() return v end, v
-    elseif t.k == "True" then
-      return function() return true end, true
-    elseif t.k == "False" then
-      return function() return false end, false
-    elseif t.k == "name" then
-      local name = t.v
-      if peek() == "(" then
-        take("(")
-        local args = {}
-        if peek() ~= ")" then
-          args[#args + 1] = cond()
-          while peek() == "," do
-            take(",")
-            if peek() == ")" then break end
-            args[#args + 1] = cond()
-          end
-        end
-        take(")")
-        local ar = ARITY[name]
-        if not ar then rt_fail("unknown function '%s' (min, max, abs, align)", name) end
-        if #args < ar[1] or #args > ar[2] then
-          rt_fail("%s() takes %s argument(s), got %d", name,
-                  ar[2] == math.huge and ("at least " .. ar[1]) or tostring(ar[1]), #args)
-        end
-        if name == "abs" then
-          local a = args[1]
-          return function(v) return math.abs(num(a(v))) end
-        elseif name == "align" then
-          local a, b = args[1], args[2]
-          return function(v)
-            local x, m = num(a(v)), num(b(v))
-            if m == 0 then rt_fail("align() to a multiple of 0") end
-            return ((x + m - 1) // m) * m
-          end
-        end
-        local f, n = FUNCS[name], #args
-        if n == 2 then
-          local a, b = args[1], args[2]
-          if name == "max" then
-            return function(v) local x, y = num(a(v)), num(b(v)); return x >= y and x or y end
-          else
-            return function(v) local x, y = num(a(v)), num(b(v)); return x <= y and x or y end
-          end
-        end
-        return function(v)
-          local vals = {}
-          for i = 1, n do vals[i] = args[i](v) end
-          return f(vals)
-        end
-      end
-      if ctx and ctx.names and ctx.names[name] == nil then
-        rt_fail("unknown variable '%s'", name)
-      end
-      return function(v)
-        local x = v[name]
-        if x == nil then rt_fail("unknown variable '%s'", name) end
-        return x
-      end
-    elseif t.k == "(" then
-      local e = cond()
-      take(")")
-      return e
-    elseif t.k == "/" then
-      rt_fail("unexpected '/'")
-    end
-    rt_fail("unexpected '%s'", t.v or t.k)
-  end
-
-  local unary
-  local function power()
-    local base = atom()
-    if peek() == "**" then
-      take("**")
-      local ex = unary()
-      return function(v)
-        local a, b = num(base(v)), num(ex(v))
-        if b < 0 then rt_fail("negative exponent %d (integers only)", b) end
-        return ipow(a, b)
-      end
-    end
-    return base
-  end
-
-  unary = function()
-    local k = peek()
-    if k == "-" then
-      take()
-      local e = unary()
-      return function(v) return -num(e(v)) end
-    elseif k == "+" then
-      take()
-      local e = unary()
-      return function(v) return num(e(v)) end
-    end
-    return power()
-  end
-
-  local function term()
-    local l = unary()
-    while true do
-      local k = peek()
-      if k == "*" then
-        take(); local a, b = l, unary()
-        l = function(v) return num(a(v)) * num(b(v)) end
-      elseif k == "//" then
-        take(); local a, b = l, unary()
-        l = function(v)
-          local d = num(b(v))
-          if d == 0 then rt_fail("integer division by zero") end
-          return num(a(v)) // d
-        end
-      elseif k == "%" then
-        take(); local a, b = l, unary()
-        l = function(v)
-          local d = num(b(v))
-          if d == 0 then rt_fail("modulo by zero") end
-          return num(a(v)) % d
-        end
-      elseif k == "/" then
-        rt_fail("'/' is true division and gives fractions; use '//' (floor division)")
-      else
-        return l
-      end
-    end
-  end
-
-  local function sum()
-    local l = term()
-    while true do
-      local k = peek()
-      if k == "+" then
-        take(); local a, b = l, term()
-        l = function(v) return num(a(v)) + num(b(v)) end
-      elseif k == "-" then
-        take(); local a, b = l, term()
-        l = function(v) return num(a(v)) - num(b(v)) end
-      else
-        return l
-      end
-    end
-  end
-
-  local CMP = {
-    ["<"] = function(a, b) return a < b end, ["<="] = function(a, b) return a <= b end,
-    [">"] = function(a, b) return a > b end, [">="] = function(a, b) return a >= b end,
-    ["=="] = function(a, b) return a == b end, ["!="] = function(a, b) return a ~= b end,
-  }
-  local function comparison()
-    local first = sum()
-    local ops, rhs = {}, {}
-    while CMP[peek()] do
-      ops[#ops + 1] = CMP[take().k]
-      rhs[#rhs + 1] = sum()
-    end
-    if #ops == 0 then return first end
-    if #ops == 1 then
-      local op, a, b = ops[1], first, rhs[1]
-      return function(v) return op(num(a(v)), num(b(v))) end
-    end
-    return function(v)  -- chained: a < b < c means a < b and b < c
-      local left = num(first(v))
-      for i = 1, #ops do
-        local right = num(rhs[i](v))
-        if not ops[i](left, right) then return false end
-        left = right
-      end
-      return true
-    end
-  end
-
-  local function not_expr()
-    if peek() == "not" then
-      take()
-      local e = not_expr()
-      return function(v) return not truthy(e(v)) end
-    end
-    return comparison()
-  end
-
-  local function and_expr()
-    local l = not_expr()
-    while peek() == "and" do
-      take(); local a, b = l, not_expr()
-      l = function(v) local x = a(v); if not truthy(x) then return x end; return b(v) end
-    end
-    return l
-  end
-
-  local function or_expr()
-    local l = and_expr()
-    while peek() == "or" do
-      take(); local a, b = l, and_expr()
-      l = function(v) local x = a(v); if truthy(x) then return x end; return b(v) end
-    end
-    return l
-  end
-
-  cond = function()
-    local yes = or_expr()
-    if peek() == "if" then
-      take()
-      local c = or_expr()
-      take("else")
-      local no = cond()
-      return function(v) if truthy(c(v)) then return yes(v) end; return no(v) end
-    end
-    return yes
-  end
-
-  local f = cond()
-  if peek() ~= "eof" then
-    local t = toks[pos]
+  local P = setmetatable({ toks = tokenize(text, ctx), pos = 1, text = text, ctx = ctx }, Parser)
+  local f = cond(P)
+  if P:peek() ~= "eof" then
+    local t = P.toks[P.pos]
     fail(ctx, text, "unexpected '%s' after the end of the expression", t.v or t.k)
   end
   return f

@@ -10,18 +10,12 @@
 local perf = require "perfscript"
 local profile = require "perfscript.profile"
 local lfs = require "lfs"
+local paths = require "perfscript.path"
 
 local M = {}
 
 M.FIA_TYPE = profile.FIA_TYPE
-M.FIA_COLUMNS = {
-  "Runtime source_profile", "Runtime actual_seq_lengths_shape",
-  "Runtime actual_seq_lengths_values", "Runtime actual_seq_lengths_kv_shape",
-  "Runtime actual_seq_lengths_kv_values", "Runtime avg_seq_len", "Runtime block_table_shape",
-  "Runtime block_table_valid_blocks", "Runtime num_heads", "Runtime num_key_value_heads",
-  "Runtime sparse_mode", "Runtime input_layout", "Runtime block_size", "Runtime attn_state",
-  "Runtime kv_cache_mode", "Runtime metadata_completeness",
-}
+M.FIA_COLUMNS = require("perfscript.fia").IMPORT
 M.UPDATE_MODES = { "new-only", "missing-only", "all" }
 
 -- Statistics columns a merge may replace (everything after the 8 base columns).
@@ -30,8 +24,7 @@ local STAT_FIRST = 9
 ---------------------------------------------------------------------------------------------
 -- Paths
 
-local function basename(p) return (p:gsub("/+$", ""):match("([^/]+)$")) or p end
-local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+local basename, dirname = paths.basename, paths.dirname
 
 local function split_path(p)
   local parts = {}
@@ -48,18 +41,11 @@ local function path_less(a, b)
   return #pa < #pb
 end
 
+-- The files under dir, links to files included (links to directories are not followed).
 local function walk(dir, out)
-  for name in lfs.dir(dir) do
-    if name ~= "." and name ~= ".." then
-      local p = dir .. "/" .. name
-      local a = lfs.symlinkattributes(p)
-      if a and a.mode == "directory" then
-        walk(p, out)
-      elseif a and (a.mode == "file" or (a.mode == "link" and lfs.attributes(p, "mode") == "file")) then
-        out[#out + 1] = p
-      end
-    end
-  end
+  paths.walk(dir, function(p, _, mode)
+    if mode == "file" or (mode == "link" and paths.isfile(p)) then out[#out + 1] = p end
+  end)
   return out
 end
 

@@ -15,6 +15,7 @@ int luaopen_lfs(lua_State *L);
 int luaopen_cjson(lua_State *L);
 int luaopen_cjson_safe(lua_State *L);
 
+static int luaopen_library(lua_State *L);
 extern const luaL_Reg ps_c_modules[];   /* generated from src/lua_*.c */
 
 const char *ps_lua_dir = NULL;
@@ -23,6 +24,7 @@ static const luaL_Reg bundled_modules[] = {
   {"lfs", luaopen_lfs},
   {"cjson", luaopen_cjson},
   {"cjson.safe", luaopen_cjson_safe},
+  {"perfscript.library", luaopen_library},
   {NULL, NULL}
 };
 
@@ -86,6 +88,60 @@ static int search_embedded(lua_State *L) {
     }
   }
   lua_pushfstring(L, "no embedded module '%s'", name);
+  return 1;
+}
+
+/* ---- perfscript.library: the library tree as files ---------------------------------------- */
+
+/* library.read("perfscript/replay/executor.py") -> text, origin: a file of the library that is
+ * not a Lua module (the replay executor), from the live tree when it has one, else the copy
+ * embedded in the binary; nil, message when neither has it. */
+static int library_read(lua_State *L) {
+  const char *rel = luaL_checkstring(L, 1);
+  if (ps_lua_dir) {
+    lua_pushfstring(L, "%s/%s", ps_lua_dir, rel);
+    const char *path = lua_tostring(L, -1);
+    FILE *f = file_exists(path) ? fopen(path, "rb") : NULL;
+    if (f) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      size_t n;
+      char buf[8192];
+      while ((n = fread(buf, 1, sizeof buf, f)) > 0) luaL_addlstring(&b, buf, n);
+      int bad = ferror(f);
+      fclose(f);
+      if (bad) return luaL_fileresult(L, 0, path);
+      luaL_pushresult(&b);
+      lua_insert(L, -2);  /* text, path */
+      return 2;
+    }
+    lua_pop(L, 1);
+  }
+  lua_pushfstring(L, "lua/%s", rel);
+  for (const ps_embedded_file *e = ps_embedded_files; e->path; e++) {
+    if (strcmp(e->path, lua_tostring(L, -1)) == 0) {
+      lua_pushlstring(L, e->source, e->size);
+      lua_pushfstring(L, "embedded:%s", e->path);
+      return 2;
+    }
+  }
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s: not in the perfscript library%s%s", rel,
+                  ps_lua_dir ? " (nor under " : "", ps_lua_dir ? ps_lua_dir : "");
+  if (ps_lua_dir) { lua_pushliteral(L, ")"); lua_concat(L, 2); }
+  return 2;
+}
+
+/* library.dir() -> the live tree (--lua-dir, PERFSCRIPT_LUA_DIR) or nil: where a user's own
+ * presets, builders and grid rules are looked for before the embedded ones. */
+static int library_dir(lua_State *L) {
+  if (ps_lua_dir) lua_pushstring(L, ps_lua_dir); else lua_pushnil(L);
+  return 1;
+}
+
+static int luaopen_library(lua_State *L) {
+  static const luaL_Reg funcs[] = {{"read", library_read}, {"dir", library_dir}, {NULL, NULL}};
+  luaL_newlib(L, funcs);
   return 1;
 }
 

@@ -23,7 +23,7 @@ static void print_usage(FILE *out) {
     "  -E            ignore environment variables (PERFSCRIPT_INIT, PERFSCRIPT_LUA_DIR)\n"
     "  -W            turn warnings on\n"
     "  --db DIR      open the database directory DIR as global 'db' and enter the REPL\n"
-    "  --lua-dir DIR load the perfscript Lua library from DIR instead of the embedded copy\n"
+    "  --lua-dir DIR load perfscript Lua modules (presets, builders, grid rules) from DIR first\n"
     "  -h, --help    show this help\n"
     "  --            stop handling options\n"
     "  -             stop handling options and execute stdin\n"
@@ -114,8 +114,9 @@ static int dolibrary(lua_State *L, const char *name) {
   return ps_report(L, status);
 }
 
-/* Lets a recipe require its neighbours: <dir>/?.lua and <dir>/../?.lua, so that
- * recipes/dsv3_grid.lua can load "models.deepseek_v3" and "grids.patterns". */
+/* Lets a user's recipe require its own neighbours: <dir>/?.lua and <dir>/../?.lua (as a
+ * project's recipes/x.lua loading "helpers.y"). The perfscript library never relies on it: its
+ * presets, builders and grid rules are embedded modules (perfscript.models, ...). */
 static void add_script_dir_to_path(lua_State *L, const char *script) {
   const char *slash = strrchr(script, '/');
   lua_getglobal(L, LUA_LOADLIBNAME);

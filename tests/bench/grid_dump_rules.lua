@@ -1,13 +1,12 @@
 -- Writes the grid rules and the complex generators' candidates (all presets) as JSON, for
 -- the Python baseline of grid_bench.sh: perfscript grid_dump_rules.lua OUT.json
-package.path = "recipes/?.lua;recipes/?/init.lua;./?.lua;" .. package.path
 local cjson = require "cjson"
 local models = require "perfscript.grid.models"
-local patterns = require "grids.patterns"
-local grids = require "grids.registry"
-local env = { grids = grids, scenes = require "grids.fia_scenes", is_mla = models.is_mla,
+local patterns = require "perfscript.grids.patterns"
+local grids = require "perfscript.grids.registry"
+local env = { grids = grids, scenes = require "perfscript.grids.fia_scenes", is_mla = models.is_mla,
               moe_configs = models.moe_configs }
-local out = { patterns = {}, assignments = require "grids.assignments", grids = grids, generated = {},
+local out = { patterns = {}, assignments = require "perfscript.grids.assignments", grids = grids, generated = {},
               nk_pairs = {} }
 local configs = models.resolve(nil)
 for name, p in pairs(patterns) do

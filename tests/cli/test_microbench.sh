@@ -219,11 +219,11 @@ if command -v python3 >/dev/null; then
   DB="$TMP/db13"; make_db "$DB"
   run_mb --database-path "$DB" --plan-only --keep-profiler-output >/dev/null 2>&1
   plan=$(ls "$TMP/work"/perfscript-microbench-*/plan.jsonl | tail -1)
-  out=$(python3 "$SRC/recipes/replay/executor.py" "$plan" --check 2>&1); rc=$?
+  out=$(python3 "$SRC/lua/perfscript/replay/executor.py" "$plan" --check 2>&1); rc=$?
   expect_eq "executor --check accepts the plan" "$rc" "0"
   expect_contains "executor --check summary" "$out" "plan OK: 6 case(s)"
   sed 's/"DT_BF16"/"DT_BOGUS"/' "$plan" > "$TMP/bad.jsonl"
-  out=$(python3 "$SRC/recipes/replay/executor.py" "$TMP/bad.jsonl" --check 2>&1); rc=$?
+  out=$(python3 "$SRC/lua/perfscript/replay/executor.py" "$TMP/bad.jsonl" --check 2>&1); rc=$?
   expect_eq "executor --check rejects a bad dtype" "$rc" "2"
   expect_contains "executor names the problem" "$out" "unsupported dtype 'DT_BOGUS'"
 else

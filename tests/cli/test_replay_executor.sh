@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# recipes/replay/executor.py without an NPU: plan validation and the torchrun command of
+# lua/perfscript/replay/executor.py without an NPU: plan validation and the torchrun command of
 # DispatchFFNCombine's expert parallelism (spec vectors D31, D32).
 source "$(dirname "$0")/lib.sh" || exit 1
 command -v python3 >/dev/null || { echo "SKIP: python3 absent"; exit 77; }
-out=$(cd "$SRC/recipes/replay" && python3 - <<'PY' 2>&1
+out=$(cd "$SRC/lua/perfscript/replay" && python3 - <<'PY' 2>&1
 import executor as e
 cmd, env = e.torchrun_command(["python3", "executor.py", "plan.jsonl", "--worker", "DispatchFFNCombine"],
                               {"ep_size": 2, "nproc_per_node": 2})
@@ -27,11 +27,11 @@ PY
 expect_contains "torchrun command (D31, D32)" "$out" "torchrun OK"
 expect_contains "torchrun announced" "$out" "[Auto EP] Launching torchrun world_size=2"
 printf '{"kind":"perfscript-replay-plan","version":1,"cases":1}\n{"id":"X:2","op":"X","api":"os.system","args":[]}\n' > "$TMP/evil.jsonl"
-out=$(python3 "$SRC/recipes/replay/executor.py" "$TMP/evil.jsonl" --check 2>&1); rc=$?
+out=$(python3 "$SRC/lua/perfscript/replay/executor.py" "$TMP/evil.jsonl" --check 2>&1); rc=$?
 expect_eq "a non-torch API path is refused" "$rc" "2"
 expect_contains "refusal names the API" "$out" "unsupported api path 'os.system'"
 printf 'not json\n' > "$TMP/junk.jsonl"
-out=$(python3 "$SRC/recipes/replay/executor.py" "$TMP/junk.jsonl" --check 2>&1); rc=$?
+out=$(python3 "$SRC/lua/perfscript/replay/executor.py" "$TMP/junk.jsonl" --check 2>&1); rc=$?
 expect_eq "junk is refused" "$rc" "2"
 expect_contains "junk error names the line" "$out" "junk.jsonl:1:"
 finish

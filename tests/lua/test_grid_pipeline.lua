@@ -1,6 +1,5 @@
 -- The grid pipeline end to end on a small synthetic database (grid_generator spec 9.10,
 -- 9.11), routing (9.5), cells and signatures (9.1, 9.9), sampling determinism.
-package.path = "recipes/?.lua;recipes/?/init.lua;./?.lua;" .. package.path
 local lu = require "luaunit"
 local perf = require "perfscript"
 local lfs = require "lfs"
@@ -8,8 +7,8 @@ local run = require "perfscript.grid.run"
 local route = require "perfscript.grid.route"
 local cells = require "perfscript.grid.cells"
 
-local RULES = { patterns = require "grids.patterns", assignments = require "grids.assignments",
-                grids = require "grids.registry", scenes = require "grids.fia_scenes" }
+local RULES = { patterns = require "perfscript.grids.patterns", assignments = require "perfscript.grids.assignments",
+                grids = require "perfscript.grids.registry", scenes = require "perfscript.grids.fia_scenes" }
 local TMP = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/grid_pipeline"
 local DSV3 = "deepseek-ai/DeepSeek-V3"
 
@@ -19,13 +18,7 @@ end
 local function read(path)
   local f = assert(io.open(path, "rb")); local t = f:read("a"); f:close(); return t
 end
-local function rm_rf(dir)
-  if lfs.attributes(dir, "mode") ~= "directory" then os.remove(dir); return end
-  for name in lfs.dir(dir) do
-    if name ~= "." and name ~= ".." then rm_rf(dir .. "/" .. name) end
-  end
-  lfs.rmdir(dir)
-end
+local rm_rf = require("perfscript.path").rmtree
 
 local FIA_ROWS = { 128, 336, 496, 160, 200, 240, 272, 304, 400, 440 }
 

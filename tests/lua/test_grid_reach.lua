@@ -1,27 +1,19 @@
 -- perfscript.grid.reach: the grid appends only rows the consumer (TensorCast's reader) would
 -- answer with (issue 19), and run.lua uses it on a database with an op_mapping.yaml.
-package.path = "recipes/?.lua;recipes/?/init.lua;./?.lua;" .. package.path
 local lu = require "luaunit"
 local perf = require "perfscript"
-local lfs = require "lfs"
 local reach = require "perfscript.grid.reach"
 local route = require "perfscript.grid.route"
 local run = require "perfscript.grid.run"
 
-local RULES = { patterns = require "grids.patterns", assignments = require "grids.assignments",
-                grids = require "grids.registry", scenes = require "grids.fia_scenes" }
+local RULES = { patterns = require "perfscript.grids.patterns", assignments = require "perfscript.grids.assignments",
+                grids = require "perfscript.grids.registry", scenes = require "perfscript.grids.fia_scenes" }
 local TMP = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/grid_reach"
 
 local function write(path, text)
   local f = assert(io.open(path, "wb")); f:write(text); f:close()
 end
-local function rm_rf(dir)
-  if lfs.attributes(dir, "mode") ~= "directory" then os.remove(dir); return end
-  for name in lfs.dir(dir) do
-    if name ~= "." and name ~= ".." then rm_rf(dir .. "/" .. name) end
-  end
-  lfs.rmdir(dir)
-end
+local rm_rf = require("perfscript.path").rmtree
 local function getter(t) return function(c) return t[c] end end
 local function rows(list)
   local i = 0

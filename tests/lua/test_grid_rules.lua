@@ -1,14 +1,13 @@
 -- Grid rules as data: registry, patterns, assignments, template expansion, models and the
 -- complex generators (grid_generator spec sections 2-4, test vectors 9.4, 9.6, 9.7).
-package.path = "recipes/?.lua;recipes/?/init.lua;./?.lua;" .. package.path
 local lu = require "luaunit"
 local expand = require "perfscript.grid.expand"
 local models = require "perfscript.grid.models"
 local cells = require "perfscript.grid.cells"
-local grids = require "grids.registry"
-local patterns = require "grids.patterns"
-local assignments = require "grids.assignments"
-local scenes = require "grids.fia_scenes"
+local grids = require "perfscript.grids.registry"
+local patterns = require "perfscript.grids.patterns"
+local assignments = require "perfscript.grids.assignments"
+local scenes = require "perfscript.grids.fia_scenes"
 local fia = require "perfscript.grid.generators.fused_attention"
 
 local env = { grids = grids, scenes = scenes, is_mla = models.is_mla, moe_configs = models.moe_configs }
@@ -461,7 +460,7 @@ end
 
 function test_density_standard()
   local density = require "perfscript.grid.density"
-  for _, r in ipairs(density.audit(grids, patterns, require "grids.density")) do
+  for _, r in ipairs(density.audit(grids, patterns, require "perfscript.db.density")) do
     lu.assertEquals(r.problems, {}, r.axis)
   end
   local rule = { range = { 1, 64 }, segments = { { 1, 8, gap = 1 }, { 9, 64, ratio = 2 } }, required = { 1, 3 } }
@@ -470,6 +469,20 @@ function test_density_standard()
   lu.assertEquals(bad, { "missing required value 1", "starts at 2, above the range start 1",
                          "ends at 32, below the range end 64", "step 3 -> 5 is wider than 1",
                          "step 5 -> 8 is wider than 1", "step 8 -> 32 exceeds ratio 2" })
+end
+
+-- One standard: the grid audit and the database's coverage check read the same rules
+-- (perfscript.db.density), PAD_TOKENS_GRID and the template axes included.
+function test_density_one_standard()
+  local std = require "perfscript.db.density"
+  local problems = std.check("PAD_TOKENS_GRID", { 1, 2, 3, 9, 15 })
+  lu.assertEquals(problems[1].why, "missing anchors: 4,5,6,7")
+  local results = require("perfscript.grid.density").audit(grids, patterns)
+  lu.assertEquals(#results, 30)
+  local names = {}
+  for _, r in ipairs(results) do names[r.axis] = true; lu.assertEquals(r.problems, {}, r.axis) end
+  lu.assertTrue(names.PAD_TOKENS_GRID and names["moe_gating_topk.topk"])
+  lu.assertNil(names.COMM_BYTES)
 end
 
 os.exit(lu.LuaUnit.run())

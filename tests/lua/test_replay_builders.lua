@@ -1,10 +1,9 @@
--- The replay builders (recipes/replay/<Op>.lua): the derivation vectors D1-D24 and D33 of spec
+-- The replay builders (lua/perfscript/replay/<Op>.lua): the derivation vectors D1-D24 and D33 of spec
 -- replay_and_update.md 14.7, and one representative row per operator for all 36 of them.
-package.path = "recipes/?.lua;" .. package.path
 local lu = require "luaunit"
 local perf = require "perfscript"
 local h = require "tests.lua.helpers"
-local C = require "replay.common"
+local C = require "perfscript.replay.common"
 local plan = require "perfscript.microbench.plan"
 
 local function row(is, id, fm, os, od, extra)
@@ -27,8 +26,8 @@ function TestDerivations:test_D1_D2_D3()
   local shape = require "perfscript.shape"
   lu.assertEquals(shape.nz_logical { 2, 3, 4, 5 }, { 12, 10 })
   lu.assertNil(shape.nz_logical { 2, 3, 4 })
-  lu.assertEquals(require("replay.PadV3").pads({ 2, 3 }, { 2, 8 }), { 0, 5, 0, 0 })
-  local T = require "replay.Transpose"
+  lu.assertEquals(require("perfscript.replay.PadV3").pads({ 2, 3 }, { 2, 8 }), { 0, 5, 0, 0 })
+  local T = require "perfscript.replay.Transpose"
   local function d(a, b) return { T.dims(a, b) } end
   lu.assertEquals(d({ 4, 896 }, { 896, 4 }), { 0, 1 })
   lu.assertEquals(d({ 2, 3, 4, 5 }, { 2, 4, 3, 5 }), { 1, 2 })
@@ -38,7 +37,7 @@ function TestDerivations:test_D1_D2_D3()
 end
 
 function TestDerivations:test_D4_head_dim()
-  local S = require "replay.split_qkv_rmsnorm_rope_kernel"
+  local S = require "perfscript.replay.split_qkv_rmsnorm_rope_kernel"
   lu.assertEquals(S.head_dim(1024, 64, 64), 64)
   lu.assertEquals(S.head_dim(4096, 512, 64), 64)
   lu.assertEquals(S.head_dim(5120, 1024, 128), 128)
@@ -52,7 +51,7 @@ function TestDerivations:test_D4_head_dim()
 end
 
 function TestDerivations:test_D5_to_D10_fia()
-  local F = require "replay.FusedInferAttentionScore"
+  local F = require "perfscript.replay.FusedInferAttentionScore"
   lu.assertEquals(C.distribute(10, 3, 1), { 4, 3, 3 })
   lu.assertEquals(C.cumsum(C.distribute(10, 3, 1)), { 4, 7, 10 })
   lu.assertEquals(F.seq_q({ 9, 16, 128 }, 3), { 3, 6, 9 })
@@ -71,7 +70,7 @@ local function fia_row(shapes, extra)
 end
 
 function TestDerivations:test_D6_D7_D11_D12_D13_fia_rows()
-  local F = require "replay.FusedInferAttentionScore"
+  local F = require "perfscript.replay.FusedInferAttentionScore"
   -- D11: the raw override gives the real slots, layout and heads
   local raw = "16,1,1,512;4099,1,128,512;4099,1,128,512;;;1;1;;;;;;;;1,512;;;;;;;;;;16,1,1,64;4099,1,128,64;;;;;"
   local sl = F.slots(fia_row("16,512;4099,512", { ["Runtime operator_input_shapes_raw"] = raw }))
@@ -106,7 +105,7 @@ end
 
 function TestDerivations:test_D14_to_D18()
   lu.assertEquals(C.group_list(10, 4), { 3, 6, 8, 10 })
-  local q, k = require("replay.LightningIndexer").lengths(102, 34, 1766, 128)
+  local q, k = require("perfscript.replay.LightningIndexer").lengths(102, 34, 1766, 128)
   lu.assertEquals(q[1], 3)
   lu.assertEquals(q[34], 102)
   lu.assertEquals(k[1], 6649)
@@ -115,30 +114,30 @@ function TestDerivations:test_D14_to_D18()
   local sum = 0
   for _, v in ipairs(k) do sum = sum + v end
   lu.assertEquals(sum, 226048)
-  lu.assertEquals(require("replay.SparseFlashAttention").topk(8, 5), { 0, 1, 2, 3, 4, 4, 4, 4 })
-  local D = require "replay.DispatchFFNCombine"
+  lu.assertEquals(require("perfscript.replay.SparseFlashAttention").topk(8, 5), { 0, 1, 2, 3, 4, 4, 4, 4 })
+  local D = require "perfscript.replay.DispatchFFNCombine"
   lu.assertEquals(D.balanced_ids(2, 4, 16, 16), { 0, 1, 2, 3, 4, 5, 6, 7 })
   local ids = D.balanced_ids(5, 8, 32, 16)
   lu.assertEquals({ table.unpack(ids, 17, 24) }, { 1, 3, 5, 7, 9, 11, 13, 15 }) -- row index 2
   lu.assertEquals(D.balanced_ids(2, 3, 6, 16), { 0, 1, 2, 3, 4, 5 })
-  local R = require "replay.RINGMLAPrefillBF16Kernel"
+  local R = require "perfscript.replay.RINGMLAPrefillBF16Kernel"
   lu.assertEquals(R.chunks(1300, 3, 512), { 512, 512, 276 })
   lu.assertEquals(R.chunks(100, 2, 512), { 100, 0 })
 end
 
 function TestDerivations:test_D19_to_D24()
-  local R = require "replay.RINGMLAPrefillBF16Kernel"
+  local R = require "perfscript.replay.RINGMLAPrefillBF16Kernel"
   local s, d = R.parse("1,2;;UNDEFINED;n/a;3", "DT_BF16;;dt_undefined;NULL;FLOAT")
   lu.assertEquals(s, { { 1, 2 }, false, false, false, { 3 } })
   lu.assertEquals(d, { "DT_BF16", "", "", "", "FLOAT" })
-  local Q = require "replay.QuantBatchMatmulV3"
+  local Q = require "perfscript.replay.QuantBatchMatmulV3"
   lu.assertEquals(Q.role("DT_INT32", 5, { 8, 64 }, { 8, 256 }), "bias")
   lu.assertEquals(Q.role("DT_FLOAT", 8, { 8, 64 }, { 8, 256 }), "pertoken_scale")
   lu.assertEquals(Q.role("DT_FLOAT", 256, { 8, 64 }, { 8, 256 }), "offset")
   lu.assertEquals(Q.role("DT_FLOAT", 1, { 8, 64 }, { 8, 256 }), "offset")
   lu.assertNil(Q.role("DT_FLOAT", 7, { 8, 64 }, { 8, 256 }))
   -- D21
-  local case = assert(require("replay.Index")(row("64,1728;1;2;16", "DT_BF16;INT64;INT64;INT64", "ND;ND;ND;ND", "16,1728", "DT_BF16")))
+  local case = assert(require("perfscript.replay.Index")(row("64,1728;1;2;16", "DT_BF16;INT64;INT64;INT64", "ND;ND;ND;ND", "16,1728", "DT_BF16")))
   lu.assertTrue(case.index)
   lu.assertEquals(case.args[1].tensor.shape, { 64, 1728 })
   lu.assertEquals(case.args[2].tensor, { shape = { 16 }, dtype = "DT_INT64", format = "ND", init = "arange" })
@@ -148,7 +147,7 @@ function TestDerivations:test_D19_to_D24()
   lu.assertEquals(C.split(' "a; ;b;" '), { "a", "", "b", "" })
   lu.assertNil(C.tensor({ shapes = { { 2 } }, dtypes = { "bf16" }, formats = { "ND" } }, 1))
   -- D24
-  local c, why = require("replay.DispatchFFNCombine")(row("2,4;1,4,8", "DT_BF16;DT_BF16", "ND;ND", "2,4", "DT_BF16"))
+  local c, why = require("perfscript.replay.DispatchFFNCombine")(row("2,4;1,4,8", "DT_BF16;DT_BF16", "ND;ND", "2,4", "DT_BF16"))
   lu.assertNil(c)
   lu.assertStrContains(why, "seven input metadata slots")
 end
@@ -247,7 +246,7 @@ function TestAllOps:test_every_operator_builds()
   lu.assertEquals(#pl.cases, 36)
   assert(plan.write(dir .. "/plan.jsonl", pl, { repeat_count = 2 }))
   if perf.proc.which("python3") then
-    local rc = perf.proc.run { argv = { "python3", "recipes/replay/executor.py", dir .. "/plan.jsonl", "--check" },
+    local rc = perf.proc.run { argv = { "python3", "lua/perfscript/replay/executor.py", dir .. "/plan.jsonl", "--check" },
       stdout = dir .. "/check.out", stderr = dir .. "/check.out" }
     lu.assertEquals(rc, 0, h.read(dir .. "/check.out"))
     lu.assertStrContains(h.read(dir .. "/check.out"), "plan OK: 36 case(s)")

@@ -42,10 +42,7 @@ function M.trace_and_pid(path, args)
   return tr, pid
 end
 
-local function dirname(p)
-  return p:match("^(.*)/[^/]*$") or "."
-end
-M.dirname = dirname
+local dirname = require("perfscript.path").dirname
 
 -- Writes a result file atomically (parents created) and says what happened on stderr.
 function M.write_file(path, text, what)

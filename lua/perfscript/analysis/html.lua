@@ -5,6 +5,7 @@ local pyfmt = require "perfscript.analysis.pyfmt"
 
 local M = {}
 
+-- HTML text and attribute escaping: the one escaper of every page perfscript writes.
 local function esc(s)
   return (tostring(s):gsub("[&<>\"']", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
                                          ['"'] = "&quot;", ["'"] = "&#39;" }))

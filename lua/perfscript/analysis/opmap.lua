@@ -3,6 +3,7 @@
 -- unit tests use) is accepted too. The original looked at the document root and so never found
 -- a real entry.
 local lyaml = require "lyaml"
+local reader = require "perfscript.db.mapping"
 
 local M = {}
 M.__index = M
@@ -32,19 +33,15 @@ end
 -- is an error naming the file (and lyaml's line and column).
 function M.load_dir(dir)
   local path = (dir:gsub("/+$", "")) .. "/op_mapping.yaml"
-  local f = io.open(path, "rb")
-  if not f then return M.empty(), "no op_mapping.yaml in " .. dir end
-  local text = f:read("a")
-  f:close()
-  return M.load_text(text, path)
+  local doc, err = reader.read_file(path)
+  if doc == nil then return M.empty(), "no op_mapping.yaml in " .. dir end
+  if doc == false then return nil, err end
+  return M.from_doc(doc, path)
 end
 
 function M.load_text(text, path)
-  local ok, doc = pcall(lyaml.load, text)
-  if not ok then
-    return nil, string.format("%s: malformed YAML: %s", path or "op_mapping.yaml",
-                              tostring(doc):gsub("^.-:%d+: ", ""))
-  end
+  local doc, err = reader.decode(text, path)
+  if doc == false then return nil, err end
   return M.from_doc(doc, path)
 end
 

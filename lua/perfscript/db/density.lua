@@ -1,6 +1,8 @@
--- The axis density standard V1 (spec database_consumer.md 4.1): per public grid, its range,
--- spacing segments (max_gap or max_ratio between neighbouring measured values) and required
--- anchors. check() judges a sorted list of measured values against one grid.
+-- The axis density standard V1 (spec database_consumer.md 4.1, 4.2), its one home: per public
+-- grid, its range, spacing segments (max_gap or max_ratio between neighbouring measured values)
+-- and required anchors; per template axis ({pattern, iterator, rule}) the same. check() judges
+-- a sorted list of measured values against one grid; the grid engine's audit
+-- (perfscript.grid.density) judges the generated axes against the same rules.
 local M = {}
 
 local NK_ANCHORS = { 128, 192, 256, 320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 1728,
@@ -24,9 +26,38 @@ M.grids = {
   HEAD_DIM_GRID = { range = { 64, 256 }, segments = { { 64, 256, ratio = 2 } }, anchors = { 64, 128, 256 } },
   ATTN_BATCH_GRID = { range = { 1, 128 }, segments = { { 1, 128, ratio = 2 } },
                       anchors = { 1, 2, 4, 8, 16, 32, 48, 64, 128 } },
-  COMM_BYTES = { range = { 128, 536870912 }, segments = { { 128, 536870912, ratio = 2 } } },
+  PAD_TOKENS_GRID = { anchors = { 1, 2, 3, 4, 5, 6, 7, 9, 15, 31, 63, 127, 129, 255, 257, 511, 513, 1023,
+                                  1025, 2047, 2049, 4095, 4097, 8191, 8193 } },
+  -- measured by comm_bench, not a shape grid
+  COMM_BYTES = { comm = true, range = { 128, 536870912 }, segments = { { 128, 536870912, ratio = 2 } } },
 }
 M.grids.ELEM_HIDDEN_GRID = M.grids.NK_GRID
+
+-- Template axes (spec 4.2): the patterns' inline iterators, {pattern, iterator, rule}.
+local function r2(lo, hi, ratio, anchors)
+  return { range = { lo, hi }, segments = { { lo, hi, ratio = ratio } }, anchors = anchors }
+end
+M.templates = {
+  { "transpose_batch_matmul", "K", r2(64, 512, 2, { 64, 128, 256, 512 }) },
+  { "transpose_batch_matmul", "N", r2(64, 1024, 2, { 64, 128, 256, 512, 1024 }) },
+  { "batch_matmul_nd", "batch", r2(1, 32, 2, { 1, 2, 4, 8, 16, 32 }) },
+  { "batch_matmul_nd", "K", r2(64, 1024, 2, { 64, 128, 256, 512, 1024 }) },
+  { "batch_matmul_nd", "N", r2(64, 1024, 2, { 64, 128, 256, 512, 1024 }) },
+  { "as_strided", "batch", r2(1, 64, 2, { 1, 2, 4, 8, 16, 32, 64 }) },
+  { "as_strided", "heads", r2(1, 128, 4, { 1, 4, 8, 16, 32, 64, 128 }) },
+  { "kv_rmsnorm_rope_cache", "d", { anchors = { 512 } } },
+  { "sort_op", "D", r2(64, 8192, 2) },
+  { "tile", "D", r2(64, 2048, 2) },
+  { "concat", "D", r2(64, 4096, 2) },
+  { "argmax", "batch", r2(1, 128, 2) },
+  { "argmax", "vocab", r2(1024, 151936, 4) },
+  { "apply_topk_top_p", "batch", r2(1, 128, 2) },
+  { "apply_topk_top_p", "vocab", r2(1024, 151936, 4) },
+  { "gather", "vocab", r2(1024, 152064, 4) },
+  { "paged_cache_load", "batch", r2(1, 64, 2, { 1, 2, 4, 8, 16, 32, 64 }) },
+  { "moe_gating_topk", "experts", { anchors = { 64, 128, 256 } } },
+  { "moe_gating_topk", "topk", { anchors = { 2, 4, 8 } } },
+}
 
 -- The grid an axis is judged against (spec 4.2: matmul M from M_GRID, N and K from NK_GRID,
 -- elementwise tokens and hidden sizes, attention seq and batch, MoE tokens, comm bytes).
@@ -46,9 +77,18 @@ function M.grid_for(kernel, axis, is_matmul)
 end
 
 local function segment(grid, v)
-  for _, s in ipairs(grid.segments) do
+  for _, s in ipairs(grid.segments or {}) do
     if v >= s[1] and v <= s[2] then return s end
   end
+end
+
+-- The spacing rule a step a -> b breaks: "gap", limit or "ratio", limit; nil when it complies.
+-- The segment holding the upper value decides (the standard leaves a pair across a boundary open).
+function M.step(grid, a, b)
+  local s = segment(grid, b)
+  if s and s.gap and b - a > s.gap then return "gap", s.gap end
+  if s and s.ratio and a > 0 and b / a > s.ratio + 1e-9 then return "ratio", s.ratio end
+  return nil
 end
 
 -- values: sorted distinct numbers. Returns a list of problems {value, lo, hi, why} and a map
@@ -63,13 +103,11 @@ function M.check(name, values)
   end
   for i = 2, #values do
     local a, b = values[i - 1], values[i]
-    local s = segment(grid, b)  -- the rule of the segment holding the upper value
-    if s then
-      if s.gap and b - a > s.gap then
-        add(b, string.format("gap %s > %s after %s", b - a, s.gap, a))
-      elseif s.ratio and a > 0 and b / a > s.ratio + 1e-9 then
-        add(b, string.format("ratio %.3g > %s after %s", b / a, s.ratio, a))
-      end
+    local kind, limit = M.step(grid, a, b)
+    if kind == "gap" then
+      add(b, string.format("gap %s > %s after %s", b - a, limit, a))
+    elseif kind == "ratio" then
+      add(b, string.format("ratio %.3g > %s after %s", b / a, limit, a))
     end
   end
   local lo, hi = values[1], values[#values]
@@ -84,7 +122,7 @@ function M.check(name, values)
   if #missing > 0 then
     problems[#problems + 1] = { why = "missing anchors: " .. table.concat(missing, ",") }
   end
-  if lo > grid.range[1] or hi < grid.range[2] then
+  if grid.range and (lo > grid.range[1] or hi < grid.range[2]) then
     problems[#problems + 1] = { why = string.format("measured %s..%s of the range %s..%s", lo, hi,
                                                    grid.range[1], grid.range[2]) }
   end

@@ -8,15 +8,37 @@ local R = require "perfscript.db.result"
 local Mp = {}
 local D
 
+-- The one op_mapping.yaml reader (the database, the grid's routing and the analysis tools
+-- call it). decode(text, path) -> the document, or false, "path: malformed YAML: <lyaml's
+-- line and column>".
+function Mp.decode(text, path)
+  local ok, doc = pcall(require("lyaml").load, text)
+  if not ok then
+    return false, string.format("%s: malformed YAML: %s", path or "op_mapping.yaml",
+                                (tostring(doc):gsub("^.-:%d+: ", "")))
+  end
+  return doc
+end
+
+-- read_file(path) -> document, text; nil when there is no such file; false, message when it
+-- cannot be read or is not YAML.
+function Mp.read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text, err = f:read("a")
+  f:close()
+  if not text then return false, path .. ": " .. tostring(err) end
+  local doc, derr = Mp.decode(text, path)
+  if doc == false then return false, derr end
+  return doc, text
+end
+
 -- The mapping of a directory, nil when it has none; a user error when it is not YAML.
 function Mp.read(dir)
   local path = dir .. "/op_mapping.yaml"
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  local ok, doc = pcall(require("lyaml").load, text)
-  if not ok or type(doc) ~= "table" then perf.fail("%s: not YAML: %s", path, tostring(doc)) end
+  local doc, err = Mp.read_file(path)
+  if doc == nil then return nil end
+  if not doc or type(doc) ~= "table" then perf.fail("%s", err or (path .. ": malformed YAML: not a mapping")) end
   doc._path = path
   return doc
 end

@@ -9,38 +9,22 @@ local mem = require "perfscript.mem"
 local models = require "perfscript.grid.models"
 local run = require "perfscript.grid.run"
 local dbpath = require "perfscript.dbpath"
+local paths = require "perfscript.path"
 
 local M = {}
 
 M.DEFAULT_ROOT = "perfdb"
 M.SEED_VERSION = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
-local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
 
 -- The repository root, from the recipe's own path (recipes/<x>.lua).
 local function repo_root(script)
-  return dirname(dirname(script or "recipes/x.lua"))
+  return paths.dirname(paths.dirname(script or "recipes/x.lua"))
 end
 
+-- Copies a database tree (not the lock file); fails with the reason.
 local function copy_tree(src, dst)
-  local ok, err = perf.fs.mkdir_p(dst)
-  if not ok then perf.fail("%s", err) end
-  local n = 0
-  for name in lfs.dir(src) do
-    if name:sub(1, 1) ~= "." then  -- not ".", "..", nor the lock file
-      local s, d = src .. "/" .. name, dst .. "/" .. name
-      if lfs.attributes(s, "mode") == "directory" then
-        n = n + copy_tree(s, d)
-      else
-        local f, ferr = io.open(s, "rb")
-        if not f then perf.fail("%s", ferr) end
-        local text = f:read("a")
-        f:close()
-        local wok, werr = perf.fs.write_atomic(d, text)
-        if not wok then perf.fail("%s", werr) end
-        n = n + 1
-      end
-    end
-  end
+  local n, err = paths.copy_tree(src, dst)
+  if not n then perf.fail("%s", err) end
   return n
 end
 
@@ -98,8 +82,8 @@ function M.database_dir(a, script, say)
 end
 
 local function load_rules()
-  return { patterns = require "grids.patterns", assignments = require "grids.assignments",
-           grids = require "grids.registry", scenes = require "grids.fia_scenes" }
+  return { patterns = require "perfscript.grids.patterns", assignments = require "perfscript.grids.assignments",
+           grids = require "perfscript.grids.registry", scenes = require "perfscript.grids.fia_scenes" }
 end
 
 local function pad(s, n) s = tostring(s); return s .. string.rep(" ", n - #s) end

@@ -1,51 +1,53 @@
--- Checks axis value lists against the axis-density standard (grids/density.lua): required
--- anchors present, the range covered at both ends, and every step within its segment's
--- maximum gap or ratio (the segment that contains the larger value decides).
+-- Audits the grid engine's axes against the axis-density standard (its rules live in
+-- perfscript.db.density): required anchors present, the range covered at both ends, and every
+-- step within its segment's maximum gap or ratio (the segment that contains the larger value
+-- decides, as in the database's coverage check).
+local standard = require "perfscript.db.density"
+
 local M = {}
 
--- check(values, rule) -> list of problems (strings); empty when the axis complies.
+-- check(values, rule) -> list of problems (strings); empty when the axis complies. rule is one
+-- of the standard's ({range, segments, anchors}; `required` is accepted for anchors).
 function M.check(values, rule)
   local bad, have = {}, {}
   local v = {}
   for i, x in ipairs(values) do v[i] = x; have[x] = true end
   table.sort(v)
-  for _, r in ipairs(rule.required or {}) do
+  for _, r in ipairs(rule.anchors or rule.required or {}) do
     if not have[r] then bad[#bad + 1] = "missing required value " .. r end
   end
   if rule.range and #v > 0 then
     if v[1] > rule.range[1] then bad[#bad + 1] = ("starts at %d, above the range start %d"):format(v[1], rule.range[1]) end
     if v[#v] < rule.range[2] then bad[#bad + 1] = ("ends at %d, below the range end %d"):format(v[#v], rule.range[2]) end
   end
-  local function limit(b)
-    for _, s in ipairs(rule.segments or {}) do
-      if b >= s[1] and b <= s[2] then return s end
-    end
-    if rule.ratio or rule.gap then return rule end
-  end
   for i = 2, #v do
     local a, b = v[i - 1], v[i]
-    local s = limit(b)
-    if s and s.gap and b - a > s.gap then
-      bad[#bad + 1] = ("step %d -> %d is wider than %d"):format(a, b, s.gap)
-    elseif s and s.ratio and b / a > s.ratio + 1e-9 then
-      bad[#bad + 1] = ("step %d -> %d exceeds ratio %g"):format(a, b, s.ratio)
+    local kind, limit = standard.step(rule, a, b)
+    if kind == "gap" then
+      bad[#bad + 1] = ("step %d -> %d is wider than %d"):format(a, b, limit)
+    elseif kind == "ratio" then
+      bad[#bad + 1] = ("step %d -> %d exceeds ratio %g"):format(a, b, limit)
     end
   end
   return bad
 end
 
--- audit(registry, patterns, standard) -> { {axis = name, problems = {...}}, ... } for every
--- axis the standard names (public grids, then the patterns' inline axes).
-function M.audit(registry, patterns, standard)
+-- audit(registry, patterns[, std]) -> { {axis = name, problems = {...}}, ... } for every shape
+-- axis the standard names (public grids, then the patterns' inline axes); std defaults to
+-- perfscript.db.density.
+function M.audit(registry, patterns, std)
+  std = std or standard
   local out, names = {}, {}
-  for name in pairs(standard.axes) do names[#names + 1] = name end
+  for name, rule in pairs(std.grids) do
+    if not rule.comm then names[#names + 1] = name end
+  end
   table.sort(names)
   for _, name in ipairs(names) do
     local values = registry[name]
-    out[#out + 1] = { axis = name, problems = values and M.check(values, standard.axes[name])
+    out[#out + 1] = { axis = name, problems = values and M.check(values, std.grids[name])
                                               or { "no such grid in the registry" } }
   end
-  for _, t in ipairs(standard.templates) do
+  for _, t in ipairs(std.templates) do
     local pname, var, rule = t[1], t[2], t[3]
     local values
     for _, it in ipairs((patterns[pname] or {}).iterators or {}) do

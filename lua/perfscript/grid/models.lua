@@ -1,12 +1,14 @@
 -- Model presets for the grid: name resolution, GEMM (N, K) pairs, MoE selection and
 -- presets built from a local HuggingFace config.json (grid_generator spec section 3).
--- Presets live in recipes/models/ (require "models"); nothing here touches the network.
+-- Presets live in lua/perfscript/models/ (embedded in the binary) and in the user's own
+-- perfscript/models/ under --lua-dir; nothing here touches the network.
 --
 -- Preset fields (defaults in DEFAULTS): model_id, name, model_key, hidden_size,
 -- intermediate_size, num_attention_heads, num_kv_heads, head_dim, q_lora_rank,
 -- kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, num_experts (0 = dense),
 -- num_experts_per_card, expert_intermediate_size, topk, tp_sizes, ep_sizes.
 local perf = require "perfscript"
+local lfs = require "lfs"
 
 local M = {}
 
@@ -40,18 +42,36 @@ function M.preset(p, source)
   return p
 end
 
+-- The preset list: perfscript/models/init.lua (embedded; a live tree may replace it), then each
+-- preset file of the user's own perfscript/models/ (--lua-dir, PERFSCRIPT_LUA_DIR) that the list
+-- does not load, in name order: a new model is one file there, no rebuild.
+local function preset_list()
+  local list = {}
+  for i, p in ipairs(require "perfscript.models") do list[i] = p end
+  local dir = require("perfscript.library").dir()
+  local mdir = dir and dir .. "/perfscript/models"
+  if mdir and lfs.attributes(mdir, "mode") == "directory" then
+    local stems = {}
+    for name in lfs.dir(mdir) do
+      local stem = name:match("^([%w_]+)%.lua$")
+      if stem and stem ~= "init" and not package.loaded["perfscript.models." .. stem] then
+        stems[#stems + 1] = stem
+      end
+    end
+    table.sort(stems)
+    for _, stem in ipairs(stems) do list[#list + 1] = require("perfscript.models." .. stem) end
+  end
+  return list
+end
+
 local registry_cache
--- The built-in presets in registry order, and an index by normalised model id.
+-- The presets in registry order, and an index by normalised model id.
 function M.registry()
   if registry_cache then return registry_cache end
-  local ok, list = pcall(require, "models")
-  if not ok then
-    perf.fail("model presets not found (require \"models\" loads recipes/models/init.lua; "
-              .. "run a recipe from recipes/ or add it to package.path): %s", tostring(list))
-  end
+  local list = preset_list()
   local by_id = {}
   for i, p in ipairs(list) do
-    M.preset(p, "recipes/models preset " .. i)
+    M.preset(p, "model preset " .. i)
     by_id[M.normalize(p.model_id)] = p
   end
   registry_cache = { list = list, by_id = by_id }

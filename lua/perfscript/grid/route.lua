@@ -8,12 +8,9 @@ local M = {}
 -- ahead of this one for the same op; {} when the file is missing or empty; nil, message when
 -- unreadable.
 function M.load_meta(path)
-  local f = io.open(path, "rb")
-  if not f then return {} end
-  local text = f:read("a")
-  f:close()
-  local ok, doc = pcall(require("lyaml").load, text)
-  if not ok then return nil, path .. ": " .. tostring(doc) end
+  local doc, text = require("perfscript.db.mapping").read_file(path)
+  if doc == nil then return {} end
+  if doc == false then return nil, text end
   local ok2, order = pcall(M.mapping_order, text)
   return M.meta_from(doc, ok2 and order or nil)
 end

@@ -11,6 +11,7 @@
 --   whose dtype cells spell a dtype otherwise than the consumer (DT_INT8 for INT8) are refused.
 local perf = require "perfscript"
 local lfs = require "lfs"
+local paths = require "perfscript.path"
 local mem = require "perfscript.mem"
 local shape = require "perfscript.shape"
 local cells = require "perfscript.grid.cells"
@@ -111,36 +112,18 @@ end
 -- Recursive *.csv list (without our temp files), sorted component-wise.
 function M.discover(dir)
   local out = {}
-  local function walk(d, rel)
-    local names = {}
-    for name in lfs.dir(d) do
-      if name ~= "." and name ~= ".." then names[#names + 1] = name end
+  paths.walk(dir, function(p, name, mode, rel)
+    if mode == "file" and name:sub(-4) == ".csv" and not name:find(".tmp.", 1, true) then
+      out[#out + 1] = { path = p, dir = paths.dirname(p), name = rel, kernel = name:sub(1, -5) }
     end
-    table.sort(names)
-    for _, name in ipairs(names) do
-      local p = d .. "/" .. name
-      local mode = lfs.attributes(p, "mode")
-      if mode == "directory" then
-        walk(p, rel .. name .. "/")
-      elseif mode == "file" and name:sub(-4) == ".csv" and not name:find(".tmp.", 1, true) then
-        out[#out + 1] = { path = p, dir = d, name = rel .. name, kernel = name:sub(1, -5) }
-      end
-    end
-  end
-  walk(dir, "")
+  end, { follow = true })
   return out
 end
 
 ---------------------------------------------------------------------------------------------
 -- One file
 
-local function read_file(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local text = f:read("a")
-  f:close()
-  return text
-end
+local read_file = paths.read
 
 -- Reads header, template and the signature set of the existing rows.
 -- The identity of a row's kernel variant: the template cells a generated row inherits.

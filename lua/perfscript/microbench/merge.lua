@@ -31,12 +31,6 @@ local function new_result(path)
            gaps = {} }
 end
 
-local function display(is, os)
-  if not is or is == "" then is = "N/A" end
-  if not os or os == "" then os = "N/A" end
-  return is .. " -> " .. os
-end
-
 -- Distinct non-blank EP Size values of the incoming rows.
 local function incoming_ep_values(lists)
   local seen, vals = {}, {}

@@ -4,27 +4,19 @@
 -- keeps going and keeps what succeeded.
 local perf = require "perfscript"
 local lfs = require "lfs"
+local paths = require "perfscript.path"
 
 local M = {}
 
-local function isdir(p) return lfs.attributes(p, "mode") == "directory" end
+local isdir = paths.isdir
 
 -- Every PROF_* directory under root (recursive), sorted.
 function M.prof_dirs(root)
   local out = {}
-  local function walk(dir)
-    if not isdir(dir) then return end
-    for name in lfs.dir(dir) do
-      if name ~= "." and name ~= ".." then
-        local p = dir .. "/" .. name
-        if isdir(p) then
-          if name:match("^PROF_") then out[#out + 1] = p end
-          walk(p)
-        end
-      end
-    end
-  end
-  walk(root)
+  if not isdir(root) then return out end
+  paths.walk(root, function(p, name, mode)
+    if mode == "directory" and name:match("^PROF_") then out[#out + 1] = p end
+  end, { follow = true })
   table.sort(out)
   return out
 end
@@ -96,18 +88,6 @@ function M.find_summaries(path)
 end
 
 -- Removes a directory tree (the profiler scratch directory); links are removed, never followed.
-function M.rmtree(p)
-  local mode = lfs.symlinkattributes(p, "mode")
-  if mode == "directory" then
-    for name in lfs.dir(p) do
-      if name ~= "." and name ~= ".." then M.rmtree(p .. "/" .. name) end
-    end
-    return lfs.rmdir(p)
-  elseif mode then
-    return os.remove(p)
-  end
-  return true
-end
 
 local function quote_cmd(argv)
   local parts = {}

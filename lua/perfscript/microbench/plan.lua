@@ -1,5 +1,5 @@
 -- Replay plans: database rows -> replay cases through the per-operator builders of
--- recipes/replay/<Op>.lua, written as JSON lines for the executor. A row that cannot be
+-- lua/perfscript/replay/<Op>.lua, written as JSON lines for the executor. A row that cannot be
 -- replayed is reported with its reason, never deleted.
 --
 --   local p = plan.build(files, {mode = "all", ep_size = 16, builder = function(op) ... end})
@@ -58,11 +58,20 @@ function M.visible_npus()
   return n
 end
 
--- The builder of op (recipes/replay/<op>.lua, found through package.path).
+-- The builder of op: perfscript/replay/<op>.lua, the user's own (--lua-dir) before the embedded one.
 function M.builder(op)
-  local ok, b = pcall(require, "replay." .. op)
+  local ok, b = pcall(require, "perfscript.replay." .. op)
   if not ok then return nil, tostring(b) end
   return b
+end
+
+-- Writes the replay executor (perfscript/replay/executor.py: the user's own under --lua-dir,
+-- else the copy embedded in the binary) to path, so that an installed binary needs no source
+-- tree and the executor always matches the plan format of this binary.
+function M.write_executor(path)
+  local text, origin = require("perfscript.library").read("perfscript/replay/executor.py")
+  if not text then return nil, origin end
+  return perf.fs.write_atomic(path, text)
 end
 
 local RECORD = { "OP State", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",

@@ -31,7 +31,7 @@ function M.default_columns()
   return cols
 end
 
-local function trim(s) return (tostring(s or ""):gsub("^%s+", ""):gsub("%s+$", "")) end
+local trim = require("perfscript.path").trim
 M.trim = trim
 
 -- parse_float: trimmed float (Python float()); empty or unparsable gives 0.0; "nan" and "inf"

@@ -7,13 +7,7 @@ local SLOTS = 31
 local BLOCK = 128
 local MIN_BLOCKS = 16
 
-M.columns = {
-  "Runtime source_profile", "Runtime actual_seq_lengths_shape", "Runtime actual_seq_lengths_values",
-  "Runtime actual_seq_lengths_kv_shape", "Runtime actual_seq_lengths_kv_values", "Runtime avg_seq_len",
-  "Runtime block_table_shape", "Runtime block_table_valid_blocks", "Runtime num_heads",
-  "Runtime num_key_value_heads", "Runtime sparse_mode", "Runtime input_layout", "Runtime block_size",
-  "Runtime metadata_completeness", "Runtime operator_input_shapes_raw",
-}
+M.columns = require("perfscript.fia").GRID
 
 local SLOT_META = {  -- 0-based slot -> dtype, format (when the slot has a shape)
   [0] = { "DT_BF16", "ND" }, [1] = { "DT_BF16", "ND" }, [2] = { "DT_BF16", "ND" },
@@ -140,7 +134,7 @@ function M.dense_variants(c)
   return out
 end
 
--- generate(configs, emit, env): env.scenes is grids/fia_scenes.lua, env.is_mla the model test.
+-- generate(configs, emit, env): env.scenes is perfscript/grids/fia_scenes.lua, env.is_mla the model test.
 function M.generate(configs, emit, env)
   local scenes, seen = env.scenes, {}
   local function put(cand)

@@ -1,0 +1,625 @@
+-- Microbench collection (the recipes/microbench.lua run): replay database rows on an NPU under msprof and write the measured
+-- durations back (replaces the original's start_microbench.py, op_replay/ and
+-- signature_utils.py; spec replay_and_update.md).
+--
+--   perfscript recipes/microbench.lua --database-path DB [--ops MatMulV2 Add] [--update-mode all]
+--   perfscript recipes/microbench.lua --simulate             # no NPU: a simulated device
+--   perfscript recipes/microbench.lua --database-path DB --prof-path PROF_DIR   # re-parse only
+--     (PROF_DIR: a PROF_* directory, its parent, a mindstudio_profiler_output directory or one
+--     op_summary_*.csv)
+--
+-- 1. plan: each target CSV's rows become replay cases (lua/perfscript/replay/<Op>.lua); rows that
+--    cannot be replayed are reported, never deleted; the database is not touched.
+-- 2. profile: `msprof --output=<scratch> python3 <work dir>/executor.py <plan>` (one child
+--    process per operator), per-operator fallback, --devices shards, --simulate, --prof-path.
+-- 3. write-back: op_summary aggregation and the per-file merge under the database lock,
+--    atomic writes, reports under <db>/reports/; only the target CSVs are written (side
+--    kernels are reported as ignored) and an existing database never gains a file.
+-- The work directory ($TMPDIR/perfscript-microbench-<run id>) goes when the run ends, however
+-- it ends, unless --keep-workdir.
+local perf = require "perfscript"
+local lfs = require "lfs"
+local argparse = require "argparse"
+local dbpath = require "perfscript.dbpath"
+local schema = require "perfscript.microbench.schema"
+local plan = require "perfscript.microbench.plan"
+local aggregate = require "perfscript.microbench.aggregate"
+local merge = require "perfscript.microbench.merge"
+local report = require "perfscript.microbench.report"
+local msprof = require "perfscript.microbench.msprof"
+local simulate = require "perfscript.microbench.simulate"
+local paths = require "perfscript.path"
+
+local M = {}
+
+local SEED_VERSION = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
+local MATMUL_ALIASES = {
+  MatMulV2 = { "MatMulV3", "MatMulCommon" },
+  MatMulV3 = { "MatMulV2", "MatMulCommon" },
+  MatMulCommon = { "MatMulV2", "MatMulV3" },
+}
+
+local isdir, isfile, abspath = paths.isdir, paths.isfile, paths.abspath
+
+local function say(s)
+  io.stdout:write(s, "\n")
+  io.stdout:flush()
+end
+
+function M.parser()
+  local p = argparse("microbench.lua",
+    "Replay database rows under msprof (or a simulated device) and write the durations back.")
+  p:epilog("Available operators: " .. table.concat(plan.OPS, ", ") .. "\n\nUpdate modes:\n"
+    .. "  all: Update all matched rows\n  missing-only: Only fill rows with invalid durations\n\n"
+    .. "With --simulate and no database flags the run reads the bundled seed database and writes a\n"
+    .. "separate copy (./perfdb_simulated/...); simulated results never land in a database unless\n"
+    .. "you name it with --output-database.")
+  dbpath.add_options(p)
+  p:option("--ops", "Operators to replay (names as in the list below; X_run and X_run.py accepted).")
+   :args("+")
+  p:option("--prof-path", "Re-parse an existing profile and launch nothing: a PROF_* directory, a "
+    .. "directory holding PROF_* directories, a mindstudio_profiler_output directory, or one "
+    .. "op_summary_*.csv file.")
+  p:option("--repeat-count", "Timed calls per case.", "1"):convert(math.tointeger)
+  p:option("--warmup", "Untimed calls per case before the timed ones.", "1"):convert(math.tointeger)
+  p:option("--update-mode", "all | missing-only", "all"):choices { "all", "missing-only" }
+  p:flag("--fail-fast", "Stop at the first failing operator (no per-operator fallback).")
+  p:flag("--prune-empty-duration-rows", "Delete rows that still have no valid duration (reported).")
+  p:option("--dispatch-ffn-combine-ep-size", "Expert-parallel size for DispatchFFNCombine.", "16")
+   :convert(math.tointeger)
+  p:option("--dispatch-ffn-combine-nproc-per-node", "torchrun processes per node (default: EP size).")
+   :convert(math.tointeger)
+  p:option("--dispatch-ffn-combine-nnodes", "torchrun node count.", "1"):convert(math.tointeger)
+  p:option("--dispatch-ffn-combine-node-rank", "torchrun node rank.", "0"):convert(math.tointeger)
+  p:option("--dispatch-ffn-combine-master-addr", "torchrun master address.", "127.0.0.1")
+  p:option("--dispatch-ffn-combine-master-port", "torchrun master port.")
+   :convert(math.tointeger)
+  p:option("--devices", "NPU ids to shard the replay over, e.g. 0,1,2,3 (one msprof per device).")
+  p:flag("--simulate", "Use a simulated device (roofline model) instead of msprof and an NPU.")
+  p:option("--output-database", "Write results here instead of the database that was read.")
+  p:option("--msprof", "The msprof program.", "msprof")
+  p:option("--python", "The Python interpreter that runs the executor.", "python3")
+  p:option("--timeout", "Seconds allowed per msprof run (0: no limit).", "0"):convert(tonumber)
+  p:option("--work-dir", "Where the run's work directory perfscript-microbench-<run id> (plan.jsonl, "
+    .. "status, profiler output) is made (default: $TMPDIR, else /tmp).")
+  p:flag("--keep-workdir --keep-profiler-output", "Keep the work directory <work-dir>/perfscript-microbench-"
+    .. "<run id> when the run ends (it is removed otherwise, whatever the outcome); its path is printed.")
+  p:flag("--plan-only", "Write the replay plan into the work directory, keep it, and stop.")
+  return p
+end
+
+-- Copies the source database into the target: not its reports, and no file the target has.
+local function copy_tree(src, dst)
+  local n, err = paths.copy_tree(src, dst, { skip = { reports = true }, keep_existing = true })
+  if not n then perf.fail("%s", err) end
+  return n
+end
+
+-- Source and target database directories; script_dir finds the bundled seed database.
+local function databases(a, script_dir)
+  local given = a.database_path or a.vllm_version or a.torch_version or a.cann_version
+  local src
+  if given then
+    src = abspath(dbpath.from_args(a))
+  elseif a.simulate then
+    src = abspath(script_dir .. "/../data/seed_db/" .. SEED_VERSION)
+  else
+    perf.fail("name the database with --database-path (or --database-root with the version flags), or use --simulate")
+  end
+  if not isdir(src) and not a.output_database then perf.fail("%s: no such database directory", src) end
+  local dst = a.output_database and abspath(a.output_database)
+  if a.simulate and not dst then
+    dst = given and (src:gsub("/+$", "") .. "_simulated") or abspath("perfdb_simulated/" .. SEED_VERSION)
+  end
+  dst = dst or src
+  if dst ~= src and isdir(src) then
+    local n = copy_tree(src, dst)
+    if n > 0 then say(("Copied %d file(s) of %s into %s."):format(n, src, dst)) end
+  end
+  return src, dst
+end
+
+-- Target CSV files: one explicit, non-recursive set.
+local function target_files(dir, ops, reparse)
+  local files = {}
+  if ops then
+    for _, op in ipairs(ops) do files[#files + 1] = { op = op, path = dir .. "/" .. op .. ".csv" } end
+  elseif isdir(dir) then
+    local names = {}
+    for name in lfs.dir(dir) do
+      local stem = name:match("^(.*)%.csv$")
+      if stem and plan.IS_OP[stem] then names[#names + 1] = stem end
+    end
+    table.sort(names)
+    for _, op in ipairs(names) do files[#files + 1] = { op = op, path = dir .. "/" .. op .. ".csv" } end
+  end
+  local present, lfs_skipped = {}, {}
+  for _, f in ipairs(files) do
+    if not isfile(f.path) then
+      if not reparse then say(("[SKIP] %s: no such file; nothing to replay for %s."):format(f.path, f.op)) end
+    else
+      if schema.is_lfs_pointer(f.path) then
+        lfs_skipped[#lfs_skipped + 1] = f.path
+        say(("[SKIP] %s is a Git LFS pointer, not the real CSV content. Run `git lfs pull` and retry."):format(f.path))
+      else
+        present[#present + 1] = f
+      end
+    end
+  end
+  return present, files, lfs_skipped
+end
+
+local function validate_ops(list)
+  if not list then return nil end
+  local out, bad = {}, {}
+  for _, o in ipairs(list) do
+    for piece in o:gmatch("[^,%s]+") do
+      local n = perf.sig.op_name(piece)
+      if plan.IS_OP[n] then out[#out + 1] = n else bad[#bad + 1] = n end
+    end
+  end
+  if #bad > 0 then
+    table.sort(bad)
+    perf.fail("Unsupported --ops: %s. Available: %s", table.concat(bad, ", "), table.concat(plan.OPS, ", "))
+  end
+  return out
+end
+
+local function check_custom_env(ops)
+  local need = {}
+  for _, op in ipairs(ops) do if plan.CUSTOM_OPP_OPS[op] then need[#need + 1] = op end end
+  if #need == 0 then return end
+  local opp = os.getenv("ASCEND_CUSTOM_OPP_PATH") or ""
+  local ld = os.getenv("LD_LIBRARY_PATH") or ""
+  local ok = opp:match("%S") and ld:match("%S")
+  if ok then
+    ok = false
+    for p in opp:gmatch("[^:]+") do if isdir(p) then ok = true end end
+  end
+  if not ok then
+    perf.fail("Missing env vars for operators: %s.\nPlease run:\n"
+      .. "  export ASCEND_CUSTOM_OPP_PATH=<vllm-ascend>/_cann_ops_custom/vendors/vllm-ascend:$ASCEND_CUSTOM_OPP_PATH\n"
+      .. "  export LD_LIBRARY_PATH=<vllm-ascend>/_cann_ops_custom/vendors/vllm-ascend/op_api/lib/:$LD_LIBRARY_PATH\n"
+      .. "(<vllm-ascend> is the installed vllm_ascend package directory; ASCEND_CUSTOM_OPP_PATH must "
+      .. "name an existing directory)", table.concat(need, ", "))
+  end
+end
+
+-- A run id two runs cannot share: local time plus the process id.
+local function run_id()
+  local f = io.open("/proc/self/stat")
+  local pid = f and f:read("n")
+  if f then f:close() end
+  return os.date("%Y%m%d_%H%M%S") .. "_" .. tostring(pid or math.random(1, 999999))
+end
+
+-- Executor command line for an operator (nil: all of the plan).
+local function app_for(a, plan_path, status_path)
+  local executor = plan_path:gsub("[^/]*$", "") .. "executor.py"
+  return function(op)
+    local argv = { a.python, executor, plan_path,
+                   "--repeat-count", tostring(a.repeat_count), "--warmup", tostring(a.warmup),
+                   "--status", status_path .. (op and ("." .. op) or "") }
+    if op then argv[#argv + 1] = "--ops"; argv[#argv + 1] = op end
+    return argv
+  end
+end
+
+local function read_status(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  local ok, v = pcall(require("cjson").decode, text)
+  if ok and type(v) == "table" then return v end
+  return nil
+end
+
+-- Profiling on one or several devices; returns summaries, status, failures.
+local function profile(a, ops, plan_path, run_dir)
+  local status_path = run_dir .. "/status.json"
+  local env = {}
+  local timeout = (a.timeout and a.timeout > 0) and a.timeout or nil
+  local devices = {}
+  for d in (a.devices or ""):gmatch("[^,%s]+") do devices[#devices + 1] = d end
+  if #devices <= 1 then
+    if devices[1] then env.ASCEND_RT_VISIBLE_DEVICES = devices[1] end
+    local res, err = msprof.profile { msprof = a.msprof, out = run_dir .. "/prof", env = env,
+      cwd = run_dir, timeout = timeout, ops = ops, allow_fallback = a.ops ~= nil,
+      fail_fast = a.fail_fast, say = say, app_for = app_for(a, plan_path, status_path), keep = a.keep_workdir }
+    if not res then return nil, err end
+    local status = read_status(status_path) or { success = {}, failed = {}, skipped = {} }
+    for _, f in ipairs(res.failed) do status.failed[#status.failed + 1] = f end
+    return res.summaries, status
+  end
+  -- One worker per device on a shard of the operators, all at once; merged afterwards.
+  local shards = {}
+  for i, op in ipairs(ops) do
+    local k = (i - 1) % #devices + 1
+    shards[k] = shards[k] or {}
+    table.insert(shards[k], op)
+  end
+  local workers, procs = {}, {}
+  local guard <close> = msprof.kill_on_error(procs)
+  for k, list in pairs(shards) do
+    local out = ("%s/prof_dev%s"):format(run_dir, devices[k])
+    local argv = app_for(a, plan_path, status_path .. ".dev" .. devices[k])(nil)
+    argv[#argv + 1] = "--ops"
+    argv[#argv + 1] = table.concat(list, ",")
+    local p, cmd = msprof.start { msprof = a.msprof, out = out, app = argv, cwd = run_dir,
+      env = { ASCEND_RT_VISIBLE_DEVICES = devices[k] }, log = out .. "/msprof.log" }
+    if not p then
+      for _, w in ipairs(workers) do w.p:kill(1) end
+      return nil, cmd
+    end
+    procs[#procs + 1] = p
+    say(("[RUN] device %s: %s"):format(devices[k], table.concat(list, ", ")))
+    workers[#workers + 1] = { p = p, cmd = cmd, out = out, ops = list, device = devices[k],
+      status = status_path .. ".dev" .. devices[k] }
+  end
+  local summaries, status = {}, { success = {}, failed = {}, skipped = {} }
+  local start = os.time()
+  local pending = #workers
+  local aborted = false
+  while pending > 0 do
+    for _, w in ipairs(workers) do
+      if not w.done then
+        local rc, how = w.p:wait(0.05)
+        local late = timeout and os.time() - start > timeout
+        if rc or late or aborted then
+          if not rc then w.p:kill(2); rc, how = 124, "timeout" else w.p:kill(0.2) end
+          w.done, w.rc, w.how = true, rc, how
+          pending = pending - 1
+          local got = msprof.summaries(msprof.prof_dirs(w.out))
+          for _, s in ipairs(got) do summaries[#summaries + 1] = s end
+          local st = read_status(w.status)
+          if st then
+            for _, x in ipairs(st.success or {}) do status.success[#status.success + 1] = x end
+            for _, x in ipairs(st.failed or {}) do status.failed[#status.failed + 1] = x end
+          end
+          if #got == 0 then
+            for _, op in ipairs(w.ops) do
+              status.failed[#status.failed + 1] = { op = op, reason = ("device %s worker exited with %s (%s); %s")
+                :format(w.device, tostring(rc), how, a.keep_workdir and ("data kept at " .. w.out)
+                  or ("msprof log: " .. msprof.log_tail(w.out .. "/msprof.log"))) }
+            end
+            if a.fail_fast and not aborted then
+              aborted = true
+              say(("[FAIL] device %s failed; stopping the other workers (--fail-fast)."):format(w.device))
+            end
+          end
+        end
+      end
+    end
+  end
+  return summaries, status
+end
+
+-- The run's work directory (plan, status, profiler output): removed when the run ends, however
+-- it ends (error, Ctrl-C, perf.fail), unless the user keeps it.
+local function workdir(path, keep)
+  return setmetatable({}, { __close = function()
+    if keep then
+      say("[KEEP] work directory kept: " .. path)
+    elseif lfs.attributes(path, "mode") then
+      local ok, err = paths.rmtree(path)
+      if ok then
+        say("[CLEAN] removed the work directory " .. path .. " (--keep-workdir keeps it)")
+      else
+        io.stderr:write(("perfscript: cannot remove the work directory %s: %s\n"):format(path, tostring(err)))
+      end
+    end
+  end })
+end
+
+local function has_csv(dir)
+  if not isdir(dir) then return false end
+  for name in lfs.dir(dir) do
+    if name:match("%.csv$") and isfile(dir .. "/" .. name) then return true end
+  end
+  return false
+end
+
+-- The CSVs the write-back may write, {op=, feed=, new=}: the target files (those named by
+-- --ops, else the operator CSVs of the database). A replay run feeds only the operators it
+-- replayed (the others' kernels are side kernels); re-parsing feeds every target. Files are
+-- created only when re-parsing into a database that has no CSV yet, and only for the
+-- operators named by --ops. An existing database never gains a file.
+local function write_targets(a, files, dst, replayed_ops, ops)
+  local replayed = {}
+  for _, op in ipairs(replayed_ops) do replayed[op] = true end
+  local targets, seen = {}, {}
+  for _, f in ipairs(files) do
+    seen[f.op] = true
+    targets[#targets + 1] = { op = f.op, feed = a.prof_path ~= nil or replayed[f.op] == true }
+  end
+  if a.prof_path and not has_csv(dst) then
+    for _, op in ipairs(ops or {}) do
+      if not seen[op] then
+        seen[op] = true
+        targets[#targets + 1] = { op = op, feed = true, new = true }
+      end
+    end
+  end
+  table.sort(targets, function(x, y) return x.op < y.op end)
+  return targets
+end
+
+-- Kernel types of the profile that fed no file, with the reason (reported, never written).
+local function ignored_types(a, agg, used, dst, new_db)
+  local out = {}
+  for _, t in ipairs(agg.order) do
+    local n = perf.sig.op_name(t)
+    local rows = agg.rows[t]
+    if not used[n] and #rows > 0 then
+      local samples = 0
+      for _, r in ipairs(rows) do samples = samples + (r._samples or 0) end
+      local path = dst .. "/" .. n .. ".csv"
+      local reason
+      if not isfile(path) then
+        reason = ("no %s.csv in the database; not created%s"):format(n,
+          new_db and a.prof_path and " (name it with --ops to create it)" or "")
+      elseif schema.is_lfs_pointer(path) then
+        reason = ("%s.csv is a Git LFS pointer; left alone"):format(n)
+      elseif a.prof_path then
+        reason = ("%s.csv not named by --ops"):format(n)
+      else
+        reason = "not replayed in this run (a side kernel of the replay)"
+      end
+      out[#out + 1] = { op = t, signatures = #rows, samples = samples, reason = reason }
+      say(("[IGNORED] %s: %d signature(s), %d sample(s): %s."):format(t, #rows, samples, reason))
+    end
+  end
+  return out
+end
+
+-- Checks and normalises the arguments; returns the validated --ops list (nil: all).
+local function check_args(a)
+  local ops = validate_ops(a.ops)
+  if a.msprof:find("/") then a.msprof = abspath(a.msprof) end
+  if a.python:find("/") then a.python = abspath(a.python) end
+  if a.repeat_count <= 0 then perf.fail("--repeat-count must be positive, got %d", a.repeat_count) end
+  return ops
+end
+
+-- Leaves DispatchFFNCombine out when this machine cannot run its EP size (spec 7.2 step 3).
+local function drop_unrunnable(a, ops, files)
+  local ep, nproc = a.dispatch_ffn_combine_ep_size, a.dispatch_ffn_combine_nproc_per_node
+  local ndev = 0
+  for _ in (a.devices or ""):gmatch("[^,%s]+") do ndev = ndev + 1 end
+  local visible = ndev > 0 and ndev or plan.visible_npus()
+  if a.simulate or a.prof_path or not plan.dfc_skip(ops, ep, nproc, visible, a.update_mode) then
+    return files
+  end
+  local kept = {}
+  for _, f in ipairs(files) do
+    if f.op == schema.DFC then
+      say(("[SKIP] DispatchFFNCombine requires ep-size %d local rank(s), but only %d visible NPU device(s) are available.")
+        :format(nproc or ep, visible))
+    else
+      kept[#kept + 1] = f
+    end
+  end
+  return kept
+end
+
+-- 1. The replay plan (read-only; --prof-path re-parses without replaying, so it needs no plan),
+-- written with the executor into run_dir. Returns the plan and its path.
+local function make_plan(a, files, run_dir)
+  local p
+  if a.prof_path then
+    p = { cases = {}, unreplayable = {}, ops = {} }
+    for _, f in ipairs(files) do p.ops[#p.ops + 1] = f.op end
+  else
+    p = plan.build(files, { mode = a.update_mode, ep_size = a.dispatch_ffn_combine_ep_size })
+  end
+  local plan_path = run_dir .. "/plan.jsonl"
+  assert(plan.write(plan_path, p, { repeat_count = a.repeat_count, warmup = a.warmup, distributed = {
+    nproc_per_node = a.dispatch_ffn_combine_nproc_per_node, nnodes = a.dispatch_ffn_combine_nnodes,
+    node_rank = a.dispatch_ffn_combine_node_rank, master_addr = a.dispatch_ffn_combine_master_addr,
+    master_port = a.dispatch_ffn_combine_master_port } }))
+  assert(plan.write_executor(run_dir .. "/executor.py"))
+  say(("[PLAN] %d case(s) for %d operator(s); %d row(s) not replayable; plan %s")
+    :format(#p.cases, #p.ops, #p.unreplayable, plan_path))
+  for _, u in ipairs(p.unreplayable) do
+    say(("[%s] %s:%d shapes=%s reason=%s"):format(u.kind == "skipped" and "SKIP" or "INVALID", u.csv, u.row,
+      u.shapes or "", u.reason))
+  end
+  return p, plan_path
+end
+
+-- Whether missing-only mode finds nothing to do (says so per file).
+local function nothing_missing(a, p, files)
+  if a.update_mode == "missing-only" and #p.cases == 0 and #p.unreplayable == 0 and not a.prof_path
+      and not a.prune_empty_duration_rows and #files > 0 then
+    for _, f in ipairs(files) do say(("[SKIP] %s already has usable durations."):format(f.path)) end
+    say("[SUMMARY] All target CSV files already have usable replay durations.")
+    return true
+  end
+  return false
+end
+
+-- 2. The op_summary files: re-parsed (--prof-path), simulated, or profiled under msprof.
+-- Returns summaries and the run status (nil when re-parsing).
+local function collect(a, p, plan_path, run_dir)
+  if a.prof_path then
+    local summaries, err = msprof.find_summaries(abspath(a.prof_path))
+    if not summaries then perf.fail("--prof-path %s", err) end
+    say(("[PROF] %d op_summary file(s) from %s"):format(#summaries, a.prof_path))
+    return summaries
+  elseif #p.cases == 0 then
+    say("[SUMMARY] Nothing to replay.")
+    return {}
+  elseif a.simulate then
+    return { (simulate.write_op_summary(run_dir .. "/prof", p.cases, { repeat_count = a.repeat_count })) },
+      { success = p.ops, failed = {}, skipped = {} }
+  end
+  check_custom_env(p.ops)
+  local summaries, status = profile(a, p.ops, plan_path, run_dir)
+  if not summaries then perf.fail("%s", status) end
+  return summaries, status
+end
+
+-- Status: the executor's when it wrote one; an operator without any op_summary row failed.
+local function settle_status(a, status, agg, profiled_ops)
+  if not status or a.prof_path or a.simulate then return end
+  local seen = {}
+  for _, t in ipairs(agg.order) do seen[perf.sig.op_name(t)] = true end
+  local known = {}
+  for _, f in ipairs(status.failed) do known[f.op] = true end
+  local ok = {}
+  for _, op in ipairs(profiled_ops) do
+    if seen[op] then
+      if not known[op] then ok[#ok + 1] = op end
+    elseif not known[op] then
+      status.failed[#status.failed + 1] = { op = op, reason = "no op_summary rows (the replay produced no kernel)" }
+    end
+  end
+  status.success = ok
+end
+
+-- The aggregated rows by file stem (kernel type -> operator name).
+local function rows_by_stem(agg)
+  local by_stem = {}
+  for _, t in ipairs(agg.order) do
+    local n = perf.sig.op_name(t)
+    by_stem[n] = by_stem[n] or {}
+    for _, r in ipairs(agg.rows[t]) do table.insert(by_stem[n], r) end
+  end
+  return by_stem
+end
+
+-- 3. The write-back of every target file under the database lock. Returns
+-- {results=, gaps=, used=, unpruned=, recovered=}.
+local function write_back(a, targets, by_stem, dst, status)
+  local failed_ops = {}
+  for _, f in ipairs(status and status.failed or {}) do failed_ops[f.op] = true end
+  local w = { results = {}, gaps = {}, used = {}, unpruned = {}, recovered = {} }
+  if not isdir(dst) then assert(perf.fs.mkdir_p(dst)) end
+  local lock <close> = assert(perf.fs.lock(dst, { wait = true }))
+  w.recovered = lock:recovered()
+  for _, t in ipairs(targets) do
+    local stem = t.op
+    -- samples only for the operators this run replayed (or, re-parsing, every target)
+    local own = t.feed and by_stem[stem] or {}
+    if t.feed and by_stem[stem] then w.used[stem] = true end
+    local rows, match_only = own, {}
+    if MATMUL_ALIASES[stem] then
+      match_only, rows = {}, {}
+      for _, r in ipairs(own) do match_only[#match_only + 1] = r end
+      for _, al in ipairs(t.feed and MATMUL_ALIASES[stem] or {}) do
+        if by_stem[al] then w.used[al] = true end
+        for _, r in ipairs(by_stem[al] or {}) do match_only[#match_only + 1] = r end
+      end
+    end
+    local prune = a.prune_empty_duration_rows
+    if prune and failed_ops[stem] then
+      -- its rows had no chance to get a duration: an environment failure must not delete them
+      prune = false
+      w.unpruned[#w.unpruned + 1] = stem
+      say(("[KEEP] %s.csv not pruned: %s failed in this run."):format(stem, stem))
+    end
+    local path = dst .. "/" .. stem .. ".csv"
+    local n = #rows + #match_only
+    if (isfile(path) and (n > 0 or prune)) or (t.new and n > 0) then
+      local res, err = merge.file(path, rows, match_only, { mode = a.update_mode, prune = prune, say = say })
+      if not res then perf.fail("%s", err) end
+      w.results[#w.results + 1] = res
+      for _, g in ipairs(res.gaps) do w.gaps[#w.gaps + 1] = g end
+      if res.status and res.status ~= "unchanged" then
+        say(("[WRITE] %s %s (updated %d, added %d, deleted %d)"):format(res.status, path, res.updated,
+          res.added, #res.deleted))
+      end
+    end
+  end
+  return w
+end
+
+-- The report's extra sections: rows not replayed, ignored kernel types, files not pruned,
+-- leftovers of interrupted writes.
+local function extra_sections(p, ignored, w)
+  local extra = {}
+  if #p.unreplayable > 0 then
+    local t = {}
+    for _, u in ipairs(p.unreplayable) do
+      t[#t + 1] = { u.op, ("%s:%d"):format(u.csv:match("[^/]+$"), u.row), u.shapes or "", u.reason }
+    end
+    extra[#extra + 1] = { "Rows Not Replayed (kept)", report.table({ "Operator", "Row", "Input Shapes", "Reason" }, t) }
+  end
+  if #ignored > 0 then
+    local t = {}
+    for _, g in ipairs(ignored) do t[#t + 1] = { g.op, g.signatures, g.samples, g.reason } end
+    extra[#extra + 1] = { "Ignored Kernel Types (not written)",
+      report.table({ "Kernel Type", "Signatures", "Samples", "Reason" }, t) }
+  end
+  if #w.unpruned > 0 then
+    local t = {}
+    for _, op in ipairs(w.unpruned) do t[#t + 1] = { op, "the operator failed in this run" } end
+    extra[#extra + 1] = { "Not Pruned", report.table({ "Operator", "Reason" }, t) }
+  end
+  if #w.recovered > 0 then
+    local t = {}
+    for _, f in ipairs(w.recovered) do t[#t + 1] = { f } end
+    extra[#extra + 1] = { "Removed Leftovers of Interrupted Writes", report.table({ "File" }, t) }
+  end
+  return extra
+end
+
+-- 4. The report: printed, and written under <dst>/reports/ (markdown, hotspot CSV, JSON).
+-- Returns the exit status (3 when an operator failed).
+local function write_report(a, id, dst, p, status, ignored, w)
+  local text, hot = report.render(w.results, w.gaps, status,
+    { simulated = a.simulate, extra = extra_sections(p, ignored, w) })
+  io.stdout:write(text)
+  local json = { run_id = id, simulated = a.simulate or false, database = dst, status = status,
+    files = {}, hotspots = #hot, unreplayable = p.unreplayable, ignored = ignored, not_pruned = w.unpruned,
+    recovered = w.recovered }
+  for _, r in ipairs(w.results) do
+    json.files[#json.files + 1] = { file = r.csv_path, status = r.status or r.skipped, updated = r.updated,
+      added = r.added, unchanged = r.unchanged, deleted = r.deleted, missing = r.missing }
+  end
+  local md, csvp = report.write(dst, text, hot, id, json)
+  say("\n[REPORT] " .. md .. "\n[REPORT] " .. csvp)
+  if status and #status.failed > 0 then
+    io.stderr:write(("perfscript: %d operator(s) failed; see the report\n"):format(#status.failed))
+    return 3
+  end
+  return 0
+end
+
+-- One run on parsed arguments; script is the recipe's path (it finds the seed database).
+-- Returns the exit status.
+function M.run(a, script)
+  local script_dir = (script or "recipes/microbench.lua"):match("^(.*)/[^/]*$") or "."
+  local ops = check_args(a)
+  local src, dst = databases(a, script_dir)
+  local files = drop_unrunnable(a, ops, (target_files(src, ops, a.prof_path)))
+  local id = run_id()
+  local work = abspath(a.work_dir or os.getenv("TMPDIR") or "/tmp")
+  local run_dir = ("%s/perfscript-microbench-%s"):format(work, id)
+  assert(perf.fs.mkdir_p(run_dir))
+  local wd <close> = workdir(run_dir, a.keep_workdir or a.plan_only)
+  if a.simulate then say("SIMULATED run: durations come from a roofline model, not an NPU.") end
+  say(("Database: %s%s"):format(src, dst ~= src and (" -> results into " .. dst) or ""))
+
+  local p, plan_path = make_plan(a, files, run_dir)
+  if a.plan_only or nothing_missing(a, p, files) then return 0 end
+  local summaries, status = collect(a, p, plan_path, run_dir)
+  local agg = assert(aggregate.files(summaries, { ep_size = a.dispatch_ffn_combine_ep_size }))
+  for _, g in ipairs(agg.no_duration) do
+    say(("[WARN] %s: %d sample(s) of %s had no valid duration; nothing written for it."):format(g.op, g.count, g.sig))
+  end
+  settle_status(a, status, agg, p.ops)
+  local new_db = not has_csv(dst)
+  local targets = write_targets(a, files, dst, p.ops, ops)
+  local w = write_back(a, targets, rows_by_stem(agg), dst, status)
+  local ignored = ignored_types(a, agg, w.used, dst, new_db)
+  return write_report(a, id, dst, p, status, ignored, w)
+end
+
+-- The recipe's entry: parses argv (the recipe's `arg`) and runs; returns the exit status.
+function M.main(argv, script)
+  return M.run(M.parser():parse(argv), script or (argv and argv[0]))
+end
+
+return M

@@ -1,0 +1,42 @@
+-- QuantBatchMatmulV3: torch_npu.npu_quant_matmul(x, w, scale, output_dtype=, [bias= | offset= |
+-- pertoken_scale=]); int8 x and weight; the optional 4th input's role from its dtype and size
+-- (D20); a FRACTAL_NZ weight needs torchair graph mode (graph = "torchair").
+local C = require "perfscript.replay.common"
+
+local M = {}
+local OUT = { DT_FLOAT = "float32", DT_FLOAT16 = "float16", DT_BF16 = "bfloat16", DT_INT8 = "int8", DT_INT32 = "int32" }
+
+-- The role of the optional 4th input: "bias", "pertoken_scale", "offset", or nil, reason.
+function M.role(dtype, numel, x, out)
+  local m = #x >= 2 and x[#x - 1] or x[1]
+  local n = out[#out]
+  if dtype == "DT_INT32" then return "bias" end
+  if dtype == "DT_FLOAT" and numel == m then return "pertoken_scale" end
+  if dtype == "DT_FLOAT" and (numel == 1 or numel == n) then return "offset" end
+  return nil, ("cannot tell the role of input 4 (%s, %d elements)"):format(dtype, numel)
+end
+
+function M.build(row)
+  return C.guard(function()
+    local sl = C.must(C.slots(row, "in"))
+    local out = C.must(C.slots(row, "out"))
+    local idx = C.present(sl)
+    local o = C.present(out)
+    C.need(#o == 1, "expects exactly one output")
+    C.need(#idx == 3 or #idx == 4, "expects 3 or 4 inputs, got %d", #idx)
+    C.need(C.dtype(sl.dtypes[idx[1]]) == "DT_INT8" and C.dtype(sl.dtypes[idx[2]]) == "DT_INT8", "x and weight must be DT_INT8")
+    local od = OUT[C.dtype(out.dtypes[o[1]])]
+    C.need(od, "unsupported output dtype %s", out.dtypes[o[1]] or "")
+    local t = C.must(C.tensors(sl, { idx[1], idx[2], idx[3] }))
+    local kw = { output_dtype = { torch_attr = od } }
+    if idx[4] then
+      local role = C.must(M.role(C.dtype(sl.dtypes[idx[4]]), C.numel(sl.shapes[idx[4]]), sl.shapes[idx[1]], out.shapes[o[1]]))
+      kw[role] = C.must(C.tensor(sl, idx[4]))
+    end
+    local case = { api = "torch_npu.npu_quant_matmul", args = t, kwargs = kw }
+    if C.trim(sl.formats[idx[2]]) == "FRACTAL_NZ" then case.graph = "torchair" end
+    return case
+  end)
+end
+
+return setmetatable(M, { __call = function(_, row, ctx) return M.build(row, ctx) end })

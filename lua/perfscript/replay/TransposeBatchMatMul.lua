@@ -1,0 +1,26 @@
+-- TransposeBatchMatMul: torch_npu.npu_transpose_batchmatmul(x1, x2, bias=None, scale=None,
+-- perm_x1=[0,1,2], perm_x2=[0,1,2], perm_y=[1,0,2], batch_split_factor=1): x1 (B,M,K),
+-- x2 (B,K,N), K and N multiples of 128, one output (M,B,N).
+local C = require "perfscript.replay.common"
+
+return function(row)
+  return C.guard(function()
+    local sl = C.must(C.slots(row, "in"))
+    local out = C.must(C.slots(row, "out"))
+    local idx = C.present(sl)
+    C.need(#idx == 2, "expects exactly 2 inputs, got %d", #idx)
+    local a, b = sl.shapes[idx[1]], sl.shapes[idx[2]]
+    C.need(#a == 3 and #b == 3, "both inputs must be 3-D")
+    C.need(C.trim(row["Input Formats"] or ""):gsub('"', "") == "ND;ND", "formats must be ND;ND")
+    C.need(a[1] == b[1] and a[3] == b[2], "x1 (B,M,K) and x2 (B,K,N) disagree")
+    C.need(a[3] % 128 == 0 and b[3] % 128 == 0, "K and N must be multiples of 128")
+    local o = C.present(out)
+    C.need(#o == 1, "expects exactly one output")
+    local y = out.shapes[o[1]]
+    C.need(#y == 3 and y[1] == a[2] and y[2] == a[1] and y[3] == b[3], "output must be (M,B,N)")
+    local null = require("cjson").null
+    return { api = "torch_npu.npu_transpose_batchmatmul", args = C.must(C.tensors(sl, idx)),
+      kwargs = { bias = null, scale = null, perm_x1 = { 0, 1, 2 }, perm_x2 = { 0, 1, 2 }, perm_y = { 1, 0, 2 },
+                 batch_split_factor = 1 } }
+  end)
+end

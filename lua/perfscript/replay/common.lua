@@ -1,0 +1,159 @@
+-- Shared helpers of the replay builders (perfscript/replay/<Op>.lua).
+--
+-- A builder is `function(row, ctx) -> case | nil, reason` where row is the database row
+-- keyed by column name. A case says what the executor (perfscript/replay/executor.py) calls:
+--   {api = "torch.add", args = {...}, kwargs = {...}, post = "contiguous" | nil,
+--    method = "masked_fill_" | nil (call args[1]:method(args[2..])), index = true | nil}
+-- Arguments are plain JSON values or tensor specs made with T{...}:
+--   {tensor = {shape = {..}, dtype = "DT_BF16", format = "ND", init = "empty" | "randint" |
+--    "ones" | "zeros" | "arange" | "perm" | "data" | "triu", high =, data =, transpose =,
+--    transpose_last2 =, nz = true (cast to FRACTAL_NZ after building)}}
+-- Slots are always parsed with holes kept, by index in shapes, dtypes and formats together
+-- (the original's compact parser let a later dtype slide onto the wrong tensor).
+local shape = require "perfscript.shape"
+
+local M = {}
+
+local trim = require("perfscript.path").trim
+M.trim = trim
+
+-- split-keep: strip the cell, split on ';', strip each item, keep empty items ("" -> {}).
+function M.split(cell) return shape.split(cell or "") end
+
+-- The input/output slot lists of a row: {shapes = {dims|false}, dtypes = {...}, formats = {...}}
+-- shapes[i] is false for an empty slot; a slot that is not integers is an error.
+function M.slots(row, side)
+  local S = side == "out" and "Output" or "Input"
+  local shapes_cell = row[S .. " Shapes"] or ""
+  local parsed, err = shape.parse(shapes_cell)
+  if not parsed then return nil, err end
+  local shapes = {}
+  for i = 1, #parsed do shapes[i] = #parsed[i] > 0 and parsed[i] or false end
+  return { shapes = shapes, dtypes = M.split(row[S .. " Data Types"]),
+           formats = M.split(row[S .. " Formats"]), n = #shapes }
+end
+
+-- Non-empty slot indices (the compact view, aligned across the three lists).
+function M.present(sl)
+  local idx = {}
+  for i = 1, sl.n do if sl.shapes[i] then idx[#idx + 1] = i end end
+  return idx
+end
+
+M.dtype = shape.dtype_normalize
+
+M.TORCH_DTYPES = { DT_FLOAT = true, DT_FLOAT16 = true, DT_BF16 = true, DT_DOUBLE = true,
+  DT_INT8 = true, DT_UINT8 = true, DT_INT16 = true, DT_INT32 = true, DT_INT64 = true, DT_BOOL = true }
+
+-- A tensor spec from slot i (shape, dtype, format), with the FRACTAL_NZ expansion of a 4-D
+-- recorded shape to its logical 2-D shape. opts: dtype (override), init, transpose, ...
+function M.tensor(sl, i, opts)
+  opts = opts or {}
+  local dims = sl.shapes[i]
+  if not dims then
+    return nil, ("input slot %d has no shape (a theory row with an empty slot?)"):format(i)
+  end
+  local dt = opts.dtype or M.dtype(sl.dtypes[i] or "")
+  if dt == "DT_UNDEFINED" and opts.default_dtype then dt = opts.default_dtype end
+  if not M.TORCH_DTYPES[dt] then return nil, "Unsupported dtype: " .. dt end
+  local fmt = trim(sl.formats[i] or "")
+  if fmt == "" then fmt = opts.default_format or "ND" end
+  local t = { shape = dims, dtype = dt, format = fmt }
+  if fmt == "FRACTAL_NZ" and not opts.no_nz_expand then
+    local logical, err = shape.nz_logical(dims)
+    if not logical then return nil, err end
+    t.shape = logical
+  end
+  if fmt == "FRACTAL_NZ" then t.nz = true end
+  for k, v in pairs(opts) do
+    if k ~= "dtype" and k ~= "default_dtype" and k ~= "default_format" and k ~= "no_nz_expand" then t[k] = v end
+  end
+  return { tensor = t }
+end
+
+-- A tensor with an explicit shape (synthesised arguments).
+function M.T(dims, dtype, init, extra)
+  local t = { shape = dims, dtype = dtype, format = "ND", init = init or "empty" }
+  for k, v in pairs(extra or {}) do t[k] = v end
+  return { tensor = t }
+end
+
+-- Several tensors from slots; returns the list or nil, reason.
+function M.tensors(sl, idx, opts)
+  local out = {}
+  for k, i in ipairs(idx) do
+    local t, err = M.tensor(sl, i, opts and opts[i])
+    if not t then return nil, err end
+    out[k] = t
+  end
+  return out
+end
+
+-- must(v, err): v, or a replay refusal with err (for functions returning nil, message).
+function M.must(v, err)
+  if v == nil then error({ reason = tostring(err) }, 0) end
+  return v
+end
+
+function M.need(cond, fmt, ...)
+  if not cond then error({ reason = string.format(fmt, ...) }, 0) end
+end
+
+-- Runs a builder body, turning need() failures into nil, reason.
+function M.guard(f, ...)
+  local ok, res, extra = pcall(f, ...)
+  if ok then return res, extra end
+  if type(res) == "table" and res.reason then return nil, res.reason end
+  error(res, 0)
+end
+
+-- distribute_total: b buckets of at least min, the remainder spread over the first ones.
+function M.distribute(total, b, min)
+  min = min or 1
+  M.need(total >= b * min, "cannot distribute %d over %d buckets of at least %d", total, b, min)
+  local base, extra = (total - b * min) // b, (total - b * min) % b
+  local out = {}
+  for i = 1, b do out[i] = min + base + (i <= extra and 1 or 0) end
+  return out
+end
+
+function M.cumsum(list)
+  local out, s = {}, 0
+  for i, v in ipairs(list) do s = s + v; out[i] = s end
+  return out
+end
+
+function M.numel(dims) return shape.numel(dims) end
+
+-- The near-even split of total into g groups, cumulative (group_list of grouped matmuls).
+function M.group_list(total, g)
+  local sizes = {}
+  for i = 1, g do sizes[i] = total // g + (i <= total % g and 1 or 0) end
+  return M.cumsum(sizes)
+end
+
+function M.first_nonblank(...)
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    if v and trim(v) ~= "" then return trim(v) end
+  end
+  return nil
+end
+
+-- A generic "exactly n inputs, call api(t1..tn, kwargs)" builder.
+function M.simple(api, n, kwargs, extra)
+  return function(row)
+    return M.guard(function()
+      local sl = M.must(M.slots(row, "in"))
+      local idx = M.present(sl)
+      M.need(n == nil or #idx == n, "expects exactly %d inputs, got %d", n or 0, #idx)
+      M.need(#idx >= 1, "no input shapes")
+      local args = M.must(M.tensors(sl, idx))
+      local case = { api = api, args = args, kwargs = kwargs }
+      for k, v in pairs(extra or {}) do case[k] = v end
+      return case
+    end)
+  end
+end
+
+return M

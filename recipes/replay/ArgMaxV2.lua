@@ -1,2 +1,0 @@
--- ArgMaxV2: torch.argmax(x, dim=-1); exactly one input.
-return require("replay.common").simple("torch.argmax", 1, { dim = -1 })

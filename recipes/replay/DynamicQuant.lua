@@ -1,2 +1,0 @@
--- DynamicQuant: torch_npu.npu_dynamic_quant(x); exactly one input.
-return require("replay.common").simple("torch_npu.npu_dynamic_quant", 1)

@@ -1,2 +1,0 @@
--- InterleaveRope: torch_npu.npu_interleave_rope(x, cos, sin); exactly three inputs.
-return require("replay.common").simple("torch_npu.npu_interleave_rope", 3)

@@ -1,2 +1,0 @@
--- MatMulCommon: torch.mm(A, B^T); extra inputs (a bias) are ignored (recipes/replay/matmul.lua).
-return require("replay.matmul")(false)

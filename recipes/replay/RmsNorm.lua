@@ -1,2 +1,0 @@
--- RmsNorm: torch_npu.npu_rms_norm(x, gamma) with the default epsilon; exactly two inputs.
-return require("replay.common").simple("torch_npu.npu_rms_norm", 2)
