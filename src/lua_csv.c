@@ -14,6 +14,7 @@
 #include <lua.h>
 
 #include "csvread.h"
+#include "csvsniff.h"
 #include "csvwrite.h"
 #include "luabind.h"
 
@@ -392,6 +393,12 @@ static int csv_format_row(lua_State *L) {
   return 1;
 }
 
+/* csv.is_lfs_pointer(path) -> true when the file is a Git LFS pointer (false when unreadable) */
+static int csv_is_lfs_pointer(lua_State *L) {
+  lua_pushboolean(L, ps_file_is_lfs_pointer(luaL_checkstring(L, 1)));
+  return 1;
+}
+
 /* csv.aliases(name) -> array of the names that mean the same column */
 static int csv_aliases(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
@@ -422,7 +429,7 @@ int luaopen_perfscript_csv(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"open", csv_open}, {"writer", csv_writer}, {"aliases", csv_aliases}, {"quote", csv_quote},
-    {"format_row", csv_format_row}, {NULL, NULL}};
+    {"format_row", csv_format_row}, {"is_lfs_pointer", csv_is_lfs_pointer}, {NULL, NULL}};
   ps_newclass(L, READER, reader_meta, reader_methods);
   ps_newclass(L, WRITER, writer_meta, writer_methods);
   luaL_newlib(L, funcs);

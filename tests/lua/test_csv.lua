@@ -173,6 +173,20 @@ function TestWriter:test_quote_and_format_row_are_the_writers()
   lu.assertEquals(h.read(p), table.concat(want))
 end
 
+TestLfs = {}
+
+-- One check for every caller (db, microbench merge, trace loading): the C one in csvsniff.c.
+function TestLfs:test_is_lfs_pointer()
+  local ptr = "version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 9\n"
+  lu.assertTrue(csv.is_lfs_pointer(h.write(dir .. "/p.csv", ptr)))
+  lu.assertTrue(csv.is_lfs_pointer(h.write(dir .. "/pbom.csv", "\239\187\191" .. ptr)))
+  lu.assertFalse(csv.is_lfs_pointer(h.write(dir .. "/d.csv", "Name,Type\nadd,Add\n")))
+  lu.assertFalse(csv.is_lfs_pointer(h.write(dir .. "/e.csv", "")))
+  lu.assertFalse(csv.is_lfs_pointer(dir .. "/missing.csv"))
+  lu.assertIs(require("perfscript.microbench.schema").is_lfs_pointer, csv.is_lfs_pointer)
+  lu.assertError(csv.is_lfs_pointer)
+end
+
 TestFs = {}
 
 function TestFs:test_lock_and_atomic_write()
