@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 PACKAGES=(
   build-essential cmake pkg-config
   liblua5.4-dev lua-filesystem-dev lua-cjson-dev lua-yaml lua-argparse lua-unit
-  libcsv-dev libxxhash-dev libyajl-dev libreadline-dev libcmocka-dev
+  libxxhash-dev libyajl-dev libreadline-dev libcmocka-dev
   python3 tmux chromium
 )
 

@@ -24,19 +24,14 @@ local ARGS = { "kernel_type", "simulation_shapes", "source", "confidence", "comp
 local r, err = trace.open(args.trace)
 if not r then perf.fail("%s", err) end
 
--- stdout: the same minimal quoting and CRLF as the file writer
-local function quote(s)
-  if s:find('[,"\r\n]') then return '"' .. s:gsub('"', '""') .. '"' end
-  return s
-end
+-- stdout: the file writer's quoting (perf.csv.format_row) and CRLF
 local out
 if args.output then
   out = assert(perf.csv.writer(args.output, { eol = "\r\n", bom = false }))
 else
   io.stdout:setvbuf("full")
   out = { write = function(_, row)
-    for i = 1, #row do row[i] = quote(row[i]) end
-    io.stdout:write(table.concat(row, ","), "\r\n")
+    io.stdout:write(perf.csv.format_row(row, "\r\n"))
   end }
 end
 out:write(COLUMNS)

@@ -1,10 +1,8 @@
-/* Streaming CSV reader on libcsv: what an RFC 4180 reader reads, one record at a time.
- * Plain one-line records take a memchr fast path whose reading is provably the same (tests
- * compare the two on random input); everything else goes through libcsv.
- * UTF-8 BOM removed; CRLF or LF; quoted fields with commas, doubled quotes and newlines;
- * ragged rows kept at their own length; blank lines skipped; a last line without newline.
- * Bad input (Git LFS pointer, NUL bytes, an unterminated quote at end of file) is an error
- * naming the file and line, reported after every good record before it was delivered. */
+/* Streaming CSV reader: the record API of the CSV engine (csvscan.h, which holds the grammar:
+ * what Python's csv reads, the profiler's quirks, and the errors for bad input). This layer
+ * adds what its callers (perfscript.csv, the table and write-back readers) want: whitespace
+ * kept unless PS_CSV_TRIM, mutable NUL-terminated fields, and bad input that shows in the
+ * first record (UTF-16, Git LFS pointer, binary data) failing at open. */
 #ifndef PS_CSVREAD_H
 #define PS_CSVREAD_H
 
@@ -21,8 +19,7 @@ typedef struct ps_csv_record {
 } ps_csv_record;
 
 enum {
-  PS_CSV_TRIM = 1,      /* strip surrounding whitespace (the Excel TAB guards) after unquoting */
-  PS_CSV_LIBCSV_ONLY = 2 /* no fast path: every byte through libcsv (tests compare the two) */
+  PS_CSV_TRIM = 1       /* strip surrounding whitespace (the Excel TAB guards) after unquoting */
 };
 
 /* Opens path ("-" is not special). On failure returns NULL with a message in err. */
@@ -46,8 +43,5 @@ int ps_csv_find_column(char *const *header, size_t n, const char *name);
 
 /* The alias group of name (NULL-terminated), or NULL when it has none. */
 const char *const *ps_csv_aliases(const char *name);
-
-/* Removes leading and trailing whitespace in place; returns the new start. */
-char *ps_csv_trim(char *s, size_t *len);
 
 #endif

@@ -1,4 +1,5 @@
 #include "csvscan.h"
+#include "csvsniff.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +11,6 @@
 #include <unistd.h>
 
 #define BUFSIZE (4u << 20)
-#define LFS_MAGIC "version https://git-lfs.github.com/spec/"
 
 typedef struct span { size_t start, end; int unescape; } span;
 
@@ -19,12 +19,15 @@ struct ps_scan {
   char *path;
   char *buf;
   size_t cap, pos, end;       /* unconsumed data: buf[pos, end) */
-  int eof, first;
+  int eof, first, bom, failed;
+  unsigned flags;
+  const char *eol;            /* line ending of the first record, once known */
   uint64_t bytes_read, file_size;
+  uint64_t nul_offset;        /* file offset of the NUL byte found (binary data) */
   uint64_t base;              /* file offset of buf[0] */
   long line;
   span *spans;
-  const char **fields;
+  char **fields;
   size_t *lens;
   size_t capfields;
   char error[600];
@@ -35,6 +38,7 @@ static const unsigned char stop[256] = {[','] = 1, ['\r'] = 1, ['\n'] = 1, [0] =
 
 static void set_error(ps_scan *s, long line, const char *fmt, ...) {
   va_list ap;
+  s->failed = 1;
   int n = line > 0 ? snprintf(s->error, sizeof s->error, "%s:%ld: ", s->path, line)
                    : snprintf(s->error, sizeof s->error, "%s: ", s->path);
   va_start(ap, fmt);
@@ -58,6 +62,10 @@ ps_scan *ps_scan_open_at(const char *path, uint64_t offset, char *err, size_t er
 uint64_t ps_scan_offset(const ps_scan *s) { return s->base + s->pos; }
 
 ps_scan *ps_scan_open(const char *path, char *err, size_t errsize) {
+  return ps_scan_openf(path, 0, err, errsize);
+}
+
+ps_scan *ps_scan_openf(const char *path, unsigned flags, char *err, size_t errsize) {
   ps_scan *s = calloc(1, sizeof *s);
   if (s == NULL) {
     snprintf(err, errsize, "%s: out of memory", path);
@@ -72,7 +80,7 @@ ps_scan *ps_scan_open(const char *path, char *err, size_t errsize) {
   struct stat st;
   if (fstat(s->fd, &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
-      snprintf(err, errsize, "%s: is a directory", path);
+      snprintf(err, errsize, "%s: is a directory, not a CSV file", path);
       close(s->fd);
       free(s);
       return NULL;
@@ -89,6 +97,7 @@ ps_scan *ps_scan_open(const char *path, char *err, size_t errsize) {
   }
   s->first = 1;
   s->line = 1;
+  s->flags = flags;
   return s;
 }
 
@@ -126,18 +135,12 @@ static int refill(ps_scan *s) {
   s->buf[s->end] = 0;  /* a sentinel: stops the unquoted scan at the data's end */
   if (s->first && s->end > 0) {
     s->first = 0;
-    const unsigned char *u = (const unsigned char *)s->buf;
-    if (s->end >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF) {
-      s->pos = 3;
-    } else if (s->end >= 2 && ((u[0] == 0xFF && u[1] == 0xFE) || (u[0] == 0xFE && u[1] == 0xFF))) {
-      set_error(s, 1, "a UTF-16 file: export it as UTF-8");
+    const char *why = ps_csv_bad_start(s->buf, s->end, &s->pos);
+    if (why != NULL) {
+      set_error(s, 1, "%s", why);
       return -1;
     }
-    if (s->end - s->pos >= sizeof LFS_MAGIC - 1 &&
-        memcmp(s->buf + s->pos, LFS_MAGIC, sizeof LFS_MAGIC - 1) == 0) {
-      set_error(s, 1, "a Git LFS pointer, not the data (run git lfs pull)");
-      return -1;
-    }
+    s->bom = s->pos == 3;
   }
   return 0;
 }
@@ -147,7 +150,7 @@ static int grow_fields(ps_scan *s) {
   span *sp = realloc(s->spans, c * sizeof *sp);
   if (sp == NULL) return -1;
   s->spans = sp;
-  const char **f = realloc(s->fields, c * sizeof *f);
+  char **f = realloc(s->fields, c * sizeof *f);
   if (f == NULL) return -1;
   s->fields = f;
   size_t *l = realloc(s->lens, c * sizeof *l);
@@ -174,6 +177,11 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
       for (;;) {
         const char *q = memchr(b + p, '"', e - p);
         if (q == NULL) return s->eof ? SCAN_UNTERMINATED : SCAN_MORE;
+        const char *z = memchr(b + p, 0, (size_t)(q - (b + p)));  /* binary data, quoted */
+        if (z != NULL) {
+          s->nul_offset = s->base + (uint64_t)(z - b);
+          return SCAN_NUL;
+        }
         for (const char *k = memchr(b + p, '\n', (size_t)(q - (b + p))); k;
              k = memchr(k + 1, '\n', (size_t)(q - (k + 1))))
           ++*lines;
@@ -209,7 +217,10 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
       p++;
       continue;
     }
-    if (c == 0) return SCAN_NUL;
+    if (c == 0) {
+      s->nul_offset = s->base + p;
+      return SCAN_NUL;
+    }
     if (c == '\r') {
       if (p + 1 == e && !s->eof) return SCAN_MORE;
       p += (p + 1 < e && b[p + 1] == '\n') ? 2 : 1;
@@ -252,7 +263,19 @@ static size_t unescape(char *b, const span *f) {
 static const unsigned char space[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v'] = 1,
                                          ['\f'] = 1, ['\r'] = 1};
 
+/* The record at pos holds the first NUL byte: an error on the NUL's own line. */
+static int nul_error(ps_scan *s) {
+  long line = s->line;
+  const char *nul = s->buf + (s->nul_offset - s->base);
+  for (const char *k = s->buf + s->pos; (k = memchr(k, '\n', (size_t)(nul - k))) != NULL; k++)
+    line++;
+  set_error(s, line, "binary data (a NUL byte at offset %llu), not a CSV file",
+            (unsigned long long)s->nul_offset);
+  return -1;
+}
+
 int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
+  if (s->failed) return -1;
   for (;;) {
     if (s->pos >= s->end) {
       if (s->eof) return 0;
@@ -266,12 +289,9 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
       if (refill(s) != 0) return -1;
       continue;
     }
-    if (st == SCAN_NUL) {
-      set_error(s, s->line + lines, "NUL byte in the data (not a text CSV file)");
-      return -1;
-    }
+    if (st == SCAN_NUL) return nul_error(s);
     if (st == SCAN_UNTERMINATED) {
-      set_error(s, s->line, "unterminated quoted field at the end of the file");
+      set_error(s, s->line, "unterminated quoted field (a '\"' opened here is never closed)");
       return -1;
     }
     if (st == SCAN_NOMEM) {
@@ -280,24 +300,33 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
     }
     long line = s->line;
     char last = s->buf[next - 1];
-    s->line += lines + (next > s->pos && (last == '\n' || last == '\r'));
+    int ended = next > s->pos && (last == '\n' || last == '\r');
+    s->line += lines + ended;
     size_t start = s->pos;
     s->pos = next;
     /* a blank line is no record */
     if (nf == 1 && s->spans[0].end == start && (s->buf[start] != '"')) continue;
+    if (s->eol == NULL && ended)
+      s->eol = last == '\r' || (next - start >= 2 && s->buf[next - 2] == '\r') ? "\r\n" : "\n";
+    /* locals: the NUL stores below may alias anything, s's members would be reloaded */
+    int trim = !(s->flags & PS_SCAN_KEEP_SPACE);
+    char *buf = s->buf, **fields = s->fields;
+    const span *spans = s->spans;
+    size_t *lens = s->lens;
     for (size_t i = 0; i < nf; i++) {
-      const span *f = &s->spans[i];
-      const char *t = s->buf + f->start;
-      size_t len = f->unescape ? unescape(s->buf, f) : f->end - f->start;
-      if (len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) {
+      const span *f = &spans[i];
+      char *t = buf + f->start;
+      size_t len = f->unescape ? unescape(buf, f) : f->end - f->start;
+      if (trim && len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) {
         while (len && space[(unsigned char)*t]) t++, len--;
         while (len && space[(unsigned char)t[len - 1]]) len--;
       }
-      s->fields[i] = t;
-      s->lens[i] = len;
+      t[len] = '\0';  /* over the delimiter or a dropped quote: the spans are already taken */
+      fields[i] = t;
+      lens[i] = len;
     }
     rec->nfields = nf;
-    rec->fields = s->fields;
+    rec->fields = (const char *const *)s->fields;
     rec->lens = s->lens;
     rec->line = line;
     return 1;
@@ -305,6 +334,9 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
 }
 
 const char *ps_scan_error(const ps_scan *s) { return s->error; }
+const char *ps_scan_path(const ps_scan *s) { return s->path; }
+int ps_scan_has_bom(const ps_scan *s) { return s->bom; }
+const char *ps_scan_eol(const ps_scan *s) { return s->eol; }
 uint64_t ps_scan_bytes_read(const ps_scan *s) { return s->bytes_read; }
 uint64_t ps_scan_file_size(const ps_scan *s) { return s->file_size; }
 

@@ -1,14 +1,16 @@
-/* A zero-copy CSV scanner for the aggregation hot path (profiler tables of many GB).
+/* The CSV engine: the one reader of the CSV grammar in perfscript (csvread.h is a thin API
+ * over it for callers that want mutable fields and open-time checks; perfscript.csv uses that).
  *
- * It reads what csvread.h reads, record for record (RFC 4180 quoting with doubled quotes and
+ * It reads what Python's csv reads, record for record: RFC 4180 quoting with doubled quotes and
  * quoted newlines, stray quotes kept inside unquoted fields and text after a closing quote
- * kept, as Python's csv does; UTF-8 BOM; CRLF or LF; ragged rows; blank lines skipped; no
- * newline at EOF; Git LFS pointers, NUL bytes and an unterminated quote are errors naming the
- * file and line), with whitespace trimmed around every field as PS_CSV_TRIM does. Instead of
- * copying each field through libcsv's callbacks it hands out (pointer, length) pairs into its
- * read buffer, unquoting in place only the fields that hold doubled quotes: about a quarter
- * of the instructions per byte. Fields are NOT NUL-terminated. tests/c/test_csvscan.c checks
- * it against csvread on every real export and on the quirk fixtures. */
+ * kept; UTF-8 BOM; CRLF, LF or CR; ragged rows; blank lines skipped; no newline at EOF. Bad
+ * input is an error naming the file and line, after every good record before it: a UTF-16
+ * file or a Git LFS pointer (csvsniff.h), a NUL byte anywhere (binary data), a quote never
+ * closed. Whitespace around every field is trimmed unless PS_SCAN_KEEP_SPACE.
+ * Zero-copy: it hands out (pointer, length) pairs into its read buffer, unquoting in place only
+ * the fields that hold doubled quotes or text after the closing quote. Each field is also
+ * NUL-terminated there (the byte after it is a delimiter or a dropped quote).
+ * tests/c/test_csvscan.c and tests/cli/test_csv_real.sh check it on every real export. */
 #ifndef PS_CSVSCAN_H
 #define PS_CSVSCAN_H
 
@@ -17,6 +19,8 @@
 
 typedef struct ps_scan ps_scan;
 
+enum { PS_SCAN_KEEP_SPACE = 1 };   /* whitespace is data (RFC 4180 / Python), no trimming */
+
 typedef struct ps_scan_record {
   size_t nfields;
   const char *const *fields;   /* valid until the next ps_scan_next */
@@ -24,15 +28,22 @@ typedef struct ps_scan_record {
   long line;                   /* physical line where the record starts (1-based) */
 } ps_scan_record;
 
+/* Opens path, trimming fields. On failure NULL with "path: reason" in err. Checks of the data
+ * (BOM, UTF-16, LFS) happen at the first ps_scan_next. */
 ps_scan *ps_scan_open(const char *path, char *err, size_t errsize);
+ps_scan *ps_scan_openf(const char *path, unsigned flags, char *err, size_t errsize);
 /* Starts at byte offset (a record start found by the caller; no BOM or LFS check there);
  * line numbers then count from 1 at that offset. */
 ps_scan *ps_scan_open_at(const char *path, uint64_t offset, char *err, size_t errsize);
 /* File offset of the next unread record. */
 uint64_t ps_scan_offset(const ps_scan *s);
-/* 1: a record; 0: end of file; -1: error (ps_scan_error). */
+/* 1: a record; 0: end of file; -1: error (ps_scan_error; every later call fails too). */
 int ps_scan_next(ps_scan *s, ps_scan_record *rec);
 const char *ps_scan_error(const ps_scan *s);
+const char *ps_scan_path(const ps_scan *s);
+int ps_scan_has_bom(const ps_scan *s);
+/* Line ending of the first record: "\r\n" (also for a lone CR), "\n", or NULL until known. */
+const char *ps_scan_eol(const ps_scan *s);
 uint64_t ps_scan_bytes_read(const ps_scan *s);
 uint64_t ps_scan_file_size(const ps_scan *s);
 void ps_scan_close(ps_scan *s);

@@ -1,8 +1,65 @@
 #include "csvwrite.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* 1 for the bytes that make a field quoted */
+static const unsigned char special[256] = {[','] = 1, ['"'] = 1, ['\r'] = 1, ['\n'] = 1};
+
+int ps_csv_needs_quote(const char *s, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (special[(unsigned char)s[i]]) return 1;
+  return 0;
+}
+
+size_t ps_csv_quote(char *out, const char *s, size_t len) {
+  if (!ps_csv_needs_quote(s, len)) {
+    memcpy(out, s, len);
+    return len;
+  }
+  char *o = out;
+  *o++ = '"';
+  const char *end = s + len;
+  while (s < end) {
+    const char *q = memchr(s, '"', (size_t)(end - s));
+    size_t chunk = (size_t)((q ? q + 1 : end) - s);
+    memcpy(o, s, chunk);
+    o += chunk;
+    if (q) *o++ = '"';   /* double it */
+    s += chunk;
+  }
+  *o++ = '"';
+  return (size_t)(o - out);
+}
+
+size_t ps_csv_row_max(const size_t *lens, size_t n, const char *eol) {
+  size_t m = n + 2 + (eol ? strlen(eol) : 0);
+  for (size_t i = 0; i < n; i++) m += PS_CSV_QUOTED_MAX(lens[i]);
+  return m;
+}
+
+size_t ps_csv_format_row(char *out, const char *const *fields, const size_t *lens, size_t n,
+                         const char *eol) {
+  char *o = out;
+  if (n == 1 && lens[0] == 0) {  /* a lone empty field must not read back as a blank line */
+    *o++ = '"';
+    *o++ = '"';
+    n = 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0) *o++ = ',';
+    o += ps_csv_quote(o, fields[i], lens[i]);
+  }
+  if (eol) {
+    size_t el = strlen(eol);
+    memcpy(o, eol, el);
+    o += el;
+  }
+  return (size_t)(o - out);
+}
 
 int ps_csv_sniff_style(const char *path, const char **eol, int *bom) {
   FILE *f = fopen(path, "rb");
@@ -41,20 +98,14 @@ int ps_csv_writer_open(ps_csv_writer *w, const char *path, const char *eol, int 
 }
 
 int ps_csv_write_field(FILE *fp, const char *s, size_t len) {
-  int quote = 0;
-  for (size_t i = 0; i < len && !quote; i++)
-    quote = s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r';
-  if (!quote) return fwrite(s, 1, len, fp) == len ? 0 : -1;
-  if (putc('"', fp) == EOF) return -1;
-  const char *end = s + len;
-  while (s < end) {
-    const char *q = memchr(s, '"', (size_t)(end - s));
-    size_t chunk = (size_t)((q ? q + 1 : end) - s);
-    if (fwrite(s, 1, chunk, fp) != chunk) return -1;
-    if (q && putc('"', fp) == EOF) return -1;   /* double it */
-    s += chunk;
-  }
-  return putc('"', fp) == EOF ? -1 : 0;
+  if (!ps_csv_needs_quote(s, len)) return fwrite(s, 1, len, fp) == len ? 0 : -1;
+  char small[512];
+  char *q = PS_CSV_QUOTED_MAX(len) <= sizeof small ? small : malloc(PS_CSV_QUOTED_MAX(len));
+  if (q == NULL) return -1;
+  size_t n = ps_csv_quote(q, s, len);
+  int st = fwrite(q, 1, n, fp) == n ? 0 : -1;
+  if (q != small) free(q);
+  return st;
 }
 
 int ps_csv_writer_row(ps_csv_writer *w, const char *const *fields, const size_t *lens,
@@ -64,24 +115,29 @@ int ps_csv_writer_row(ps_csv_writer *w, const char *const *fields, const size_t 
     snprintf(err, errsize, "writer is closed");
     return -1;
   }
-  if (n == 1 && lens[0] == 0) {  /* a lone empty field must not read back as a blank line */
-    if (fputs("\"\"", fp) == EOF) goto fail;
-    n = 0;
+  if (ps_grow((void **)&w->buf, &w->cap, ps_csv_row_max(lens, n, w->eol), 1) != 0) {
+    snprintf(err, errsize, "%s: out of memory for a row", w->file.path);
+    return -1;
   }
-  for (size_t i = 0; i < n; i++) {
-    if ((i > 0 && putc(',', fp) == EOF) || ps_csv_write_field(fp, fields[i], lens[i]) != 0)
-      goto fail;
+  size_t len = ps_csv_format_row(w->buf, fields, lens, n, w->eol);
+  if (fwrite(w->buf, 1, len, fp) != len) {
+    snprintf(err, errsize, "%s: write failed: %s", w->file.path, strerror(errno));
+    return -1;
   }
-  if (fputs(w->eol, fp) == EOF) goto fail;
   w->rows++;
   return 0;
-fail:
-  snprintf(err, errsize, "%s: write failed: %s", w->file.path, strerror(errno));
-  return -1;
 }
 
 int ps_csv_writer_commit(ps_csv_writer *w, int if_changed, char *err, size_t errsize) {
+  free(w->buf);
+  w->buf = NULL;
+  w->cap = 0;
   return ps_atomic_commit(&w->file, if_changed, err, errsize);
 }
 
-void ps_csv_writer_abort(ps_csv_writer *w) { ps_atomic_abort(&w->file); }
+void ps_csv_writer_abort(ps_csv_writer *w) {
+  free(w->buf);
+  w->buf = NULL;
+  w->cap = 0;
+  ps_atomic_abort(&w->file);
+}

@@ -1,5 +1,8 @@
-/* CSV writer with minimal quoting (a field is quoted only when it holds a comma, a quote,
- * CR or LF; quotes are doubled), written through an atomic replace. */
+/* CSV writing: the one quoter of perfscript and the atomic CSV writer built on it.
+ * Minimal quoting, as Python's csv writes (QUOTE_MINIMAL): a field is quoted only when it holds
+ * a comma, a quote, CR or LF, and quotes inside are doubled; a record of one empty field is
+ * written as "" so that it does not read back as a blank line. perfscript.csv exposes it to
+ * Lua as csv.quote and csv.format_row. */
 #ifndef PS_CSVWRITE_H
 #define PS_CSVWRITE_H
 
@@ -12,6 +15,8 @@ typedef struct ps_csv_writer {
   const char *eol;   /* "\n" or "\r\n" */
   int bom;
   long rows;
+  char *buf;         /* one encoded row */
+  size_t cap;
 } ps_csv_writer;
 
 /* eol: "\n", "\r\n", or NULL to keep the existing file's style (LF for a new file).
@@ -23,6 +28,21 @@ int ps_csv_writer_row(ps_csv_writer *w, const char *const *fields, const size_t 
 /* Returns PS_ATOMIC_CREATED/REPLACED/UNCHANGED or -1. */
 int ps_csv_writer_commit(ps_csv_writer *w, int if_changed, char *err, size_t errsize);
 void ps_csv_writer_abort(ps_csv_writer *w);
+
+/* 1 when the field must be quoted (it holds a comma, a quote, CR or LF). */
+int ps_csv_needs_quote(const char *s, size_t len);
+
+/* Writes the field with minimal quoting to out (room for PS_CSV_QUOTED_MAX(len) bytes, no NUL
+ * added); returns the bytes written. */
+#define PS_CSV_QUOTED_MAX(len) (2 * (len) + 2)
+size_t ps_csv_quote(char *out, const char *s, size_t len);
+
+/* Bytes ps_csv_format_row may write for these fields and eol (NULL: none). */
+size_t ps_csv_row_max(const size_t *lens, size_t n, const char *eol);
+/* Encodes one record into out (room for ps_csv_row_max bytes, no NUL added): the fields with
+ * minimal quoting joined by commas, then eol unless NULL. Returns the bytes written. */
+size_t ps_csv_format_row(char *out, const char *const *fields, const size_t *lens, size_t n,
+                         const char *eol);
 
 /* Appends field to fp with minimal quoting. Returns 0 or -1 on a write error. */
 int ps_csv_write_field(FILE *fp, const char *s, size_t len);

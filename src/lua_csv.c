@@ -3,7 +3,10 @@
  *   r:header(), r:column(name), r:columns{names}, for fields in r:lines() do ... end,
  *   r:read() -> fields | nil (end) | nil, "file:line: reason", r:line(), r:close()
  *   local w = assert(csv.writer(path, {eol = "\r\n" | "\n", bom = bool}))
- *   w:write{...}, w:commit{if_changed = true} -> "created" | "replaced" | "unchanged", w:abort() */
+ *   w:write{...}, w:commit{if_changed = true} -> "created" | "replaced" | "unchanged", w:abort()
+ *   csv.quote(v) -> v as one CSV field (minimal quoting, csvwrite.h; v through tostring)
+ *   csv.format_row(fields [, eol]) -> the record as CSV text, eol appended when given
+ *   csv.is_lfs_pointer(path) -> true when the file is a Git LFS pointer, not data */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +14,7 @@
 #include <lua.h>
 
 #include "csvread.h"
+#include "csvsniff.h"
 #include "csvwrite.h"
 #include "luabind.h"
 
@@ -355,6 +359,46 @@ static int w_tostring(lua_State *L) {
   return 1;
 }
 
+/* csv.quote(v) -> v (any value, through tostring) as one CSV field */
+static int csv_quote(lua_State *L) {
+  size_t len;
+  const char *s = luaL_tolstring(L, 1, &len);
+  if (!ps_csv_needs_quote(s, len)) return 1;
+  luaL_Buffer b;
+  char *out = luaL_buffinitsize(L, &b, PS_CSV_QUOTED_MAX(len));
+  luaL_pushresultsize(&b, ps_csv_quote(out, s, len));
+  return 1;
+}
+
+/* csv.format_row(fields [, eol]) -> one record of CSV text (fields through tostring) */
+static int csv_format_row(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  const char *eol = luaL_optstring(L, 2, NULL);
+  size_t n = (size_t)luaL_len(L, 1);
+  luaL_checkstack(L, (int)n + 4, "row too wide");
+  const char **fields = lua_newuserdatauv(L, n * (sizeof(char *) + sizeof(size_t)) + 1, 0);
+  size_t *lens = (size_t *)(fields + n);
+  int base = lua_gettop(L);
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 1, (lua_Integer)i + 1);
+    fields[i] = luaL_tolstring(L, -1, &lens[i]);  /* kept alive on the stack */
+    lua_remove(L, -2);
+  }
+  luaL_Buffer b;
+  char *out = luaL_buffinitsize(L, &b, ps_csv_row_max(lens, n, eol));
+  size_t len = ps_csv_format_row(out, fields, lens, n, eol);
+  luaL_pushresultsize(&b, len);
+  lua_replace(L, base);
+  lua_settop(L, base);
+  return 1;
+}
+
+/* csv.is_lfs_pointer(path) -> true when the file is a Git LFS pointer (false when unreadable) */
+static int csv_is_lfs_pointer(lua_State *L) {
+  lua_pushboolean(L, ps_file_is_lfs_pointer(luaL_checkstring(L, 1)));
+  return 1;
+}
+
 /* csv.aliases(name) -> array of the names that mean the same column */
 static int csv_aliases(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
@@ -384,7 +428,8 @@ int luaopen_perfscript_csv(lua_State *L) {
     {"write", w_write}, {"commit", w_commit}, {"abort", w_abort}, {"rows", w_rows},
     {NULL, NULL}};
   static const luaL_Reg funcs[] = {
-    {"open", csv_open}, {"writer", csv_writer}, {"aliases", csv_aliases}, {NULL, NULL}};
+    {"open", csv_open}, {"writer", csv_writer}, {"aliases", csv_aliases}, {"quote", csv_quote},
+    {"format_row", csv_format_row}, {"is_lfs_pointer", csv_is_lfs_pointer}, {NULL, NULL}};
   ps_newclass(L, READER, reader_meta, reader_methods);
   ps_newclass(L, WRITER, writer_meta, writer_methods);
   luaL_newlib(L, funcs);

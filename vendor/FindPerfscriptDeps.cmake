@@ -10,9 +10,6 @@ find_library(LUA54_STATIC NAMES liblua5.4.a lua5.4 REQUIRED)
 find_library(LUA_LFS_STATIC NAMES liblua5.4-filesystem.a REQUIRED)
 find_library(LUA_CJSON_STATIC NAMES liblua5.4-cjson.a REQUIRED)
 
-find_path(LIBCSV_INCLUDE_DIR csv.h REQUIRED)
-find_library(LIBCSV_STATIC NAMES libcsv.a csv REQUIRED)
-
 find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 find_library(XXHASH_STATIC NAMES libxxhash.a xxhash REQUIRED)
 

@@ -50,13 +50,7 @@ DB.__index = DBmethods
 Kernel.__index = Kmethods
 M.DBmethods, M.Kmethods = DBmethods, Kmethods
 
-local function is_lfs_pointer(path)
-  local f = io.open(path, "rb")
-  if not f then return false end
-  local head = f:read(64) or ""
-  f:close()
-  return head:find("^version https://git%-lfs%.github%.com/spec/") ~= nil
-end
+local is_lfs_pointer = require("perfscript.csv").is_lfs_pointer
 
 -- Opens a version directory. Returns the database, or nil and a message.
 function M.open(dir, opts)

@@ -396,7 +396,7 @@ local function merge_one(dir, t, opts)
       -- the whole file from C in one string (no Lua table per row); CRLF, no BOM, minimal
       -- quoting as the original wrote
       local head = {}
-      for i, c in ipairs(t.columns) do head[i] = c:find('[,"\r\n]') and ('"' .. c:gsub('"', '""') .. '"') or c end
+      for i, c in ipairs(t.columns) do head[i] = perf.csv.quote(c) end
       local text = table.concat(head, ",") .. "\r\n" .. t.agg:csv_text(t.groups, t.extra, "\r\n")
       local ok, err = perf.fs.write_atomic(path, text)
       if not ok then perf.fail("%s", err) end

@@ -2,7 +2,8 @@
  * passes over it. Driven by tests/bench/csv_bench.sh, which adds the Lua and Python passes.
  *   bench_csv gen FILE MB      write about MB megabytes of kernel_details rows (47 columns)
  *   bench_csv memchr FILE      read() + memchr newline count: the I/O ceiling
- *   bench_csv parse FILE       perfscript's C reader, every field touched, no Lua
+ *   bench_csv parse FILE       perfscript's C reader (csvread.h), every field touched, no Lua
+ *   bench_csv scan FILE        the engine under it (csvscan.h, trimming, as the import uses it)
  * Each pass prints "<name> <bytes> <seconds> <records>". */
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,9 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <csv.h>
-
 #include "csvread.h"
+#include "csvscan.h"
 
 static double now(void) {
   struct timespec ts;
@@ -77,30 +77,25 @@ static int pass_memchr(const char *path) {
   return 0;
 }
 
-static void noop_field(void *s, size_t len, void *ud) { (void)s; *(size_t *)ud += len; }
-static void noop_record(int c, void *ud) { (void)c; (void)ud; }
-
-/* libcsv alone with empty callbacks: the parser's own ceiling. */
-static int pass_libcsv(const char *path) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) { perror(path); return 1; }
-  struct csv_parser p;
-  csv_init(&p, CSV_APPEND_NULL);
-  static char buf[1 << 18];
-  size_t sum = 0;
-  long bytes = 0;
+/* The engine as the import drives it: zero-copy, trimming, every field touched. */
+static int pass_scan(const char *path) {
+  char err[600];
   double t0 = now();
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) {
-    bytes += n;
-    csv_parse(&p, buf, (size_t)n, noop_field, noop_record, &sum);
+  ps_scan *s = ps_scan_open(path, err, sizeof err);
+  if (s == NULL) { fprintf(stderr, "%s\n", err); return 1; }
+  ps_scan_record rec;
+  long records = 0;
+  size_t sum = 0;
+  int st;
+  while ((st = ps_scan_next(s, &rec)) == 1) {
+    records++;
+    for (size_t i = 0; i < rec.nfields; i++) sum += rec.lens[i];
   }
-  csv_fini(&p, noop_field, noop_record, &sum);
   double t = now() - t0;
-  csv_free(&p);
-  close(fd);
-  printf("libcsv %ld %.4f 0\n", bytes, t);
-  return 0;
+  if (st < 0) { fprintf(stderr, "%s\n", ps_scan_error(s)); return 1; }
+  printf("scan %llu %.4f %ld\n", (unsigned long long)ps_scan_file_size(s), t, records);
+  ps_scan_close(s);
+  return sum == 0;
 }
 
 static int pass_parse(const char *path) {
@@ -126,8 +121,8 @@ static int pass_parse(const char *path) {
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "gen") == 0) return generate(argv[2], atol(argv[3]));
   if (argc == 3 && strcmp(argv[1], "memchr") == 0) return pass_memchr(argv[2]);
-  if (argc == 3 && strcmp(argv[1], "libcsv") == 0) return pass_libcsv(argv[2]);
+  if (argc == 3 && strcmp(argv[1], "scan") == 0) return pass_scan(argv[2]);
   if (argc == 3 && strcmp(argv[1], "parse") == 0) return pass_parse(argv[2]);
-  fprintf(stderr, "usage: bench_csv gen FILE MB | memchr FILE | parse FILE\n");
+  fprintf(stderr, "usage: bench_csv gen FILE MB | memchr FILE | parse FILE | scan FILE\n");
   return 2;
 }

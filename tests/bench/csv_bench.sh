@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CSV throughput benchmark (issue 2): one generated kernel_details-style file (47 columns,
-# triple-quoted shapes, TAB guards), four readers over it in one run, best of 3 each:
-#   read()+memchr (I/O ceiling), perfscript.csv in C, perfscript.csv handing records to Lua,
+# triple-quoted shapes, TAB guards), the readers over it in one run, best of 3 each:
+#   read()+memchr (I/O ceiling), the CSV engine, perfscript.csv in C and handing records to Lua,
 #   Python's csv.reader. Usage: tests/bench/csv_bench.sh [MB] (default 300)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,7 +36,7 @@ best() {  # best of 3: prints "name bytes seconds records"
 }
 results=$(
   best "$BUILD/bench_csv" memchr "$FILE"
-  best "$BUILD/bench_csv" libcsv "$FILE"
+  best "$BUILD/bench_csv" scan "$FILE"
   best "$BUILD/bench_csv" parse "$FILE"
   best lua_pass
   best lua_pass reuse
@@ -46,7 +46,7 @@ echo "file: $FILE ($(du -m "$FILE" | cut -f1) MB), best of 3, CPU seconds, page 
 awk '
   { mbs[$1] = $2 / 1e6 / $3; rec[$1] = $4; order[NR] = $1 }
   END {
-    names["memchr"] = "read()+memchr (I/O ceiling)"; names["parse"] = "perfscript.csv, C only"; names["libcsv"] = "libcsv alone, empty callbacks"
+    names["memchr"] = "read()+memchr (I/O ceiling)"; names["parse"] = "perfscript.csv, C only"; names["scan"] = "CSV engine (csvscan), trimming"
     names["lua"] = "perfscript.csv -> Lua tables"; names["lua_reuse"] = "  ... one reused table"; names["python"] = "Python csv.reader"
     for (i = 1; i <= NR; i++) { n = order[i]
       printf "  %-30s %8.1f MB/s  %9d records  %5.2fx Python\n", names[n], mbs[n], rec[n], mbs[n] / mbs["python"] }

@@ -109,13 +109,72 @@ static void test_errors(void **state) {
   assert_int_equal(ps_scan_next(s, &r), 1);
   assert_int_equal(ps_scan_next(s, &r), 1);
   assert_int_equal(ps_scan_next(s, &r), -1);
-  assert_non_null(strstr(ps_scan_error(s), "nul.csv:3: NUL byte"));
+  /* one message for both APIs (csvread.h said "binary data", this one "NUL byte") */
+  assert_non_null(strstr(ps_scan_error(s), "nul.csv:3: binary data (a NUL byte"));
   ps_scan_close(s);
   p = write_file("lfs.csv", "version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 1\n", 64);
   s = ps_scan_open(p, err, sizeof err);
   assert_int_equal(ps_scan_next(s, &r), -1);
   assert_non_null(strstr(ps_scan_error(s), "Git LFS pointer"));
   ps_scan_close(s);
+}
+
+/* Where the two readers used to disagree, both now give the stricter reading with one message:
+ * UTF-16 and a NUL inside a quoted field are errors naming the file, a directory says so. */
+static void test_one_rule_for_bad_input(void **state) {
+  (void)state;
+  char err[700], err2[700];
+  ps_scan_record r;
+  ps_csv_record rc;
+  static const char utf16[] = "\xFF\xFE" "a\0,\0b\0\n\0";
+  const char *p = write_file("utf16.csv", utf16, sizeof utf16 - 1);
+  assert_null(ps_csv_open(p, 0, err, sizeof err));
+  assert_non_null(strstr(err, "utf16.csv:1: a UTF-16 file"));
+  ps_scan *s = ps_scan_open(p, err2, sizeof err2);
+  assert_int_equal(ps_scan_next(s, &r), -1);
+  assert_string_equal(ps_scan_error(s), err);
+  ps_scan_close(s);
+
+  static const char quoted_nul[] = "a,b\n1,2\n3,\"x\ny\0z\"\n5,6\n";
+  p = write_file("qnul.csv", quoted_nul, sizeof quoted_nul - 1);
+  ps_csv_reader *c = ps_csv_open(p, 0, err, sizeof err);
+  assert_non_null(c);
+  assert_int_equal(ps_csv_next(c, &rc), 1);
+  assert_int_equal(ps_csv_next(c, &rc), 1);
+  assert_int_equal(ps_csv_next(c, &rc), -1);
+  assert_non_null(strstr(ps_csv_error(c), "qnul.csv:4: binary data (a NUL byte at offset 14)"));
+  s = ps_scan_open(p, err2, sizeof err2);
+  assert_int_equal(ps_scan_next(s, &r), 1);
+  assert_int_equal(ps_scan_next(s, &r), 1);
+  assert_int_equal(ps_scan_next(s, &r), -1);
+  assert_string_equal(ps_scan_error(s), ps_csv_error(c));
+  assert_int_equal(ps_scan_next(s, &r), -1);  /* and it stays failed */
+  ps_scan_close(s);
+  ps_csv_close(c);
+
+  assert_null(ps_csv_open(dir, 0, err, sizeof err));
+  assert_null(ps_scan_open(dir, err2, sizeof err2));
+  assert_string_equal(err, err2);
+  assert_non_null(strstr(err, ": is a directory, not a CSV file"));
+}
+
+/* The first record's line ending and BOM, as the writer needs them to keep a file's style. */
+static void test_style(void **state) {
+  (void)state;
+  char err[700];
+  ps_scan_record r;
+  static const char *const cases[][2] = {
+    {"\xEF\xBB\xBF" "a,b\r\n1,2\n", "\r\n"}, {"\n\na,\"b\"\n", "\n"}, {"\"x\"\r\n", "\r\n"},
+    {"a\rb\r", "\r\n"}, {"a,b", NULL}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *p = write_file("style.csv", cases[i][0], strlen(cases[i][0]));
+    ps_scan *s = ps_scan_open(p, err, sizeof err);
+    assert_int_equal(ps_scan_next(s, &r), 1);
+    if (cases[i][1]) assert_string_equal(ps_scan_eol(s), cases[i][1]);
+    else assert_null(ps_scan_eol(s));
+    assert_int_equal(ps_scan_has_bom(s), i == 0);
+    ps_scan_close(s);
+  }
 }
 
 /* A file bigger than the 4 MB buffer, with quoted newlines and doubled quotes across every
@@ -192,6 +251,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_quirks),
     cmocka_unit_test(test_errors),
+    cmocka_unit_test(test_one_rule_for_bad_input),
+    cmocka_unit_test(test_style),
     cmocka_unit_test(test_big_file),
     cmocka_unit_test(test_real_exports),
   };

@@ -195,9 +195,66 @@ static void lock_holder_removes_leftovers_of_dead_writers(void **state) {
   unlink(live), unlink(other), unlink(legacy);
 }
 
+/* The one quoter: minimal quoting as Python's csv writes it, and the row encoder the writer,
+ * the write-back merge and perfscript.csv.format_row share. */
+static void quoter_is_minimal_and_reads_back(void **state) {
+  (void)state;
+  static const char *const cases[][2] = {
+    {"plain", "plain"}, {"", ""}, {"a,b", "\"a,b\""}, {"say \"hi\"", "\"say \"\"hi\"\"\""},
+    {"\"", "\"\"\"\""}, {"two\nlines", "\"two\nlines\""}, {"cr\r", "\"cr\r\""},
+    {" spaced\t", " spaced\t"}, {"\"81920,4096\"", "\"\"\"81920,4096\"\"\""}};
+  char out[64];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    size_t len = strlen(cases[i][0]);
+    assert_int_equal(ps_csv_needs_quote(cases[i][0], len), strcmp(cases[i][0], cases[i][1]) != 0);
+    assert_true(PS_CSV_QUOTED_MAX(len) <= sizeof out);
+    size_t n = ps_csv_quote(out, cases[i][0], len);
+    assert_int_equal(n, strlen(cases[i][1]));
+    assert_memory_equal(out, cases[i][1], n);
+  }
+  const char *f[] = {"a", "b,c", "d\"e", ""};
+  size_t lens[] = {1, 3, 3, 0};
+  char row[128];
+  assert_true(ps_csv_row_max(lens, 4, "\r\n") <= sizeof row);
+  size_t n = ps_csv_format_row(row, f, lens, 4, "\r\n");
+  assert_int_equal(n, strlen("a,\"b,c\",\"d\"\"e\",\r\n"));
+  assert_memory_equal(row, "a,\"b,c\",\"d\"\"e\",\r\n", n);
+  /* a lone empty field is "" (Python writes it so; bare it would read back as no record) */
+  n = ps_csv_format_row(row, f + 3, lens + 3, 1, NULL);
+  assert_int_equal(n, 2);
+  assert_memory_equal(row, "\"\"", 2);
+  assert_int_equal(ps_csv_format_row(row, f, lens, 0, "\n"), 1);
+  /* a wide row through the writer reads back field for field */
+  char path[8300], err[600];
+  snprintf(path, sizeof path, "%s/wide.csv", test_dir());
+  unlink(path);
+  static char big[3][5000];
+  memset(big[0], 'x', 4999);
+  memset(big[1], '"', 4999);
+  memset(big[2], ',', 4999);
+  const char *wide[] = {big[0], big[1], big[2]};
+  ps_csv_writer w;
+  assert_int_equal(ps_csv_writer_open(&w, path, NULL, -1, err, sizeof err), 0);
+  write_row(&w, 3, wide);
+  write_row(&w, 1, f + 3);
+  assert_int_equal(ps_csv_writer_commit(&w, 0, err, sizeof err), PS_ATOMIC_CREATED);
+  ps_csv_reader *r = ps_csv_open(path, 0, err, sizeof err);
+  assert_non_null(r);
+  ps_csv_record rec;
+  assert_int_equal(ps_csv_next(r, &rec), 1);
+  assert_int_equal(rec.nfields, 3);
+  for (int i = 0; i < 3; i++) assert_string_equal(rec.fields[i], big[i]);
+  assert_int_equal(ps_csv_next(r, &rec), 1);
+  assert_int_equal(rec.nfields, 1);
+  assert_int_equal(rec.lens[0], 0);
+  assert_int_equal(ps_csv_next(r, &rec), 0);
+  ps_csv_close(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(minimal_quoting_round_trip),
+    cmocka_unit_test(quoter_is_minimal_and_reads_back),
     cmocka_unit_test(keeps_line_endings_and_bom),
     cmocka_unit_test(identical_content_is_not_rewritten),
     cmocka_unit_test(abort_leaves_original),

@@ -44,6 +44,9 @@ end
 
 function TestPyfmt:test_csv_minimal_quoting()
   lu.assertEquals(pyfmt.csv_line { "a", "b,c", 'd"e', "" }, 'a,"b,c","d""e",\r\n')
+  -- Python's csv.writer writes a lone empty field as "" (bare, it would read back as no row)
+  lu.assertEquals(pyfmt.csv_line { "" }, '""\r\n')
+  lu.assertEquals(pyfmt.csv_field(2.5), "2.5")
 end
 
 TestPylit = {}

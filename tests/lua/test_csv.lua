@@ -153,6 +153,40 @@ function TestWriter:test_bad_fields_and_paths()
   lu.assertStrContains(msg, "cannot create a temporary file")
 end
 
+function TestWriter:test_quote_and_format_row_are_the_writers()
+  lu.assertEquals(csv.quote("plain"), "plain")
+  lu.assertEquals(csv.quote('a,"b"'), '"a,""b"""')
+  lu.assertEquals(csv.quote("two\nlines"), '"two\nlines"')
+  lu.assertEquals(csv.quote(1.5), "1.5")
+  lu.assertEquals(csv.quote(true), "true")
+  lu.assertEquals(csv.format_row({ "a", "b,c", 'd"e', "", 7 }, "\r\n"), 'a,"b,c","d""e",,7\r\n')
+  lu.assertEquals(csv.format_row({ "" }), '""')
+  lu.assertEquals(csv.format_row({}), "")
+  lu.assertError(csv.format_row, "not a table")
+  -- what the writer writes, byte for byte
+  local rows = { { "x", 'q"q', "a,b" }, { "" }, { " sp ", "cr\r", "" } }
+  local p = dir .. "/same.csv"
+  local w = assert(csv.writer(p, { eol = "\n" }))
+  local want = {}
+  for _, r in ipairs(rows) do w:write(r); want[#want + 1] = csv.format_row(r, "\n") end
+  assert(w:commit())
+  lu.assertEquals(h.read(p), table.concat(want))
+end
+
+TestLfs = {}
+
+-- One check for every caller (db, microbench merge, trace loading): the C one in csvsniff.c.
+function TestLfs:test_is_lfs_pointer()
+  local ptr = "version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 9\n"
+  lu.assertTrue(csv.is_lfs_pointer(h.write(dir .. "/p.csv", ptr)))
+  lu.assertTrue(csv.is_lfs_pointer(h.write(dir .. "/pbom.csv", "\239\187\191" .. ptr)))
+  lu.assertFalse(csv.is_lfs_pointer(h.write(dir .. "/d.csv", "Name,Type\nadd,Add\n")))
+  lu.assertFalse(csv.is_lfs_pointer(h.write(dir .. "/e.csv", "")))
+  lu.assertFalse(csv.is_lfs_pointer(dir .. "/missing.csv"))
+  lu.assertIs(require("perfscript.microbench.schema").is_lfs_pointer, csv.is_lfs_pointer)
+  lu.assertError(csv.is_lfs_pointer)
+end
+
 TestFs = {}
 
 function TestFs:test_lock_and_atomic_write()

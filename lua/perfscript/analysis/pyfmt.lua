@@ -2,6 +2,8 @@
 -- original's (spec parsers_analysis.md section 9): repr of floats, round(x, n), format specs
 -- with thousands separators, padding counted in code points, and json.dump(indent=2).
 -- Lua integers stand for Python ints and Lua floats for Python floats, so `0` and `0.0` stay apart.
+local csv = require "perfscript.csv"
+
 local M = {}
 
 local INF = math.huge
@@ -183,18 +185,11 @@ function M.json(v)
 end
 
 ------------------------------------------------------------------------------------------------
--- CSV text as Python's csv module writes it (excel dialect, QUOTE_MINIMAL, "\r\n").
+-- CSV text as Python's csv module writes it (excel dialect, QUOTE_MINIMAL, "\r\n"): the
+-- quoter of perfscript.csv (src/csvwrite.c), which quotes the same way.
 
-function M.csv_field(s)
-  s = tostring(s)
-  if s:find('[,"\r\n]') then return '"' .. s:gsub('"', '""') .. '"' end
-  return s
-end
+M.csv_field = csv.quote
 
-function M.csv_line(fields)
-  local t = {}
-  for i = 1, #fields do t[i] = M.csv_field(fields[i]) end
-  return table.concat(t, ",") .. "\r\n"
-end
+function M.csv_line(fields) return csv.format_row(fields, "\r\n") end
 
 return M

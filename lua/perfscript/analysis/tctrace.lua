@@ -60,7 +60,7 @@ local function open_check(path)
   local size = f:seek("end")
   f:close()
   if head:find("^%s*$") then return nil, path .. ":1:1: empty file, not a JSON trace" end
-  if head:find("^version https://git%-lfs") then
+  if require("perfscript.csv").is_lfs_pointer(path) then
     return nil, path .. ": a Git LFS pointer, not a trace (fetch it with 'git lfs pull')"
   end
   return size

@@ -129,7 +129,7 @@ function M.write_report(path, results, say)
       local row = {}
       for i, c in ipairs(REPORT_COLS) do
         local v = tostring(r[c] == nil and "" or r[c])
-        row[i] = v:find('[,"\r\n]') and ('"' .. v:gsub('"', '""') .. '"') or v
+        row[i] = perf.csv.quote(v)
       end
       lines[#lines + 1] = table.concat(row, ",")
     end

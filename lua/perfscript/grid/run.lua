@@ -104,10 +104,7 @@ local function align(shapes, k)
   return shapes
 end
 
-local function csv_field(s)
-  if s:find('[,"\r\n]') then return '"' .. s:gsub('"', '""') .. '"' end
-  return s
-end
+local csv_field = perf.csv.quote
 
 -- Recursive *.csv list (without our temp files), sorted component-wise.
 function M.discover(dir)

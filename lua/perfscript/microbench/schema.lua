@@ -96,16 +96,7 @@ function M.migrate_columns(header)
   return cols, src
 end
 
-M.LFS_MAGIC = "version https://git-lfs.github.com/spec/"
-
--- True when the file is a Git LFS pointer (its first line starts with the magic).
-function M.is_lfs_pointer(path)
-  local f = io.open(path, "rb")
-  if not f then return false end
-  local head = f:read(#M.LFS_MAGIC + 3) or ""
-  f:close()
-  head = head:gsub("^\239\187\191", "")
-  return head:sub(1, #M.LFS_MAGIC) == M.LFS_MAGIC
-end
+-- True when the file is a Git LFS pointer (perfscript.csv's check, src/csvsniff.c).
+M.is_lfs_pointer = require("perfscript.csv").is_lfs_pointer
 
 return M
