@@ -1,4 +1,4 @@
-/* The write-back merge policy (src/merge.c) on small files: update, keep, prune, duplicates,
+/* The write-back merge policy (src/store/merge.c) on small files: update, keep, prune, duplicates,
  * gaps, append, and an unchanged file left alone. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 
 #include "atomicfile.h"
 #include "merge.h"
-#include "sig.h"
+#include "writeback_sig.h"
 #include "testutil.h"
 
 /* Add.csv columns: OP State, Input Shapes, Output Shapes, Average Duration(us),

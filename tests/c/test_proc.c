@@ -1,5 +1,5 @@
 /* Child processes: argv spawn, environment, cwd, output files, exit codes, timeouts and the
- * kill of a whole process group (src/proc.h). */
+ * kill of a whole process group (src/io/proc.h). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>

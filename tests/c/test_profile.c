@@ -14,7 +14,7 @@
 
 #include "profile.h"
 #include "num.h"
-#include "profkey.h"
+#include "import_key.h"
 
 static char dir[1024];
 

@@ -1,4 +1,4 @@
-/* Shape-cell grammar and dtype sizes (src/shape.h). */
+/* Shape-cell grammar and dtype sizes (src/schema/shape.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>

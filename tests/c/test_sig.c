@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "sig.h"
+#include "writeback_sig.h"
 
 static ps_sig *G;
 

@@ -6,14 +6,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "dbkey.h"
+#include "lookup_key.h"
 #include "table.h"
 #include "testutil.h"
 
 static const char *shapes(const char *cell, const char *formats, int n, unsigned flags) {
   static char out[256];
   char err[128];
-  long k = ps_dbkey_shapes(cell, strlen(cell), formats, formats ? strlen(formats) : 0, n, flags,
+  long k = ps_lookup_key_shapes(cell, strlen(cell), formats, formats ? strlen(formats) : 0, n, flags,
                            out, sizeof out, err, sizeof err);
   return k < 0 ? "ERR" : out;
 }
@@ -24,8 +24,8 @@ static void test_shape_keys(void **state) {
   assert_string_equal(shapes("\"128,4,128;12307,128,128;;2048,2048;\"", NULL, 0, 0),
                       "128,4,128;12307,128,128;2048,2048");
   assert_string_equal(shapes(" 1 , 2 ;();3", NULL, 0, 0), "1,2;();3");
-  assert_string_equal(shapes("1,128,4096;4096", NULL, 0, PS_DBKEY_STRIP1), "128,4096;4096");
-  assert_string_equal(shapes("1,128;1", NULL, 0, PS_DBKEY_STRIP1), "128;1");
+  assert_string_equal(shapes("1,128,4096;4096", NULL, 0, PS_LOOKUP_KEY_STRIP1), "128,4096;4096");
+  assert_string_equal(shapes("1,128;1", NULL, 0, PS_LOOKUP_KEY_STRIP1), "128;1");
   assert_string_equal(shapes("a;b;c", NULL, 2, 0), "ERR");
   assert_string_equal(shapes("1,2;3,4;5", NULL, 2, 0), "1,2;3,4");
   /* FRACTAL_NZ restore: BF16 [320,48,16,16] -> (5120,768); INT8 [48,448,16,32] -> (1536,7168) */
@@ -42,11 +42,11 @@ static void test_list_keys(void **state) {
   (void)state;
   char out[128];
   const char *cell = " DT_BF16; ;FLOAT;DT_UNDEFINED ";
-  assert_int_equal(ps_dbkey_list(cell, strlen(cell), 0, 0, out, sizeof out), 26);
+  assert_int_equal(ps_lookup_key_list(cell, strlen(cell), 0, 0, out, sizeof out), 26);
   assert_string_equal(out, "DT_BF16;FLOAT;DT_UNDEFINED");
-  ps_dbkey_list(cell, strlen(cell), 2, PS_DBKEY_FLOAT_GROUP, out, sizeof out);
+  ps_lookup_key_list(cell, strlen(cell), 2, PS_LOOKUP_KEY_FLOAT_GROUP, out, sizeof out);
   assert_string_equal(out, "FLOAT_GROUP;FLOAT_GROUP");
-  assert_int_equal(ps_dbkey_list(cell, strlen(cell), 0, 0, out, 5), -1);
+  assert_int_equal(ps_lookup_key_list(cell, strlen(cell), 0, 0, out, 5), -1);
 }
 
 static int key_inputs(ps_table *t, size_t row, ps_sid *key, void *ud) {
@@ -54,7 +54,7 @@ static int key_inputs(ps_table *t, size_t row, ps_sid *key, void *ud) {
   size_t len;
   const char *s = ps_table_str(t, ps_table_cell(t, row, 0), &len);
   char buf[256], err[64];
-  long n = ps_dbkey_shapes(s, len, NULL, 0, 0, 0, buf, sizeof buf, err, sizeof err);
+  long n = ps_lookup_key_shapes(s, len, NULL, 0, 0, 0, buf, sizeof buf, err, sizeof err);
   if (n < 0) return 0;
   key[0] = ps_table_intern(t, buf, (size_t)n);
   key[1] = ps_table_interned(t, ps_table_cell(t, row, 1));

@@ -1,4 +1,4 @@
--- One number parser and one valid-duration rule (src/num.c): every module that reads a cell
+-- One number parser and one valid-duration rule (src/schema/num.c): every module that reads a cell
 -- agrees with Python's float() and with the consumer's "finite and > 0".
 local lu = require "luaunit"
 local schema = require "perfscript.microbench.schema"

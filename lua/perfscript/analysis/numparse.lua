@@ -7,12 +7,12 @@ local function strip(s)
   return (s:gsub("^%s+", ""):gsub("%s+$", ""))
 end
 
--- Python float(text) (src/num.c, the one cell parser): surrounding whitespace, sign,
+-- Python float(text) (src/schema/num.c, the one cell parser): surrounding whitespace, sign,
 -- underscores between digits, exponent, nan/inf/infinity in any case; no hex. Returns a float
 -- or nil.
 M.float = require("perfscript.num").parse
 
--- Microsecond text -> integer nanoseconds: exact for decimals (src/num.c's us_to_ns,
+-- Microsecond text -> integer nanoseconds: exact for decimals (src/schema/num.c's us_to_ns,
 -- digits beyond the ns rounded half up); other forms Python's float() takes (exponents) go
 -- through a double. nil when unparseable or beyond int64.
 local us_to_ns_exact = require("perfscript.num").us_to_ns

@@ -186,7 +186,7 @@ end
 
 ------------------------------------------------------------------------------------------------
 -- CSV text as Python's csv module writes it (excel dialect, QUOTE_MINIMAL, "\r\n"): the
--- quoter of perfscript.csv (src/csvwrite.c), which quotes the same way.
+-- quoter of perfscript.csv (src/io/csvwrite.c), which quotes the same way.
 
 M.csv_field = csv.quote
 

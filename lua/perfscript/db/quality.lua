@@ -9,7 +9,7 @@ local analysis = require "perfscript.db.analysis"
 local Q = {}
 local D
 
--- Dtype spellings: perfscript.shape (src/shape.c) knows them and the consumer's; formats:
+-- Dtype spellings: perfscript.shape (src/schema/shape.c) knows them and the consumer's; formats:
 Q.FORMATS = {}
 for _, f in ipairs { "ND", "NULL", "FRACTAL_NZ", "NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z", "NCL", "NCDHW",
                      "NDHWC", "FORMAT_ND", "ND_RNN_BIAS", "FRACTAL_NZ_C0_16", "FRACTAL_NZ_C0_32" } do

@@ -13,7 +13,7 @@ M.PROF_STD = "Profiling Std Duration(us)"
 M.EP_SIZE = "EP Size"
 M.DFC = "DispatchFFNCombine"
 
--- the 25 counters, in column order: the one list in C (src/counters.c)
+-- the 25 counters, in column order: the one list in C (src/schema/counters.c)
 M.METRICS = require("perfscript.profile").metrics
 
 function M.mb_col(metric) return "MicroBench " .. metric end
@@ -35,7 +35,7 @@ local trim = require("perfscript.path").trim
 M.trim = trim
 
 -- parse_float: trimmed float (Python float()); empty or unparsable gives 0.0; "nan" and "inf"
--- parse. The parser and the valid-duration rule are src/num.c's.
+-- parse. The parser and the valid-duration rule are src/schema/num.c's.
 local num = require "perfscript.num"
 M.parse_float = num.or_zero
 
@@ -96,7 +96,7 @@ function M.migrate_columns(header)
   return cols, src
 end
 
--- True when the file is a Git LFS pointer (perfscript.csv's check, src/csvsniff.c).
+-- True when the file is a Git LFS pointer (perfscript.csv's check, src/io/csvsniff.c).
 M.is_lfs_pointer = require("perfscript.csv").is_lfs_pointer
 
 return M

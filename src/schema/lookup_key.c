@@ -1,4 +1,4 @@
-#include "dbkey.h"
+#include "lookup_key.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@ static void unquote(const char **s, size_t *len) {
   trim(s, len);
 }
 
-int ps_dbkey_split_list(const char *s, size_t len, const char **parts, size_t *lens, int max) {
+int ps_lookup_key_split_list(const char *s, size_t len, const char **parts, size_t *lens, int max) {
   unquote(&s, &len);
   int n = 0;
   const char *p = s, *end = s + len;
@@ -58,24 +58,24 @@ static int parse_int(const char *p, size_t len, int64_t *v) {
   return 1;
 }
 
-int ps_dbkey_parse_shapes(const char *s, size_t len, ps_dbkey_shape *out, int max,
+int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *out, int max,
                           char *err, size_t errsize) {
-  const char *parts[PS_DBKEY_MAXSLOTS];
-  size_t lens[PS_DBKEY_MAXSLOTS];
-  int n = ps_dbkey_split_list(s, len, parts, lens, PS_DBKEY_MAXSLOTS);
+  const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
+  size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
+  int n = ps_lookup_key_split_list(s, len, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
   if (n > max) n = max;
   for (int i = 0; i < n; i++) {
     const char *p = parts[i];
     size_t plen = lens[i];
-    ps_dbkey_shape *sh = &out[i];
+    ps_lookup_key_shape *sh = &out[i];
     if (plen == 2 && p[0] == '(' && p[1] == ')') { sh->rank = -1; continue; }
     sh->rank = 0;
     const char *q = p, *end = p + plen;
     while (q <= end) {
       const char *c = memchr(q, ',', (size_t)(end - q));
       if (c == NULL) c = end;
-      if (sh->rank >= PS_DBKEY_MAXRANK) {
-        snprintf(err, errsize, "slot %d has more than %d dimensions", i + 1, PS_DBKEY_MAXRANK);
+      if (sh->rank >= PS_LOOKUP_KEY_MAXRANK) {
+        snprintf(err, errsize, "slot %d has more than %d dimensions", i + 1, PS_LOOKUP_KEY_MAXRANK);
         return -1;
       }
       if (!parse_int(q, (size_t)(c - q), &sh->dims[sh->rank])) {
@@ -90,7 +90,7 @@ int ps_dbkey_parse_shapes(const char *s, size_t len, ps_dbkey_shape *out, int ma
   return n;
 }
 
-void ps_dbkey_nz_restore(ps_dbkey_shape *sh) {
+void ps_lookup_key_nz_restore(ps_lookup_key_shape *sh) {
   if (sh->rank < 4) return;
   int r = sh->rank;
   int64_t h = sh->dims[r - 4], w = sh->dims[r - 3], bh = sh->dims[r - 2], bw = sh->dims[r - 1];
@@ -116,17 +116,17 @@ static void put_int(outbuf *b, int64_t v) {
   put(b, p, (size_t)(num + sizeof num - p));
 }
 
-long ps_dbkey_list(const char *s, size_t len, int n, unsigned flags, char *out, size_t cap) {
-  const char *parts[PS_DBKEY_MAXSLOTS];
-  size_t lens[PS_DBKEY_MAXSLOTS];
-  int k = ps_dbkey_split_list(s, len, parts, lens, PS_DBKEY_MAXSLOTS);
+long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *out, size_t cap) {
+  const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
+  size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
+  int k = ps_lookup_key_split_list(s, len, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
   if (n > 0 && k > n) k = n;
   outbuf b = { out, 0, cap, 0 };
   if (cap == 0) return -1;
   out[0] = '\0';
   for (int i = 0; i < k; i++) {
     if (i) put(&b, ";", 1);
-    if ((flags & PS_DBKEY_FLOAT_GROUP) &&
+    if ((flags & PS_LOOKUP_KEY_FLOAT_GROUP) &&
         ((lens[i] == 7 && memcmp(parts[i], "DT_BF16", 7) == 0) ||
          (lens[i] == 5 && memcmp(parts[i], "FLOAT", 5) == 0)))
       put(&b, "FLOAT_GROUP", 11);
@@ -136,18 +136,18 @@ long ps_dbkey_list(const char *s, size_t len, int n, unsigned flags, char *out, 
   return b.over ? -1 : (long)b.len;
 }
 
-long ps_dbkey_shapes(const char *s, size_t len, const char *formats, size_t flen, int n,
+long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t flen, int n,
                      unsigned flags, char *out, size_t cap, char *err, size_t errsize) {
-  ps_dbkey_shape sh[PS_DBKEY_MAXSLOTS];
-  int k = ps_dbkey_parse_shapes(s, len, sh, PS_DBKEY_MAXSLOTS, err, errsize);
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  int k = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, errsize);
   if (k < 0) return -1;
   if (n > 0 && k > n) k = n;
   if (formats) {
-    const char *parts[PS_DBKEY_MAXSLOTS];
-    size_t lens[PS_DBKEY_MAXSLOTS];
-    int nf = ps_dbkey_split_list(formats, flen, parts, lens, PS_DBKEY_MAXSLOTS);
+    const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
+    size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
+    int nf = ps_lookup_key_split_list(formats, flen, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
     for (int i = 0; i < k && i < nf; i++)
-      if (lens[i] == 10 && memcmp(parts[i], "FRACTAL_NZ", 10) == 0) ps_dbkey_nz_restore(&sh[i]);
+      if (lens[i] == 10 && memcmp(parts[i], "FRACTAL_NZ", 10) == 0) ps_lookup_key_nz_restore(&sh[i]);
   }
   outbuf b = { out, 0, cap, 0 };
   if (cap == 0) return -1;
@@ -156,7 +156,7 @@ long ps_dbkey_shapes(const char *s, size_t len, const char *formats, size_t flen
     if (i) put(&b, ";", 1);
     if (sh[i].rank < 0) { put(&b, "()", 2); continue; }
     int first = 0;
-    if ((flags & PS_DBKEY_STRIP1) && sh[i].rank > 1 && sh[i].dims[0] == 1) first = 1;
+    if ((flags & PS_LOOKUP_KEY_STRIP1) && sh[i].rank > 1 && sh[i].dims[0] == 1) first = 1;
     for (int d = first; d < sh[i].rank; d++) {
       if (d > first) put(&b, ",", 1);
       put_int(&b, sh[i].dims[d]);

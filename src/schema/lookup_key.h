@@ -7,44 +7,44 @@
  * Options mirror what the consumer does before it compares shapes: FRACTAL_NZ restore by the
  * format at the same (compacted) index, dropping one leading 1 of rank > 1 (batch_strip),
  * truncation to the first n slots (tc_input_count), and the relaxed FLOAT group of dtypes. */
-#ifndef PS_DBKEY_H
-#define PS_DBKEY_H
+#ifndef PS_LOOKUP_KEY_H
+#define PS_LOOKUP_KEY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define PS_DBKEY_MAXSLOTS 64
-#define PS_DBKEY_MAXRANK 16
+#define PS_LOOKUP_KEY_MAXSLOTS 64
+#define PS_LOOKUP_KEY_MAXRANK 16
 
 enum {
-  PS_DBKEY_STRIP1 = 1,       /* shapes: drop one leading 1 when rank > 1 */
-  PS_DBKEY_FLOAT_GROUP = 2,  /* lists: DT_BF16 and FLOAT compare as one "FLOAT_GROUP" */
+  PS_LOOKUP_KEY_STRIP1 = 1,       /* shapes: drop one leading 1 when rank > 1 */
+  PS_LOOKUP_KEY_FLOAT_GROUP = 2,  /* lists: DT_BF16 and FLOAT compare as one "FLOAT_GROUP" */
 };
 
-typedef struct ps_dbkey_shape {
+typedef struct ps_lookup_key_shape {
   int rank;                  /* -1: the scalar "()" */
-  int64_t dims[PS_DBKEY_MAXRANK];
-} ps_dbkey_shape;
+  int64_t dims[PS_LOOKUP_KEY_MAXRANK];
+} ps_lookup_key_shape;
 
 /* Parses a shape cell into at most max slots (empty slots dropped). Returns the slot count, or
  * -1 with a reason in err (non-integer dimension, too many slots or dimensions). */
-int ps_dbkey_parse_shapes(const char *s, size_t len, ps_dbkey_shape *out, int max,
+int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *out, int max,
                           char *err, size_t errsize);
 
 /* Splits a list cell into parts (empty parts dropped); returns the part count. Each part is a
  * (pointer, length) pair into s. */
-int ps_dbkey_split_list(const char *s, size_t len, const char **parts, size_t *lens, int max);
+int ps_lookup_key_split_list(const char *s, size_t len, const char **parts, size_t *lens, int max);
 
 /* FRACTAL_NZ restore: [..., H, W, bh, bw] becomes (..., H*bw, W*bh); rank < 4 unchanged. */
-void ps_dbkey_nz_restore(ps_dbkey_shape *sh);
+void ps_lookup_key_nz_restore(ps_lookup_key_shape *sh);
 
 /* Canonical text of a list cell into out (NUL-terminated); returns its length or -1 if it does
  * not fit. n > 0 keeps only the first n parts. */
-long ps_dbkey_list(const char *s, size_t len, int n, unsigned flags, char *out, size_t cap);
+long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *out, size_t cap);
 
 /* Canonical text of a shape cell, with formats (may be NULL) for the FRACTAL_NZ restore.
  * Returns the length, or -1 with a reason in err (malformed cell or too long). */
-long ps_dbkey_shapes(const char *s, size_t len, const char *formats, size_t flen, int n,
+long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t flen, int n,
                      unsigned flags, char *out, size_t cap, char *err, size_t errsize);
 
 #endif

@@ -9,7 +9,7 @@
 #include "csvread.h"
 #include "grow.h"
 #include "num.h"
-#include "sig.h"
+#include "writeback_sig.h"
 #include "u64map.h"
 
 typedef struct gkey { char *key; size_t len; } gkey;

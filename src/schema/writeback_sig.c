@@ -1,5 +1,5 @@
-/* Row signatures (spec replay_and_update.md section 2); see sig.h. */
-#include "sig.h"
+/* Row signatures (spec replay_and_update.md section 2); see writeback_sig.h. */
+#include "writeback_sig.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Streaming aggregation of msprof op_summary_*.csv rows for the microbench write-back (spec
  * replay_and_update.md section 8, defects fixed): rows are grouped by (OP Type, signature with
- * the op type as op name, sig.h); per group the first row's descriptive cells, the count, the
+ * the op type as op name, writeback_sig.h); per group the first row's descriptive cells, the count, the
  * minimum of the VALID durations (finite and > 0; a blank never wins) and the mean of each of
  * the 25 counters over its valid samples only. Memory grows with the number of groups. */
 #ifndef PS_OPSUM_H
@@ -23,7 +23,7 @@ typedef struct ps_opsum_group {
   double min;                        /* minimum valid duration (meaningful when nvalid > 0) */
   double sums[PS_NCOUNTERS];
   uint64_t counts[PS_NCOUNTERS];
-  uint64_t hash;                     /* the signature hash (sig.h) with op as the op name */
+  uint64_t hash;                     /* the signature hash (writeback_sig.h) with op as the op name */
 } ps_opsum_group;
 
 typedef struct ps_opsum ps_opsum;

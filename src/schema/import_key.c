@@ -1,4 +1,4 @@
-#include "profkey.h"
+#include "import_key.h"
 
 #include <stdlib.h>
 #include <string.h>

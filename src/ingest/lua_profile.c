@@ -8,7 +8,7 @@
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
  *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
- *       -> key, hash (the import's group key, profkey.h; a group's is g.import_key) */
+ *       -> key, hash (the import's group key, import_key.h; a group's is g.import_key) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@
 
 #include "num.h"
 #include "profile.h"
-#include "profkey.h"
+#include "import_key.h"
 #include "csvwrite.h"
 
 int luaopen_perfscript_num(lua_State *L);

@@ -14,7 +14,7 @@
  *   ix:find(k1, ..., kn) -> {rows}, ix:find_keys({k1, ...}, last) -> {rows},
  *   ix:ngroups(), ix:group(g) -> size, first, k1, ..., kn,
  *   ix:groups(min) -> {{rows}...}, ix:skipped() -> {rows}
- * Rows and columns are 1-based. Keys are canonical texts (src/dbkey.h). */
+ * Rows and columns are 1-based. Keys are canonical texts (src/schema/lookup_key.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "dbkey.h"
+#include "lookup_key.h"
 #include "luabind.h"
 #include "table.h"
 
@@ -247,8 +247,8 @@ static void parse_component(lua_State *L, ps_table *t, int i, component *c, int 
   lua_pop(L, 1);
   if (c->n < 0 || c->n > 63) luaL_error(L, "key slot count n must be 0..63");
   c->flags = 0;
-  if (lua_getfield(L, i, "strip1"), lua_toboolean(L, -1)) c->flags |= PS_DBKEY_STRIP1;
-  if (lua_getfield(L, i, "float_group"), lua_toboolean(L, -1)) c->flags |= PS_DBKEY_FLOAT_GROUP;
+  if (lua_getfield(L, i, "strip1"), lua_toboolean(L, -1)) c->flags |= PS_LOOKUP_KEY_STRIP1;
+  if (lua_getfield(L, i, "float_group"), lua_toboolean(L, -1)) c->flags |= PS_LOOKUP_KEY_FLOAT_GROUP;
   lua_pop(L, 2);
 }
 
@@ -256,12 +256,12 @@ static void parse_component(lua_State *L, ps_table *t, int i, component *c, int 
 static long canon(const component *c, const char *s, size_t len, const char *f, size_t flen,
                   char *buf, char *err, size_t errsize) {
   if (c->kind == K_LIST) {
-    long n = ps_dbkey_list(s, len, c->n, c->flags, buf, KEYBUF);
+    long n = ps_lookup_key_list(s, len, c->n, c->flags, buf, KEYBUF);
     if (n < 0) snprintf(err, errsize, "cell too long");
     return n;
   }
   if (c->kind == K_SHAPES)
-    return ps_dbkey_shapes(s, len, f, flen, c->n, c->flags, buf, KEYBUF, err, errsize);
+    return ps_lookup_key_shapes(s, len, f, flen, c->n, c->flags, buf, KEYBUF, err, errsize);
   if (len >= KEYBUF) { snprintf(err, errsize, "cell too long"); return -1; }
   memcpy(buf, s, len);
   buf[len] = '\0';
@@ -357,16 +357,16 @@ static int t_key(lua_State *L) {
 /* Parses shapes text (FRACTAL_NZ restored by formats when f is not NULL) and pushes
  * {{d, ...}, {scalar = true}, ...}; or pushes nil, why. Returns the count pushed. */
 static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, size_t flen) {
-  ps_dbkey_shape sh[PS_DBKEY_MAXSLOTS];
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
   char err[256];
-  int n = ps_dbkey_parse_shapes(s, len, sh, PS_DBKEY_MAXSLOTS, err, sizeof err);
+  int n = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
   if (n < 0) return ps_fail(L, err);
   if (f) {
-    const char *parts[PS_DBKEY_MAXSLOTS];
-    size_t lens[PS_DBKEY_MAXSLOTS];
-    int nf = ps_dbkey_split_list(f, flen, parts, lens, PS_DBKEY_MAXSLOTS);
+    const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
+    size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
+    int nf = ps_lookup_key_split_list(f, flen, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
     for (int i = 0; i < n && i < nf; i++)
-      if (lens[i] == 10 && memcmp(parts[i], "FRACTAL_NZ", 10) == 0) ps_dbkey_nz_restore(&sh[i]);
+      if (lens[i] == 10 && memcmp(parts[i], "FRACTAL_NZ", 10) == 0) ps_lookup_key_nz_restore(&sh[i]);
   }
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
@@ -480,7 +480,7 @@ static int t_shapes_key(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_Integer n = luaL_checkinteger(L, 3);
   lua_Integer k = (lua_Integer)lua_rawlen(L, 2);
-  if (k < 1 || k > PS_DBKEY_MAXSLOTS) { lua_pushboolean(L, 0); return 1; }
+  if (k < 1 || k > PS_LOOKUP_KEY_MAXSLOTS) { lua_pushboolean(L, 0); return 1; }
   if (n > 0 && k > n) k = n;
   /* at most 64 slots of 16 dimensions of 19 characters: well inside KEYBUF */
   if (u->keybuf == NULL && (u->keybuf = malloc(KEYBUF)) == NULL) return luaL_error(L, "out of memory");
@@ -500,8 +500,8 @@ static int t_shapes_key(lua_State *L) {
       continue;
     }
     lua_Integer rank = (lua_Integer)lua_rawlen(L, slot);
-    if (rank < 1 || rank > PS_DBKEY_MAXRANK) { lua_pushboolean(L, 0); return 1; }
-    int64_t dims[PS_DBKEY_MAXRANK];
+    if (rank < 1 || rank > PS_LOOKUP_KEY_MAXRANK) { lua_pushboolean(L, 0); return 1; }
+    int64_t dims[PS_LOOKUP_KEY_MAXRANK];
     for (lua_Integer d = 1; d <= rank; d++) {
       int isint = lua_rawgeti(L, slot, d) == LUA_TNUMBER && lua_isinteger(L, -1);
       lua_Integer v = isint ? lua_tointeger(L, -1) : 0;
@@ -531,7 +531,7 @@ static int t_shapes_label(lua_State *L) {
   luaL_buffinit(L, &b);
   for (lua_Integer i = 1; i <= k; i++) {
     /* read the slot below the buffer's top: push, copy what is needed, pop before adding */
-    char slot[PS_DBKEY_MAXRANK * 24 + 4];
+    char slot[PS_LOOKUP_KEY_MAXRANK * 24 + 4];
     size_t len = 0;
     int t = lua_rawgeti(L, 2, i);
     if (t != LUA_TTABLE) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
@@ -540,7 +540,7 @@ static int t_shapes_label(lua_State *L) {
     int scalar = lua_toboolean(L, -1);
     lua_pop(L, 1);
     lua_Integer rank = scalar ? 0 : (lua_Integer)lua_rawlen(L, idx);
-    if (rank > PS_DBKEY_MAXRANK) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
+    if (rank > PS_LOOKUP_KEY_MAXRANK) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
     slot[len++] = '(';
     for (lua_Integer d = 1; d <= rank; d++) {
       int isint = lua_rawgeti(L, idx, d) == LUA_TNUMBER && lua_isinteger(L, -1);

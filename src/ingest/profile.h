@@ -1,7 +1,7 @@
 /* Streaming aggregation of profiler kernel tables (torch_npu kernel_details*.csv and msprof
  * op_summary_*.csv) into per-kernel statistics.
  *
- * One pass per file, one record at a time: a row is keyed by the import key (profkey.h: the
+ * One pass per file, one record at a time: a row is keyed by the import key (import_key.h: the
  * kernel type and the shape, dtype and format cells as the export wrote them) through a hash
  * table of groups. Per group we keep the count,
  * the running sum (the mean is sum / count, in row order, as the original), the durations
@@ -84,7 +84,7 @@ size_t ps_profile_ngroups(const ps_profile *p);
 
 typedef struct ps_profile_group_info {
   const char *cells[PS_PC_NCELLS];  /* NUL-terminated, trimmed */
-  const char *key;                  /* the import key (profkey.h) */
+  const char *key;                  /* the import key (import_key.h) */
   size_t keylen;
   uint64_t hash;                    /* its XXH3-128, low 64 bits */
   uint64_t count;

@@ -11,7 +11,7 @@
 #include "csvwrite.h"
 #include "grow.h"
 #include "num.h"
-#include "sig.h"
+#include "writeback_sig.h"
 #include "text.h"
 #include "u64map.h"
 

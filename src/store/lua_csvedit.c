@@ -23,7 +23,7 @@
 #include "csvwrite.h"
 #include "luabind.h"
 #include "merge.h"
-#include "sig.h"
+#include "writeback_sig.h"
 
 typedef struct ctx {
   ps_csv_reader *r;
@@ -195,7 +195,7 @@ fail:
   return ps_fail(L, err);
 }
 
-/* ---- csvedit.merge: the write-back merge policy (src/merge.c) ----------------------------
+/* ---- csvedit.merge: the write-back merge policy (src/store/merge.c) ----------------------------
  *   csvedit.merge(path, {
  *     op = stem, ep_default = "8" | nil,   the file's op name; EP Size when it has no column
  *     header = {...}, map = {...},         output columns and their source columns (1-based)

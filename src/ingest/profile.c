@@ -14,7 +14,7 @@
 #include "csvread.h"
 #include "csvscan.h"
 #include "num.h"
-#include "profkey.h"
+#include "import_key.h"
 #include "text.h"
 
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */

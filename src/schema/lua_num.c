@@ -1,4 +1,4 @@
-/* perfscript.num: the cell number parser and the valid-duration rule (src/num.c).
+/* perfscript.num: the cell number parser and the valid-duration rule (src/schema/num.c).
  *   num.parse(s) -> number or nil      Python float(s); a number is returned as a float
  *   num.finite(s) -> number or nil     parse, nil for nan and inf too
  *   num.or_zero(s) -> number           parse, 0.0 when empty or not a number

@@ -12,7 +12,7 @@
 #include "counters.h"
 
 /* Columns of the existing file the policy reads (0-based source columns, -1 when absent):
- * the signature's columns in ps_sig_columns order (sig.h), then the two durations. */
+ * the signature's columns in ps_sig_columns order (writeback_sig.h), then the two durations. */
 enum {
   PS_MERGE_OP_TYPE, PS_MERGE_OP_STATE, PS_MERGE_IN_SHAPES, PS_MERGE_IN_DTYPES,
   PS_MERGE_IN_FORMATS, PS_MERGE_OUT_SHAPES, PS_MERGE_OUT_DTYPES, PS_MERGE_EP_SIZE,
@@ -33,7 +33,7 @@ typedef struct ps_merge_value {
 
 /* The incoming measurement of one signature. The strings must outlive the merge. */
 typedef struct ps_merge_update {
-  uint64_t hash;          /* the write-back signature hash (sig.h) */
+  uint64_t hash;          /* the write-back signature hash (writeback_sig.h) */
   const char *mb;         /* the new duration text, or NULL (nothing to write) */
   size_t mblen;
   int record;             /* a row to merge (1) or a match-only profiling row (0) */

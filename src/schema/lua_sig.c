@@ -1,4 +1,4 @@
-/* perfscript.sig: row signatures for Lua (rules in sig.h).
+/* perfscript.sig: row signatures for Lua (rules in writeback_sig.h).
  *   sig.row(row [, op_name]) -> text, hash      row: {["Input Shapes"] = ..., ...}
  *   sig.tuple(row [, op_name]) -> {f1, ..., f5[, ep]}, matmul_canonical (bool)
  *   sig.columns(header) -> cols     header: array of column names (a CSV header)
@@ -28,7 +28,7 @@
 #include "csvread.h"
 #include "grow.h"
 #include "num.h"
-#include "sig.h"
+#include "writeback_sig.h"
 #include "u64map.h"
 
 #define SIG_STATE "perfscript.sig.state"
@@ -177,7 +177,7 @@ static int l_display(lua_State *L) {
   return 1;
 }
 
-/* A valid duration (src/num.c: finite and > 0, the consumer's rule). */
+/* A valid duration (src/schema/num.c: finite and > 0, the consumer's rule). */
 static int is_real(const char *s) { return ps_num_duration_cell(s, strlen(s)); }
 
 /* Signature hash -> (first row, count): a u64map from the hash to an index into sigs. */
