@@ -1,4 +1,5 @@
-/* The import's group key of a profiler row: what the export wrote. It is the kernel type
+/* The import's group key (one of the three row identities, docs/database.md) of a profiler
+ * row: what the export wrote. It is the kernel type
  * and the Input Shapes, Input Data Types, Input Formats, Output Shapes and Output Data Types
  * cells, each trimmed of whitespace and surrounding quotes (ps_shape_strip) and otherwise
  * taken as they are. Rows with equal keys are one kernel and become one database row.

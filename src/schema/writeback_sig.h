@@ -1,5 +1,6 @@
-/* Row signatures: when two rows (database row, op_summary row, generated row) describe the
- * same operator case. Exactly the normalisation of spec replay_and_update.md section 2:
+/* The write-back signature (one of the three row identities, docs/database.md): when two rows
+ * (database row, op_summary row, generated row) describe the same operator case, so that a
+ * replay result finds its database row. Lua: perfscript.sig. The normalisation:
  *   - the op name: explicit name, else `OP Type`, else `OP State`; stripped of whitespace and
  *     `"`; one suffix `_run.py`, `_run` or `.csv` removed;
  *   - generic tuple (input shapes, input dtypes, input formats, output shapes, output dtypes):
