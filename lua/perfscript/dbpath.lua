@@ -1,9 +1,9 @@
 -- perfscript.dbpath: where a database lives.
 --   <root>/<DEVICE>/vllm_ascend/vllm<V>_torch<T>_cann<C>/<KernelType>.csv
--- The rules follow the original's `common.py` (device list, version check, directory name).
--- Unlike the original we do not guess versions from installed Python packages: a run names
--- its database with --database-path, or with the three versions (a wrong guess would mix
--- measurements of different stacks in one directory).
+-- The rules (docs/rules.md, Database paths) follow the Python original's `common.py` (device
+-- list, version check, directory name). Unlike the original we do not guess versions from
+-- installed Python packages: a run names its database with --database-path, or with the
+-- three versions (a wrong guess would mix measurements of different stacks in one directory).
 --
 --   local dbpath = require "perfscript.dbpath"
 --   dbpath.add_options(parser)            -- the flags, on a lua-argparse parser

@@ -408,7 +408,7 @@ local function wrapped(s)
 end
 
 -- Compiles a shape template "(tokens, D*2)" / "M,K" / "(N,)" / "()" into f(vars) -> {dims}.
--- Only one matching outer pair of parentheses is removed (the original stripped every
+-- Only one matching outer pair of parentheses is removed (the Python original stripped every
 -- leading "(" and trailing ")", which broke "((a+b), b)" and "(a, max(1, b))").
 function M.shape(text, ctx)
   local s = text:match("^%s*(.-)%s*$")

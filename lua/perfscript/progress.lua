@@ -10,7 +10,7 @@ Bar.__index = Bar
 
 local WIDTH = 30
 
--- The bar text of the original tools: "[####------]".
+-- The bar text of the Python tools perfscript replaces: "[####------]".
 function M.render(current, total, width)
   width = width or WIDTH
   if total <= 0 then return "[" .. string.rep("-", width) .. "]" end

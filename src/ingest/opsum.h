@@ -1,8 +1,9 @@
-/* Streaming aggregation of msprof op_summary_*.csv rows for the microbench write-back (spec
- * replay_and_update.md section 8, defects fixed): rows are grouped by (OP Type, signature with
- * the op type as op name, writeback_sig.h); per group the first row's descriptive cells, the count, the
- * minimum of the VALID durations (finite and > 0; a blank never wins) and the mean of each of
- * the 25 counters over its valid samples only. Memory grows with the number of groups. */
+/* Streaming aggregation of msprof op_summary_*.csv rows for the microbench write-back
+ * (docs/rules.md, Write-back; the Python original's defects fixed): rows are grouped by (OP
+ * Type, signature with the op type as op name, writeback_sig.h); per group the first row's
+ * descriptive cells, the count, the minimum of the VALID durations (finite and > 0; a blank
+ * never wins) and the mean of each of the 25 counters over its valid samples only. Memory grows
+ * with the number of groups. */
 #ifndef PS_OPSUM_H
 #define PS_OPSUM_H
 

@@ -301,7 +301,7 @@ static int missing_columns(const char *path, int *col, char *err, size_t errsize
     for (int c = 0; c < C_METRIC0; c++)
       if (strcmp(column_names[c], ps_profile_required[i]) == 0 && col[c] < 0) miss[n++] = column_names[c];
   if (n == 0) return 0;
-  /* sorted, as the original reports them */
+  /* sorted, as the Python original reported them */
   for (size_t i = 1; i < n; i++)
     for (size_t j = i; j > 0 && strcmp(miss[j - 1], miss[j]) > 0; j--) {
       const char *t = miss[j];

@@ -3,16 +3,16 @@
  *
  * One pass per file, one record at a time: a row is keyed by the import key (import_key.h: the
  * kernel type and the shape, dtype and format cells as the export wrote them) through a hash
- * table of groups. Per group we keep the count,
- * the running sum (the mean is sum / count, in row order, as the original), the durations
- * (8 bytes per row, for the exact median and a two-pass standard deviation), per-counter sums
- * and counts of the valid values, the first and last start time as int64 nanoseconds, and
- * the first non-empty descriptive cells. Everything else is bounded by the number of groups.
+ * table of groups (docs/rules.md, Import). Per group we keep the count, the running sum (the
+ * mean is sum / count, in row order, as the Python original did), the durations (8 bytes per
+ * row, for the exact median and a two-pass standard deviation), per-counter sums and counts of
+ * the valid values, the first and last start time as int64 nanoseconds, and the first
+ * non-empty descriptive cells. Everything else is bounded by the number of groups.
  *
  * Rows are skipped, and counted by reason, when: the shapes are `N/A` (ops launched around
- * the graph engine), the Input Shapes have no dims at all (`""`, `";"`), the type is empty, the duration is not a finite number, or the row is an
- * exact duplicate of an earlier row of the same file (same Task ID, Stream ID, Device_id and
- * start time). */
+ * the graph engine), the Input Shapes have no dims at all (`""`, `";"`), the type is empty, the
+ * duration is not a finite number, or the row is an exact duplicate of an earlier row of the
+ * same file (same Task ID, Stream ID, Device_id and start time). */
 #ifndef PS_PROFILE_H
 #define PS_PROFILE_H
 
@@ -104,7 +104,7 @@ typedef struct ps_profile_group_info {
  * FIA position are filled. Returns 0, or -1 when i is out of range. */
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info);
 
-/* Canonical kernel type: whitespace trimmed, then the original's renaming table
+/* Canonical kernel type: whitespace trimmed, then the renaming table of docs/rules.md, Import
  * (split_qkv_rmsnorm_rope_kernel_0 -> split_qkv_rmsnorm_rope_kernel, ...). Returns a pointer
  * into s or to a static string. */
 const char *ps_profile_kernel_type(const char *s, size_t *len);

@@ -5,8 +5,8 @@
  * An event's members come as text: strings verbatim, numbers exactly as written (a `ts` of
  * `1736412474714258.990` keeps all its digits, whether written as a number or a string),
  * true/false as `True`/`False`, null as an absent value; arrays and objects as their Python
- * repr (`[1, 2]`, `{'a': 'b'}`), the form the original tools wrote. The members of `args`
- * are given separately, in the same forms.
+ * repr (`[1, 2]`, `{'a': 'b'}`), the form the Python tools perfscript replaces wrote. The
+ * members of `args` are given separately, in the same forms.
  *
  * An export interrupted between two events (no closing `]`) reads as complete, with
  * ps_trace_truncated() set; a file cut inside an event is an error. */

@@ -4,7 +4,7 @@
  * cells, each trimmed of whitespace and surrounding quotes (ps_shape_strip) and otherwise
  * taken as they are. Rows with equal keys are one kernel and become one database row.
  *
- * This is not the write-back signature (perfscript.sig, spec replay_and_update section 2):
+ * This is not the write-back signature (perfscript.sig, docs/rules.md, Write-back signature):
  * that one canonicalises slots and, for the MatMul family, ignores inputs after the second,
  * so that a replayed kernel finds its database row. Grouping by it merged distinct kernels
  * (a MatMulV2 with a bias and one without). Dtypes stay in the key: a BOOL to FLOAT Cast and

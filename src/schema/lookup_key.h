@@ -1,5 +1,5 @@
 /* The consumer's lookup key (one of the three row identities, docs/database.md): the database
- * consumer's view of signature cells (spec database_consumer.md 1.4), as canonical
+ * consumer's view of signature cells (docs/database.md, Columns), as canonical
  * text so that equal views compare equal as strings and can be hashed:
  *   - a list cell (dtypes, formats): outer quotes and blanks stripped, split on ';', each part
  *     trimmed and unquoted, EMPTY parts dropped (placeholders such as NULL and DT_UNDEFINED kept);

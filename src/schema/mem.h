@@ -1,7 +1,7 @@
-/* Memory estimate of shape-grid rows (grid_generator spec section 5, with the original's
- * slot shift fixed: every slot is sized with its own dtype). Element sizes and tensor bytes
- * come from shape.h (ps_dtype_bytes, ps_shape_nbytes); this adds the row sum and the
- * human-readable figure. */
+/* Memory estimate of shape-grid rows (docs/rules.md, Shape grids: the memory filter), with the
+ * Python original's slot shift fixed: every slot is sized with its own dtype. Element sizes and
+ * tensor bytes come from shape.h (ps_dtype_bytes, ps_shape_nbytes); this adds the row sum and
+ * the human-readable figure. */
 #ifndef PS_MEM_H
 #define PS_MEM_H
 

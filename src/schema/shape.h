@@ -55,7 +55,7 @@ static inline const int64_t *ps_shape_slot(const ps_shape *s, size_t i) {
  * `s.strip().strip('"')`). Moves *p and returns the new length. */
 size_t ps_shape_strip(const char **p, size_t len);
 
-/* Normalises one slot's text (spec replay_and_update 2.2): trim, strip quotes, trim; the
+/* Normalises one slot's text (docs/rules.md, Write-back signature): trim, strip quotes, trim; the
  * empty tokens give ""; drop one pair of surrounding parentheses; dims separated by runs of
  * commas and whitespace are joined by `,`. Brackets and other text are kept as they are.
  * out must hold len + 1 bytes (the result is never longer); returns the result length. */
@@ -76,7 +76,7 @@ int ps_dtype_bytes(const char *name, size_t len);
 /* Whether a dtype name (trimmed, case-insensitive) is one of the known spellings. */
 int ps_dtype_known(const char *name, size_t len);
 
-/* The spelling the database consumer (TensorCast's reader, spec database_consumer.md 1.4)
+/* The spelling the database consumer (TensorCast's reader, docs/database.md, Columns)
  * asks for the element type of a name (trimmed, case-insensitive): DT_BF16, FLOAT, INT8, INT32,
  * INT64 or BOOL (fp16 is asked as DT_BF16); NULL when it never asks for that type or the name is
  * unknown. A row matches a query only when its spelling IS this one, byte for byte. */
@@ -87,7 +87,7 @@ const char *ps_dtype_consumer(const char *name, size_t len);
 int ps_dtype_consumer_scales(const char *name, size_t len);
 
 /* Product of dims times elem_bytes, saturating at UINT64_MAX. An empty shape (rank 0)
- * and any dim <= 0 give 0, as the memory estimator counts them (grid_generator.md 5). */
+ * and any dim <= 0 give 0, as the memory estimator counts them (docs/rules.md, Shape grids). */
 uint64_t ps_shape_nbytes(const int64_t *dims, size_t rank, int elem_bytes);
 
 #endif

@@ -1,4 +1,4 @@
-/* Row signatures (spec replay_and_update.md section 2); see writeback_sig.h. */
+/* The write-back signature (docs/rules.md, Write-back signature); see writeback_sig.h. */
 #include "writeback_sig.h"
 
 #include <stdio.h>

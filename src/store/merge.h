@@ -1,4 +1,4 @@
-/* The microbench write-back merge policy (docs: replay_and_update.md section 9): one streaming
+/* The microbench write-back merge policy (docs/rules.md, Write-back): one streaming
  * pass over an existing database CSV that matches every row's write-back signature against the
  * incoming updates, rewrites the matched rows, prunes rows without a valid duration, reports
  * duplicates and gaps, then appends the caller's new rows and replaces the file atomically.

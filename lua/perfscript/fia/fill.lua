@@ -5,10 +5,11 @@
 -- block-table shape); every matching record gives one output row (1:N), tagged.
 --   perfscript recipes/fill_fia_metadata.lua (its entry point; the run is this module) --csv-path FusedInferAttentionScore.csv \
 --     --jsonl-path fia_runtime_metadata.jsonl [--output-path OUT] [--metadata-tag TAG]
--- Fixed against the original: `[]` and an empty CSV slot both mean "absent"; duplicate records
--- (same seq and kv values) keep the first; unparsable slots do not abort; the output keeps the
--- input's BOM and line ends and is written atomically under the database directory's lock;
--- malformed JSON lines are all reported with their line numbers and nothing is written.
+-- Fixed against the Python original (docs/rules.md, Import: FIA back-fill): `[]` and an empty
+-- CSV slot both mean "absent"; duplicate records (same seq and kv values) keep the first;
+-- unparsable slots do not abort; the output keeps the input's BOM and line ends and is written
+-- atomically under the database directory's lock; malformed JSON lines are all reported with
+-- their line numbers and nothing is written.
 local perf = require "perfscript"
 local argparse = require "argparse"
 local cjson = require "cjson"
@@ -29,7 +30,7 @@ function M.parser()
   return parser
 end
 
--- Python's str() of a JSON scalar, as the original wrote the cells.
+-- Python's str() of a JSON scalar, as the Python original wrote the cells.
 local function pystr(v)
   if v == nil or v == cjson.null then return "" end
   if type(v) == "boolean" then return v and "True" or "False" end

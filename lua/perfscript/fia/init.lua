@@ -1,5 +1,5 @@
 -- The FusedInferAttentionScore runtime columns (lua/perfscript/fia/init.lua; fia.fill is the back-fill): the one list, and the three views of it that
--- the database's writers emit (spec grid_generator.md section 4.1, replay_and_update.md):
+-- the database's writers emit (docs/rules.md, Import: FIA pairing):
 --   IMPORT   the profile import's 16 columns (attn_state and kv_cache_mode, no raw shapes),
 --   GRID     the grid generator's 15 header columns, appended in this order when missing,
 --   BACKFILL the 12 columns fill_fia_metadata.lua writes from a runtime dump.

@@ -1,5 +1,5 @@
 -- Command line of the shape-grid recipes (recipes/shape_grid.lua, dsv3_grid.lua,
--- qwen3_grid.lua): the original generate_shape_grid.py's flags plus --model-config,
+-- qwen3_grid.lua): the Python original generate_shape_grid.py's flags plus --model-config,
 -- --sampling, --variants, --dry-run, --out-dir and --report; the bundled seed database as
 -- the default; the per-kernel summary table.
 local perf = require "perfscript"

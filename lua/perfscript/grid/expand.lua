@@ -1,7 +1,7 @@
--- Template expansion of a grid pattern (grid_generator spec section 2.1): the cartesian
+-- Template expansion of a grid pattern (docs/rules.md, Shape grids: patterns): the cartesian
 -- product of its iterators (first = outermost), constants merged in (they win over an
 -- iterator of the same name), constraints checked (also on the model (N, K)-pair path,
--- which the original skipped), shape templates evaluated. Compiled once per pattern.
+-- which the Python original skipped), shape templates evaluated. Compiled once per pattern.
 local perf = require "perfscript"
 local expr = require "perfscript.expr"
 

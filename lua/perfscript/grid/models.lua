@@ -1,5 +1,5 @@
 -- Model presets for the grid: name resolution, GEMM (N, K) pairs, MoE selection and
--- presets built from a local HuggingFace config.json (grid_generator spec section 3).
+-- presets built from a local HuggingFace config.json (docs/rules.md, Shape grids: models).
 -- Presets live in lua/perfscript/models/ (embedded in the binary) and in the user's own
 -- perfscript/models/ under --lua-dir; nothing here touches the network.
 --
@@ -24,7 +24,7 @@ function M.normalize(name)
   return (tostring(name):lower():gsub("[%-_%./ ]", ""))
 end
 
--- Short names the original accepted once; each maps to the id to use instead.
+-- Short names the Python original accepted once; each maps to the id to use instead.
 local LEGACY = {
   deepseekv3 = "deepseek-ai/DeepSeek-V3", dsv3 = "deepseek-ai/DeepSeek-V3",
   metallama370b = "meta-llama/Meta-Llama-3-70B", llama70b = "meta-llama/Meta-Llama-3-70B",
@@ -183,8 +183,8 @@ function M.moe_configs(configs)
   return out
 end
 
--- A preset from a local HuggingFace config.json (spec section 3.4 mapping), named `name`
--- (default: the config's _name_or_path, else the file's directory name).
+-- A preset from a local HuggingFace config.json (fields mapped as the Python original mapped
+-- them), named `name` (default: the config's _name_or_path, else the file's directory name).
 function M.from_hf_config(path, name)
   local f, err = io.open(path, "rb")
   if not f then perf.fail("--model-config: %s", err) end

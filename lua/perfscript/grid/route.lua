@@ -1,4 +1,4 @@
--- Which generator a kernel type gets (grid_generator spec section 2.6): op_mapping.yaml
+-- Which generator a kernel type gets (docs/rules.md, Shape grids: routing): op_mapping.yaml
 -- metadata (first occurrence wins, alternates inherit their parent's assignment,
 -- elementwise query mode), zero-cost / composite / communication kernels excluded.
 local M = {}

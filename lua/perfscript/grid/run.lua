@@ -1,5 +1,5 @@
--- The shape-grid pipeline over one database directory (grid_generator spec section 1, with
--- the fixes of sections 8 and 10). Per CSV:
+-- The shape-grid pipeline over one database directory (docs/rules.md, Shape grids; the
+-- Python original's defects fixed). Per CSV:
 --   route -> template row (the first, or one per kernel variant) -> candidates (constraints)
 --   -> slot alignment and absent-slot clearing -> memory filter (each slot's own dtype)
 --   -> dedup within the generated set -> deterministic sample (seeded by seed and kernel

@@ -1,4 +1,4 @@
--- Kernel type (CSV file stem) -> pattern name (grid_generator spec section 2.5): 85 entries.
+-- Kernel type (CSV file stem) -> pattern name (docs/rules.md, Shape grids: routing): 85 entries.
 -- "skip" names no pattern, so the kernel gets no generator.
 local A = {}
 local function assign(pattern, kernels)

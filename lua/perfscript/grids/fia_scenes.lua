@@ -1,4 +1,4 @@
--- FusedInferAttentionScore scene grids (grid_generator spec section 4.1), keyed by model key.
+-- FusedInferAttentionScore scene grids (docs/rules.md, Shape grids: patterns), keyed by model key.
 -- A model with no entry of its own uses `generic_dense` or `generic_mla`.
 -- These cover sub-ranges of ATTN_BATCH_GRID / ATTN_SEQ_GRID on purpose (declared here).
 return {

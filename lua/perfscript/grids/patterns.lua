@@ -1,4 +1,4 @@
--- Grid patterns (grid_generator spec section 2.4): 38 of them.
+-- Grid patterns (docs/rules.md, Shape grids: patterns): 38 of them.
 -- Template form:
 --   iterators   ordered {name, grid} pairs, outermost first; grid is a name in
 --               perfscript/grids/registry.lua or an inline list of integers

@@ -1,4 +1,4 @@
--- Named value grids for pattern iterators (grid_generator spec section 2.2).
+-- Named value grids for pattern iterators (docs/rules.md, Shape grids: patterns).
 -- A pattern iterator names one of these, or lists its values inline.
 local NK = { 128, 192, 256, 320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 1728, 1792,
              2048, 2304, 2560, 3072, 3456, 3584, 4096, 4608, 5120, 6144, 6912, 7168, 8192,

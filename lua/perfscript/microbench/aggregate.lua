@@ -1,5 +1,5 @@
--- Aggregation of msprof op_summary rows (spec replay_and_update.md section 8), streamed in C
--- (perfscript.opsum), with the original's defects fixed: a blank or invalid duration never
+-- Aggregation of msprof op_summary rows (docs/rules.md, Write-back), streamed in C
+-- (perfscript.opsum), with the Python original's defects fixed: a blank or invalid duration never
 -- wins the minimum (a group with no valid sample yields no row), and counters are averaged
 -- over their valid samples only.
 --

@@ -1,6 +1,6 @@
--- Per-file merge of aggregated microbench rows into a database CSV (spec
--- replay_and_update.md section 9) in one streaming C pass (perfscript.csvedit.merge: index,
--- match, update, prune and atomic rewrite), with the original's defects fixed:
+-- Per-file merge of aggregated microbench rows into a database CSV (docs/rules.md,
+-- Write-back) in one streaming C pass (perfscript.csvedit.merge: index,
+-- match, update, prune and atomic rewrite), with the Python original's defects fixed:
 --   * Git LFS pointer files are detected and left alone;
 --   * a blank or invalid incoming duration never overwrites a value (nor is a row added);
 --   * all candidates for one row (own rows and MatMul aliases) are reduced to their minimum

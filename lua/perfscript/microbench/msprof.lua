@@ -1,5 +1,5 @@
--- msprof launch orchestration (spec replay_and_update.md section 7.3, with the fixes of
--- section 13): argv arrays only, the profiler output in a scratch directory outside the
+-- msprof launch orchestration (docs/rules.md, Replay; the Python original's
+-- defects fixed): argv arrays only, the profiler output in a scratch directory outside the
 -- database, a timeout that kills the whole process tree, and a per-operator fallback that
 -- keeps going and keeps what succeeded.
 local perf = require "perfscript"

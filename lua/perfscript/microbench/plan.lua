@@ -10,7 +10,7 @@ local schema = require "perfscript.microbench.schema"
 
 local M = {}
 
--- The 36 operators with a replay builder (the original's list_ops order).
+-- The 36 operators with a replay builder (the Python original's list_ops order).
 M.OPS = {
   "Add", "AddRmsNormBias", "ArgMaxV2", "AscendQuantV2", "BatchMatMulV2", "DispatchFFNCombine",
   "DynamicQuant", "FusedInferAttentionScore", "GatherV2", "GroupedMatmul",
@@ -24,13 +24,13 @@ table.sort(M.OPS)
 M.IS_OP = {}
 for _, op in ipairs(M.OPS) do M.IS_OP[op] = true end
 
--- Operators whose replay needs the vllm-ascend custom operator package (the original's list,
+-- Operators whose replay needs the vllm-ascend custom operator package (the Python original's list,
 -- plus SparseFlashAttention and LightningIndexer which call the same library).
 M.CUSTOM_OPP_OPS = { AddRmsNormBias = true, DispatchFFNCombine = true, KvRmsNormRopeCache = true,
   RINGMLAPrefillBF16Kernel = true, split_qkv_rmsnorm_rope_kernel = true,
   SparseFlashAttention = true, LightningIndexer = true }
 
--- Whether DispatchFFNCombine is left out (spec 7.2 step 3, vector D25): missing-only mode,
+-- Whether DispatchFFNCombine is left out (docs/rules.md, Replay): missing-only mode,
 -- EP > 1, more local ranks needed than visible NPUs (and some visible), and either no --ops
 -- or only DispatchFFNCombine selected.
 function M.dfc_skip(ops, ep, nproc, visible, mode)

@@ -1,4 +1,4 @@
--- The profile update report (spec replay_and_update.md section 10): markdown text, the full
+-- The profile update report (docs/rules.md, Write-back: report): markdown text, the full
 -- hotspot CSV and a JSON twin, under <db>/reports/ with a run id that two runs in the same
 -- second cannot share.
 local perf = require "perfscript"

@@ -1,6 +1,6 @@
 -- Microbench collection (the recipes/microbench.lua run): replay database rows on an NPU under msprof and write the measured
--- durations back (replaces the original's start_microbench.py, op_replay/ and
--- signature_utils.py; spec replay_and_update.md).
+-- durations back (replaces the Python original's start_microbench.py, op_replay/ and
+-- signature_utils.py; docs/rules.md, Replay and Write-back).
 --
 --   perfscript recipes/microbench.lua --database-path DB [--ops MatMulV2 Add] [--update-mode all]
 --   perfscript recipes/microbench.lua --simulate             # no NPU: a simulated device
@@ -382,7 +382,7 @@ local function check_args(a)
   return ops
 end
 
--- Leaves DispatchFFNCombine out when this machine cannot run its EP size (spec 7.2 step 3).
+-- Leaves DispatchFFNCombine out when this machine cannot run its EP size (docs/rules.md, Replay).
 local function drop_unrunnable(a, ops, files)
   local ep, nproc = a.dispatch_ffn_combine_ep_size, a.dispatch_ffn_combine_nproc_per_node
   local ndev = 0

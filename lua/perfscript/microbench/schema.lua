@@ -1,5 +1,5 @@
--- Column names and duration rules of the microbench write-back (spec replay_and_update.md
--- sections 1.2, 1.3 and 9.1).
+-- Column names and duration rules of the microbench write-back (docs/rules.md,
+-- Write-back: columns, and Numbers and cells: the valid duration).
 local M = {}
 
 M.BASE_COLS = { "OP State", "Accelerator Core", "Input Shapes", "Input Data Types",

@@ -1,4 +1,4 @@
--- DeepSeek-V3 (MLA attention, 256 routed experts). Numbers: grid_generator spec section 3.2.
+-- DeepSeek-V3 (MLA attention, 256 routed experts). Numbers: the Python original's preset.
 return {
   model_id = "deepseek-ai/DeepSeek-V3", name = "DeepSeek-V3", model_key = "deepseekv3",
   hidden_size = 7168, intermediate_size = 18432,

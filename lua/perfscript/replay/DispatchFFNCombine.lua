@@ -1,8 +1,8 @@
 -- DispatchFFNCombine: torch.ops._C_ascend.dispatch_ffn_combine(x=, weight1=[w1], weight2=[w2],
 -- expert_idx=, scale1=[s1], scale2=[s2], probs=, group=<HCCL group>, max_output_size=, out=,
 -- expert_token_nums=) on ep_size ranks (the executor starts them with torchrun: distributed =
--- {ep_size = n}). 7 input and 2 output slots; balanced expert ids (D17); scales 1.0 as float32
--- for int8 weights (the original compared the wrong spelling and never took that branch).
+-- {ep_size = n}). 7 input and 2 output slots; balanced expert ids; scales 1.0 as float32
+-- for int8 weights (the Python original compared the wrong spelling and never took that branch).
 local C = require "perfscript.replay.common"
 
 local M = {}

@@ -1,5 +1,5 @@
 -- GatherV2: torch.nn.functional.embedding(indices, weight); indices are drawn within the
--- table's rows (the original's [0, 8) could run past a small table).
+-- table's rows (the Python original's [0, 8) could run past a small table).
 local C = require "perfscript.replay.common"
 
 return function(row)

@@ -1,6 +1,6 @@
 -- MoeTokenUnpermute: torch_npu.npu_moe_token_unpermute(*tensors) over every non-empty slot whose
 -- dtype is not DT_UNDEFINED (missing dtype -> DT_BF16, missing format -> ND); the sorted indices
--- are a permutation (the original drew them from [0, 8)).
+-- are a permutation (the Python original drew them from [0, 8)).
 local C = require "perfscript.replay.common"
 
 return function(row)

@@ -1,5 +1,6 @@
 -- TensorMove: dst.copy_(src). The destination is built separately with the same spec (the
--- original cloned the source, which put an extra copy kernel with this signature in the profile).
+-- Python original cloned the source, which put an extra copy kernel with this signature in
+-- the profile).
 local C = require "perfscript.replay.common"
 
 return function(row)

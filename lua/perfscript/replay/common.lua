@@ -9,7 +9,7 @@
 --    "ones" | "zeros" | "arange" | "perm" | "data" | "triu", high =, data =, transpose =,
 --    transpose_last2 =, nz = true (cast to FRACTAL_NZ after building)}}
 -- Slots are always parsed with holes kept, by index in shapes, dtypes and formats together
--- (the original's compact parser let a later dtype slide onto the wrong tensor).
+-- (the Python original's compact parser let a later dtype slide onto the wrong tensor).
 local shape = require "perfscript.shape"
 
 local M = {}

@@ -1,4 +1,4 @@
--- DispatchFFNCombine rows for MoE models (grid_generator spec section 4.3):
+-- DispatchFFNCombine rows for MoE models (docs/rules.md, Shape grids: patterns):
 -- x (M,H); weight1 (E,H,N); weight2 (E,N/2,H); expertIdx (M,topK); scale1 (E*N,);
 -- scale2 (E*H,); probs (M,topK) -> out (M,H), (E,), with E = experts per rank in [1, 17].
 local M = {}

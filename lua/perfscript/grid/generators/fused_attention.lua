@@ -1,4 +1,4 @@
--- FusedInferAttentionScore rows from attention scenes (grid_generator spec section 4.1):
+-- FusedInferAttentionScore rows from attention scenes (docs/rules.md, Shape grids: patterns):
 -- dense prefill/decode per TP head variant, MLA prefill/decode, 31 input slots, runtime
 -- columns for replay. One dedup set across all models.
 local M = {}
@@ -88,8 +88,9 @@ function M.dense_decode(scene, batch, avg, h, kv, d)
                heads = h, kv_heads = kv, sparse = 3, layout = "TND" })
 end
 
--- MLA prefill as the consumer's MLA decomposer asks for it (spec 2.8): TND, the no-PE query
--- (T, H, qk_nope) with its rope part in query_rope, K decompressed to H heads, sparse mode 3.
+-- MLA prefill as the consumer's MLA decomposer asks for it (docs/rules.md, Lookups): TND, the
+-- no-PE query (T, H, qk_nope) with its rope part in query_rope, K decompressed to H heads,
+-- sparse mode 3.
 -- A 4-D BNSD query with S > 1 cannot be read by the consumer (q_shape_normalize_failed).
 function M.mla_prefill(scene, batch, seq, H, nope, rope, v)
   local T = batch * seq

@@ -1,5 +1,5 @@
--- GroupedMatmul rows for MoE models (grid_generator spec section 4.2). Kept as in the
--- original: TP splits the hidden dimension too. No dedup here (the pipeline dedups).
+-- GroupedMatmul rows for MoE models (docs/rules.md, Shape grids: patterns). Kept as in
+-- the Python original: TP splits the hidden dimension too. No dedup here (the pipeline dedups).
 -- Slots as the profiler writes them for W8A8 (x, weight, bias, scale, offset,
 -- antiquant_scale, antiquant_offset, group_list, per_token_scale); the INT8 weight of
 -- (E, K, N) is FRACTAL_NZ (E, N/32, K/16, 16, 32), which the consumer restores to (E, N, K),

@@ -1,4 +1,4 @@
--- split_qkv_rmsnorm_rope rows for dense models (grid_generator spec section 4.4).
+-- split_qkv_rmsnorm_rope rows for dense models (docs/rules.md, Shape grids: patterns).
 local M = {}
 
 M.columns = { "Input Data Types", "Input Formats", "Output Data Types", "Output Formats" }
