@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: parse_profile against a Python baseline in the original's style (csv.DictReader,
+# Benchmark: parse_profile against a Python baseline in the Python original's style (csv.DictReader,
 # every row loaded, dict grouping: baseline_parse_kernel_details.py), on one generated
 # kernel_details.csv, in the same run. Prints wall time, CPU time and peak RSS of each (for
 # perfscript the median of three runs) and the ratios. Not a ctest test.

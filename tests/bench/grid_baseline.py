@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Baseline for grid_bench.sh: the original generate_shape_grid.py's cost structure.
+"""Baseline for grid_bench.sh: the Python original generate_shape_grid.py's cost structure.
 
 Per CSV: csv.DictReader load of every row, candidates generated in Python (template
 patterns evaluated with eval() per dimension, as the original does; the four complex
@@ -138,7 +138,7 @@ def matmul_key(row):
     return ("_matmul_family", "%d,%d;%d,%d" % (m, k, n, k), ";".join(dt[:2]), ";".join(fm[:2]), "%d,%d" % (m, n))
 
 def sig(row, stem):
-    """signature_utils as the original's dedup uses it (grid_generator spec section 6)."""
+    """signature_utils as the original's dedup uses it (docs/rules.md, Shape grids: dedup)."""
     if stem in ("MatMulV2", "MatMulV3", "MatMulCommon"):
         k = matmul_key(row)
         if k is not None:

@@ -1,4 +1,5 @@
-/* The memory estimator's C core: saturating sums and the byte figures of spec 9.8 (ME10). */
+/* The memory estimator's C core (docs/rules.md, Shape grids): saturating sums and the byte
+ * figures of the Python original's example ME10. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* Profile aggregation: spec parsers_analysis.md 2.4-2.5 vectors and the quirks of
- * formats_and_quirks.md A.4, on small generated files. */
+/* Profile aggregation (docs/rules.md, Import): the Python original's worked examples and the
+ * quirks of real profiler exports, on small generated files. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,7 +56,7 @@ static void test_statistics(void **state) {
   fmt6(b, g.mean), assert_string_equal(b, "23.333333");
   fmt6(b, g.median), assert_string_equal(b, "20.000000");
   fmt6(b, g.std), assert_string_equal(b, "12.472191");
-  /* counters: the mean of the valid values only (the original counted N/A as 0) */
+  /* counters: the mean of the valid values only (the Python original counted N/A as 0) */
   fmt6(b, g.metric_mean[0]), assert_string_equal(b, "2.000000");
   assert_int_equal(g.metric_count[0], 2);
   fmt6(b, g.metric_mean[1]), assert_string_equal(b, "5.000000");
@@ -82,7 +82,7 @@ static void test_constant_std_is_zero(void **state) {
   ps_profile_group_info g;
   ps_profile_group(p, 0, 1, &g);
   char b[64];
-  fmt6(b, g.std), assert_string_equal(b, "0.000000");  /* the original printed 0.000006 */
+  fmt6(b, g.std), assert_string_equal(b, "0.000000");  /* the Python original printed 0.000006 */
   fmt6(b, g.mean), assert_string_equal(b, "123.450000");
   assert_int_equal(g.count, 35);
   ps_profile_free(p);

@@ -1,4 +1,5 @@
-/* Row signatures: the vectors of spec replay_and_update.md sections 2.6 and 14.1. */
+/* The write-back signature (docs/rules.md, Write-back signature): examples checked against
+ * the Python original. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

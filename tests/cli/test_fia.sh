@@ -1,6 +1,7 @@
 # FusedInferAttentionScore metadata: the parser's Runtime columns (operator_details pairing,
-# spec parsers_analysis.md 2.6 and the 7.4 end-to-end vector) and recipes/fill_fia_metadata.lua
-# (spec section 4 and the deleted tool's vectors).
+# docs/rules.md, Import: FIA pairing, and the Python original's end-to-end example) and
+# recipes/fill_fia_metadata.lua (docs/rules.md, Import: FIA back-fill, and the deleted tool's
+# worked examples).
 source "$(dirname "$0")/lib.sh" || exit 1
 cd "$TMP"
 source "$(dirname "$0")/profile_lib.sh" || exit 1
@@ -15,7 +16,7 @@ slots() {  # slots N i=v ...: a 31-slot shape text with the given slots set
 M=$(for i in $(seq 25); do printf ',0'; done)
 MH=$(for m in aicore_time'(us)' aic_total_cycles aic_mac_time'(us)' aic_mac_ratio aic_scalar_time'(us)' aic_scalar_ratio aic_mte1_time'(us)' aic_mte1_ratio aic_mte2_time'(us)' aic_mte2_ratio aic_fixpipe_time'(us)' aic_fixpipe_ratio aic_icache_miss_rate aiv_time'(us)' aiv_total_cycles aiv_vec_time'(us)' aiv_vec_ratio aiv_scalar_time'(us)' aiv_scalar_ratio aiv_mte2_time'(us)' aiv_mte2_ratio aiv_mte3_time'(us)' aiv_mte3_ratio aiv_icache_miss_rate 'cube_utilization(%)'; do printf ',%s' "$m"; done)
 
-# --- parse_profile: the spec's end-to-end vector --------------------------------------------
+# --- parse_profile: the Python original's end-to-end example ------------------------------
 mkdir -p prof/profile_a
 KIN=$(slots 31 0=8192,16,128 1=8192,16,128 2=8192,16,128 5=2 6=2)
 OIN=$(slots 31 0=5,16,1,512 1=5,16,1,512 2=5,16,1,512 5=5 6=5 14=5,512)

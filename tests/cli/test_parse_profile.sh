@@ -1,5 +1,5 @@
-# recipes/parse_profile.lua end to end: spec vectors (parsers_analysis.md 2.4-2.8, 7.4),
-# generated fixtures for the quirks of formats_and_quirks.md A.4, merges into an existing
+# recipes/parse_profile.lua end to end (docs/rules.md, Import): the Python original's worked
+# examples, generated fixtures for the quirks of real exports, merges into an existing
 # database, and every real export in PERFSCRIPT_REAL_DATA.
 source "$(dirname "$0")/lib.sh" || exit 1
 cd "$TMP"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # lua/perfscript/replay/executor.py without an NPU: plan validation and the torchrun command of
-# DispatchFFNCombine's expert parallelism (spec vectors D31, D32).
+# DispatchFFNCombine's expert parallelism (the Python original's examples D31, D32).
 source "$(dirname "$0")/lib.sh" || exit 1
 command -v python3 >/dev/null || { echo "SKIP: python3 absent"; exit 77; }
 out=$(cd "$SRC/lua/perfscript/replay" && python3 - <<'PY' 2>&1

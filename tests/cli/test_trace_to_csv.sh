@@ -1,5 +1,5 @@
-# recipes/trace_to_csv.lua and perfscript.trace: spec parsers_analysis.md section 3 and 7.4
-# vectors, both trace roots, exact timestamps, interrupted and broken files, real traces.
+# recipes/trace_to_csv.lua and perfscript.trace (docs/rules.md, Trace to CSV): worked examples,
+# both trace roots, exact timestamps, interrupted and broken files, real traces.
 source "$(dirname "$0")/lib.sh" || exit 1
 cd "$TMP"
 run() { "$PS_BIN" "$SRC/recipes/trace_to_csv.lua" "$@"; }

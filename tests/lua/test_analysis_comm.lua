@@ -1,4 +1,4 @@
--- validate_comm_alignment and comm-bench planning vectors (spec parsers_analysis.md section 6).
+-- validate_comm_alignment and comm-bench planning examples (docs/rules.md, Analysis).
 local lu = require "luaunit"
 local fx = require "analysis_fixtures"
 local comm = require "perfscript.analysis.comm"
@@ -75,7 +75,7 @@ function TestReadRows:test_parsing()
   lu.assertEquals(#rows, 1); lu.assertEquals(rows[1].measured, 5.5); lu.assertEquals(rows[1].tier, 1)
   lu.assertEquals(#dropped, 2); lu.assertEquals(dropped[1][1], 3)
   lu.assertStrContains(dropped[2][2], "unknown topology tier 9")
-  -- BOM-prefixed files keep their rows (the original silently dropped them all)
+  -- BOM-prefixed files keep their rows (the Python original silently dropped them all)
   rows = assert(comm.read_rows(hcom_csv({ { 65536, 16, "DT_BF16", 1, "5.50", "1" } }, { bom = true })))
   lu.assertEquals(#rows, 1)
   -- Average Duration(us) wins when present; no topology_tier column -> tier 1

@@ -1,4 +1,4 @@
--- compute_m6 vectors (spec parsers_analysis.md sections 5.1 and 7.4).
+-- compute_m6 worked examples (docs/rules.md, Analysis: M6).
 local lu = require "luaunit"
 local fx = require "analysis_fixtures"
 local tctrace = require "perfscript.analysis.tctrace"

@@ -1,4 +1,4 @@
--- generate_op_comparison vectors (spec parsers_analysis.md sections 5.2 and 7.4).
+-- generate_op_comparison worked examples (docs/rules.md, Analysis: op comparison).
 local lu = require "luaunit"
 local fx = require "analysis_fixtures"
 local tctrace = require "perfscript.analysis.tctrace"

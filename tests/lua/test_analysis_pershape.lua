@@ -1,4 +1,4 @@
--- generate_per_shape_comparison vectors (spec parsers_analysis.md sections 5.3 and 7.4).
+-- generate_per_shape_comparison worked examples (docs/rules.md, Analysis: per-shape comparison).
 local lu = require "luaunit"
 local fx = require "analysis_fixtures"
 local tctrace = require "perfscript.analysis.tctrace"
@@ -22,7 +22,7 @@ function TestShapeKey:test_vectors()
     { "[[100,200],[200,300]]", "100,200;200,300" }, { '""', "" }, { "[", "[" }, { "[[]]", "" },
     { "[]", "" }, { "[[4, 8], []]", "4,8;" }, { '"""4,8"""', "4,8" }, { "N/A", "N/A" },
     { "4, 8", "4,8" }, { "[[1.0, 2]]", "1.0,2" }, { "[[True]]", "True" },
-    { "[4,8]", "4,8" },   -- the original crashed on a flat list
+    { "[4,8]", "4,8" },   -- the Python original crashed on a flat list
     { "[[16, 5120], [5120, 768]]", "16,5120;5120,768" }, { "", "" },
   }
   for _, c in ipairs(cases) do lu.assertEquals(pershape.shape_key(c[1]), c[2], c[1]) end

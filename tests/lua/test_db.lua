@@ -1,5 +1,5 @@
 -- The database explorer on small generated databases: every query, against the consumer's
--- behaviour (spec database_consumer.md sections 1, 2, 5.2 and 6).
+-- behaviour (docs/database.md; docs/rules.md, Lookups).
 local lu = require "luaunit"
 local perf = require "perfscript"
 local h = require "tests.lua.helpers"
@@ -96,7 +96,7 @@ function TestRows:test_filters()
   lu.assertEquals(r[1]["latency(us)"], 20.0)
   r = db:rows("MatMulV2", function(row) return row.inputs[1][1] >= 400 and row.latency end)
   lu.assertEquals(#r, 2)
-  -- profiling fallback when the microbench cell is blank (spec 1.5)
+  -- profiling fallback when the microbench cell is blank (docs/rules.md, Lookups)
   r = db:rows("MatMulV2", { N = 2048 })
   lu.assertEquals(r[1]["latency(us)"], 99.0)
   lu.assertEquals(r[1].column, "Profiling Average Duration(us)")
@@ -126,7 +126,7 @@ function TestLookup:test_fractal_nz_restore_and_float_group()
   -- [64,32,16,16] FRACTAL_NZ is (64*16, 32*16) = (1024, 512): the query's (512,1024) transposed
   local r = db:lookup("MatMulV2", "128,512;512,1024", "FLOAT;DT_BF16", { explain = true })
   -- line 2 (100,512) pads to 128 and its weight transposes: the consumer reports the last
-  -- upgrade, "transpose", at distance 0, so the earlier row wins over the NZ row (spec 7.7)
+  -- upgrade, "transpose", at distance 0, so the earlier row wins over the NZ row (rules.md, Lookups)
   lu.assertEquals(r.latency, 10.0)
   lu.assertEquals(r.line, 2)
   lu.assertEquals(r.rule, "transpose")
@@ -454,7 +454,7 @@ function TestMapping:test_elementwise_by_output_shape()
   h.write(d .. "/op_mapping.yaml", "operator_mappings:\n  aten.add.Tensor: {kernel_type: Add, query_mode: elementwise}\n" ..
     "  aten.attention.default: {kernel_type: FIA, query_mode: attention_special}\n")
   local x = assert(perf.open(d))
-  -- the FLOAT row comes first: a BF16 query gets its latency halved (spec 2.4)
+  -- the FLOAT row comes first: a BF16 query gets its latency halved (docs/rules.md, Lookups)
   local r = x:lookup("aten.add.Tensor", nil, nil, { out = "1,128,7168", out_dtype = "bfloat16" })
   lu.assertEquals(r.latency, 15.0)
   lu.assertEquals(r.confidence, 0.9)
@@ -486,7 +486,7 @@ function TestMapping:test_communication_data_ref_shadows()
   local x = assert(perf.open(d))
   lu.assertEquals(x:names(), { "hcom_allReduce_", "hcom_alltoall_" })
   local r = x:rows("hcom_allReduce_")
-  lu.assertEquals(r[1]["latency(us)"], 100.0)  -- the hccl directory wins (spec 1.1)
+  lu.assertEquals(r[1]["latency(us)"], 100.0)  -- the hccl directory wins (docs/database.md, Layout)
   lu.assertStrContains(tostring(x:lint()), "hcom_allReduce_.csv here is shadowed")
 end
 

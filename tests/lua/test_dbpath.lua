@@ -1,4 +1,4 @@
--- Database layout rules (spec replay_and_update.md section 3).
+-- Database layout rules (docs/rules.md, Database paths; docs/database.md, Layout).
 local lu = require "luaunit"
 local argparse = require "argparse"
 local dbpath = require "perfscript.dbpath"

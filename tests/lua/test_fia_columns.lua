@@ -1,5 +1,5 @@
 -- The FIA runtime columns have one home (perfscript.fia); the import, the grid generator and
--- fill_fia_metadata.lua take their lists from it (spec grid_generator.md section 4.1).
+-- fill_fia_metadata.lua take their lists from it (docs/rules.md, Import: FIA pairing).
 local lu = require "luaunit"
 local fia = require "perfscript.fia"
 

@@ -1,4 +1,4 @@
--- The grid expression language (grid_generator spec 2.3, test vectors 9.3).
+-- The grid expression language (docs/rules.md, Shape grids: expressions).
 local lu = require "luaunit"
 local expr = require "perfscript.expr"
 
@@ -74,7 +74,7 @@ function test_shape_templates()
   lu.assertEquals(shape("(-a, 0)", V2), { -7, 0 })
   lu.assertEquals(shape("(a, b,)", V2), { 7, 2 })
   lu.assertEquals(shape("(1_000,a)", V2), { 1000, 7 })
-  -- the original's paren-strip bug is fixed
+  -- the Python original's paren-strip bug is fixed
   lu.assertEquals(shape("((a+b), b)", V2), { 9, 2 })
   lu.assertEquals(shape("(a, (a+b))", V2), { 7, 9 })
   lu.assertEquals(shape("(a, max(1, b))", V2), { 7, 2 })

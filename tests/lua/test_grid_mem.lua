@@ -1,4 +1,4 @@
--- perfscript.mem (grid_generator spec section 5, vectors 9.8; per-slot dtypes fixed).
+-- perfscript.mem (docs/rules.md, Shape grids: memory filter; per-slot dtypes fixed).
 local lu = require "luaunit"
 local mem = require "perfscript.mem"
 
@@ -47,7 +47,7 @@ function test_row_bytes()
   lu.assertEquals(mem.row_bytes({ { 4096, 8192 } }, "DT_FLOAT8_E4M3", { { 4096, 4096 } }, "DT_FLOAT8_E4M3"), 50331648)
   lu.assertEquals(mem.row_bytes({}, "", { { 100, 200 } }, "DT_BF16"), 40000)
   lu.assertEquals(mem.row_bytes({ { 4096, 4096 } }, "DT_FLOAT16", { { 4096, 4096 } }, "DT_FLOAT16"), 67108864)
-  -- each slot its own dtype, empty slots kept (the original shifted INT64 onto slot 2)
+  -- each slot its own dtype, empty slots kept (the Python original shifted INT64 onto slot 2)
   lu.assertEquals(mem.row_bytes({ { 8 }, {}, { 8 } }, "DT_BF16;;DT_INT64", {}, ""), 16 + 64)
 end
 

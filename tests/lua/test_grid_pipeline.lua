@@ -1,5 +1,5 @@
--- The grid pipeline end to end on a small synthetic database (grid_generator spec 9.10,
--- 9.11), routing (9.5), cells and signatures (9.1, 9.9), sampling determinism.
+-- The grid pipeline end to end (docs/rules.md, Shape grids) on a small synthetic database:
+-- routing, cells and signatures, the rows cap, sampling determinism.
 local lu = require "luaunit"
 local perf = require "perfscript"
 local lfs = require "lfs"
@@ -22,7 +22,7 @@ local rm_rf = require("perfscript.path").rmtree
 
 local FIA_ROWS = { 128, 336, 496, 160, 200, 240, 272, 304, 400, 440 }
 
--- The synthetic database of spec 9.11.
+-- The synthetic database (the Python original's end-to-end example).
 local function make_db(name, opts)
   opts = opts or {}
   local dir = TMP .. "/" .. name
@@ -268,7 +268,8 @@ function test_odd_files()
   lu.assertStrContains(by["sub/Add.csv"].status, "zero-cost")     -- routed with sub/op_mapping.yaml
 end
 
--- --variants: one template per kernel variant (spec 8.6); the first variant samples as before.
+-- --variants: one template per kernel variant (docs/rules.md, Shape grids: row building); the
+-- first variant samples as before.
 function test_variants()
   local H = "OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,"
             .. "Output Data Types,Output Formats,Average Duration(us)\n"
@@ -369,7 +370,8 @@ operator_mappings:
   lu.assertEquals(route.load_meta(TMP .. "/missing.yaml"), {})
 end
 
--- The shipped 0.18 mapping routes as spec 2.6 lists (skipped without the real data).
+-- The shipped 0.18 mapping routes as the Python original routed it (docs/rules.md, Shape
+-- grids: routing; skipped without the real data).
 function test_real_op_mapping_parity()
   local real = os.getenv("PERFSCRIPT_REAL_DATA")
                or ((os.getenv("PERFSCRIPT_SOURCE_DIR") or ".") .. "/../shared/data/real")
@@ -418,7 +420,7 @@ local function key(k, ins, idt, ifm, outs, odt, ep)
                         ["Output Shapes"] = outs, ["Output Data Types"] = odt, ["EP Size"] = ep })
 end
 
--- The grid's dedup keys (spec 9.9) through perfscript.sig.
+-- The grid's dedup keys (docs/rules.md, Shape grids: dedup) through perfscript.sig.
 function test_dedup_keys()
   lu.assertEquals(key("MatMulV2", '"32,6144;2048,6144"', "DT_BF16;DT_BF16", "ND;ND", '"32,2048"', "DT_BF16"),
                   key("MatMulV2", '"32,6144;6144,2048"', "DT_BF16;DT_BF16", "ND;ND", '"32,2048"', "DT_BF16"))

@@ -1,5 +1,5 @@
 -- Grid rules as data: registry, patterns, assignments, template expansion, models and the
--- complex generators (grid_generator spec sections 2-4, test vectors 9.4, 9.6, 9.7).
+-- complex generators (docs/rules.md, Shape grids), on the Python original's worked examples.
 local lu = require "luaunit"
 local expand = require "perfscript.grid.expand"
 local models = require "perfscript.grid.models"
@@ -177,7 +177,7 @@ function test_tensor_move_and_quant_matmul()
   local q = gen("quant_matmul")
   lu.assertEquals(rowtext(q[1]), "1,128;4,8,16,32;128;128 -> 1,128")
   lu.assertEquals(cells.text(q[#q].inputs), "32768,55296;1728,3456,16,32;55296;55296")
-  -- constraints hold on the model-pair path too (the original skipped them there)
+  -- constraints hold on the model-pair path too (the Python original skipped them there)
   local p = { iterators = patterns.quant_matmul.iterators, model_nk_pairs = true,
               fallback_iterators = patterns.quant_matmul.fallback_iterators,
               constants = patterns.quant_matmul.constants, constraints = { "N >= 4096" },
@@ -267,7 +267,7 @@ function test_matmul_pairs()
   lu.assertEquals(#models.expert_nk_pairs(models.resolve { DSV3 }), 10)
 end
 
--- M10: the full pair sets of spec 3.5.
+-- M10: the full GEMM (N, K) pair sets of the presets (docs/rules.md, Shape grids: models).
 function test_matmul_pair_sets()
   local function pl(id)
     local out = {}
@@ -456,7 +456,7 @@ function test_dfc_gmm_split()
 end
 
 ---------------------------------------------------------------------------------------------
--- Axis-density standard (spec section 7)
+-- Axis-density standard (docs/rules.md, Shape grids: axis density)
 
 function test_density_standard()
   local density = require "perfscript.grid.density"

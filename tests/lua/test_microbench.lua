@@ -1,6 +1,6 @@
--- The write-back engine against the vectors of spec replay_and_update.md section 14
--- (aggregation A1/A2, columns C1-C5, merge M1-M14, report R1/R2), with the original's
--- defects fixed where the spec says so (noted at each vector).
+-- The write-back engine (docs/rules.md, Write-back) against worked examples of the Python
+-- original (aggregation A1/A2, columns C1-C5, merge M1-M14, report R1/R2), with the
+-- original's defects fixed as docs/rules.md says (noted at each example).
 local lu = require "luaunit"
 local perf = require "perfscript"
 local h = require "tests.lua.helpers"

@@ -1,4 +1,4 @@
--- Helpers of the profile import: spec parsers_analysis.md 7.4 vectors (parse_kernel_details).
+-- Helpers of the profile import (docs/rules.md, Import): the Python original's worked examples.
 local lu = require "luaunit"
 local imp = require "perfscript.profimport"
 local profile = require "perfscript.profile"

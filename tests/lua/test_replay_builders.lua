@@ -1,5 +1,6 @@
--- The replay builders (lua/perfscript/replay/<Op>.lua): the derivation vectors D1-D24 and D33 of spec
--- replay_and_update.md 14.7, and one representative row per operator for all 36 of them.
+-- The replay builders (lua/perfscript/replay/<Op>.lua; docs/rules.md, Replay): the Python
+-- original's argument derivations D1-D24 and D33, and one representative row per operator for
+-- all 36 of them.
 local lu = require "luaunit"
 local perf = require "perfscript"
 local h = require "tests.lua.helpers"

@@ -1,5 +1,5 @@
 -- perfscript.shape and perfscript.sig from Lua: the shape grammar, dtype sizes and the
--- signature vectors of spec replay_and_update.md 2.6 / 14.1.
+-- signature examples of docs/rules.md, Write-back signature (checked against the Python original).
 local lu = require "luaunit"
 local shape = require "perfscript.shape"
 local sig = require "perfscript.sig"
