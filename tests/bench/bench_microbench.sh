@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark: microbench write-back of an op_summary into a database holding one large CSV,
 # perfscript (recipes/microbench.lua --prof-path) against a Python baseline with the cost
-# structure of the Python original (baseline_microbench.py), in one run on the same generated input. Prints wall
-# time, CPU time and peak RSS of each and the ratios. Not a ctest test.
+# structure of the Python original (baseline_microbench.py), in one run on the same generated
+# input. Prints wall time, CPU time and peak RSS of each and the ratios. Not a ctest test.
 #   tests/bench/bench_microbench.sh [DB_ROWS [SUMMARY_ROWS]]   (default 1000000 and 100000)
 # Environment: PERFSCRIPT (default build/perfscript), BENCH_TMP (default /tmp).
 set -euo pipefail

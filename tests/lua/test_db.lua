@@ -126,7 +126,8 @@ function TestLookup:test_fractal_nz_restore_and_float_group()
   -- [64,32,16,16] FRACTAL_NZ is (64*16, 32*16) = (1024, 512): the query's (512,1024) transposed
   local r = db:lookup("MatMulV2", "128,512;512,1024", "FLOAT;DT_BF16", { explain = true })
   -- line 2 (100,512) pads to 128 and its weight transposes: the consumer reports the last
-  -- upgrade, "transpose", at distance 0, so the earlier row wins over the NZ row (rules.md, Lookups)
+  -- upgrade, "transpose", at distance 0, so the earlier row wins over the NZ row
+  -- (docs/rules.md, Lookups)
   lu.assertEquals(r.latency, 10.0)
   lu.assertEquals(r.line, 2)
   lu.assertEquals(r.rule, "transpose")
