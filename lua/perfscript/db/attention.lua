@@ -75,7 +75,7 @@ function A.lookup(K, q, opts)
       if not why and math.abs(math.floor(rowseq) - seq) > TOLERANCE then
         why = string.format("avg_seq_len %s is more than %d from %d", t:cell(i, seqcol), TOLERANCE, seq)
       end
-      if not why and s0[1] ~= target[1] and not match.padded(target[1], s0[1]) and not match.padded(s0[1], target[1]) then
+      if not why and not match.t_compatible(s0[1], target[1]) then
         why = string.format("T %d vs %d, not block-padded", s0[1], target[1])
       end
     end

@@ -245,31 +245,15 @@ function Mp.elementwise_kernel(K, out, out_dtype, label)
   local target = match.strip1(q.shapes[1])
   local tried = {}
   local cos, codt = t:column(D.OS), t:column(D.ODT)
-  local function same(a, b)
-    if a.scalar or b.scalar then return a.scalar == b.scalar end
-    if #a ~= #b then return false end
-    for i = 1, #a do if a[i] ~= b[i] then return false end end
-    return true
-  end
-  local function hits(tg, csv, cs)
-    return same(tg, csv) or same(tg, cs) or (not tg.scalar and not csv.scalar and
-           (match.pads(tg, csv) or match.pads(tg, cs)))
-  end
   label = label or K.name
   for i = 1, cos and #t or 0 do
     local lat, col = K:latency(i)
     local shapes = lat and t:shapes(t:cell(i, cos))
     local csv = shapes and shapes[1]
     if csv then
-      local cs = match.strip1(csv)
       -- the consumer reports every hit as rule "elementwise"; how says why it matched
-      local rule, how
-      if hits(target, csv, cs) then
-        rule, how = "elementwise", (same(target, csv) or same(target, cs)) and "" or ", padded"
-      elseif not target.scalar and not csv.scalar and #target == 3 and #csv == 2 and
-             hits({ target[1] * target[2], target[3] }, csv, cs) then
-        rule, how = "elementwise", ", flattened to 2-D"
-      end
+      local how = match.out_rule(target, csv)
+      local rule = how and "elementwise"
       if rule then
         local row_dt = codt and match.list(t:cell(i, codt))[1] or nil
         local latency, conf, note = lat, 1.0, nil

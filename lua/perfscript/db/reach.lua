@@ -234,6 +234,190 @@ function Reach.kernel(K, add)
   end
 end
 
+---------------------------------------------------------------------------------------------
+-- Which row answers a query, over a set of rows kept in memory (the grid's check before it
+-- appends a candidate, perfscript.grid.reach). Per query mode:
+--   elementwise  the first row whose first output shape matches (identity, leading-1 strip,
+--                block padding, 3-D flatten) answers, whatever its dtype (spec 2.4);
+--   moe_fused    the first row whose inputs match (any rule) with the same EP Size (2.6);
+--   attention    the nearest avg_seq_len among rows with the same dtype, heads, head dim,
+--                sparse mode and KV heads and a T equal or block-padded either way; equally
+--                near rows with other latencies make the lookup miss (require_semantic_unique,
+--                2.5 and 1.6);
+--   compute      the nearest rule distance, the first row of the earliest kernel of the
+--                candidate list among equals (2.3), on the first tc_input_count inputs.
+-- The matching rules are perfscript.db.match's, as the lookups above use them.
+
+-- The consumer's spelling of each dtype it maps from torch (DT_BF16, INT8, FLOAT, ...).
+local CONSUMER = {}
+for _, v in pairs(match.DTYPE_MAP) do CONSUMER[v] = true end
+
+-- misspelled(name) -> the consumer's spelling when `name` is another spelling of a dtype the
+-- consumer knows (DT_INT8 for INT8, BF16 for DT_BF16), else nil.
+function Reach.misspelled(name)
+  if CONSUMER[name] then return nil end
+  local bare = name:match("^DT_(.+)$")
+  if bare and CONSUMER[bare] then return bare end
+  if CONSUMER["DT_" .. name] then return "DT_" .. name end
+  return nil
+end
+
+-- First misspelled dtype in a ';' list cell: name, fix; or nil.
+function Reach.check_dtypes(cell)
+  for _, d in ipairs(shape.split(cell or "")) do
+    d = d:gsub("^[%s\"]+", ""):gsub("[%s\"]+$", "")
+    local fix = d ~= "" and Reach.misspelled(d)
+    if fix then return d, fix end
+  end
+  return nil
+end
+
+---------------------------------------------------------------------------------------------
+-- Rows as the consumer parses them: empty shape slots and empty names dropped, "()" a scalar.
+
+local function clean(cell)
+  cell = cell or ""
+  if cell:find('[%s"]') then cell = cell:gsub('^[%s"]+', ""):gsub('[%s"]+$', "") end
+  return cell
+end
+
+local function shapes_of(cell)
+  local out = {}
+  for _, part in ipairs(shape.split(clean(cell))) do
+    part = part:gsub("^%s+", ""):gsub("%s+$", "")
+    if part == "()" then
+      out[#out + 1] = { scalar = true }
+    elseif part ~= "" then
+      local dims = {}
+      for d in part:gmatch("[^,]+") do
+        local v = math.tointeger(tonumber(d))
+        if not v then return nil end
+        dims[#dims + 1] = v
+      end
+      out[#out + 1] = dims
+    end
+  end
+  return out
+end
+
+local function names_of(cell)
+  local out = {}
+  for _, p in ipairs(shape.split(clean(cell))) do
+    p = p:gsub("^%s+", ""):gsub("%s+$", "")
+    if p ~= "" then out[#out + 1] = p end
+  end
+  return out
+end
+
+-- FRACTAL_NZ [..., H, W, bh, bw] -> [..., H*bw, W*bh] (4-D and more; the consumer's restore).
+local function nz_restore(s)
+  if s.scalar or #s < 4 then return s end
+  local n, out = #s, {}
+  for i = 1, n - 4 do out[i] = s[i] end
+  out[#out + 1] = s[n - 3] * s[n]
+  out[#out + 1] = s[n - 2] * s[n - 1]
+  return out
+end
+
+-- view(get, mode, n) -> the parts of a row a lookup compares (mode: elementwise, attention,
+-- moe_fused or compute; n: tc_input_count); get(column) -> cell text; nil when no query can
+-- read the row.
+function Reach.view(get, mode, n)
+  local v = {}
+  if mode == "elementwise" then
+    local outs = shapes_of(get("Output Shapes"))
+    v.out = outs and outs[1]
+    return v.out and v or nil
+  end
+  local ins = shapes_of(get("Input Shapes"))
+  if not ins then return nil end
+  local dts, fms = names_of(get("Input Data Types")), names_of(get("Input Formats"))
+  if mode == "attention" then
+    local q = ins[1]
+    if not q or q.scalar then return nil end
+    if #q == 4 and q[3] == 1 then q = { q[1], q[2], q[4] } end
+    if #q ~= 3 then return nil end  -- the consumer cannot read it: no query finds the row
+    local avg = tonumber(clean(get("Runtime avg_seq_len"))) or tonumber(clean(get("avg_seq_len")))
+    if not avg then return nil end
+    v.T = q[1]
+    v.key = table.concat({ dts[1] or "", q[2], q[3], clean(get("Runtime sparse_mode")),
+                           clean(get("Runtime num_key_value_heads")), math.floor(avg) }, "|")
+    return v
+  end
+  if n then
+    for i = #ins, n + 1, -1 do ins[i] = nil end
+    for i = #dts, n + 1, -1 do dts[i] = nil end
+  end
+  for i = 1, #ins do
+    if fms[i] == "FRACTAL_NZ" then ins[i] = nz_restore(ins[i]) end
+  end
+  v.shapes, v.dtypes, v.ep = ins, dts, clean(get("EP Size"))
+  return v
+end
+
+local function key_of(shapes, dtypes)
+  return match.shapes_text(shapes) .. "|" .. table.concat(dtypes, ";")
+end
+
+-- spec 2.4: does a row with first output `csv` answer a query with output `q`? (Scalars are
+-- never compared here: a grid candidate with a scalar output is always kept.)
+local function out_answers(q, csv)
+  if q.scalar or csv.scalar then return false end
+  return match.out_rule(match.strip1(q), csv) ~= nil
+end
+
+-- A set of the rows a lookup can return, for one kernel.
+local Set = {}
+Set.__index = Set
+
+-- answer_set(kernel, mode) -> an empty set; set:add(view), set:answers(view, kernel).
+function Reach.answer_set(kernel, mode)
+  return setmetatable({ kernel = kernel, mode = mode, list = {}, keys = {} }, Set)
+end
+
+function Set:add(v)
+  local list = self.list
+  list[#list + 1] = v
+  if v.key then
+    local b = self.keys[v.key]
+    if not b then b = {}; self.keys[v.key] = b end
+    b[#b + 1] = v.T
+  elseif v.shapes then
+    self.keys[key_of(v.shapes, v.dtypes) .. "|" .. v.ep] = true
+  end
+end
+
+-- answers(v) -> true when a row of this set is returned for v's own query (v loses).
+function Set:answers(v, kernel)
+  local mode = self.mode
+  if mode == "elementwise" then
+    for _, r in ipairs(self.list) do
+      if out_answers(v.out, r.out) then return true end
+    end
+    return false
+  elseif mode == "attention" then
+    local b = self.keys[v.key]
+    if b then
+      for _, t in ipairs(b) do if match.t_compatible(v.T, t) then return true end end
+    end
+    return false
+  elseif mode == "moe_fused" then
+    local q = { shapes = v.shapes, dtypes = v.dtypes }
+    for _, r in ipairs(self.list) do
+      if r.ep == v.ep and match.row(kernel, q, r.shapes, r.dtypes) then return true end
+    end
+    return false
+  end
+  -- compute: an equally good (distance 0) row found first; index lookups over the rule variants
+  for _, shapes in ipairs(match.variants(kernel, v.shapes)) do
+    if self.keys[key_of(shapes, v.dtypes) .. "|" .. v.ep] then return true end
+    local stripped = {}
+    for i, s in ipairs(shapes) do stripped[i] = match.strip1(s) end
+    if self.keys[key_of(stripped, v.dtypes) .. "|" .. v.ep] then return true end
+  end
+  return false
+end
+
 function Reach.install(db) D = db end
 
 return Reach
