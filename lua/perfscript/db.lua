@@ -5,6 +5,7 @@
 -- they return results (perfscript.db.result) that print as aligned tables and save as CSV.
 local perf = require "perfscript"
 local T = require "perfscript.table"
+local num = require "perfscript.num"
 local lfs = require "lfs"
 local R = require "perfscript.db.result"
 local match = require "perfscript.db.match"
@@ -457,10 +458,10 @@ function Kmethods:rows(filter)
           checks[#checks + 1] = function(i) return t:key({ kind = "list" }, t:cell(i, c)) == want end
         else
           local want = tostring(v):gsub("^%s+", ""):gsub("%s+$", "")
-          local wnum = tonumber(want)
+          local wnum = num.finite(want)
           checks[#checks + 1] = function(i)
             local cell = t:cell(i, c)
-            return cell == want or (wnum ~= nil and tonumber(cell) == wnum)
+            return cell == want or (wnum ~= nil and num.finite(cell) == wnum)
           end
         end
       elseif analysis.is_axis(self, k) then
@@ -579,7 +580,7 @@ local function scan_row(S, i)
   S.lat[i], S.src[i] = li, ci
   if not li then
     res = { reason = "no valid latency (skipped by the consumer)" }
-  elseif S.moe and math.tointeger(tonumber(t:cell(i, S.epcol))) ~= S.ep then
+  elseif S.moe and math.tointeger(num.finite(t:cell(i, S.epcol))) ~= S.ep then
     res = { reason = "EP Size " .. (t:cell(i, S.epcol) == "" and "blank" or t:cell(i, S.epcol)) .. ", query ep " .. S.ep }
   else
     local shapes_i, dtypes_i = scan_inputs(S, i)

@@ -6,6 +6,7 @@
 local perf = require "perfscript"
 local R = require "perfscript.db.result"
 local match = require "perfscript.db.match"
+local num = require "perfscript.num"
 
 local A = {}
 local TOLERANCE = 16
@@ -54,7 +55,7 @@ function A.lookup(K, q, opts)
   for i = 1, #t do
     local lat, col = K:latency(i)
     local why
-    local rowseq = tonumber(t:cell(i, seqcol))
+    local rowseq = num.finite(t:cell(i, seqcol))
     local shapes = t:shapes(t:cell(i, "Input Shapes"))
     local s0 = shapes and shapes[1] and not shapes[1].scalar and q3d(shapes[1], target[3])
     if not lat then why = "no valid latency"
@@ -67,7 +68,7 @@ function A.lookup(K, q, opts)
         if f.want ~= nil and t:column(f.col) then
           local cell = t:cell(i, f.col)
           if not (f.blank_ok and cell == "") then
-            local ok = f.num and tonumber(cell) == tonumber(f.want) or (not f.num and cell == tostring(f.want))
+            local ok = f.num and num.finite(cell) == num.finite(f.want) or (not f.num and cell == tostring(f.want))
             if not ok then why = f.col .. " " .. cell; break end
           end
         end

@@ -4,6 +4,7 @@
 local perf = require "perfscript"
 local R = require "perfscript.db.result"
 local match = require "perfscript.db.match"
+local num = require "perfscript.num"
 local analysis = require "perfscript.db.analysis"
 
 local Q = {}
@@ -202,10 +203,10 @@ local function lint_kernel(K, res)
     if cEP and K.name == "DispatchFFNCombine" then
       local v = t:cell(i, cEP)
       if v == "" then add("error", line, "EP Size", "blank EP Size: the row never matches")
-      elseif not math.tointeger(tonumber(v)) then add("error", line, "EP Size", "EP Size is not an integer: " .. v) end
+      elseif not math.tointeger(num.finite(v)) then add("error", line, "EP Size", "EP Size is not an integer: " .. v) end
     end
     if cseq then
-      local v = tonumber(t:cell(i, cseq))
+      local v = num.finite(t:cell(i, cseq))
       if v and v ~= math.floor(v) then
         add("warning", line, t:columns()[cseq], "fractional avg_seq_len " .. t:cell(i, cseq) .. " (matches exactly, never interpolates)")
       end

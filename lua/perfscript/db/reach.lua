@@ -7,6 +7,7 @@
 -- cannot be normalised, or when its own query is answered by another row (it is shadowed).
 local shape = require "perfscript.shape"
 local match = require "perfscript.db.match"
+local num = require "perfscript.num"
 
 local Reach = {}
 local D
@@ -125,8 +126,8 @@ local function attention_problems(t, i, route)
   local d1 = (t:column(D.IDT) and match.list(t:cell(i, D.IDT)) or {})[1]
   local why = d1 and spelling(d1, "the query slot")
   if why then out[#out + 1] = { kind = "unknown dtype", why = why } end
-  local sp = t:column("Runtime sparse_mode") and tonumber(t:cell(i, "Runtime sparse_mode"))
-  local kvh = t:column("Runtime num_key_value_heads") and tonumber(t:cell(i, "Runtime num_key_value_heads"))
+  local sp = t:column("Runtime sparse_mode") and num.finite(t:cell(i, "Runtime sparse_mode"))
+  local kvh = t:column("Runtime num_key_value_heads") and num.finite(t:cell(i, "Runtime num_key_value_heads"))
   if sp and sp ~= 3 and not (route.mla and sp == 0 and kvh == 1) then
     out[#out + 1] = { kind = "unreachable runtime",
                       why = string.format("Runtime sparse_mode %s: the attention path always asks 3%s", t:cell(i, "Runtime sparse_mode"),
@@ -151,11 +152,11 @@ local function own_answer(K, t, i, route)
   elseif route.mode == "attention_special" then
     local shapes = t:shapes(t:cell(i, D.IS))
     local seqcol = t:column("Runtime avg_seq_len") and "Runtime avg_seq_len" or t:column("avg_seq_len") and "avg_seq_len"
-    local seq = seqcol and tonumber(t:cell(i, seqcol))
+    local seq = seqcol and num.finite(t:cell(i, seqcol))
     if not seq or not shapes or not shapes[1] then return nil, "no avg_seq_len or query shape" end
     local q = { q = shapes[1], seq = math.floor(seq), dtype = match.list(t:cell(i, D.IDT))[1],
-                sparse_mode = t:column("Runtime sparse_mode") and tonumber(t:cell(i, "Runtime sparse_mode")) or nil,
-                kv_heads = t:column("Runtime num_key_value_heads") and tonumber(t:cell(i, "Runtime num_key_value_heads")) or nil }
+                sparse_mode = t:column("Runtime sparse_mode") and num.finite(t:cell(i, "Runtime sparse_mode")) or nil,
+                kv_heads = t:column("Runtime num_key_value_heads") and num.finite(t:cell(i, "Runtime num_key_value_heads")) or nil }
     if #shapes[1] == 2 and shapes[2] and not shapes[2].scalar then q.head_dim = shapes[2][#shapes[2]] end
     local lay = t:column("Runtime input_layout") and t:cell(i, "Runtime input_layout")
     if lay and lay ~= "" then q.layout = lay end
@@ -165,7 +166,7 @@ local function own_answer(K, t, i, route)
   if not shapes then return nil end  -- malformed Input Shapes: the lint has said so
   local opts = { n = route.n }
   if t:column("EP Size") and (route.mode == "moe_fused" or K.name == "DispatchFFNCombine") then
-    opts.moe, opts.ep = true, math.tointeger(tonumber(t:cell(i, "EP Size")))
+    opts.moe, opts.ep = true, math.tointeger(num.finite(t:cell(i, "EP Size")))
     if not opts.ep then return nil end  -- the lint flags the EP Size cell itself
   end
   -- the TC layout of the row's inputs, then the route (its kernels in order, tc_input_count)
@@ -290,7 +291,7 @@ local function shapes_of(cell)
     elseif part ~= "" then
       local dims = {}
       for d in part:gmatch("[^,]+") do
-        local v = math.tointeger(tonumber(d))
+        local v = num.int(d)  -- the consumer's int() of each dimension
         if not v then return nil end
         dims[#dims + 1] = v
       end
@@ -337,7 +338,7 @@ function Reach.view(get, mode, n)
     if not q or q.scalar then return nil end
     if #q == 4 and q[3] == 1 then q = { q[1], q[2], q[4] } end
     if #q ~= 3 then return nil end  -- the consumer cannot read it: no query finds the row
-    local avg = tonumber(clean(get("Runtime avg_seq_len"))) or tonumber(clean(get("avg_seq_len")))
+    local avg = num.finite(clean(get("Runtime avg_seq_len"))) or num.finite(clean(get("avg_seq_len")))
     if not avg then return nil end
     v.T = q[1]
     v.key = table.concat({ dts[1] or "", q[2], q[3], clean(get("Runtime sparse_mode")),
