@@ -1,15 +1,15 @@
 -- The database lint run (recipes/db_lint.lua is its entry point): the findings of db:lint per
 -- kernel (or for the whole database), a summary line, optionally every finding as CSV.
 -- main returns the exit status: 1 when there are errors.
-local perf = require "perfscript"
 local dbpath = require "perfscript.dbpath"
+local cli = require "perfscript.analysis.cli"
 local repl = require "perfscript.repl"
 
 local M = {}
 
 function M.parser()
   local parser = require("argparse")("db_lint", "Lint a database version directory the way its consumer reads it.")
-  parser:argument("database", "Version directory (or use the database flags)."):args("?")
+  cli.add_database_argument(parser)
   parser:option("--kernel", "Only this kernel type."):count("*")
   parser:option("--csv", "Also write every finding to this CSV file.")
   parser:flag("--quiet", "Print only the summary line.")
@@ -19,9 +19,7 @@ end
 
 function M.main(argv)
   local args = M.parser():parse(argv)
-  local dir = args.database or dbpath.from_args(args)
-  local db, err = perf.open(dir)
-  if not db then perf.fail("%s", err) end
+  local db, dir = cli.open_database(args)
   local kernels = #args.kernel > 0 and args.kernel or { false }
   local all = require("perfscript.db.result").new(nil, nil, {})
   local errors, warnings = 0, 0
