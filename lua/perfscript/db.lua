@@ -5,6 +5,7 @@
 -- they return results (perfscript.db.result) that print as aligned tables and save as CSV.
 local perf = require "perfscript"
 local T = require "perfscript.table"
+local num = require "perfscript.num"
 local lfs = require "lfs"
 local R = require "perfscript.db.result"
 local match = require "perfscript.db.match"
@@ -451,10 +452,10 @@ function Kmethods:rows(filter)
           checks[#checks + 1] = function(i) return t:key({ kind = "list" }, t:cell(i, c)) == want end
         else
           local want = tostring(v):gsub("^%s+", ""):gsub("%s+$", "")
-          local wnum = tonumber(want)
+          local wnum = num.finite(want)
           checks[#checks + 1] = function(i)
             local cell = t:cell(i, c)
-            return cell == want or (wnum ~= nil and tonumber(cell) == wnum)
+            return cell == want or (wnum ~= nil and num.finite(cell) == wnum)
           end
         end
       elseif analysis.is_axis(self, k) then
@@ -517,9 +518,286 @@ local function query_keys(self, L, n, q)
   return keys
 end
 
+-- Latency column priorities of a kernel (lower wins a tie) and its latency_policy: fixed once
+-- the table is loaded (the latency columns and the mapping do not change), so made once.
+local function latency_priorities(self)
+  local s = self._
+  local lpol = self:_latency_policy()
+  if not s.lpri then
+    self:latency(1)
+    local pri = {}
+    for j, c in ipairs(s.latcols) do pri[c] = j end
+    -- latency_policy of op_mapping.yaml (v0.18): profiling rows first in ties
+    if lpol.prefer_profiling_rows then
+      pri["Profiling Average Duration(us)"], pri["Average Duration(us)"] = 0, 1
+    end
+    s.lpri = pri
+  end
+  return s.lpri, lpol
+end
+
+-- One compute lookup's scan state: the query, the rows checked (tried: row -> {ok, reason,
+-- rule, ...}), their latency and its column (lat, src), the matching rows (cands).
+local function new_scan(self, q, n, opts, pri, moe, ep)
+  local s = self._
+  s.inmemo = s.inmemo or {}
+  s.inmemo[n] = s.inmemo[n] or {}
+  return { k = self, t = self:table(), q = q, n = n, opts = opts, pri = pri, moe = moe, ep = ep,
+           epcol = moe and self:table():column("EP Size"), inmemo = s.inmemo[n],
+           lat = {}, src = {}, tried = {}, cands = {} }
+end
+
+-- The row's parsed inputs, truncated to n: made once per kernel and n (a lint asks every
+-- row's own query, each scanning the rows before it).
+local function scan_inputs(S, i)
+  local memo = S.inmemo[i]
+  if memo == nil then
+    local shapes_i, dtypes_i = S.k:_inputs(i)
+    local n = S.n
+    if shapes_i and n > 0 then
+      for j = n + 1, #shapes_i do shapes_i[j] = nil end
+      for j = n + 1, #dtypes_i do dtypes_i[j] = nil end
+    end
+    memo = { shapes_i, dtypes_i }
+    S.inmemo[i] = memo
+  end
+  return memo[1], memo[2]
+end
+
+-- Checks row i against the query once: its verdict (a match joins S.cands).
+local function scan_row(S, i)
+  local tried = S.tried
+  if tried[i] then return tried[i] end
+  local res
+  local t = S.t
+  local li, ci = S.k:latency(i)
+  S.lat[i], S.src[i] = li, ci
+  if not li then
+    res = { reason = "no valid latency (skipped by the consumer)" }
+  elseif S.moe and math.tointeger(num.finite(t:cell(i, S.epcol))) ~= S.ep then
+    res = { reason = "EP Size " .. (t:cell(i, S.epcol) == "" and "blank" or t:cell(i, S.epcol)) .. ", query ep " .. S.ep }
+  else
+    local shapes_i, dtypes_i = scan_inputs(S, i)
+    if not shapes_i then
+      res = { reason = "malformed Input Shapes: " .. dtypes_i .. " (the consumer would crash)" }
+    else
+      local m, why = match.row(S.k.name, S.q, shapes_i, dtypes_i, not S.opts.explain)
+      if m then
+        res = { ok = true, rule = m.rule, rules = m.rules, distance = m.distance, row = i,
+                pri = S.pri[ci] or 9 }
+      else
+        res = { reason = why }
+      end
+    end
+  end
+  tried[i] = res
+  if res.ok then S.cands[#S.cands + 1] = res end
+  return res
+end
+
+-- The rows that can win beyond the key matches (bounded by `upto`), and whether the slot
+-- index finds them. With two inputs or more a padded input followed by a transpose or a batch
+-- strip reports distance 0 (match.fold); a MoE lookup takes the first matching row, padded or
+-- not. Only rows before best_d0 can win when its latency column has the best priority.
+local function scan_bound(S, best_d0, dkey)
+  local name, opts = S.k.name, S.opts
+  local minpri = math.huge
+  for _, v in pairs(S.pri) do minpri = math.min(minpri, v) end
+  local special = match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name]
+  if best_d0 and not opts.explain and dkey then
+    if S.moe then return best_d0.row, false end
+    if #S.q.shapes < 2 then return 0, false end
+    return best_d0.pri <= minpri and best_d0.row or math.huge, not special
+  end
+  return math.huge, false
+end
+
+-- A distance-0 row the keys missed has an input matched by a rule that keeps its size (batch
+-- strip, transpose, flatten, ...): one of its slots has a key of the query's slot variants, so
+-- only the rows the slot index gives for those need a check.
+local function scan_slots(S, upto)
+  local six = S.k:_slot_index(S.n, S.inmemo)
+  local seen = {}
+  for j, tc in ipairs(S.q.shapes) do
+    for _, v in ipairs(match.slot_variants(S.k.name, j, tc)) do
+      for _, i in ipairs(six[j .. "\0" .. match.shapes_text({ v })] or {}) do
+        if i < upto and not seen[i] then seen[i] = true; scan_row(S, i) end
+      end
+    end
+  end
+end
+
+-- Every row before `upto`, group by group in order of their first row (a group's other rows
+-- only when its first matched, or when explaining), then the rows the index skipped.
+local function scan_groups(S, ix, upto)
+  for g = 1, ix:ngroups() do
+    local size, first = ix:group(g)
+    if first >= upto then break end
+    local r = scan_row(S, first)
+    if size > 1 then
+      local rows = ix:rows(g)
+      for j = 2, #rows do
+        if r.ok or S.opts.explain then scan_row(S, rows[j]) end
+      end
+    end
+  end
+  for _, i in ipairs(ix:skipped()) do scan_row(S, i) end
+end
+
+-- Fills S.cands: rows whose key equals a query variant's key first (the keys depend only on
+-- the query text, so they are remembered per query text), then the rows that may still win.
+local function scan(self, S)
+  local L = self:_lookup_index(S.n)
+  local ix = L.ix
+  local keys = query_keys(self, L, S.n, S.q)
+  local dkey = keys.dkey
+  if dkey or not L.comps[2] then
+    -- the rows of every variant's key in turn (ix:find(skey, dkey) or ix:find(skey) each)
+    local rows = ix:find_keys(keys, dkey)
+    for j = 1, #rows do scan_row(S, rows[j]) end
+  end
+  local best_d0
+  for _, c in ipairs(S.cands) do
+    if c.distance == 0 and (not best_d0 or score_less(c, best_d0)) then best_d0 = c end
+  end
+  local upto, by_slots = scan_bound(S, best_d0, dkey)
+  if by_slots then
+    scan_slots(S, upto)
+  elseif upto > 0 then
+    scan_groups(S, ix, upto)
+  end
+end
+
+-- latency_policy's core-envelope substitution for scheduling outliers: a MIX_AIC profiling
+-- row whose duration exceeds its core time by more than the ratio answers with the core time.
+local function core_envelope(t, res, row, lpol)
+  local env = lpol.profiling_core_envelope_fallback
+  if type(env) == "table" and res.column == "Profiling Average Duration(us)" and t:column("Accelerator Core") and
+     t:cell(row, "Accelerator Core") == "MIX_AIC" then
+    local core = math.max(t:column("Profiling Average aicore_time(us)") and t:num(row, "Profiling Average aicore_time(us)") or 0,
+                          t:column("Profiling Average aiv_time(us)") and t:num(row, "Profiling Average aiv_time(us)") or 0)
+    local ratio = tonumber(env.max_duration_to_core_ratio) or 1.5
+    if core > 0 and res.latency / core > ratio then
+      res:note("profiling_core_envelope_fallback: %s us / max(aicore, aiv) %s us > %s, latency is the core time",
+               R.fmt(res.latency), R.fmt(core), ratio)
+      res.latency, res.latency_selection = core, "profiling_core_envelope_fallback"
+    end
+  end
+end
+
+-- The verdict for the best candidate: its latency (or the semantic-unique miss when equally
+-- good rows disagree), the title, and a note on the ties the first row in file order beat.
+local function choose(self, S, res, best, qlabel, lpol)
+  local t, lat = S.t, S.lat
+  local ties = {}
+  for _, c in ipairs(S.cands) do
+    if c ~= best and c.distance == best.distance and c.pri == best.pri then ties[#ties + 1] = c end
+  end
+  local ambiguous = false
+  if self:_semantic_unique() then
+    for _, c in ipairs(ties) do
+      if string.format("%.12f", lat[c.row]) ~= string.format("%.12f", lat[best.row]) then ambiguous = true end
+    end
+  end
+  local title
+  if ambiguous then
+    res.miss = "ambiguous_semantic_match:" .. self.name
+    title = string.format("lookup %s %s: MISS %s", self.name, qlabel, res.miss)
+  else
+    res.latency, res.row, res.line = lat[best.row], best.row, t:line(best.row)
+    res.column, res.rule, res.rules, res.source = S.src[best.row], best.rule, best.rules, "MEASURED"
+    res.confidence = 1.0
+    core_envelope(t, res, best.row, lpol)
+    title = string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
+                          R.fmt(res.latency), res.line, res.column, res.rule,
+                          best.distance > 0 and ", padded" or "")
+  end
+  if #ties > 0 then
+    local lines = {}
+    for j = 1, math.min(#ties, 10) do lines[j] = tostring(t:line(ties[j].row)) end
+    res:note("%d equally good rows after the chosen one (lines %s%s): the first in file order wins",
+             #ties, table.concat(lines, ", "), #ties > 10 and ", ..." or "")
+  end
+  return title
+end
+
+-- explain: every row tried with its verdict, and a count of the failures by kind.
+local function explain_rows(S, res, best)
+  local t, tried = S.t, S.tried
+  local rows = {}
+  for i in pairs(tried) do rows[#rows + 1] = i end
+  table.sort(rows)
+  local reasons = {}
+  for _, i in ipairs(rows) do
+    local r = tried[i]
+    res[#res + 1] = { line = t:line(i), row = i,
+                      result = (best and r == best and not res.miss) and "CHOSEN" or (r.ok and "match" or "no"),
+                      ["rule or first failure"] = r.ok and (r.rule .. " (" .. table.concat(r.rules, ",") .. ")") or r.reason,
+                      ["latency(us)"] = S.lat[i] or nil, column = S.src[i] or nil }
+    if not r.ok then
+      local kind = r.reason:gsub("^input %d+: ", "input: "):gsub(" vs row .*", ""):gsub("shape %b()", "shape")
+      kind = kind:gsub("dtype %S+, row has %S+", "dtype differs"):gsub("input count: .*", "input count differs")
+      reasons[kind] = (reasons[kind] or 0) + 1
+    end
+  end
+  local summary = {}
+  for k, v in pairs(reasons) do summary[#summary + 1] = string.format("%s: %d", k, v) end
+  table.sort(summary)
+  res:note("%d rows tried, %d match; failures: %s", #rows, #S.cands,
+           #summary > 0 and table.concat(summary, "; ") or "none")
+  if not S.q.dtypes then res:note("no dtypes given: dtypes were not compared") end
+end
+
 -- The consumer's compute exact match: every row is a candidate, the best (distance, latency
--- column priority) wins and the first row in file order breaks ties. The index finds the
--- distance-0 candidates at once; padded matches need a scan over the distinct signatures.
+-- column priority) wins and the first row in file order breaks ties (MoE: the first matching
+-- row). The index finds the distance-0 candidates at once; padded matches need a scan over
+-- the distinct signatures.
+local function compute_lookup(self, shapes, dtypes, opts)
+  local t = self:table()
+  local q = self:_query(shapes, dtypes)
+  local n = opts.n or opts.tc_input_count or 0
+  if n > 0 then
+    for i = n + 1, #q.shapes do q.shapes[i] = nil end
+    if q.dtypes then for i = n + 1, #q.dtypes do q.dtypes[i] = nil end end
+  end
+  local pri, lpol = latency_priorities(self)
+  -- MoE (DispatchFFNCombine, spec 2.6): a file with an EP Size column needs the query's ep;
+  -- rows must equal it, and the first matching row wins
+  local ep = opts.ep or opts.ep_size
+  local moe = t:column("EP Size") and (self.name == "DispatchFFNCombine" or opts.moe)
+  if moe and not ep then
+    local res = R.new(string.format("lookup %s: MISS ep_size_not_configured (the file has EP Size; pass {ep = n})", self.name), {})
+    res.miss = "ep_size_not_configured"
+    return res
+  end
+  local S = new_scan(self, q, n, opts, pri, moe, ep)
+  scan(self, S)
+  table.sort(S.cands, moe and function(a, b) return a.row < b.row end or score_less)
+  local best = S.cands[1]
+  local res = R.new(nil, opts.explain and { "line", "result", "rule or first failure", "latency(us)", "column" }
+                          or { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" })
+  local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
+                 (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
+  res.query = q
+  res.widths = { ["rule or first failure"] = 100 }
+  if best then
+    res.title = choose(self, S, res, best, qlabel, lpol)
+  else
+    res.miss = "shape_mismatch"
+    res.title = string.format("lookup %s %s: MISS shape_mismatch (no row matches)", self.name, qlabel)
+  end
+  if opts.explain then
+    explain_rows(S, res, best)
+  elseif best and not res.miss then
+    res[1] = self:_row_record(best.row, S.lat[best.row], S.src[best.row])
+    res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
+  end
+  return res
+end
+
+-- lookup(shapes, dtypes, opts): the row the consumer answers a query with, by the kernel's
+-- kind: collectives (message_bytes), attention (a query with seq), elementwise (opts.out),
+-- else the compute exact match.
 function Kmethods:lookup(shapes, dtypes, opts)
   if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then
     opts, dtypes = dtypes, nil
@@ -536,229 +814,7 @@ function Kmethods:lookup(shapes, dtypes, opts)
     -- elementwise (query_mode elementwise): the output shape is the key
     return require("perfscript.db.mapping").elementwise_kernel(self, opts.out, opts.out_dtype)
   end
-  local q = self:_query(shapes, dtypes)
-  local n = opts.n or opts.tc_input_count or 0
-  if n > 0 then
-    for i = n + 1, #q.shapes do q.shapes[i] = nil end
-    if q.dtypes then for i = n + 1, #q.dtypes do q.dtypes[i] = nil end end
-  end
-  local s = self._
-  -- latency column priorities: fixed once the table is loaded (the latency columns and the
-  -- mapping do not change), so made once per kernel
-  local pri = s.lpri
-  local lpol = self:_latency_policy()
-  if not pri then
-    self:latency(1)
-    pri = {}
-    for j, c in ipairs(s.latcols) do pri[c] = j end
-    -- latency_policy of op_mapping.yaml (v0.18): profiling rows first in ties, and the
-    -- core-envelope substitution for scheduling outliers
-    if lpol.prefer_profiling_rows then
-      pri["Profiling Average Duration(us)"], pri["Average Duration(us)"] = 0, 1
-    end
-    s.lpri = pri
-  end
-  -- latency and its column of each row checked (check_row fills both before any use)
-  local lat, src = {}, {}
-  local L = self:_lookup_index(n)
-  local ix = L.ix
-  local dtype_comp = L.comps[2]
-  local tried = {}      -- row -> {ok, reason, rule}
-  s.inmemo = s.inmemo or {}
-  s.inmemo[n] = s.inmemo[n] or {}
-  local inmemo = s.inmemo[n]
-  local cands = {}
-
-  -- MoE (DispatchFFNCombine, spec 2.6): a file with an EP Size column needs the query's ep;
-  -- rows must equal it, and the first matching row wins
-  local epcol = t:column("EP Size")
-  local ep = opts.ep or opts.ep_size
-  local moe = epcol and (self.name == "DispatchFFNCombine" or opts.moe)
-  if moe and not ep then
-    local res = R.new(string.format("lookup %s: MISS ep_size_not_configured (the file has EP Size; pass {ep = n})", self.name), {})
-    res.miss = "ep_size_not_configured"
-    return res
-  end
-  local function check_row(i)
-    if tried[i] then return tried[i] end
-    local res
-    local li, ci = self:latency(i)
-    lat[i], src[i] = li, ci
-    if not li then
-      res = { reason = "no valid latency (skipped by the consumer)" }
-    elseif moe and math.tointeger(tonumber(t:cell(i, epcol))) ~= ep then
-      res = { reason = "EP Size " .. (t:cell(i, epcol) == "" and "blank" or t:cell(i, epcol)) .. ", query ep " .. ep }
-    else
-      -- the row's parsed inputs, truncated to n: made once per kernel and n (a lint asks every
-      -- row's own query, each scanning the rows before it)
-      local memo = inmemo[i]
-      if memo == nil then
-        local shapes_i, dtypes_i = self:_inputs(i)
-        if shapes_i and n > 0 then
-          for j = n + 1, #shapes_i do shapes_i[j] = nil end
-          for j = n + 1, #dtypes_i do dtypes_i[j] = nil end
-        end
-        memo = { shapes_i, dtypes_i }
-        inmemo[i] = memo
-      end
-      local shapes_i, dtypes_i = memo[1], memo[2]
-      if not shapes_i then
-        res = { reason = "malformed Input Shapes: " .. dtypes_i .. " (the consumer would crash)" }
-      else
-        local m, why = match.row(self.name, q, shapes_i, dtypes_i, not opts.explain)
-              if m then
-          res = { ok = true, rule = m.rule, rules = m.rules, distance = m.distance, row = i,
-                  pri = pri[src[i]] or 9 }
-        else
-          res = { reason = why }
-        end
-      end
-    end
-    tried[i] = res
-    if res.ok then cands[#cands + 1] = res end
-    return res
-  end
-
-  -- fast path: rows whose key equals a query variant's key (the keys depend only on the
-  -- query text, so they are remembered per query text)
-  local keys = query_keys(self, L, n, q)
-  local dkey = keys.dkey
-  if dkey or not dtype_comp then
-    -- the rows of every variant's key in turn (ix:find(skey, dkey) or ix:find(skey) each)
-    local rows = ix:find_keys(keys, dkey)
-    for j = 1, #rows do check_row(rows[j]) end
-  end
-  local best_d0
-  for _, c in ipairs(cands) do
-    if c.distance == 0 and (not best_d0 or score_less(c, best_d0)) then best_d0 = c end
-  end
-  -- Rows the keys cannot find may still win over best_d0: with two inputs or more a padded
-  -- input followed by a transpose or a batch strip reports distance 0 (match.fold); a MoE
-  -- lookup takes the first matching row, padded or not. Only rows before best_d0 can win when
-  -- its latency column has the best priority, and groups come in order of their first row.
-  local minpri = math.huge
-  for _, v in pairs(pri) do minpri = math.min(minpri, v) end
-  local upto = math.huge
-  local special = match.ROPE[self.name] or match.SWIGLU[self.name] or match.RESHAPE_AND_CACHE[self.name]
-  local by_slots = false
-  if best_d0 and not opts.explain and dkey then
-    if moe then upto = best_d0.row
-    elseif #q.shapes < 2 then upto = 0
-    else
-      -- only rows before best_d0 can win when its latency column has the best priority
-      if best_d0.pri <= minpri then upto = best_d0.row end
-      by_slots = not special
-    end
-  end
-  if by_slots then
-    -- a distance-0 row the keys missed has an input matched by a rule that keeps its size
-    -- (batch strip, transpose, flatten, ...): one of its slots has a key of the query's slot
-    -- variants, so only the rows the slot index gives for those need a check
-    local six = self:_slot_index(n, inmemo)
-    local seen = {}
-    for j, tc in ipairs(q.shapes) do
-      for _, v in ipairs(match.slot_variants(self.name, j, tc)) do
-        for _, i in ipairs(six[j .. "\0" .. match.shapes_text({ v })] or {}) do
-          if i < upto and not seen[i] then seen[i] = true; check_row(i) end
-        end
-      end
-    end
-  elseif upto > 0 then
-    for g = 1, ix:ngroups() do
-      local size, first = ix:group(g)
-      if first >= upto then break end
-      local r = check_row(first)
-      if size > 1 then
-        local rows = ix:rows(g)
-        for j = 2, #rows do
-          if r.ok or opts.explain then check_row(rows[j]) end
-        end
-      end
-    end
-    for _, i in ipairs(ix:skipped()) do check_row(i) end
-  end
-  table.sort(cands, moe and function(a, b) return a.row < b.row end or score_less)
-  local best = cands[1]
-  local title
-  local res = R.new(nil, opts.explain and { "line", "result", "rule or first failure", "latency(us)", "column" }
-                          or { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" })
-  local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
-                 (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
-  res.query = q
-  res.widths = { ["rule or first failure"] = 100 }
-  if best then
-    local ties = {}
-    for _, c in ipairs(cands) do
-      if c ~= best and c.distance == best.distance and c.pri == best.pri then ties[#ties + 1] = c end
-    end
-    local ambiguous = false
-    if self:_semantic_unique() then
-      for _, c in ipairs(ties) do
-        if string.format("%.12f", lat[c.row]) ~= string.format("%.12f", lat[best.row]) then ambiguous = true end
-      end
-    end
-    if ambiguous then
-      res.miss = "ambiguous_semantic_match:" .. self.name
-      title = string.format("lookup %s %s: MISS %s", self.name, qlabel, res.miss)
-    else
-      res.latency, res.row, res.line = lat[best.row], best.row, t:line(best.row)
-      res.column, res.rule, res.rules, res.source = src[best.row], best.rule, best.rules, "MEASURED"
-      res.confidence = 1.0
-      local env = lpol.profiling_core_envelope_fallback
-      if type(env) == "table" and res.column == "Profiling Average Duration(us)" and t:column("Accelerator Core") and
-         t:cell(best.row, "Accelerator Core") == "MIX_AIC" then
-        local core = math.max(t:column("Profiling Average aicore_time(us)") and t:num(best.row, "Profiling Average aicore_time(us)") or 0,
-                              t:column("Profiling Average aiv_time(us)") and t:num(best.row, "Profiling Average aiv_time(us)") or 0)
-        local ratio = tonumber(env.max_duration_to_core_ratio) or 1.5
-        if core > 0 and res.latency / core > ratio then
-          res:note("profiling_core_envelope_fallback: %s us / max(aicore, aiv) %s us > %s, latency is the core time",
-                   R.fmt(res.latency), R.fmt(core), ratio)
-          res.latency, res.latency_selection = core, "profiling_core_envelope_fallback"
-        end
-      end
-      title = string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
-                            R.fmt(res.latency), res.line, res.column, res.rule,
-                            best.distance > 0 and ", padded" or "")
-    end
-    if #ties > 0 then
-      local lines = {}
-      for j = 1, math.min(#ties, 10) do lines[j] = tostring(t:line(ties[j].row)) end
-      res:note("%d equally good rows after the chosen one (lines %s%s): the first in file order wins",
-               #ties, table.concat(lines, ", "), #ties > 10 and ", ..." or "")
-    end
-  else
-    res.miss = "shape_mismatch"
-    title = string.format("lookup %s %s: MISS shape_mismatch (no row matches)", self.name, qlabel)
-  end
-  res.title = title
-  if opts.explain then
-    local rows = {}
-    for i in pairs(tried) do rows[#rows + 1] = i end
-    table.sort(rows)
-    local reasons = {}
-    for _, i in ipairs(rows) do
-      local r = tried[i]
-      res[#res + 1] = { line = t:line(i), row = i,
-                        result = (best and r == best and not res.miss) and "CHOSEN" or (r.ok and "match" or "no"),
-                        ["rule or first failure"] = r.ok and (r.rule .. " (" .. table.concat(r.rules, ",") .. ")") or r.reason,
-                        ["latency(us)"] = lat[i] or nil, column = src[i] or nil }
-      if not r.ok then
-        local kind = r.reason:gsub("^input %d+: ", "input: "):gsub(" vs row .*", ""):gsub("shape %b()", "shape")
-        kind = kind:gsub("dtype %S+, row has %S+", "dtype differs"):gsub("input count: .*", "input count differs")
-        reasons[kind] = (reasons[kind] or 0) + 1
-      end
-    end
-    local summary = {}
-    for k, v in pairs(reasons) do summary[#summary + 1] = string.format("%s: %d", k, v) end
-    table.sort(summary)
-    res:note("%d rows tried, %d match; failures: %s", #rows, #cands,
-             #summary > 0 and table.concat(summary, "; ") or "none")
-    if not q.dtypes then res:note("no dtypes given: dtypes were not compared") end
-  elseif best and not res.miss then
-    res[1] = self:_row_record(best.row, lat[best.row], src[best.row])
-    res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
-  end
-  return res
+  return compute_lookup(self, shapes, dtypes, opts)
 end
 
 -- ---- database-level forms of the kernel queries ------------------------------------------

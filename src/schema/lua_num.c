@@ -1,9 +1,11 @@
 /* perfscript.num: the cell number parser and the valid-duration rule (src/schema/num.c).
  *   num.parse(s) -> number or nil      Python float(s); a number is returned as a float
- *   num.finite(s) -> number or nil     parse, nil for nan and inf too
+ *   num.finite(s) -> number or nil     parse, nil for nan and inf too (a number: itself if finite)
  *   num.or_zero(s) -> number           parse, 0.0 when empty or not a number
  *   num.is_duration(x) -> boolean      x (number or cell text) is finite and > 0
- *   num.us_to_ns(s) -> integer or nil  decimal microseconds as exact int64 nanoseconds */
+ *   num.us_to_ns(s) -> integer or nil  decimal microseconds as exact int64 nanoseconds
+ *   num.int(s) -> integer or nil       Python int(s) of a cell (base 10, int64) */
+#include <math.h>
 #include <stdint.h>
 
 #include <lauxlib.h>
@@ -25,6 +27,12 @@ static int f_parse(lua_State *L) {
 }
 
 static int f_finite(lua_State *L) {
+  if (lua_type(L, 1) == LUA_TNUMBER) {
+    lua_Number v = lua_tonumber(L, 1);
+    if (isfinite(v)) lua_pushnumber(L, v);
+    else luaL_pushfail(L);
+    return 1;
+  }
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
   double d;
@@ -60,10 +68,19 @@ static int f_us_to_ns(lua_State *L) {
   return 1;
 }
 
+static int f_int(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  int64_t v;
+  if (ps_num_int(s, len, &v) != 0) luaL_pushfail(L);
+  else lua_pushinteger(L, (lua_Integer)v);
+  return 1;
+}
+
 int luaopen_perfscript_num(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"parse", f_parse}, {"finite", f_finite}, {"or_zero", f_or_zero}, {"is_duration", f_is_duration},
-    {"us_to_ns", f_us_to_ns}, {NULL, NULL}};
+    {"us_to_ns", f_us_to_ns}, {"int", f_int}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

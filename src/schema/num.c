@@ -134,6 +134,29 @@ int ps_num_fmt6(char *out, size_t cap, double v) {
                   (unsigned long long)(k % 1000000));
 }
 
+int ps_num_int(const char *s, size_t len, int64_t *out) {
+  ps_trim(&s, &len);
+  size_t i = 0;
+  int neg = 0;
+  if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  /* magnitudes up to 2^63: INT64_MIN's is one more than INT64_MAX's */
+  uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  size_t nd = 0;
+  for (; i < len; i++) {
+    if (s[i] >= '0' && s[i] <= '9') {
+      uint64_t d = (uint64_t)(s[i] - '0');
+      if (v > (lim - d) / 10) return -1;
+      v = v * 10 + d;
+      nd++;
+    } else if (!(s[i] == '_' && nd > 0 && i + 1 < len && s[i + 1] >= '0' && s[i + 1] <= '9')) {
+      return -1;
+    }
+  }
+  if (nd == 0) return -1;
+  *out = !neg ? (int64_t)v : v > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)v;
+  return 0;
+}
+
 /* Integers only: a double resolves just 0.25 us at today's timestamps. */
 int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns) {
   ps_trim(&s, &len);

@@ -17,6 +17,11 @@ int ps_num_finite(const char *s, size_t len, double *out);
 /* The write-back's parse_float: the number, or 0.0 when empty or not a number. */
 double ps_num_or_zero(const char *s, size_t len);
 
+/* Python int(s[0..len)) in base 10 (integer cells: EP Size, num_devices, ...): surrounding
+ * whitespace, a sign, digits with single underscores between them; no fraction, exponent or
+ * hex. Returns 0 and sets *out, or -1 when the text is not such an integer or leaves int64. */
+int ps_num_int(const char *s, size_t len, int64_t *out);
+
 /* A valid duration, as the database's consumer reads one: a finite number > 0. */
 int ps_num_is_duration(double v);
 

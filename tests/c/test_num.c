@@ -77,12 +77,35 @@ static void valid_duration_is_finite_and_positive(void **state) {
     assert_false(ps_num_duration_cell(no[i], strlen(no[i])));
 }
 
+static void python_int_of_a_cell(void **state) {
+  (void)state;
+  static const struct { const char *s; int64_t v; } ok[] = {
+    {"0", 0}, {"8", 8}, {"-16", -16}, {"+3", 3}, {" 4\t", 4}, {"007", 7}, {"1_000", 1000},
+    {"\r\n12\n", 12}, {"9223372036854775807", INT64_MAX}, {"-9223372036854775808", INT64_MIN},
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    int64_t v = -99;
+    assert_int_equal(ps_num_int(ok[i].s, strlen(ok[i].s), &v), 0);
+    assert_true(v == ok[i].v);
+  }
+  /* int() refuses fractions, exponents, hex, misplaced underscores; int64 overflow too */
+  static const char *const bad[] = {"", " ", "4.0", "1e3", "0x10", "_1", "1_", "1__0", "- 1",
+                                    "+-1", "inf", "nan", "1 000", "12abc", "9223372036854775808",
+                                    "-9223372036854775809", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int64_t v = 42;
+    assert_int_equal(ps_num_int(bad[i], strlen(bad[i]), &v), -1);
+    assert_true(v == 42);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_float_accepts),
     cmocka_unit_test(python_float_refuses),
     cmocka_unit_test(finite_and_or_zero),
     cmocka_unit_test(valid_duration_is_finite_and_positive),
+    cmocka_unit_test(python_int_of_a_cell),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

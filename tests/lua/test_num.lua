@@ -36,4 +36,29 @@ function TestNum:test_valid_duration_is_one_rule()
   lu.assertTrue(schema.has_valid_duration("0", "3"))
 end
 
+-- Integer cells (message_bytes, num_devices, EP Size) follow Python's int(): one rule, in C.
+function TestNum:test_python_int()
+  local num = require "perfscript.num"
+  local comm = require "perfscript.analysis.comm"
+  for _, f in ipairs { num.int, comm.pyint } do
+    lu.assertEquals(f(" 8 "), 8)
+    lu.assertEquals(f("+4"), 4)
+    lu.assertEquals(f("007"), 7)
+    lu.assertEquals(f("1_2_3"), 123)             -- int() takes every single underscore
+    lu.assertEquals(math.type(f("16")), "integer")
+    for _, s in ipairs { "4.0", "1e3", "0x10", "1__0", "_1", "", "inf", "99999999999999999999" } do
+      lu.assertNil(f(s), s)
+    end
+  end
+end
+
+-- The database's numeric cells (avg_seq_len, sparse_mode, EP Size) go through the one parser:
+-- hex is no number (Lua's tonumber took "0x10").
+function TestNum:test_db_cells_are_python_numbers()
+  local num = require "perfscript.num"
+  lu.assertNil(num.finite("0x10"))
+  lu.assertEquals(num.finite(3), 3.0)            -- a number passes through when finite
+  lu.assertNil(num.finite(math.huge))
+end
+
 os.exit(lu.LuaUnit.run())

@@ -1,8 +1,25 @@
 -- Pieces the analysis recipes share: model selection flags, output files, scenario files.
 local perf = require "perfscript"
 local tctrace = require "perfscript.analysis.tctrace"
+local prof = require "perfscript.analysis.prof"
 
 local M = {}
+
+-- --tc-trace and --prof-trace, the two inputs of every comparison (required: both must be given).
+function M.add_inputs(parser, required)
+  local tc = parser:option("--tc-trace", "TensorCast Chrome trace (JSON)."):argname("<json>")
+  if required then tc:count(1) end
+  local pr = parser:option("--prof-trace", "Forward-pass trace CSV (kernel_details columns).")
+    :argname("<csv>")
+  if required then pr:count(1) end
+end
+
+-- Fails with "<what> not found: <path>" unless path can be opened.
+function M.require_file(path, what)
+  local f = io.open(path, "rb")
+  if not f then perf.fail("%s not found: %s", what, path) end
+  f:close()
+end
 
 -- --model / --pid / --hcom-window-us on an argparse parser.
 function M.add_trace_options(parser)
@@ -40,6 +57,30 @@ function M.trace_and_pid(path, args)
   if pid == false then perf.fail("%s", note) end
   if note then io.stderr:write("warning: " .. note .. "\n") end
   return tr, pid
+end
+
+-- Both sides of a comparison: the TC trace and its pid, and the profiled trace read by
+-- prof_side(path, {window_ns=}) (whose warnings go to stderr); fails with a user error on problems.
+function M.load_sides(tc_path, prof_path, args, prof_side)
+  local tr, pid = M.trace_and_pid(tc_path, args)
+  local p, summary = prof_side(prof_path, { window_ns = M.window_ns(args) })
+  if not p then perf.fail("%s", summary) end
+  prof.report_warnings(prof_path, summary)
+  return tr, pid, p
+end
+
+-- The optional <database> argument of the database tools (the database flags are dbpath's).
+function M.add_database_argument(parser)
+  parser:argument("database", "Version directory (or use the database flags)."):args("?")
+end
+
+-- Opens the database that the <database> argument or the database flags name; fails with a
+-- user error when it cannot be opened. Returns db, dir.
+function M.open_database(args)
+  local dir = args.database or require("perfscript.dbpath").from_args(args)
+  local db, err = perf.open(dir)
+  if not db then perf.fail("%s", err) end
+  return db, dir
 end
 
 local dirname = require("perfscript.path").dirname

@@ -4,6 +4,7 @@
 -- outside 0..2 drops the row with a warning instead of crashing.
 local perf = require "perfscript"
 local numparse = require "perfscript.analysis.numparse"
+local num = require "perfscript.num"
 
 local M = {}
 
@@ -67,11 +68,10 @@ function M.status(ratio, tol)
   return "FAIL"
 end
 
+-- Python int() of a cell (src/num.c's ps_num_int); nil for anything else.
 local function pyint(s)
   if type(s) ~= "string" then return nil end
-  s = numparse.strip(s):gsub("(%d)_(%d)", "%1%2")
-  if not s:match("^[-+]?%d+$") then return nil end
-  return math.tointeger(tonumber(s))
+  return num.int(s)
 end
 M.pyint = pyint
 

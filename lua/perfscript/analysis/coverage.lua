@@ -5,6 +5,7 @@
 -- latency.
 local perf = require "perfscript"
 local dbpath = require "perfscript.dbpath"
+local cli = require "perfscript.analysis.cli"
 local repl = require "perfscript.repl"
 local density = require "perfscript.db.density"
 local esc = require("perfscript.analysis.html").esc
@@ -13,7 +14,7 @@ local M = {}
 
 function M.parser()
   local parser = require("argparse")("db_coverage", "Coverage of a database along an axis, with density gaps.")
-  parser:argument("database", "Version directory (or use the database flags)."):args("?")
+  cli.add_database_argument(parser)
   parser:option("--kernel", "Kernel type (repeatable; default: every kernel)."):count("*")
   parser:option("--axis", "Axis: M, K, N, tokens, hidden, axis_0, seq, batch, bytes, in<slot>.<dim> (default: the kernel's first).")
   parser:option("--fixed", "Fix other axes, e.g. K=7168,N=2048 (one bucket: its values in detail).")
@@ -124,9 +125,7 @@ end
 
 function M.main(argv)
   local args = M.parser():parse(argv)
-  local dir = args.database or dbpath.from_args(args)
-  local db, err = perf.open(dir)
-  if not db then perf.fail("%s", err) end
+  local db, dir = cli.open_database(args)
   local names = #args.kernel > 0 and args.kernel or db:names()
   local sections = M.report(db, names, args.axis, parse_fixed(args.fixed), args.csv)
   if not args.html then return end

@@ -143,14 +143,10 @@ function Mp.show(db, op)
   return res
 end
 
--- lookup by op: the entry's kernels in order; the best (distance, kernel index) wins, then the
--- kernel's own order (latency column, first row).
-function Mp.lookup(db, op, shapes, dtypes, opts)
-  if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then opts, dtypes = dtypes, nil end
-  opts = opts or {}
-  local e = Mp.entry(db, op)
-  if not e then perf.fail("%s: no kernel type or mapping entry '%s'", db._dir, op) end
-  local m = mode(e)
+-- The modes answered without the compute path: zero_cost / accepted_miss (0 us), elementwise
+-- with an output, attention with a seq, communication (kernel_type only: the consumer ignores
+-- alternates). nil when the compute path answers.
+local function special_lookup(db, op, e, m, shapes, opts)
   if m == "zero_cost" or m == "accepted_miss" then
     local res = R.new(string.format("lookup %s: MEASURED 0 us (%s%s)", op, m,
                                     e.accepted_miss and (": " .. tostring(e.accepted_miss)) or ""), {})
@@ -167,7 +163,6 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
     end
   end
   if m == "communication" then
-    -- only kernel_type: the consumer ignores alternates for communication
     local K = db._kernels[e.kernel_type or ""]
     if not K then
       local res = R.new(string.format("lookup %s: MISS csv_not_found (%s)", op, tostring(e.kernel_type)), {})
@@ -178,28 +173,25 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
     res.title = string.format("lookup %s -> %s", op, res.title)
     return res
   end
-  if m ~= "compute" and m ~= "mtp_projection" and m ~= "elementwise" and m ~= "moe_fused" then
-    perf.fail("%s: query mode '%s' is not reproduced by the explorer (compute path only); look up its kernels (%s) directly",
-              op, m, table.concat(Mp.kernels(e), ", "))
-  end
-  local o = {}
-  for k, v in pairs(opts) do o[k] = v end
-  o.n = o.n or math.tointeger(e.tc_input_count)
-  if m == "moe_fused" then o.moe, o.n = true, nil end  -- shapes as the 7 physical inputs
-  local first = type(shapes) == "string" and shapes or nil
-  local rank
-  if first then
-    local s1 = first:match("^[^;]*")
-    rank = select(2, s1:gsub(",", ",")) + 1
+  return nil
+end
+
+-- The rank of the query's first input shape (picks the entry's kernels by rank), or nil.
+local function first_rank(shapes)
+  if type(shapes) == "string" then
+    return select(2, shapes:match("^[^;]*"):gsub(",", ",")) + 1
   elseif type(shapes) == "table" and type(shapes[1]) == "table" then
-    rank = #shapes[1]
+    return #shapes[1]
   end
-  local ks = Mp.kernels(e, rank)
+end
+
+-- Each kernel of ks in turn: the best (distance, kernel index) answer, and every result.
+local function best_of_kernels(db, ks, shapes, dtypes, o, explain)
   local best, best_idx, results = nil, nil, {}
   for idx, k in ipairs(ks) do
     local K = db._kernels[k]
     -- a distance-0 row of an earlier kernel wins over every row of the later ones
-    if best and best.d == 0 and not opts.explain then break end
+    if best and best.d == 0 and not explain then break end
     if K then
       local r = K:lookup(shapes, dtypes, o)
       results[#results + 1] = { kernel = k, r = r, idx = idx }
@@ -209,6 +201,29 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
       end
     end
   end
+  return best, results
+end
+
+-- lookup by op: the entry's kernels in order; the best (distance, kernel index) wins, then the
+-- kernel's own order (latency column, first row).
+function Mp.lookup(db, op, shapes, dtypes, opts)
+  if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then opts, dtypes = dtypes, nil end
+  opts = opts or {}
+  local e = Mp.entry(db, op)
+  if not e then perf.fail("%s: no kernel type or mapping entry '%s'", db._dir, op) end
+  local m = mode(e)
+  local special = special_lookup(db, op, e, m, shapes, opts)
+  if special then return special end
+  if m ~= "compute" and m ~= "mtp_projection" and m ~= "elementwise" and m ~= "moe_fused" then
+    perf.fail("%s: query mode '%s' is not reproduced by the explorer (compute path only); look up its kernels (%s) directly",
+              op, m, table.concat(Mp.kernels(e), ", "))
+  end
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.n = o.n or math.tointeger(e.tc_input_count)
+  if m == "moe_fused" then o.moe, o.n = true, nil end  -- shapes as the 7 physical inputs
+  local ks = Mp.kernels(e, first_rank(shapes))
+  local best, results = best_of_kernels(db, ks, shapes, dtypes, o, opts.explain)
   local res
   if best then
     res = best.r
@@ -223,9 +238,7 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
            o.n and (", tc_input_count " .. o.n) or "")
   if opts.explain then
     for _, x in ipairs(results) do
-      if x.r ~= res then
-        res:note("%s: %s", x.kernel, x.r.title)
-      end
+      if x.r ~= res then res:note("%s: %s", x.kernel, x.r.title) end
     end
   end
   return res
@@ -245,31 +258,15 @@ function Mp.elementwise_kernel(K, out, out_dtype, label)
   local target = match.strip1(q.shapes[1])
   local tried = {}
   local cos, codt = t:column(D.OS), t:column(D.ODT)
-  local function same(a, b)
-    if a.scalar or b.scalar then return a.scalar == b.scalar end
-    if #a ~= #b then return false end
-    for i = 1, #a do if a[i] ~= b[i] then return false end end
-    return true
-  end
-  local function hits(tg, csv, cs)
-    return same(tg, csv) or same(tg, cs) or (not tg.scalar and not csv.scalar and
-           (match.pads(tg, csv) or match.pads(tg, cs)))
-  end
   label = label or K.name
   for i = 1, cos and #t or 0 do
     local lat, col = K:latency(i)
     local shapes = lat and t:shapes(t:cell(i, cos))
     local csv = shapes and shapes[1]
     if csv then
-      local cs = match.strip1(csv)
       -- the consumer reports every hit as rule "elementwise"; how says why it matched
-      local rule, how
-      if hits(target, csv, cs) then
-        rule, how = "elementwise", (same(target, csv) or same(target, cs)) and "" or ", padded"
-      elseif not target.scalar and not csv.scalar and #target == 3 and #csv == 2 and
-             hits({ target[1] * target[2], target[3] }, csv, cs) then
-        rule, how = "elementwise", ", flattened to 2-D"
-      end
+      local how = match.out_rule(target, csv)
+      local rule = how and "elementwise"
       if rule then
         local row_dt = codt and match.list(t:cell(i, codt))[1] or nil
         local latency, conf, note = lat, 1.0, nil

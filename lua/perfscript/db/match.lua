@@ -99,6 +99,35 @@ end
 -- Every dimension of tc equal to csv's or block-padded from it, at least one padded.
 M.pads = dims_padded
 
+-- Two attention T values answer each other when equal or block-padded either way (spec 2.5).
+function M.t_compatible(a, b)
+  return a == b or M.padded(a, b) or M.padded(b, a)
+end
+
+local function same(a, b)
+  if a.scalar or b.scalar then return a.scalar == b.scalar end
+  return eq(a, b)
+end
+
+local function out_hits(tg, csv, cs)
+  return same(tg, csv) or same(tg, cs) or dims_padded(tg, csv) or dims_padded(tg, cs)
+end
+
+-- The elementwise output rule (spec 2.4): how a row whose first output is `csv` answers a
+-- query whose first output is `target` (leading 1 already stripped): "" (equal, stripped or
+-- not), ", padded", ", flattened to 2-D" (a 3-D target's (B*M, D)), or nil.
+function M.out_rule(target, csv)
+  local cs = M.strip1(csv)
+  if out_hits(target, csv, cs) then
+    return (same(target, csv) or same(target, cs)) and "" or ", padded"
+  end
+  if not target.scalar and not csv.scalar and #target == 3 and #csv == 2 and
+     out_hits({ target[1] * target[2], target[3] }, csv, cs) then
+    return ", flattened to 2-D"
+  end
+  return nil
+end
+
 -- The rule that makes TC input i (1-based) match the row's shape, or nil: the consumer's
 -- _inputs_match conditions in its order (the stripped TC shape against the row's shape for
 -- the transposes and padding; a 3-D stripped or unstripped TC shape for flatten and merge).

@@ -4,6 +4,7 @@
 local perf = require "perfscript"
 local R = require "perfscript.db.result"
 local match = require "perfscript.db.match"
+local num = require "perfscript.num"
 local analysis = require "perfscript.db.analysis"
 
 local Q = {}
@@ -120,6 +121,94 @@ end
 
 -- ---- lint -------------------------------------------------------------------------------------
 
+-- The file-level checks (columns the lookups need); returns the context the row checks use.
+local function lint_columns(K, t, add)
+  local C = { K = K, t = t, comm = K.name:sub(1, 5) == "hcom_", ncols = t:ncols(),
+              cIS = t:column(D.IS), cIF = t:column(D.IF), cOS = t:column(D.OS) }
+  if C.comm then
+    for _, c in ipairs { "message_bytes", "num_devices" } do
+      if not t:column(c) then add("error", nil, c, "communication CSV without '" .. c .. "' (every lookup misses: csv_format_raw)") end
+    end
+  elseif not C.cIS then
+    add("error", nil, D.IS, "no Input Shapes column")
+  end
+  C.latcols = {}
+  for _, c in ipairs(D.LATENCY) do if t:column(c) then C.latcols[#C.latcols + 1] = c end end
+  if #C.latcols == 0 then add("warning", nil, nil, "no latency column (" .. table.concat(D.LATENCY, ", ") .. ")") end
+  C.cEP = t:column("EP Size")
+  if K.name == "DispatchFFNCombine" and not C.cEP then
+    add("warning", nil, "EP Size", "DispatchFFNCombine without an EP Size column")
+  end
+  C.cseq = t:column("Runtime avg_seq_len") or t:column("avg_seq_len")
+  C.shape_ok, C.list_cache, C.nums = {}, {}, {}
+  for _, c in ipairs(C.latcols) do C.nums[c] = t:nums(c) end
+  return C
+end
+
+-- A shapes cell's problem: false when fine, "empty", or why it is malformed (per distinct cell).
+local function shape_problem(C, cell)
+  local r = C.shape_ok[cell]
+  if r == nil then
+    local key, why = C.t:key({ kind = "shapes" }, cell)
+    r = key and false or why
+    if key and key == "" then r = "empty" end
+    C.shape_ok[cell] = r
+  end
+  return r
+end
+
+-- Shapes and formats of row i.
+local function lint_row_shapes(C, i, line, add)
+  local t = C.t
+  if C.cIS and not C.comm then
+    local pr = shape_problem(C, t:cell(i, C.cIS))
+    if pr == "empty" then add("error", line, D.IS, "empty Input Shapes (the consumer crashes on it)")
+    elseif pr then add("error", line, D.IS, "malformed Input Shapes: " .. pr .. " (the consumer crashes on it)") end
+  end
+  if C.cOS and not C.comm then
+    local pr = shape_problem(C, t:cell(i, C.cOS))
+    if pr == "empty" then add("warning", line, D.OS, "empty Output Shapes (elementwise, scatter and quant-scale lookups crash on it)")
+    elseif pr then add("error", line, D.OS, "malformed Output Shapes: " .. pr) end
+  end
+  if C.cIF then
+    local cell = t:cell(i, C.cIF)
+    local msg = C.list_cache[cell]
+    if msg == nil then
+      msg = false
+      for _, f in ipairs(match.list(cell)) do
+        if not Q.FORMATS[f] then msg = "unknown format: " .. f; break end
+      end
+      C.list_cache[cell] = msg
+    end
+    if msg then add("warning", line, D.IF, msg) end
+  end
+end
+
+-- Latencies, EP Size and avg_seq_len of row i.
+local function lint_row_numbers(C, i, line, add)
+  local t = C.t
+  for _, c in ipairs(C.latcols) do
+    local cell = t:cell(i, c)
+    if cell ~= "" then
+      local v = C.nums[c][i]
+      if v == false then add("error", line, c, "not a number: " .. cell)
+      elseif v == 0 then add("warning", line, c, "0 (leave it blank when not measured; zeros are skipped and pollute stats)")
+      elseif v < 0 or v ~= v or v == math.huge then add("error", line, c, "not a positive finite latency: " .. cell) end
+    end
+  end
+  if C.cEP and C.K.name == "DispatchFFNCombine" then
+    local v = t:cell(i, C.cEP)
+    if v == "" then add("error", line, "EP Size", "blank EP Size: the row never matches")
+    elseif not math.tointeger(num.finite(v)) then add("error", line, "EP Size", "EP Size is not an integer: " .. v) end
+  end
+  if C.cseq then
+    local v = num.finite(t:cell(i, C.cseq))
+    if v and v ~= math.floor(v) then
+      add("warning", line, t:columns()[C.cseq], "fractional avg_seq_len " .. t:cell(i, C.cseq) .. " (matches exactly, never interpolates)")
+    end
+  end
+end
+
 local function lint_kernel(K, res)
   local reach = require "perfscript.db.reach"
   local function add(sev, line, col, what)
@@ -131,85 +220,14 @@ local function lint_kernel(K, res)
     return
   end
   local t = err
-  local comm = K.name:sub(1, 5) == "hcom_"
-  local ncols = t:ncols()
-  local cIS, cIDT, cIF, cOS, cODT = t:column(D.IS), t:column(D.IDT), t:column(D.IF), t:column(D.OS), t:column(D.ODT)
-  if comm then
-    for _, c in ipairs { "message_bytes", "num_devices" } do
-      if not t:column(c) then add("error", nil, c, "communication CSV without '" .. c .. "' (every lookup misses: csv_format_raw)") end
-    end
-  elseif not cIS then
-    add("error", nil, D.IS, "no Input Shapes column")
-  end
-  local latcols = {}
-  for _, c in ipairs(D.LATENCY) do if t:column(c) then latcols[#latcols + 1] = c end end
-  if #latcols == 0 then add("warning", nil, nil, "no latency column (" .. table.concat(D.LATENCY, ", ") .. ")") end
-  local cEP = t:column("EP Size")
-  if K.name == "DispatchFFNCombine" and not cEP then
-    add("warning", nil, "EP Size", "DispatchFFNCombine without an EP Size column")
-  end
-  local cseq = t:column("Runtime avg_seq_len") or t:column("avg_seq_len")
-  local shape_ok, list_cache = {}, {}
-  local function shape_problem(cell)
-    local r = shape_ok[cell]
-    if r == nil then
-      local key, why = t:key({ kind = "shapes" }, cell)
-      r = key and false or why
-      if key and key == "" then r = "empty" end
-      shape_ok[cell] = r
-    end
-    return r
-  end
-  local nums = {}
-  for _, c in ipairs(latcols) do nums[c] = t:nums(c) end
+  local C = lint_columns(K, t, add)
   for i = 1, #t do
     local line = t:line(i)
-    if t:nfields(i) ~= ncols then
-      add("warning", line, nil, string.format("%d fields, the header has %d", t:nfields(i), ncols))
+    if t:nfields(i) ~= C.ncols then
+      add("warning", line, nil, string.format("%d fields, the header has %d", t:nfields(i), C.ncols))
     end
-    if cIS and not comm then
-      local pr = shape_problem(t:cell(i, cIS))
-      if pr == "empty" then add("error", line, D.IS, "empty Input Shapes (the consumer crashes on it)")
-      elseif pr then add("error", line, D.IS, "malformed Input Shapes: " .. pr .. " (the consumer crashes on it)") end
-    end
-    if cOS and not comm then
-      local cell = t:cell(i, cOS)
-      local pr = shape_problem(cell)
-      if pr == "empty" then add("warning", line, D.OS, "empty Output Shapes (elementwise, scatter and quant-scale lookups crash on it)")
-      elseif pr then add("error", line, D.OS, "malformed Output Shapes: " .. pr) end
-    end
-    if cIF then
-      local cell = t:cell(i, cIF)
-      local msg = list_cache[cell]
-      if msg == nil then
-        msg = false
-        for _, f in ipairs(match.list(cell)) do
-          if not Q.FORMATS[f] then msg = "unknown format: " .. f; break end
-        end
-        list_cache[cell] = msg
-      end
-      if msg then add("warning", line, D.IF, msg) end
-    end
-    for _, c in ipairs(latcols) do
-      local cell = t:cell(i, c)
-      if cell ~= "" then
-        local v = nums[c][i]
-        if v == false then add("error", line, c, "not a number: " .. cell)
-        elseif v == 0 then add("warning", line, c, "0 (leave it blank when not measured; zeros are skipped and pollute stats)")
-        elseif v < 0 or v ~= v or v == math.huge then add("error", line, c, "not a positive finite latency: " .. cell) end
-      end
-    end
-    if cEP and K.name == "DispatchFFNCombine" then
-      local v = t:cell(i, cEP)
-      if v == "" then add("error", line, "EP Size", "blank EP Size: the row never matches")
-      elseif not math.tointeger(tonumber(v)) then add("error", line, "EP Size", "EP Size is not an integer: " .. v) end
-    end
-    if cseq then
-      local v = tonumber(t:cell(i, cseq))
-      if v and v ~= math.floor(v) then
-        add("warning", line, t:columns()[cseq], "fractional avg_seq_len " .. t:cell(i, cseq) .. " (matches exactly, never interpolates)")
-      end
-    end
+    lint_row_shapes(C, i, line, add)
+    lint_row_numbers(C, i, line, add)
   end
   -- rows the consumer cannot reach with their own query, and why
   local ok, err2 = pcall(reach.kernel, K, add)

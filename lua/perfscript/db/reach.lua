@@ -7,6 +7,7 @@
 -- cannot be normalised, or when its own query is answered by another row (it is shadowed).
 local shape = require "perfscript.shape"
 local match = require "perfscript.db.match"
+local num = require "perfscript.num"
 
 local Reach = {}
 local D
@@ -125,8 +126,8 @@ local function attention_problems(t, i, route)
   local d1 = (t:column(D.IDT) and match.list(t:cell(i, D.IDT)) or {})[1]
   local why = d1 and spelling(d1, "the query slot")
   if why then out[#out + 1] = { kind = "unknown dtype", why = why } end
-  local sp = t:column("Runtime sparse_mode") and tonumber(t:cell(i, "Runtime sparse_mode"))
-  local kvh = t:column("Runtime num_key_value_heads") and tonumber(t:cell(i, "Runtime num_key_value_heads"))
+  local sp = t:column("Runtime sparse_mode") and num.finite(t:cell(i, "Runtime sparse_mode"))
+  local kvh = t:column("Runtime num_key_value_heads") and num.finite(t:cell(i, "Runtime num_key_value_heads"))
   if sp and sp ~= 3 and not (route.mla and sp == 0 and kvh == 1) then
     out[#out + 1] = { kind = "unreachable runtime",
                       why = string.format("Runtime sparse_mode %s: the attention path always asks 3%s", t:cell(i, "Runtime sparse_mode"),
@@ -151,11 +152,11 @@ local function own_answer(K, t, i, route)
   elseif route.mode == "attention_special" then
     local shapes = t:shapes(t:cell(i, D.IS))
     local seqcol = t:column("Runtime avg_seq_len") and "Runtime avg_seq_len" or t:column("avg_seq_len") and "avg_seq_len"
-    local seq = seqcol and tonumber(t:cell(i, seqcol))
+    local seq = seqcol and num.finite(t:cell(i, seqcol))
     if not seq or not shapes or not shapes[1] then return nil, "no avg_seq_len or query shape" end
     local q = { q = shapes[1], seq = math.floor(seq), dtype = match.list(t:cell(i, D.IDT))[1],
-                sparse_mode = t:column("Runtime sparse_mode") and tonumber(t:cell(i, "Runtime sparse_mode")) or nil,
-                kv_heads = t:column("Runtime num_key_value_heads") and tonumber(t:cell(i, "Runtime num_key_value_heads")) or nil }
+                sparse_mode = t:column("Runtime sparse_mode") and num.finite(t:cell(i, "Runtime sparse_mode")) or nil,
+                kv_heads = t:column("Runtime num_key_value_heads") and num.finite(t:cell(i, "Runtime num_key_value_heads")) or nil }
     if #shapes[1] == 2 and shapes[2] and not shapes[2].scalar then q.head_dim = shapes[2][#shapes[2]] end
     local lay = t:column("Runtime input_layout") and t:cell(i, "Runtime input_layout")
     if lay and lay ~= "" then q.layout = lay end
@@ -165,7 +166,7 @@ local function own_answer(K, t, i, route)
   if not shapes then return nil end  -- malformed Input Shapes: the lint has said so
   local opts = { n = route.n }
   if t:column("EP Size") and (route.mode == "moe_fused" or K.name == "DispatchFFNCombine") then
-    opts.moe, opts.ep = true, math.tointeger(tonumber(t:cell(i, "EP Size")))
+    opts.moe, opts.ep = true, math.tointeger(num.finite(t:cell(i, "EP Size")))
     if not opts.ep then return nil end  -- the lint flags the EP Size cell itself
   end
   -- the TC layout of the row's inputs, then the route (its kernels in order, tc_input_count)
@@ -232,6 +233,190 @@ function Reach.kernel(K, add)
       end
     end
   end
+end
+
+---------------------------------------------------------------------------------------------
+-- Which row answers a query, over a set of rows kept in memory (the grid's check before it
+-- appends a candidate, perfscript.grid.reach). Per query mode:
+--   elementwise  the first row whose first output shape matches (identity, leading-1 strip,
+--                block padding, 3-D flatten) answers, whatever its dtype (spec 2.4);
+--   moe_fused    the first row whose inputs match (any rule) with the same EP Size (2.6);
+--   attention    the nearest avg_seq_len among rows with the same dtype, heads, head dim,
+--                sparse mode and KV heads and a T equal or block-padded either way; equally
+--                near rows with other latencies make the lookup miss (require_semantic_unique,
+--                2.5 and 1.6);
+--   compute      the nearest rule distance, the first row of the earliest kernel of the
+--                candidate list among equals (2.3), on the first tc_input_count inputs.
+-- The matching rules are perfscript.db.match's, as the lookups above use them.
+
+-- The consumer's spelling of each dtype it maps from torch (DT_BF16, INT8, FLOAT, ...).
+local CONSUMER = {}
+for _, v in pairs(match.DTYPE_MAP) do CONSUMER[v] = true end
+
+-- misspelled(name) -> the consumer's spelling when `name` is another spelling of a dtype the
+-- consumer knows (DT_INT8 for INT8, BF16 for DT_BF16), else nil.
+function Reach.misspelled(name)
+  if CONSUMER[name] then return nil end
+  local bare = name:match("^DT_(.+)$")
+  if bare and CONSUMER[bare] then return bare end
+  if CONSUMER["DT_" .. name] then return "DT_" .. name end
+  return nil
+end
+
+-- First misspelled dtype in a ';' list cell: name, fix; or nil.
+function Reach.check_dtypes(cell)
+  for _, d in ipairs(shape.split(cell or "")) do
+    d = d:gsub("^[%s\"]+", ""):gsub("[%s\"]+$", "")
+    local fix = d ~= "" and Reach.misspelled(d)
+    if fix then return d, fix end
+  end
+  return nil
+end
+
+---------------------------------------------------------------------------------------------
+-- Rows as the consumer parses them: empty shape slots and empty names dropped, "()" a scalar.
+
+local function clean(cell)
+  cell = cell or ""
+  if cell:find('[%s"]') then cell = cell:gsub('^[%s"]+', ""):gsub('[%s"]+$', "") end
+  return cell
+end
+
+local function shapes_of(cell)
+  local out = {}
+  for _, part in ipairs(shape.split(clean(cell))) do
+    part = part:gsub("^%s+", ""):gsub("%s+$", "")
+    if part == "()" then
+      out[#out + 1] = { scalar = true }
+    elseif part ~= "" then
+      local dims = {}
+      for d in part:gmatch("[^,]+") do
+        local v = num.int(d)  -- the consumer's int() of each dimension
+        if not v then return nil end
+        dims[#dims + 1] = v
+      end
+      out[#out + 1] = dims
+    end
+  end
+  return out
+end
+
+local function names_of(cell)
+  local out = {}
+  for _, p in ipairs(shape.split(clean(cell))) do
+    p = p:gsub("^%s+", ""):gsub("%s+$", "")
+    if p ~= "" then out[#out + 1] = p end
+  end
+  return out
+end
+
+-- FRACTAL_NZ [..., H, W, bh, bw] -> [..., H*bw, W*bh] (4-D and more; the consumer's restore).
+local function nz_restore(s)
+  if s.scalar or #s < 4 then return s end
+  local n, out = #s, {}
+  for i = 1, n - 4 do out[i] = s[i] end
+  out[#out + 1] = s[n - 3] * s[n]
+  out[#out + 1] = s[n - 2] * s[n - 1]
+  return out
+end
+
+-- view(get, mode, n) -> the parts of a row a lookup compares (mode: elementwise, attention,
+-- moe_fused or compute; n: tc_input_count); get(column) -> cell text; nil when no query can
+-- read the row.
+function Reach.view(get, mode, n)
+  local v = {}
+  if mode == "elementwise" then
+    local outs = shapes_of(get("Output Shapes"))
+    v.out = outs and outs[1]
+    return v.out and v or nil
+  end
+  local ins = shapes_of(get("Input Shapes"))
+  if not ins then return nil end
+  local dts, fms = names_of(get("Input Data Types")), names_of(get("Input Formats"))
+  if mode == "attention" then
+    local q = ins[1]
+    if not q or q.scalar then return nil end
+    if #q == 4 and q[3] == 1 then q = { q[1], q[2], q[4] } end
+    if #q ~= 3 then return nil end  -- the consumer cannot read it: no query finds the row
+    local avg = num.finite(clean(get("Runtime avg_seq_len"))) or num.finite(clean(get("avg_seq_len")))
+    if not avg then return nil end
+    v.T = q[1]
+    v.key = table.concat({ dts[1] or "", q[2], q[3], clean(get("Runtime sparse_mode")),
+                           clean(get("Runtime num_key_value_heads")), math.floor(avg) }, "|")
+    return v
+  end
+  if n then
+    for i = #ins, n + 1, -1 do ins[i] = nil end
+    for i = #dts, n + 1, -1 do dts[i] = nil end
+  end
+  for i = 1, #ins do
+    if fms[i] == "FRACTAL_NZ" then ins[i] = nz_restore(ins[i]) end
+  end
+  v.shapes, v.dtypes, v.ep = ins, dts, clean(get("EP Size"))
+  return v
+end
+
+local function key_of(shapes, dtypes)
+  return match.shapes_text(shapes) .. "|" .. table.concat(dtypes, ";")
+end
+
+-- spec 2.4: does a row with first output `csv` answer a query with output `q`? (Scalars are
+-- never compared here: a grid candidate with a scalar output is always kept.)
+local function out_answers(q, csv)
+  if q.scalar or csv.scalar then return false end
+  return match.out_rule(match.strip1(q), csv) ~= nil
+end
+
+-- A set of the rows a lookup can return, for one kernel.
+local Set = {}
+Set.__index = Set
+
+-- answer_set(kernel, mode) -> an empty set; set:add(view), set:answers(view, kernel).
+function Reach.answer_set(kernel, mode)
+  return setmetatable({ kernel = kernel, mode = mode, list = {}, keys = {} }, Set)
+end
+
+function Set:add(v)
+  local list = self.list
+  list[#list + 1] = v
+  if v.key then
+    local b = self.keys[v.key]
+    if not b then b = {}; self.keys[v.key] = b end
+    b[#b + 1] = v.T
+  elseif v.shapes then
+    self.keys[key_of(v.shapes, v.dtypes) .. "|" .. v.ep] = true
+  end
+end
+
+-- answers(v) -> true when a row of this set is returned for v's own query (v loses).
+function Set:answers(v, kernel)
+  local mode = self.mode
+  if mode == "elementwise" then
+    for _, r in ipairs(self.list) do
+      if out_answers(v.out, r.out) then return true end
+    end
+    return false
+  elseif mode == "attention" then
+    local b = self.keys[v.key]
+    if b then
+      for _, t in ipairs(b) do if match.t_compatible(v.T, t) then return true end end
+    end
+    return false
+  elseif mode == "moe_fused" then
+    local q = { shapes = v.shapes, dtypes = v.dtypes }
+    for _, r in ipairs(self.list) do
+      if r.ep == v.ep and match.row(kernel, q, r.shapes, r.dtypes) then return true end
+    end
+    return false
+  end
+  -- compute: an equally good (distance 0) row found first; index lookups over the rule variants
+  for _, shapes in ipairs(match.variants(kernel, v.shapes)) do
+    if self.keys[key_of(shapes, v.dtypes) .. "|" .. v.ep] then return true end
+    local stripped = {}
+    for i, s in ipairs(shapes) do stripped[i] = match.strip1(s) end
+    if self.keys[key_of(stripped, v.dtypes) .. "|" .. v.ep] then return true end
+  end
+  return false
 end
 
 function Reach.install(db) D = db end

@@ -59,4 +59,24 @@ function M.audit(registry, patterns, std)
   return out
 end
 
+-- The audit's command line (recipes/grid_density.lua): one line per axis, a count; fails when
+-- an axis falls short.
+function M.main(argv)
+  local perf = require "perfscript"
+  require("argparse")("grid_density.lua", "Check the grid axes against the axis-density standard.")
+    :parse(argv)
+  local results = M.audit(require "perfscript.grids.registry", (require "perfscript.grids.patterns"))
+  local failed = 0
+  for _, r in ipairs(results) do
+    if #r.problems == 0 then
+      print(("ok    %s"):format(r.axis))
+    else
+      failed = failed + 1
+      for _, p in ipairs(r.problems) do print(("FAIL  %s: %s"):format(r.axis, p)) end
+    end
+  end
+  print(("%d of %d axes comply."):format(#results - failed, #results))
+  if failed > 0 then perf.fail("%d axes fall short of the density standard", failed) end
+end
+
 return M

@@ -7,6 +7,7 @@
 --   plan.write(path, p, {repeat_count = 1, warmup = 1, seed = 0})
 local perf = require "perfscript"
 local schema = require "perfscript.microbench.schema"
+local num = require "perfscript.num"
 
 local M = {}
 
@@ -99,7 +100,7 @@ function M.build(files, opts)
       local ep = schema.trim(row[schema.EP_SIZE])
       if opts.mode == "missing-only" and schema.has_valid_duration(mb, row[schema.PROF_AVG]) then
         p.skipped[op] = p.skipped[op] + 1
-      elseif op == schema.DFC and opts.ep_size and ep:match("^%-?%d+$") and tonumber(ep) ~= opts.ep_size then
+      elseif op == schema.DFC and opts.ep_size and num.int(ep) and num.int(ep) ~= opts.ep_size then
         p.skipped[op] = p.skipped[op] + 1
         p.unreplayable[#p.unreplayable + 1] = { op = op, csv = path, row = line,
           shapes = row["Input Shapes"], reason = ("EP Size=%s does not match replay --ep-size %d"):format(ep, opts.ep_size),
