@@ -5,9 +5,9 @@
 -- block-table shape); every matching record gives one output row (1:N), tagged.
 --   perfscript recipes/fill_fia_metadata.lua --csv-path FusedInferAttentionScore.csv \
 --     --jsonl-path fia_runtime_metadata.jsonl [--output-path OUT] [--metadata-tag TAG]
--- Fixed against the original: `[]` and an empty CSV slot both mean "absent"; duplicate records
--- (same seq and kv values) keep the first; unparsable slots do not abort; the output keeps the
--- input's BOM and line ends and is written atomically under the database directory's lock;
--- malformed JSON lines are all reported with their line numbers and nothing is written.
--- The run is lua/perfscript/fia/fill.lua.
+-- Fixed against the Python original (docs/rules.md, Import: FIA back-fill): `[]` and an empty
+-- CSV slot both mean "absent"; duplicate records (same seq and kv values) keep the first;
+-- unparsable slots do not abort; the output keeps the input's BOM and line ends and is written
+-- atomically under the database directory's lock; malformed JSON lines are all reported with
+-- their line numbers and nothing is written. The run is lua/perfscript/fia/fill.lua.
 require("perfscript.fia.fill").main(arg)

@@ -1,6 +1,7 @@
 -- Microbench collection: replay database rows on an NPU under msprof and write the measured
--- durations back (replaces the original's start_microbench.py, op_replay/ and
--- signature_utils.py; spec replay_and_update.md). The run is lua/perfscript/microbench/run.lua.
+-- durations back (replaces the Python original's start_microbench.py, op_replay/ and
+-- signature_utils.py; docs/rules.md, Replay and Write-back). The run is
+-- lua/perfscript/microbench/run.lua.
 --
 --   perfscript recipes/microbench.lua --database-path DB [--ops MatMulV2 Add] [--update-mode all]
 --   perfscript recipes/microbench.lua --simulate             # no NPU: a simulated device

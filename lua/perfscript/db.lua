@@ -761,8 +761,8 @@ local function compute_lookup(self, shapes, dtypes, opts)
     if q.dtypes then for i = n + 1, #q.dtypes do q.dtypes[i] = nil end end
   end
   local pri, lpol = latency_priorities(self)
-  -- MoE (DispatchFFNCombine, spec 2.6): a file with an EP Size column needs the query's ep;
-  -- rows must equal it, and the first matching row wins
+  -- MoE (DispatchFFNCombine, docs/rules.md, Lookups): a file with an EP Size column needs the
+  -- query's ep; rows must equal it, and the first matching row wins
   local ep = opts.ep or opts.ep_size
   local moe = t:column("EP Size") and (self.name == "DispatchFFNCombine" or opts.moe)
   if moe and not ep then

@@ -217,7 +217,7 @@ local function slot_text(slots, i)
 end
 
 -- The capture's name: the *_ascend_pt directory above ASCEND_PROFILER_OUTPUT when there is
--- one (the original wrote the uninformative "ASCEND_PROFILER_OUTPUT"), else the parent.
+-- one (the Python original wrote the uninformative "ASCEND_PROFILER_OUTPUT"), else the parent.
 function M.source_profile(file)
   local parent = dirname(file)
   if basename(parent) == "ASCEND_PROFILER_OUTPUT" then return basename(dirname(parent)) end
@@ -231,12 +231,12 @@ function M.fia_shapes(text)
   return slot_text(slots, 6), slot_text(slots, 7), slot_text(slots, 15)
 end
 
--- Pairing (spec parsers_analysis.md 2.6): the i-th FIA kernel row of a directory goes with
+-- Pairing (docs/rules.md, Import: FIA pairing): the i-th FIA kernel row of a directory goes with
 -- the i-th FIA row of that directory's operator_details.csv, counting the kernel rows over the
 -- directory's kernel files in path order (a file's count starts where the previous file's
 -- ended). Kernel rows skipped for N/A shapes or a bad duration still count (each is a launch
 -- the operator_details lists); exact duplicates do not. A group takes the operator row of its
--- first kernel row (the original's first-wins index); without one (no operator_details, or
+-- first kernel row (the Python original's first-wins index); without one (no operator_details, or
 -- fewer operator rows, or one without Input Shapes) its own Input Shapes are used.
 -- per_file: aggregate()'s per-file counts. indices: the groups to look at (default all; the
 -- FIA table's groups are enough). Returns {[group index] = {16 Runtime cells}}, warnings.
@@ -394,7 +394,7 @@ local function merge_one(dir, t, opts)
     res.added = t.rows
     if not opts.dry_run then
       -- the whole file from C in one string (no Lua table per row); CRLF, no BOM, minimal
-      -- quoting as the original wrote
+      -- quoting as the Python original wrote
       local head = {}
       for i, c in ipairs(t.columns) do head[i] = perf.csv.quote(c) end
       local text = table.concat(head, ",") .. "\r\n" .. t.agg:csv_text(t.groups, t.extra, "\r\n")

@@ -1,5 +1,5 @@
--- Communication data versus the analytic alpha-beta model (the original's
--- validate_comm_alignment.py, spec parsers_analysis.md section 6.2).
+-- Communication data versus the analytic alpha-beta model (the Python original's
+-- validate_comm_alignment.py; docs/rules.md, Analysis).
 -- Fixed here: BOM-prefixed CSVs are read (the original dropped every row and said OK); a tier
 -- outside 0..2 drops the row with a warning instead of crashing.
 local perf = require "perfscript"

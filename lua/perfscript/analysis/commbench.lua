@@ -1,5 +1,5 @@
 -- The communication microbench plan (the planning part of generate_comm_microbench.py and
--- run_comm_bench.sh, spec parsers_analysis.md section 6.1): topology tiers, rank groups, the
+-- run_comm_bench.sh; docs/rules.md, Analysis): topology tiers, rank groups, the
 -- bytes grid and the torchrun commands that produce hcom_*.csv.
 local M = {}
 
@@ -18,7 +18,7 @@ M.DEFAULT_GRID_SHAPE = { 48, 8, 2 }
 M.LARGE_MSG_THRESHOLD = 524288
 M.ACTIVE_ITERS, M.ACTIVE_ITERS_LARGE = 10, 1
 
--- Fixed dispatch overhead (us) the original adds per (op, num_devices).
+-- Fixed dispatch overhead (us) the Python original adds per (op, num_devices).
 M.OVERHEAD_US = {
   all_reduce = { [16] = 7.7 },
   all_gather = { [16] = 14.6, [8] = 1.2 },

@@ -1,5 +1,5 @@
 -- M6: the end-to-end ratio of the model's empirical (database-hit) time to one real forward
--- pass (the original's compute_m6.py, spec parsers_analysis.md section 5.1).
+-- pass (the Python original's compute_m6.py; docs/rules.md, Analysis).
 -- Fixed here: the parsed duration is used as is (the original rebuilt it as (start+dur)-start
 -- and lost precision at 1.7e15 us); the events of one model (pid) only; empty source-filter
 -- items are dropped.

@@ -1,4 +1,4 @@
--- Numbers in profiler cells. Durations follow Python's float() (the original's semantics);
+-- Numbers in profiler cells. Durations follow Python's float() (the Python original's semantics);
 -- absolute timestamps ("1736412474714258.990", 16 integer digits) become exact int64
 -- nanoseconds, because a double only resolves 0.25 us at that magnitude.
 local M = {}

@@ -1,8 +1,8 @@
--- Model versus profiling per kernel type (the original's generate_op_comparison.py,
--- spec parsers_analysis.md section 5.2), with its rounding and its int/float output forms.
--- Fixed here (section 8.6): op_mapping entries are found under operator_mappings; the trace's
--- own zero_cost marks are honoured; "?"/empty kernel types and accepted misses are not turned
--- into pseudo kernel types; an optional source filter decides what counts as a HIT.
+-- Model versus profiling per kernel type (the Python original's generate_op_comparison.py;
+-- docs/rules.md, Analysis), with its rounding and its int/float output forms. Fixed here:
+-- op_mapping entries are found under operator_mappings; the trace's own zero_cost marks are
+-- honoured; "?"/empty kernel types and accepted misses are not turned into pseudo kernel types;
+-- an optional source filter decides what counts as a HIT.
 local pyfmt = require "perfscript.analysis.pyfmt"
 local tctrace = require "perfscript.analysis.tctrace"
 local opmap = require "perfscript.analysis.opmap"
@@ -103,7 +103,7 @@ function M.tc_stats(trace, pid, opts)
   return stats, info
 end
 
--- One row per kernel type of either side (spec section 5.2 build_comparison).
+-- One row per kernel type of either side (the Python original's build_comparison).
 -- n_fwd: the number of forward passes in the profiling slice (Lua number; int or float).
 function M.rows(tc, prof, n_fwd)
   n_fwd = n_fwd or 1

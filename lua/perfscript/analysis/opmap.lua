@@ -1,7 +1,7 @@
--- op_mapping.yaml lookups for the analysis tools (spec parsers_analysis.md sections 1.8, 8.6).
--- The entries live under `operator_mappings`; a flat document (op -> entry, as the original's
--- unit tests use) is accepted too. The original looked at the document root and so never found
--- a real entry.
+-- op_mapping.yaml lookups for the analysis tools (docs/rules.md, Analysis: op comparison). The
+-- entries live under `operator_mappings`; a flat document (op -> entry, as the Python
+-- original's unit tests use) is accepted too. The original looked at the document root and so
+-- never found a real entry.
 local lyaml = require "lyaml"
 local reader = require "perfscript.db.mapping"
 

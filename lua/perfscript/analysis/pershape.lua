@@ -1,5 +1,5 @@
--- Model versus profiling per (kernel type, input shapes) (the original's
--- generate_per_shape_comparison.py, spec parsers_analysis.md section 5.3).
+-- Model versus profiling per (kernel type, input shapes) (the Python original's
+-- generate_per_shape_comparison.py; docs/rules.md, Analysis).
 -- Fixed here: ties are ordered by (kernel_type, shape_key) instead of hash order; a flat shape
 -- list "[4,8]" is one tensor instead of a crash; the events of one model (pid) only.
 local cjson = require "cjson"
@@ -78,7 +78,7 @@ end
 
 -- TC side. opts.kernel_shapes: key each kernel by the shapes the database lookup used
 -- (args.kernel_shapes, or the sub-kernel's entry in args.sub_kernel_shapes) when the trace has
--- them, instead of the op's top-level simulation_shapes (spec section 8.10).
+-- them, instead of the op's top-level simulation_shapes.
 function M.tc_side(trace, pid, opts)
   local by_kernel = opts and opts.kernel_shapes
   local map, order = {}, {}

@@ -1,7 +1,7 @@
 -- The profiling side of the analysis tools: one streaming pass over a forward-pass trace CSV
--- (a slice of kernel_details.csv; spec parsers_analysis.md sections 1.6 and 5.0).
+-- (a slice of kernel_details.csv; docs/rules.md, Analysis).
 --
--- One rule set for every tool (the original's three tools disagreed, spec section 8):
+-- One rule set for every tool (the Python original's three tools disagreed):
 --   * BOM stripped, columns found by name (with the profiler's aliases);
 --   * rows with an empty Type are ignored; a bad Duration(us) (or an hcom row's bad Start Time(us))
 --     skips the row, counted and reported with its line (the original aborted in some tools);
@@ -165,7 +165,7 @@ function M.scan(path, opts, on_row)
 end
 
 -- Prints the scan's warnings to stderr: the skipped rows, and hcom collectives whose copies
--- disagree on the duration (the spec says they never do; if they do, the user should know
+-- disagree on the duration (they never should; if they do, the user should know
 -- which number was counted).
 function M.report_warnings(path, summary)
   for _, s in ipairs(summary.skipped) do

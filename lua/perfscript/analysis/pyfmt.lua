@@ -1,5 +1,5 @@
 -- Python's number and text output, reproduced so that the analysis reports read the same as the
--- original's (spec parsers_analysis.md section 9): repr of floats, round(x, n), format specs
+-- Python original's (docs/rules.md, Numbers and cells): repr of floats, round(x, n), format specs
 -- with thousands separators, padding counted in code points, and json.dump(indent=2).
 -- Lua integers stand for Python ints and Lua floats for Python floats, so `0` and `0.0` stay apart.
 local csv = require "perfscript.csv"

@@ -1,5 +1,5 @@
 -- A reader for the small Python literals the TensorCast trace puts in its args
--- (spec parsers_analysis.md section 9.4): lists, tuples, strings, ints, floats, True/False/None.
+-- (docs/rules.md, Analysis): lists, tuples, strings, ints, floats, True/False/None.
 -- `sub_kernel_durations` = "[('QuantBatchMatmulV3', 22.77), ('hcom_allReduce_', 8.29)]" and
 -- `simulation_shapes` = "[[16, 5120], [5120, 768]]". Sequences come back as tables with
 -- .kind = "list" | "tuple"; None is M.None. Data is parsed, never executed.

@@ -1,4 +1,4 @@
--- TensorCast Chrome traces (spec parsers_analysis.md section 1.5): reading, the choice of the
+-- TensorCast Chrome traces (docs/rules.md, Analysis): reading, the choice of the
 -- performance model (process id), and the meaning of the args the analysis tools read.
 -- A trace is decoded at once with lua-cjson (TC traces are a few MB), or streamed through
 -- perfscript.trace (libyajl) when it is larger than STREAM_BYTES; errors read
@@ -217,7 +217,7 @@ local function pid_text(p)
          or tostring(p)
 end
 
--- Chooses the performance model whose events are analysed (spec section 8.7):
+-- Chooses the performance model whose events are analysed (docs/rules.md, Analysis: TC trace):
 -- opts.pid, else opts.model (substring of the process name, case-insensitive), else the first
 -- process named like "empirical" or "profiling", else the sole pid of the X events.
 -- Returns pid (nil when the trace has no X events), note | nil; or false, error message.
@@ -292,7 +292,7 @@ function M.dur(ev)
   return type(d) == "number" and d or 0
 end
 
--- Op name with every "torch.ops." removed, as the original's tables show it.
+-- Op name with every "torch.ops." removed, as the Python original's tables show it.
 function M.short_name(op)
   return (tostring(op):gsub("torch%.ops%.", ""))
 end
@@ -357,7 +357,7 @@ function M.sub_kernel_durations(args)
   return out
 end
 
--- A zero-cost op by the trace's own word (spec section 8.6).
+-- A zero-cost op by the trace's own word (docs/rules.md, Analysis: op comparison).
 function M.trace_zero_cost(args)
   local z = val(args.zero_cost)
   if z == true or (type(z) == "string" and z:lower() == "true") then return true end
@@ -376,7 +376,7 @@ function M.source(args)
 end
 
 -- A source filter from "MEASURED,INTERPOLATED": items stripped, empty items dropped
--- (the original's trailing-comma quirk admitted source-less events), "*" admits any source.
+-- (the Python original's trailing-comma quirk admitted source-less events), "*" admits any source.
 function M.source_filter(text, default)
   if text == nil or text:match("^%s*$") then text = default end
   local set, names = {}, {}

@@ -1,4 +1,4 @@
--- Attention exact lookups (spec database_consumer.md 2.5, FusedInferAttentionScore): rows are
+-- Attention exact lookups (docs/rules.md, Lookups; FusedInferAttentionScore): rows are
 -- filtered on the query's slot 0 normalised to 3-D (T, N, D), its dtype, the runtime columns
 -- the row has (sparse mode, kv heads, layout), |avg_seq_len - seq| <= 16 and T equal or
 -- block-padded either way; the nearest avg_seq_len wins (+0.5 for legacy metadata), the first

@@ -1,4 +1,4 @@
--- Communication lookups (spec database_consumer.md 2.7): the key is (message_bytes,
+-- Communication lookups (docs/rules.md, Lookups): the key is (message_bytes,
 -- num_devices[, topology_tier]). The first row with equal bytes wins; otherwise the alpha-beta
 -- line lat = a + b * bytes, least squares over every row of that device count (and tier),
 -- evaluated at the query and clamped to the latencies of the bracketing rows. No

@@ -1,4 +1,4 @@
--- The axis density standard V1 (spec database_consumer.md 4.1, 4.2), its one home: per public
+-- The axis density standard V1 (docs/rules.md, Shape grids: axis density), its one home: per public
 -- grid, its range, spacing segments (max_gap or max_ratio between neighbouring measured values)
 -- and required anchors; per template axis ({pattern, iterator, rule}) the same. check() judges
 -- a sorted list of measured values against one grid; the grid engine's audit
@@ -33,7 +33,7 @@ M.grids = {
 }
 M.grids.ELEM_HIDDEN_GRID = M.grids.NK_GRID
 
--- Template axes (spec 4.2): the patterns' inline iterators, {pattern, iterator, rule}.
+-- Template axes: the patterns' inline iterators, {pattern, iterator, rule}.
 local function r2(lo, hi, ratio, anchors)
   return { range = { lo, hi }, segments = { { lo, hi, ratio = ratio } }, anchors = anchors }
 end
@@ -59,7 +59,7 @@ M.templates = {
   { "moe_gating_topk", "topk", { anchors = { 2, 4, 8 } } },
 }
 
--- The grid an axis is judged against (spec 4.2: matmul M from M_GRID, N and K from NK_GRID,
+-- The grid an axis is judged against (matmul M from M_GRID, N and K from NK_GRID,
 -- elementwise tokens and hidden sizes, attention seq and batch, MoE tokens, comm bytes).
 function M.grid_for(kernel, axis, is_matmul)
   if is_matmul then

@@ -1,4 +1,4 @@
--- op_mapping.yaml of a version directory (spec database_consumer.md section 3): the routing
+-- op_mapping.yaml of a version directory (docs/database.md, Layout): the routing
 -- from a TC op ("aten.mm.default") to kernel CSVs. db:mapping(op) shows an entry with its
 -- kernels (CSV present? rows?) and policies; db:lookup(op, ...) tries the entry's kernels in
 -- the consumer's order on the compute path.
@@ -244,11 +244,12 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
   return res
 end
 
--- Elementwise exact on one kernel (spec 2.4, the consumer's _lookup_elementwise checker): the
--- key is the output shape with a leading 1 stripped; the FIRST row with a valid latency (any
--- dtype) whose first output slot equals it, stripped or not, or pads to it, or (a 3-D target)
--- whose 2-D slot is its (B*M, D) flattening, wins. Another dtype scales the latency by element
--- size when the consumer knows both sizes (confidence 0.9), else the row is passed over.
+-- Elementwise exact on one kernel (docs/rules.md, Lookups; the consumer's _lookup_elementwise
+-- checker): the key is the output shape with a leading 1 stripped; the FIRST row with a valid
+-- latency (any dtype) whose first output slot equals it, stripped or not, or pads to it, or (a
+-- 3-D target) whose 2-D slot is its (B*M, D) flattening, wins. Another dtype scales the latency
+-- by element size when the consumer knows both sizes (confidence 0.9), else the row is passed
+-- over.
 function Mp.elementwise_kernel(K, out, out_dtype, label)
   local match = require "perfscript.db.match"
   local shape = require "perfscript.shape"

@@ -1,4 +1,4 @@
--- The consumer's compute exact match (spec database_consumer.md 2.3), one input at a time, so
+-- The consumer's compute exact match (docs/rules.md, Lookups), one input at a time, so
 -- that explain can say which input failed and why: dtype check (exact, or the FLOAT group for
 -- the kernels that relax it), then the first shape rule that holds.
 local M = {}
@@ -99,7 +99,8 @@ end
 -- Every dimension of tc equal to csv's or block-padded from it, at least one padded.
 M.pads = dims_padded
 
--- Two attention T values answer each other when equal or block-padded either way (spec 2.5).
+-- Two attention T values answer each other when equal or block-padded either way
+-- (docs/rules.md, Lookups).
 function M.t_compatible(a, b)
   return a == b or M.padded(a, b) or M.padded(b, a)
 end
@@ -113,9 +114,9 @@ local function out_hits(tg, csv, cs)
   return same(tg, csv) or same(tg, cs) or dims_padded(tg, csv) or dims_padded(tg, cs)
 end
 
--- The elementwise output rule (spec 2.4): how a row whose first output is `csv` answers a
--- query whose first output is `target` (leading 1 already stripped): "" (equal, stripped or
--- not), ", padded", ", flattened to 2-D" (a 3-D target's (B*M, D)), or nil.
+-- The elementwise output rule (docs/rules.md, Lookups): how a row whose first output is `csv`
+-- answers a query whose first output is `target` (leading 1 already stripped): "" (equal,
+-- stripped or not), ", padded", ", flattened to 2-D" (a 3-D target's (B*M, D)), or nil.
 function M.out_rule(target, csv)
   local cs = M.strip1(csv)
   if out_hits(target, csv, cs) then
@@ -164,9 +165,9 @@ function M.rule(kernel, i, tc, csv)
 end
 
 -- The rule the consumer reports after input rule r, given the rule so far: padding only
--- upgrades identity, batch_strip+padding only identity or batch_strip, every other
--- non-identity rule overwrites. The distance comes from the final name only, so a padded input
--- followed (or preceded) by a transpose or a batch strip counts as distance 0 (spec 7.7).
+-- upgrades identity, batch_strip+padding only identity or batch_strip, every other non-identity
+-- rule overwrites. The distance comes from the final name only, so a padded input followed (or
+-- preceded) by a transpose or a batch strip counts as distance 0 (as the consumer reports it).
 function M.fold(rule, r)
   if r == "identity" then return rule end
   if r == "padding" then return rule == "identity" and r or rule end

@@ -1,6 +1,6 @@
 -- Data quality: dups (rows the consumer cannot tell apart), lint (cells that crash or mislead
--- the consumer, spec database_consumer.md 1.4, 1.6 and 6.12) and diff across two version
--- directories.
+-- the consumer; docs/database.md: Values; Order, duplicates and shadowing) and diff across
+-- two version directories.
 local perf = require "perfscript"
 local R = require "perfscript.db.result"
 local match = require "perfscript.db.match"
@@ -42,8 +42,9 @@ local function signature_index(K)
 end
 Q.signature_index = signature_index
 
--- Groups of rows by the write-back's signature (perfscript.sig, spec replay_and_update.md 2:
--- what a merge treats as one row), in order of first row: {{rows...}, ...} and the text of each.
+-- Groups of rows by the write-back's signature (perfscript.sig, docs/rules.md, Write-back
+-- signature: what a merge treats as one row), in order of first row: {{rows...}, ...} and the
+-- text of each.
 local function writer_groups(K)
   local s = K._
   if s.wgroups then return s.wgroups, s.wkeys end

@@ -1,7 +1,7 @@
 -- Rows the consumer cannot reach (issue 19): for every row with a valid latency, the query a
 -- simulator would make for it (its own shapes, dtypes and runtime values, on the route
 -- op_mapping.yaml gives its kernel) and what the consumer would answer, through this
--- explorer's lookups (which follow the consumer, spec database_consumer.md 2.3-2.6). A row is
+-- explorer's lookups (which follow the consumer, docs/rules.md, Lookups). A row is
 -- unreachable when no query can carry its dtype spelling, when the consumer pairs its shape,
 -- dtype and format slots differently from how they were written, when its attention query
 -- cannot be normalised, or when its own query is answered by another row (it is shadowed).
@@ -111,7 +111,8 @@ end
 
 local function reason_text(kind, why) return kind .. ": " .. why end
 
--- q: the attention query slot of a row ((T,N,D), (B,N,1,D) or (T,H) normalise; spec 2.5).
+-- q: the attention query slot of a row ((T,N,D), (B,N,1,D) or (T,H) normalise; docs/rules.md,
+-- Lookups).
 local function attention_problems(t, i, route)
   local out = {}
   local raw = shape.split(t:cell(i, D.IS))
@@ -237,16 +238,16 @@ end
 
 ---------------------------------------------------------------------------------------------
 -- Which row answers a query, over a set of rows kept in memory (the grid's check before it
--- appends a candidate, perfscript.grid.reach). Per query mode:
+-- appends a candidate, perfscript.grid.reach). Per query mode (docs/rules.md, Lookups):
 --   elementwise  the first row whose first output shape matches (identity, leading-1 strip,
---                block padding, 3-D flatten) answers, whatever its dtype (spec 2.4);
---   moe_fused    the first row whose inputs match (any rule) with the same EP Size (2.6);
+--                block padding, 3-D flatten) answers, whatever its dtype;
+--   moe_fused    the first row whose inputs match (any rule) with the same EP Size;
 --   attention    the nearest avg_seq_len among rows with the same dtype, heads, head dim,
 --                sparse mode and KV heads and a T equal or block-padded either way; equally
---                near rows with other latencies make the lookup miss (require_semantic_unique,
---                2.5 and 1.6);
+--                near rows with other latencies make the lookup miss (require_semantic_unique;
+--                docs/database.md, Order, duplicates and shadowing);
 --   compute      the nearest rule distance, the first row of the earliest kernel of the
---                candidate list among equals (2.3), on the first tc_input_count inputs.
+--                candidate list among equals, on the first tc_input_count inputs.
 -- The matching rules are perfscript.db.match's, as the lookups above use them.
 
 -- The consumer's spelling of each dtype it maps from torch (DT_BF16, INT8, FLOAT, ...).
@@ -360,7 +361,7 @@ local function key_of(shapes, dtypes)
   return match.shapes_text(shapes) .. "|" .. table.concat(dtypes, ";")
 end
 
--- spec 2.4: does a row with first output `csv` answer a query with output `q`? (Scalars are
+-- Elementwise: does a row with first output `csv` answer a query with output `q`? (Scalars are
 -- never compared here: a grid candidate with a scalar output is always kept.)
 local function out_answers(q, csv)
   if q.scalar or csv.scalar then return false end

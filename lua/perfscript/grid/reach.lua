@@ -1,5 +1,5 @@
 -- Keeps the grid from appending rows the consumer (TensorCast's profiling-database reader,
--- spec database_consumer.md) could never answer with: a row is only useful if the query made
+-- docs/database.md) could never answer with: a row is only useful if the query made
 -- from its own shapes finds that row (per query mode, as perfscript.db.reach describes).
 -- A candidate that an earlier row (existing rows, rows of kernels earlier in the candidate
 -- list, rows accepted before it) would answer instead is dropped and counted as shadowed.

@@ -1,6 +1,6 @@
 -- The trace flattening run (recipes/trace_to_csv.lua is its entry point): one CSV row per complete
--- event (ph "X") of a Chrome trace, with the original's 11 columns, streaming; values are copied
--- as written, timestamps with all their digits.
+-- event (ph "X") of a Chrome trace, with the Python original's 11 columns (docs/rules.md,
+-- Trace to CSV), streaming; values are copied as written, timestamps with all their digits.
 local perf = require "perfscript"
 local argparse = require "argparse"
 local trace = require "perfscript.trace"
