@@ -105,13 +105,8 @@ function M.t_compatible(a, b)
   return a == b or M.padded(a, b) or M.padded(b, a)
 end
 
-local function same(a, b)
-  if a.scalar or b.scalar then return a.scalar == b.scalar end
-  return eq(a, b)
-end
-
 local function out_hits(tg, csv, cs)
-  return same(tg, csv) or same(tg, cs) or dims_padded(tg, csv) or dims_padded(tg, cs)
+  return eq(tg, csv) or eq(tg, cs) or dims_padded(tg, csv) or dims_padded(tg, cs)
 end
 
 -- The elementwise output rule (docs/rules.md, Lookups): how a row whose first output is `csv`
@@ -120,7 +115,7 @@ end
 function M.out_rule(target, csv)
   local cs = M.strip1(csv)
   if out_hits(target, csv, cs) then
-    return (same(target, csv) or same(target, cs)) and "" or ", padded"
+    return (eq(target, csv) or eq(target, cs)) and "" or ", padded"
   end
   if not target.scalar and not csv.scalar and #target == 3 and #csv == 2 and
      out_hits({ target[1] * target[2], target[3] }, csv, cs) then
