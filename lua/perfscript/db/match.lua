@@ -109,19 +109,25 @@ local function out_hits(tg, csv, cs)
   return eq(tg, csv) or eq(tg, cs) or dims_padded(tg, csv) or dims_padded(tg, cs)
 end
 
--- The elementwise output rule (docs/rules.md, Lookups): how a row whose first output is `csv`
--- answers a query whose first output is `target` (leading 1 already stripped): "" (equal,
--- stripped or not), ", padded", ", flattened to 2-D" (a 3-D target's (B*M, D)), or nil.
-function M.out_rule(target, csv)
+-- The elementwise output rule (docs/rules.md, Lookups): does a row whose first output is `csv`
+-- answer a query whose first output is `target` (leading 1 already stripped)? Equal (stripped
+-- or not), block-padded, or a 3-D target flattened to (B*M, D). The grid asks it for every
+-- accepted row, so it is one function without the wording.
+function M.out_answers(target, csv)
   local cs = M.strip1(csv)
-  if out_hits(target, csv, cs) then
-    return (eq(target, csv) or eq(target, cs)) and "" or ", padded"
-  end
-  if not target.scalar and not csv.scalar and #target == 3 and #csv == 2 and
-     out_hits({ target[1] * target[2], target[3] }, csv, cs) then
-    return ", flattened to 2-D"
-  end
-  return nil
+  if out_hits(target, csv, cs) then return true end
+  if target.scalar or csv.scalar or #target ~= 3 or #csv ~= 2 then return false end
+  return out_hits({ target[1] * target[2], target[3] }, csv, cs)
+end
+
+-- The same rule, worded for a lookup's explanation: "" (equal), ", padded", ", flattened to
+-- 2-D", or nil.
+function M.out_rule(target, csv)
+  if not M.out_answers(target, csv) then return nil end
+  local cs = M.strip1(csv)
+  if eq(target, csv) or eq(target, cs) then return "" end
+  if dims_padded(target, csv) or dims_padded(target, cs) then return ", padded" end
+  return ", flattened to 2-D"
 end
 
 -- The rule that makes TC input i (1-based) match the row's shape, or nil: the consumer's

@@ -363,9 +363,10 @@ end
 
 -- Elementwise: does a row with first output `csv` answer a query with output `q`? (Scalars are
 -- never compared here: a grid candidate with a scalar output is always kept.)
+local strip1, out_rule_answers = match.strip1, match.out_answers
 local function out_answers(q, csv)
   if q.scalar or csv.scalar then return false end
-  return match.out_rule(match.strip1(q), csv) ~= nil
+  return out_rule_answers(strip1(q), csv)
 end
 
 -- A set of the rows a lookup can return, for one kernel.
