@@ -227,7 +227,7 @@ static int merge_update(ps_merge *m, const ps_csv_record *rec, size_t ui, size_t
   if (!counted) return 0;
   int cp = m->o.src[PS_MERGE_PROF];
   double mv = ps_num_or_zero(*mb, *mbl), pv = ps_num_or_zero(FLD(rec, cp), LEN(rec, cp));
-  return mv > 0 && pv > 0 ? add_gap(m, mv, pv, disp) : 0;
+  return ps_num_is_duration(mv) && ps_num_is_duration(pv) ? add_gap(m, mv, pv, disp) : 0;
 }
 
 /* One existing row through the policy. */

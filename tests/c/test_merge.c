@@ -153,6 +153,29 @@ static void nothing_to_do_leaves_the_file(void **state) {
   assert_int_equal(before.st_ino, after.st_ino);
 }
 
+/* A gap (microbench against profiling) needs two valid durations: an inf profiling value is
+ * not one (the one rule: finite and > 0). */
+static void gaps_need_two_valid_durations(void **state) {
+  (void)state;
+  static const char *db =
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    "dynamic,\"3,4\",\"3,4\",5.000000,inf,\n"
+    "dynamic,\"1,2\",\"1,2\",5.000000,6.0,\n";
+  const char *path = write_file("Gap.csv", db, strlen(db));
+  ps_merge_update u[] = {
+    {.hash = hash_of("3,4", "3,4"), .mb = "4.000000", .mblen = 8, .record = 1},
+    {.hash = hash_of("1,2", "1,2"), .mb = "4.000000", .mblen = 8, .record = 1},
+  };
+  ps_merge_opts o = opts(path, u, 2);
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  assert_int_equal(r->unchanged, 2);
+  assert_int_equal(r->ngaps, 1);
+  assert_string_equal(ps_merge_text(m, r->gaps[0].disp), "1,2 -> 1,2");
+  ps_merge_free(m);
+}
+
 static void missing_file_is_an_error(void **state) {
   (void)state;
   ps_merge_opts o = opts("/nonexistent/dir/Add.csv", NULL, 0);
@@ -166,6 +189,7 @@ int main(void) {
     cmocka_unit_test(update_keep_prune),
     cmocka_unit_test(mode_all_overwrites_and_means),
     cmocka_unit_test(nothing_to_do_leaves_the_file),
+    cmocka_unit_test(gaps_need_two_valid_durations),
     cmocka_unit_test(missing_file_is_an_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
