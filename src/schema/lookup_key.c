@@ -4,20 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 
-static void trim(const char **s, size_t *len) {
-  const char *p = *s, *e = *s + *len;
-  while (p < e && isspace((unsigned char)*p)) p++;
-  while (e > p && isspace((unsigned char)e[-1])) e--;
-  *s = p;
-  *len = (size_t)(e - p);
-}
+#include "text.h"
 
 /* Whitespace, then every surrounding '"' (pandas leaves the literal quotes of """a;b"""). */
 static void unquote(const char **s, size_t *len) {
-  trim(s, len);
+  ps_trim(s, len);
   while (*len > 0 && **s == '"') { (*s)++; (*len)--; }
   while (*len > 0 && (*s)[*len - 1] == '"') (*len)--;
-  trim(s, len);
+  ps_trim(s, len);
 }
 
 int ps_lookup_key_split_list(const char *s, size_t len, const char **parts, size_t *lens, int max) {
@@ -42,7 +36,7 @@ int ps_lookup_key_split_list(const char *s, size_t len, const char **parts, size
 }
 
 static int parse_int(const char *p, size_t len, int64_t *v) {
-  trim(&p, &len);
+  ps_trim(&p, &len);
   if (len == 0) return 0;
   size_t i = 0;
   int neg = 0;

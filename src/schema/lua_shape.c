@@ -18,6 +18,7 @@
 #include <lua.h>
 
 #include "shape.h"
+#include "text.h"
 
 #define SHAPE_CACHE "perfscript.shape.cache"
 
@@ -169,8 +170,7 @@ static int l_dtype_consumer_scales(lua_State *L) {
 static int l_dtype_normalize(lua_State *L) {
   size_t len;
   const char *s = luaL_optlstring(L, 1, "", &len);
-  while (len && (*s == ' ' || (*s >= '\t' && *s <= '\r'))) s++, len--;
-  while (len && (s[len - 1] == ' ' || (s[len - 1] >= '\t' && s[len - 1] <= '\r'))) len--;
+  ps_trim(&s, &len);
   if (len == 0) lua_pushliteral(L, "DT_UNDEFINED");
   else if (len >= 3 && memcmp(s, "DT_", 3) == 0) lua_pushlstring(L, s, len);
   else {

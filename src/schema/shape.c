@@ -5,13 +5,10 @@
 #include <string.h>
 #include <strings.h>
 
-static int is_ws(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+#include "text.h"
 
 static size_t trim(const char **p, size_t n) {
-  const char *s = *p;
-  while (n && is_ws(*s)) s++, n--;
-  while (n && is_ws(s[n - 1])) n--;
-  *p = s;
+  ps_trim(p, &n);
   return n;
 }
 
@@ -42,7 +39,7 @@ size_t ps_shape_norm_slot(const char *s, size_t n, char *out) {
   size_t o = 0;
   int pending = 0; /* a separator run was seen after some piece */
   for (size_t i = 0; i < n; i++) {
-    if (s[i] == ',' || is_ws(s[i])) {
+    if (s[i] == ',' || ps_is_space(s[i])) {
       if (o) pending = 1;
       continue;
     }

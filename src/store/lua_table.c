@@ -26,6 +26,7 @@
 #include "lookup_key.h"
 #include "luabind.h"
 #include "table.h"
+#include "text.h"
 
 #define TABLE "perfscript.table"
 #define INDEX "perfscript.table.index"
@@ -395,9 +396,6 @@ static int t_shapes(lua_State *L) {
   return push_shapes(L, s, len, f, flen);
 }
 
-static int lua_space(char c) {  /* Lua's %s */
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
 
 /* Pushes the list of a cell as perfscript.db.match.list makes it: the non-empty runs between
  * ';', those holding a space or '"' trimmed of leading and trailing spaces and quotes, empty
@@ -412,10 +410,10 @@ static void push_list(lua_State *L, const char *s, size_t len) {
     const char *a = p, *b = q;
     int trim = 0;
     for (const char *c = a; c < b; c++)
-      if (*c == '"' || lua_space(*c)) { trim = 1; break; }
+      if (*c == '"' || ps_is_space(*c)) { trim = 1; break; }
     if (trim) {
-      while (a < b && (*a == '"' || lua_space(*a))) a++;
-      while (b > a && (b[-1] == '"' || lua_space(b[-1]))) b--;
+      while (a < b && (*a == '"' || ps_is_space(*a))) a++;
+      while (b > a && (b[-1] == '"' || ps_is_space(b[-1]))) b--;
     }
     if (b > a) {
       lua_pushlstring(L, a, (size_t)(b - a));
