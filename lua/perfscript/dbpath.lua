@@ -26,6 +26,11 @@ M.DEFAULT_DEVICE = "ATLAS_800_A3_752T_128G_DIE"
 M.FRAMEWORK_DIR = "vllm_ascend"
 -- Environment variable naming the data root when --database-root is not given.
 M.ROOT_ENV = "PERFSCRIPT_DB_ROOT"
+-- The data root when neither --database-root nor $PERFSCRIPT_DB_ROOT names one.
+M.DEFAULT_ROOT = "perfdb"
+-- The stack of the bundled seed database (data/seed_db/<SEED_VERSION>) and of the grown
+-- database <root>/<SEED_VERSION> that the grid recipes make from it.
+M.SEED_VERSION = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
 
 local trim = paths.trim
 
@@ -116,19 +121,87 @@ function M.resolve(o)
     end
     name = M.version_dir(versions.vllm_version, versions.torch_version, versions.cann_version)
   end
-  local root = o.database_root
+  return join(M.root(o), device, M.FRAMEWORK_DIR, name)
+end
+
+-- The data root: --database-root, else $PERFSCRIPT_DB_ROOT, else ./perfdb.
+function M.root(o)
+  local root = o and o.database_root
   if root == nil or root == "" then root = os.getenv(M.ROOT_ENV) end
-  if root == nil or root == "" then
-    return nil, "no database root: pass --database-root (or set " .. M.ROOT_ENV
-      .. "), or name the directory with --database-path"
+  if root == nil or root == "" then root = M.DEFAULT_ROOT end
+  return root
+end
+
+-- True when o (parsed flags) names a database: --database-path or a version flag.
+function M.given(o)
+  return (o.database_path ~= nil and o.database_path ~= "") or o.vllm_version ~= nil
+    or o.torch_version ~= nil or o.cann_version ~= nil
+end
+
+-- The bundled seed database, found from a recipe's path (recipes/<x>.lua), normalized.
+function M.seed_dir(script)
+  local repo = paths.dirname(paths.dirname(script or "recipes/x.lua"))
+  return paths.normalize(join(repo, "data/seed_db", M.SEED_VERSION))
+end
+
+-- The default database (docs/rules.md, Database paths): the grown database
+-- <root>/<SEED_VERSION> when it exists, else the bundled seed. opts.script: the recipe's path
+-- (finds the seed); opts.write: the run writes, so the seed itself is never used: the grown
+-- database is made as a copy of it first. Returns dir, how ("grown", "seed" or "created"),
+-- info {grown=, seed=, copied=}; or nil, message.
+function M.default(o, opts)
+  opts = opts or {}
+  local info = { grown = paths.normalize(join(M.root(o), M.SEED_VERSION)), copied = 0 }
+  if paths.isdir(info.grown) then return info.grown, "grown", info end
+  info.seed = M.seed_dir(opts.script)
+  if not paths.isdir(info.seed) then
+    return nil, string.format("no database given, no grown database %s, and the bundled seed "
+      .. "database %s is missing; name one with --database-path", info.grown, info.seed)
   end
-  return join(root, device, M.FRAMEWORK_DIR, name)
+  if not opts.write then return info.seed, "seed", info end
+  local n, err = paths.copy_tree(info.seed, info.grown)
+  if not n then return nil, err end
+  info.copied = n
+  return info.grown, "created", info
+end
+
+-- The one line a run prints when it takes the default database.
+function M.default_note(dir, how, info)
+  if how == "grown" then
+    return ("Database: %s (default: the grown database; name another with --database-path)."):format(dir)
+  elseif how == "created" then
+    return ("Created the working database %s (%d files copied from the bundled seed database %s); "
+      .. "it is the default database from now on."):format(dir, info.copied, info.seed)
+  end
+  return ("Database: %s (default: the bundled seed database, as there is no grown database %s).")
+    :format(dir, info.grown)
+end
+
+-- The --help sentence that states the default.
+function M.default_help(write)
+  local grown = "./" .. M.DEFAULT_ROOT .. "/" .. M.SEED_VERSION
+  if write then
+    return "Default: the grown database " .. grown .. " (under --database-root or $" .. M.ROOT_ENV
+      .. " when set), created as a copy of the bundled seed database data/seed_db on first use."
+  end
+  return "Default: the grown database " .. grown .. " (under --database-root or $" .. M.ROOT_ENV
+    .. " when set) when it exists, else the bundled seed database data/seed_db."
 end
 
 -- Like resolve, but a bad combination is a user error (perfscript: message, exit 1).
-function M.from_args(args)
+-- With opts (script=, write=, say=) and no database named, the default database: its one
+-- line goes to opts.say (default: stderr). Returns dir, how (nil when named).
+function M.from_args(args, opts)
+  local perf = require "perfscript"
+  if opts and not M.given(args) then
+    local dir, how, info = M.default(args, opts)
+    if not dir then perf.fail("%s", how) end
+    local note = M.default_note(dir, how, info)
+    if opts.say then opts.say(note) else io.stderr:write(note, "\n") end
+    return dir, how
+  end
   local dir, err = M.resolve(args)
-  if not dir then require("perfscript").fail("%s", err) end
+  if not dir then perf.fail("%s", err) end
   return dir
 end
 
@@ -145,7 +218,8 @@ function M.split(dir)
 end
 
 -- Adds the database flags to a lua-argparse parser (in a "Database" help group when the
--- parser supports groups). opts.required_path = true leaves only --database-path.
+-- parser supports groups). opts.required_path = true leaves only --database-path; opts.help
+-- replaces its help text; opts.aliases are hidden old names of --database-path.
 function M.add_options(parser, opts)
   opts = opts or {}
   local function version(v)
@@ -154,12 +228,15 @@ function M.add_options(parser, opts)
     return ok
   end
   local elems = {
-    parser:option("--database-path",
-      "Database directory to read and write (used as given; wins over the flags below)."),
+    parser:option("--database-path", opts.help
+      or "Database directory to read and write (used as given; wins over the flags below).")
+      :argname("<dir>"),
   }
+  for _, a in ipairs(opts.aliases or {}) do elems[1]:hidden_name(a) end
   if not opts.required_path then
     elems[#elems + 1] = parser:option("--database-root",
-      "Data root holding <DEVICE>/vllm_ascend/<version dir> (default: $" .. M.ROOT_ENV .. ").")
+      "Data root holding <DEVICE>/vllm_ascend/<version dir> (default: $" .. M.ROOT_ENV
+      .. ", else ./" .. M.DEFAULT_ROOT .. ").")
     elems[#elems + 1] = parser:option("--device",
       "Device folder name, one of:\n" .. table.concat(M.DEVICES, "\n"))
       :choices(M.DEVICES):default(M.DEFAULT_DEVICE):argname("<device>")

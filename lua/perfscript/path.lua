@@ -1,5 +1,5 @@
 -- Paths and directory trees: the one home of the small helpers every module needs (trim,
--- basename, dirname, join, abspath, isdir, isfile, read, walk, copy_tree, rmtree).
+-- basename, dirname, join, normalize, abspath, isdir, isfile, read, walk, copy_tree, rmtree).
 -- Misuse raises; I/O problems return nil, message.
 local lfs = require "lfs"
 
@@ -33,10 +33,31 @@ function M.join(...)
   return table.concat(parts, "/")
 end
 
--- p made absolute against the current directory.
+-- p with "." components, repeated slashes and "dir/.." pairs removed, lexically (no file system
+-- access): "recipes/../data/./x/" -> "data/x". A leading ".." of a relative path stays.
+function M.normalize(p)
+  local abs = p:sub(1, 1) == "/"
+  local out = {}
+  for part in p:gmatch("[^/]+") do
+    if part == ".." then
+      if #out > 0 and out[#out] ~= ".." then
+        out[#out] = nil
+      elseif not abs then
+        out[#out + 1] = part
+      end
+    elseif part ~= "." then
+      out[#out + 1] = part
+    end
+  end
+  local s = table.concat(out, "/")
+  if abs then return "/" .. s end
+  return s == "" and "." or s
+end
+
+-- p made absolute against the current directory, normalized.
 function M.abspath(p)
-  if p:sub(1, 1) == "/" then return p end
-  return (lfs.currentdir() .. "/" .. p):gsub("/%./", "/")
+  if p:sub(1, 1) == "/" then return M.normalize(p) end
+  return M.normalize(lfs.currentdir() .. "/" .. p)
 end
 
 function M.isdir(p) return lfs.attributes(p, "mode") == "directory" end
