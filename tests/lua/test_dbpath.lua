@@ -79,8 +79,8 @@ function TestResolve:test_missing()
   d, err = dbpath.resolve { vllm_version = "1", torch_version = "2", cann_version = "3",
                             database_root = "" }
   if os.getenv(dbpath.ROOT_ENV) == nil then
-    lu.assertNil(d)
-    lu.assertStrContains(err, "--database-root")
+    -- no root named: ./perfdb, the same default as the grid recipes'
+    lu.assertEquals(d, "perfdb/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm1_torch2_cann3")
   end
   d, err = dbpath.resolve { database_root = "r", device = "GPU", vllm_version = "1",
                             torch_version = "2", cann_version = "3" }
@@ -146,6 +146,73 @@ function TestOptions:test_help_mentions_flags()
                           "--torch-version", "--cann-version" } do
     lu.assertStrContains(help, flag)
   end
+end
+
+-- The default database (docs/rules.md, Database paths): the grown database when it exists,
+-- else the bundled seed; a writer copies the seed first. A scratch root stands for ./perfdb
+-- and a scratch repository for the recipe's checkout.
+TestDefault = {}
+
+local h = require "helpers"
+local paths = require "perfscript.path"
+
+local function scratch()
+  local t = h.tmpdir()
+  local seed = t .. "/repo/data/seed_db/" .. dbpath.SEED_VERSION
+  assert(require("perfscript").fs.mkdir_p(seed))
+  h.write(seed .. "/Add.csv", "Type\nAdd\n")
+  return t, t .. "/repo/recipes/db_lint.lua"
+end
+
+function TestDefault:test_seed_when_nothing_grown()
+  local t, script = scratch()
+  local dir, how, info = dbpath.default({ database_root = t .. "/perfdb" }, { script = script })
+  lu.assertEquals(how, "seed")
+  lu.assertEquals(dir, t .. "/repo/data/seed_db/" .. dbpath.SEED_VERSION)
+  lu.assertEquals(info.grown, t .. "/perfdb/" .. dbpath.SEED_VERSION)
+  lu.assertFalse(paths.isdir(t .. "/perfdb"))  -- a reader creates nothing
+  lu.assertStrContains(dbpath.default_note(dir, how, info), "default: the bundled seed database")
+end
+
+function TestDefault:test_grown_preferred()
+  local t, script = scratch()
+  local grown = t .. "/perfdb/" .. dbpath.SEED_VERSION
+  assert(require("perfscript").fs.mkdir_p(grown))
+  local dir, how = dbpath.default({ database_root = t .. "/perfdb" }, { script = script })
+  lu.assertEquals(how, "grown")
+  lu.assertEquals(dir, grown)
+  dir, how = dbpath.default({ database_root = t .. "/perfdb" }, { script = script, write = true })
+  lu.assertEquals(how, "grown")
+  lu.assertEquals(dir, grown)
+end
+
+function TestDefault:test_writer_copies_the_seed()
+  local t, script = scratch()
+  local dir, how, info = dbpath.default({ database_root = t .. "/perfdb" }, { script = script, write = true })
+  lu.assertEquals(how, "created")
+  lu.assertEquals(dir, t .. "/perfdb/" .. dbpath.SEED_VERSION)
+  lu.assertEquals(info.copied, 1)
+  lu.assertTrue(paths.isfile(dir .. "/Add.csv"))
+end
+
+function TestDefault:test_seed_path_normalized()
+  lu.assertEquals(dbpath.seed_dir("recipes/../recipes/db_lint.lua"), "data/seed_db/" .. dbpath.SEED_VERSION)
+  lu.assertEquals(dbpath.seed_dir("/a/b/recipes/x.lua"), "/a/b/data/seed_db/" .. dbpath.SEED_VERSION)
+end
+
+function TestDefault:test_from_args_takes_the_default_and_says_so()
+  local t, script = scratch()
+  local said = {}
+  local dir, how = dbpath.from_args({ database_root = t .. "/perfdb" },
+    { script = script, say = function(s) said[#said + 1] = s end })
+  lu.assertEquals(how, "seed")
+  lu.assertEquals(#said, 1)
+  lu.assertStrContains(said[1], "Database: " .. dir)
+  -- a named database is used as given, silently
+  said = {}
+  lu.assertEquals(dbpath.from_args({ database_path = "x" }, { script = script,
+    say = function(s) said[#said + 1] = s end }), "x")
+  lu.assertEquals(#said, 0)
 end
 
 os.exit(lu.LuaUnit.run())

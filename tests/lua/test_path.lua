@@ -59,4 +59,15 @@ function TestPath:test_walk_copy_rmtree()
   lu.assertTrue(path.rmtree(dir))
 end
 
+function TestPath:test_normalize()
+  lu.assertEquals(path.normalize("recipes/../data/./seed_db//x/"), "data/seed_db/x")
+  lu.assertEquals(path.normalize("/w/main/recipes/../data"), "/w/main/data")
+  lu.assertEquals(path.normalize("../a/../../b"), "../../b")
+  lu.assertEquals(path.normalize("/../a"), "/a")
+  lu.assertEquals(path.normalize("a/.."), ".")
+  lu.assertEquals(path.normalize("./"), ".")
+  lu.assertEquals(path.abspath("/x/./y/../z"), "/x/z")
+  lu.assertNil(path.abspath("recipes/../x"):find("..", 1, true))
+end
+
 os.exit(lu.LuaUnit.run())

@@ -9,17 +9,13 @@ local mem = require "perfscript.mem"
 local models = require "perfscript.grid.models"
 local run = require "perfscript.grid.run"
 local dbpath = require "perfscript.dbpath"
+local options = require "perfscript.options"
 local paths = require "perfscript.path"
 
 local M = {}
 
-M.DEFAULT_ROOT = "perfdb"
-M.SEED_VERSION = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
-
--- The repository root, from the recipe's own path (recipes/<x>.lua).
-local function repo_root(script)
-  return paths.dirname(paths.dirname(script or "recipes/x.lua"))
-end
+M.DEFAULT_ROOT = dbpath.DEFAULT_ROOT
+M.SEED_VERSION = dbpath.SEED_VERSION
 
 -- Copies a database tree (not the lock file); fails with the reason.
 local function copy_tree(src, dst)
@@ -37,9 +33,8 @@ function M.parser(info)
     .. "constraints, over the memory budget, duplicates (same signature), sampled out by --rows, "
     .. "already present in the file, shadowed (the consumer would answer the row's own query "
     .. "with an earlier row, or could not read it, so it is not appended), appended."))
-  dbpath.add_options(p)
-  p:option("--data-dir", "The same as --database-path."):target("database_path"):hidden(true)
-  p:option("--target-models", "Comma-separated model ids" .. (info.models and
+  options.database(p, { write = true, aliases = { "--data-dir" } })
+  options.list(p, "--target-models", "Model ids, a comma list; repeatable" .. (info.models and
     (" (default: " .. table.concat(info.models, ",") .. ")") or " (default: all presets)") .. ".")
   p:option("--model-config", "A local HuggingFace config.json: adds that model (no network access).")
    :count("*")
@@ -53,32 +48,17 @@ function M.parser(info)
   p:flag("--variants", "One template per kernel variant in the file (OP State, core, dtypes and "
          .. "formats), not only the first row; --rows applies to each variant.")
   p:flag("--dry-run", "Report what would be appended; write nothing.")
-  p:option("--out-dir", "Copy the database to this new directory first and grow the copy.")
+  options.output(p, "Copy the database to this new (or empty) directory first and grow the copy "
+    .. "(default: grow the database in place).", { aliases = { "--out-dir" }, argname = "<dir>" })
   p:option("--report", "Also write the per-kernel summary to this file (.csv, else JSON).")
   return p
 end
 
 -- Resolves the database directory: --database-path, or the version flags under
--- --database-root ($PERFSCRIPT_DB_ROOT, else ./perfdb); with none of them, ./perfdb's copy of
--- the bundled seed database, made on first use.
+-- --database-root ($PERFSCRIPT_DB_ROOT, else ./perfdb); with none of them, the default
+-- database for a writer (dbpath.default: ./perfdb's copy of the bundled seed, made on first use).
 function M.database_dir(a, script, say)
-  if a.database_path or a.vllm_version or a.torch_version or a.cann_version then
-    if not a.database_root or a.database_root == "" then
-      a.database_root = os.getenv(dbpath.ROOT_ENV) or M.DEFAULT_ROOT
-    end
-    return dbpath.from_args(a)
-  end
-  local root = a.database_root or os.getenv(dbpath.ROOT_ENV) or M.DEFAULT_ROOT
-  local dir = root .. "/" .. M.SEED_VERSION
-  if lfs.attributes(dir, "mode") ~= "directory" then
-    local seed = repo_root(script) .. "/data/seed_db/" .. M.SEED_VERSION
-    if lfs.attributes(seed, "mode") ~= "directory" then
-      perf.fail("no database given and the bundled seed database %s is missing", seed)
-    end
-    local n = copy_tree(seed, dir)
-    say(("Created the working database %s (%d files copied from %s)."):format(dir, n, seed))
-  end
-  return dir
+  return (options.database_dir(a, { write = true, script = script, say = say }))
 end
 
 local function load_rules()
@@ -156,11 +136,7 @@ function M.main(argv, info)
   local say = function(s) io.stdout:write(s, "\n") end
   local names
   if a.target_models then
-    names = {}
-    for item in a.target_models:gmatch("[^,]+") do
-      item = item:match("^%s*(.-)%s*$")
-      if item ~= "" then names[#names + 1] = item end
-    end
+    names = a.target_models
     if #names == 0 then perf.fail("--target-models lists no model") end
   elseif info.models then
     names = table.move(info.models, 1, #info.models, 1, {})
@@ -181,16 +157,16 @@ function M.main(argv, info)
   if not a.max_hbm_gb then perf.fail("--max-hbm-gb takes a number") end
   local budget = a.max_hbm_gb > 0 and math.floor(a.max_hbm_gb * 1024 ^ 3) or nil
   local dir = M.database_dir(a, script, say)
-  if a.out_dir then
+  if a.output then
     if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
-    if lfs.attributes(a.out_dir) then
-      for name in lfs.dir(a.out_dir) do
-        if name ~= "." and name ~= ".." then perf.fail("--out-dir %s exists and is not empty", a.out_dir) end
+    if lfs.attributes(a.output) then
+      for name in lfs.dir(a.output) do
+        if name ~= "." and name ~= ".." then perf.fail("--output %s exists and is not empty", a.output) end
       end
     end
-    local n = copy_tree(dir, a.out_dir)
-    say(("Copied %d files of %s to %s."):format(n, dir, a.out_dir))
-    dir = a.out_dir
+    local n = copy_tree(dir, a.output)
+    say(("Copied %d files of %s to %s."):format(n, dir, a.output))
+    dir = a.output
   end
   local shown = {}
   for _, p in ipairs(models.resolve(names, presets)) do shown[#shown + 1] = p.model_id end
