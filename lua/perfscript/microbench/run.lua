@@ -21,6 +21,7 @@ local perf = require "perfscript"
 local lfs = require "lfs"
 local argparse = require "argparse"
 local dbpath = require "perfscript.dbpath"
+local options = require "perfscript.options"
 local schema = require "perfscript.microbench.schema"
 local plan = require "perfscript.microbench.plan"
 local aggregate = require "perfscript.microbench.aggregate"
@@ -32,7 +33,6 @@ local paths = require "perfscript.path"
 
 local M = {}
 
-local SEED_VERSION = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
 local MATMUL_ALIASES = {
   MatMulV2 = { "MatMulV3", "MatMulCommon" },
   MatMulV3 = { "MatMulV2", "MatMulCommon" },
@@ -51,12 +51,13 @@ function M.parser()
     "Replay database rows under msprof (or a simulated device) and write the durations back.")
   p:epilog("Available operators: " .. table.concat(plan.OPS, ", ") .. "\n\nUpdate modes:\n"
     .. "  all: Update all matched rows\n  missing-only: Only fill rows with invalid durations\n\n"
-    .. "With --simulate and no database flags the run reads the bundled seed database and writes a\n"
-    .. "separate copy (./perfdb_simulated/...); simulated results never land in a database unless\n"
-    .. "you name it with --output-database.")
-  dbpath.add_options(p)
-  p:option("--ops", "Operators to replay (names as in the list below; X_run and X_run.py accepted).")
-   :args("+")
+    .. "With --simulate the run writes a separate copy (<database>_simulated, or\n"
+    .. "./perfdb_simulated/... for the bundled seed); simulated results never land in a database\n"
+    .. "unless you name it with --output.")
+  options.database(p, { write = true, default = dbpath.default_help(false) .. " A run that writes "
+    .. "into it (not --simulate) first makes the grown database from the seed." })
+  options.list(p, "--ops", "Operators to replay, a comma list; repeatable (names as in the list "
+    .. "below; X_run and X_run.py accepted; --ops A B also works).", { many = true })
   p:option("--prof-path", "Re-parse an existing profile and launch nothing: a PROF_* directory, a "
     .. "directory holding PROF_* directories, a mindstudio_profiler_output directory, or one "
     .. "op_summary_*.csv file.")
@@ -74,9 +75,10 @@ function M.parser()
   p:option("--dispatch-ffn-combine-master-addr", "torchrun master address.", "127.0.0.1")
   p:option("--dispatch-ffn-combine-master-port", "torchrun master port.")
    :convert(math.tointeger)
-  p:option("--devices", "NPU ids to shard the replay over, e.g. 0,1,2,3 (one msprof per device).")
+  options.list(p, "--devices", "NPU ids to shard the replay over, e.g. 0,1,2,3 (one msprof per device).")
   p:flag("--simulate", "Use a simulated device (roofline model) instead of msprof and an NPU.")
-  p:option("--output-database", "Write results here instead of the database that was read.")
+  options.output(p, "Write results into this database directory instead of the one that was read.",
+    { aliases = { "--output-database" }, argname = "<dir>" }):target("output_database")
   p:option("--msprof", "The msprof program.", "msprof")
   p:option("--python", "The Python interpreter that runs the executor.", "python3")
   p:option("--timeout", "Seconds allowed per msprof run (0: no limit).", "0"):convert(tonumber)
@@ -95,21 +97,17 @@ local function copy_tree(src, dst)
   return n
 end
 
--- Source and target database directories; script_dir finds the bundled seed database.
-local function databases(a, script_dir)
-  local given = a.database_path or a.vllm_version or a.torch_version or a.cann_version
-  local src
-  if given then
-    src = abspath(dbpath.from_args(a))
-  elseif a.simulate then
-    src = abspath(script_dir .. "/../data/seed_db/" .. SEED_VERSION)
-  else
-    perf.fail("name the database with --database-path (or --database-root with the version flags), or use --simulate")
-  end
+-- Source and target database directories; script finds the bundled seed database. Without
+-- database flags: the default database (dbpath.default); a simulated run only reads it.
+local function databases(a, script)
+  local dir, how = options.database_dir(a, { script = script, say = say,
+    write = not a.simulate and not a.output_database })
+  local src = abspath(dir)
   if not isdir(src) and not a.output_database then perf.fail("%s: no such database directory", src) end
   local dst = a.output_database and abspath(a.output_database)
   if a.simulate and not dst then
-    dst = given and (src:gsub("/+$", "") .. "_simulated") or abspath("perfdb_simulated/" .. SEED_VERSION)
+    dst = how == "seed" and abspath("perfdb_simulated/" .. dbpath.SEED_VERSION)
+      or (src:gsub("/+$", "") .. "_simulated")
   end
   dst = dst or src
   if dst ~= src and isdir(src) then
@@ -221,7 +219,7 @@ local function profile(a, ops, plan_path, run_dir)
   local env = {}
   local timeout = (a.timeout and a.timeout > 0) and a.timeout or nil
   local devices = {}
-  for d in (a.devices or ""):gmatch("[^,%s]+") do devices[#devices + 1] = d end
+  for _, d in ipairs(a.devices or {}) do devices[#devices + 1] = d end
   if #devices <= 1 then
     if devices[1] then env.ASCEND_RT_VISIBLE_DEVICES = devices[1] end
     local res, err = msprof.profile { msprof = a.msprof, out = run_dir .. "/prof", env = env,
@@ -385,8 +383,7 @@ end
 -- Leaves DispatchFFNCombine out when this machine cannot run its EP size (docs/rules.md, Replay).
 local function drop_unrunnable(a, ops, files)
   local ep, nproc = a.dispatch_ffn_combine_ep_size, a.dispatch_ffn_combine_nproc_per_node
-  local ndev = 0
-  for _ in (a.devices or ""):gmatch("[^,%s]+") do ndev = ndev + 1 end
+  local ndev = #(a.devices or {})
   local visible = ndev > 0 and ndev or plan.visible_npus()
   if a.simulate or a.prof_path or not plan.dfc_skip(ops, ep, nproc, visible, a.update_mode) then
     return files
@@ -590,9 +587,8 @@ end
 -- One run on parsed arguments; script is the recipe's path (it finds the seed database).
 -- Returns the exit status.
 function M.run(a, script)
-  local script_dir = (script or "recipes/microbench.lua"):match("^(.*)/[^/]*$") or "."
   local ops = check_args(a)
-  local src, dst = databases(a, script_dir)
+  local src, dst = databases(a, script or "recipes/microbench.lua")
   local files = drop_unrunnable(a, ops, (target_files(src, ops, a.prof_path)))
   local id = run_id()
   local work = abspath(a.work_dir or os.getenv("TMPDIR") or "/tmp")
