@@ -3,8 +3,8 @@
 -- table, heads, sparse mode, layout, block size), replacing fill_fia_runtime_metadata.py.
 -- A row matches a record on (query, key, value shapes, number of kv sequences, mask shape,
 -- block-table shape); every matching record gives one output row (1:N), tagged.
---   perfscript recipes/fill_fia_metadata.lua --csv-path FusedInferAttentionScore.csv \
---     --jsonl-path fia_runtime_metadata.jsonl [--output-path OUT] [--metadata-tag TAG]
+--   perfscript recipes/fill_fia_metadata.lua (--csv-path FusedInferAttentionScore.csv | --database-path DIR) \
+--     --jsonl-path fia_runtime_metadata.jsonl [--output OUT] [--metadata-tag TAG]
 -- Fixed against the Python original (docs/rules.md, Import: FIA back-fill): `[]` and an empty
 -- CSV slot both mean "absent"; duplicate records (same seq and kv values) keep the first;
 -- unparsable slots do not abort; the output keeps the input's BOM and line ends and is written

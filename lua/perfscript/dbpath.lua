@@ -219,7 +219,8 @@ end
 
 -- Adds the database flags to a lua-argparse parser (in a "Database" help group when the
 -- parser supports groups). opts.required_path = true leaves only --database-path; opts.help
--- replaces its help text; opts.aliases are hidden old names of --database-path.
+-- replaces its help text; opts.aliases are hidden old names of --database-path; opts.default
+-- a default directory; opts.required makes --database-path required.
 function M.add_options(parser, opts)
   opts = opts or {}
   local function version(v)
@@ -233,6 +234,8 @@ function M.add_options(parser, opts)
       :argname("<dir>"),
   }
   for _, a in ipairs(opts.aliases or {}) do elems[1]:hidden_name(a) end
+  if opts.default then elems[1]:default(opts.default) end
+  if opts.required then elems[1]:count(1) end
   if not opts.required_path then
     elems[#elems + 1] = parser:option("--database-root",
       "Data root holding <DEVICE>/vllm_ascend/<version dir> (default: $" .. M.ROOT_ENV

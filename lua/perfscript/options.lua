@@ -5,7 +5,7 @@
 --   output    --output PATH; a recipe's older specific name (--output-path, --json-output,
 --             --csv) stays as a hidden alias.
 --   lists     comma lists, repeatable and accumulating: --ops A,B --ops C == --ops A B C.
---   verbosity --verbose / --quiet.
+--   verbosity -v/--verbose, -q/--quiet.
 --
 --   local options = require "perfscript.options"
 --   options.database(p, { write = true, aliases = { "--data-dir" } })
@@ -26,20 +26,23 @@ end
 -- flags are needed); opts.default = "text": a recipe's own default, said in --help;
 -- opts.aliases: hidden old names of --database-path; opts.positional: the old optional
 -- <database> argument, hidden; opts.required_path: only --database-path (no version flags);
--- opts.help: what the directory is.
+-- opts.help: what the directory is; opts.default_value: a recipe's own default directory.
 function M.database(parser, opts)
   opts = opts or {}
   local default
-  if opts.default == false then
-    default = "Required (or the version flags)."
+  if opts.default_value then
+    default = ""  -- argparse prints "(default: ...)"
+  elseif opts.default == false then
+    default = opts.required_path and "Required." or "Required (or the version flags)."
   elseif type(opts.default) == "string" then
     default = opts.default
   else
     default = dbpath.default_help(opts.write)
   end
   dbpath.add_options(parser, { required_path = opts.required_path, aliases = opts.aliases,
+    default = opts.default_value, required = opts.default == false and opts.required_path,
     help = (opts.help or "Database directory to read and write (used as given; wins over the "
-      .. "version flags).") .. " " .. default })
+      .. "version flags).") .. (default ~= "" and " " .. default or "") })
   if opts.positional then
     parser:argument("database", "Database directory (old spelling of --database-path).")
       :args("?"):hidden(true):target("database_positional")
@@ -70,16 +73,20 @@ function M.output(parser, help, opts)
   return hide(o, opts.aliases)
 end
 
--- Splits each value on commas (and blanks) into out; empty pieces are dropped.
-local function add_items(out, values)
-  for _, v in ipairs(type(values) == "table" and values or { values }) do
-    for piece in tostring(v):gmatch("[^,%s]+") do out[#out + 1] = piece end
+-- Adds one argument's items to out: a string is split on commas (and blanks), empty pieces
+-- dropped; a table (an argument already converted) adds its items.
+local function add_items(out, value)
+  if type(value) == "table" then
+    for _, v in ipairs(value) do out[#out + 1] = v end
+  else
+    for piece in tostring(value):gmatch("[^,%s]+") do out[#out + 1] = piece end
   end
 end
 
 -- A list option: comma lists, and repeated flags add up (--ops A,B --ops C -> {A, B, C}).
 -- Absent: nil, or the default split into a list. opts.default (a comma list), opts.aliases
--- (hidden old names), opts.argname, opts.many (several values after one flag too, the old
+-- (hidden old names), opts.argname, opts.convert (item -> value, or nil, message: a bad item
+-- is a usage error naming the flag), opts.many (several values after one flag too, the old
 -- spelling of microbench's --ops: --ops A B).
 function M.list(parser, name, help, opts)
   opts = opts or {}
@@ -88,9 +95,25 @@ function M.list(parser, name, help, opts)
     :init(nil)
     :action(function(res, target, values)
       local t = res[target] or {}
-      add_items(t, values)
+      if opts.many then
+        for _, v in ipairs(values) do add_items(t, v) end
+      else
+        add_items(t, values)
+      end
       res[target] = t
     end)
+  if opts.convert then
+    o:convert(function(s)
+      local items = {}
+      for piece in s:gmatch("[^,%s]+") do
+        local v, err = opts.convert(piece)
+        if v == nil then return nil, string.format("%s: %s", name, err or ("bad item '" .. piece .. "'")) end
+        items[#items + 1] = v
+      end
+      if #items == 0 then return nil, name .. ": empty list" end
+      return items
+    end)
+  end
   if opts.default then o:default(opts.default) end
   return hide(o, opts.aliases)
 end
@@ -99,15 +122,24 @@ end
 function M.split(values)
   if values == nil then return nil end
   local out = {}
-  add_items(out, values)
+  for _, v in ipairs(type(values) == "table" and values or { values }) do add_items(out, v) end
   return out
 end
 
--- --verbose and --quiet (args.verbose, args.quiet).
-function M.verbosity(parser, verbose_help, quiet_help)
-  parser:flag("-v --verbose", verbose_help or "Say more (every row, not only problems).")
-  parser:flag("-q --quiet", quiet_help or "Print only the summary line.")
-  return parser
+-- A whole number, 0 or more (a list item converter), or nil, message.
+function M.whole(s)
+  local v = math.tointeger(tonumber(s))
+  if not v or v < 0 then return nil, string.format("'%s' is not a whole number", s) end
+  return v
+end
+
+-- -v/--verbose (args.verbose) and -q/--quiet (args.quiet), each with the recipe's meaning.
+function M.verbose(parser, help)
+  return parser:flag("-v --verbose", help or "Say more.")
+end
+
+function M.quiet(parser, help)
+  return parser:flag("-q --quiet", help or "Print only the summary.")
 end
 
 return M

@@ -123,9 +123,16 @@ expect_eq "empty files: nothing written" "$(ls dbempty 2>/dev/null | wc -l)" 0
 out=$(run --profiling-path nowhere --database-path dbbad 2>&1); rc=$?
 expect_eq "absent path: exit 1" "$rc" 1
 expect_contains "absent path named" "$out" "profiling path not found: nowhere"
+# no database flag: the default database (the grown ./perfdb, made from the bundled seed)
 out=$(run --profiling-path cap 2>&1); rc=$?
-expect_eq "no database: exit 1" "$rc" 1
-expect_contains "no database: says what to pass" "$out" "--database-path"
+expect_eq "no database: the default, exit 0" "$rc" 0
+expect_contains "no database: says which database" "$out" \
+  "Created the working database perfdb/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
+expect_eq "the bundled seed is untouched" "$(cd "$SRC" && git status --porcelain data/ | wc -l)" 0
+out=$(run --profiling-path cap --dry-run 2>&1); rc=$?
+expect_contains "the grown database is the default from now on" "$out" \
+  "Database: perfdb/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5 (default: the grown database"
+rm -rf "${TMP:?}/perfdb"
 out=$(run --help 2>&1)
 expect_contains "help names the flags" "$out" "--update-mode"
 out=$(PERFSCRIPT_DB_ROOT=$TMP/root run --profiling-path "$KD" --vllm-version 0.18.0 --torch-version 2.9.0 --cann-version 8.5 2>&1)

@@ -69,15 +69,11 @@ function M.load_sides(tc_path, prof_path, args, prof_side)
   return tr, pid, p
 end
 
--- The optional <database> argument of the database tools (the database flags are dbpath's).
-function M.add_database_argument(parser)
-  parser:argument("database", "Version directory (or use the database flags)."):args("?")
-end
-
--- Opens the database that the <database> argument or the database flags name; fails with a
--- user error when it cannot be opened. Returns db, dir.
+-- Opens the database that the database flags (perfscript.options.database) name, else the
+-- default database (one line says which); fails with a user error when it cannot be opened.
+-- Returns db, dir.
 function M.open_database(args)
-  local dir = args.database or require("perfscript.dbpath").from_args(args)
+  local dir = require("perfscript.options").database_dir(args)
   local db, err = perf.open(dir)
   if not db then perf.fail("%s", err) end
   return db, dir

@@ -4,7 +4,7 @@
 -- scripts, no external files): one row per bucket, one column per measured value, colour =
 -- latency.
 local perf = require "perfscript"
-local dbpath = require "perfscript.dbpath"
+local options = require "perfscript.options"
 local cli = require "perfscript.analysis.cli"
 local repl = require "perfscript.repl"
 local density = require "perfscript.db.density"
@@ -14,14 +14,13 @@ local M = {}
 
 function M.parser()
   local parser = require("argparse")("db_coverage", "Coverage of a database along an axis, with density gaps.")
-  cli.add_database_argument(parser)
-  parser:option("--kernel", "Kernel type (repeatable; default: every kernel)."):count("*")
+  options.database(parser, { positional = true, help = "Database directory to read." })
+  options.list(parser, "--kernel", "Kernel types, a comma list; repeatable (default: every kernel).")
   parser:option("--axis", "Axis: M, K, N, tokens, hidden, axis_0, seq, batch, bytes, in<slot>.<dim> (default: the kernel's first).")
   parser:option("--fixed", "Fix other axes, e.g. K=7168,N=2048 (one bucket: its values in detail).")
   parser:option("--html", "Write a coverage heatmap page to this file.")
-  parser:option("--csv", "Write the printed rows to this CSV file (one kernel).")
+  options.output(parser, "Write the printed rows to this CSV file (one kernel).", { aliases = { "--csv" } })
   parser:option("--max-buckets", "Buckets per kernel in the page."):default("40"):convert(tonumber)
-  dbpath.add_options(parser)
   return parser
 end
 
@@ -126,8 +125,8 @@ end
 function M.main(argv)
   local args = M.parser():parse(argv)
   local db, dir = cli.open_database(args)
-  local names = #args.kernel > 0 and args.kernel or db:names()
-  local sections = M.report(db, names, args.axis, parse_fixed(args.fixed), args.csv)
+  local names = args.kernel or db:names()
+  local sections = M.report(db, names, args.axis, parse_fixed(args.fixed), args.output)
   if not args.html then return end
   local ok, werr = perf.fs.write_atomic(args.html, M.page(dir, sections, args.max_buckets))
   if not ok then perf.fail("%s", werr) end

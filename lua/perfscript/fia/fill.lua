@@ -4,7 +4,7 @@
 -- A row matches a record on (query, key, value shapes, number of kv sequences, mask shape,
 -- block-table shape); every matching record gives one output row (1:N), tagged.
 --   perfscript recipes/fill_fia_metadata.lua (its entry point; the run is this module) --csv-path FusedInferAttentionScore.csv \
---     --jsonl-path fia_runtime_metadata.jsonl [--output-path OUT] [--metadata-tag TAG]
+--     --jsonl-path fia_runtime_metadata.jsonl [--output OUT] [--metadata-tag TAG]
 -- Fixed against the Python original (docs/rules.md, Import: FIA back-fill): `[]` and an empty
 -- CSV slot both mean "absent"; duplicate records (same seq and kv values) keep the first;
 -- unparsable slots do not abort; the output keeps the input's BOM and line ends and is written
@@ -16,15 +16,20 @@ local cjson = require "cjson"
 local shape = require "perfscript.shape"
 local fia = require "perfscript.fia"
 local paths = require "perfscript.path"
+local options = require "perfscript.options"
 
 local M = {}
 
 function M.parser()
   local parser = argparse("fill_fia_metadata",
     "Back-fill FusedInferAttentionScore database rows with runtime metadata from a JSONL dump.")
-  parser:option("--csv-path", "FusedInferAttentionScore.csv to enrich."):count(1)
+  parser:option("--csv-path", "FusedInferAttentionScore.csv to enrich (default: the one of the "
+    .. "database, see --database-path)."):argname("<csv>")
+  options.database(parser, { write = true, help = "Database directory whose "
+    .. "FusedInferAttentionScore.csv is enriched (when --csv-path is not given)." })
   parser:option("--jsonl-path", "Runtime metadata, one JSON object per line."):count(1)
-  parser:option("--output-path", "Where to write (default: replace --csv-path in place).")
+  options.output(parser, "Where to write (default: replace the input CSV in place).",
+    { aliases = { "--output-path" }, argname = "<csv>" })
   parser:option("--metadata-tag", "Value of Runtime metadata_completeness on matched rows.")
     :default("runtime_values_dumped")
   return parser
@@ -180,10 +185,18 @@ function M.fill(csv_path, index, tag)
 end
 
 function M.main(argv)
-  local args = M.parser():parse(argv)
+  local parser = M.parser()
+  local args = parser:parse(argv)
+  if args.csv_path and require("perfscript.dbpath").given(args) then
+    parser:error("--csv-path and the database flags are alternatives")
+  end
+  if not args.csv_path then
+    local dir = options.database_dir(args, { write = args.output == nil })
+    args.csv_path = paths.join(dir, "FusedInferAttentionScore.csv")
+  end
   if not paths.isfile(args.csv_path) then perf.fail("CSV not found: %s", args.csv_path) end
   if not paths.isfile(args.jsonl_path) then perf.fail("JSONL not found: %s", args.jsonl_path) end
-  local out_path = args.output_path or args.csv_path
+  local out_path = args.output or args.csv_path
   local index, nrecords = M.read_records(args.jsonl_path)
   local header, rows, n_in, matched, eol, bom = M.fill(args.csv_path, index, args.metadata_tag)
   local lock <close> = assert(perf.fs.lock(paths.dirname(out_path)))

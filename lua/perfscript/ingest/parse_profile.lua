@@ -4,7 +4,7 @@
 local perf = require "perfscript"
 local argparse = require "argparse"
 local lfs = require "lfs"
-local dbpath = require "perfscript.dbpath"
+local options = require "perfscript.options"
 local imp = require "perfscript.profimport"
 local progress = require "perfscript.progress"
 local pyfmt = require "perfscript.analysis.pyfmt"
@@ -20,7 +20,8 @@ function M.parser()
     "A kernel_details*.csv or op_summary_*.csv file, or a directory scanned recursively "
     .. "(multi-rank *_ascend_pt/ASCEND_PROFILER_OUTPUT trees, PROF_*/mindstudio_profiler_output).")
     :count(1)
-  dbpath.add_options(parser)
+  options.database(parser, { write = true, help = "Database directory to merge into (used as "
+    .. "given; wins over the version flags)." })
   parser:option("--update-mode",
     "What happens to database rows whose kernel was measured again:\n"
     .. "new-only: keep them (only new kernels are appended);\n"
@@ -129,7 +130,7 @@ end
 function M.main(argv)
   local args = M.parser():parse(argv)
   local found, files, empty = M.inputs(args.profiling_path, args.require_counters)
-  local dir = dbpath.from_args(args)
+  local dir = options.database_dir(args, { write = not args.dry_run })
   local agg, per_file = M.aggregate(files)
   local tables = imp.tables(agg)
   local warnings = imp.attach_fia(agg, tables, files, per_file)

@@ -5,6 +5,7 @@
 local perf = require "perfscript"
 local argparse = require "argparse"
 local cli = require "perfscript.analysis.cli"
+local options = require "perfscript.options"
 local cb = require "perfscript.analysis.commbench"
 local pyfmt = require "perfscript.analysis.pyfmt"
 
@@ -27,23 +28,21 @@ end
 function M.parser()
   local parser = argparse("comm_bench.lua",
     "Plans (and with --do-run runs) the HCCL collective microbench under torchrun.")
-  parser:option("--ops", "Collectives (comma list).", "all_reduce,all_gather,reduce_scatter,all_to_all")
-    :argname("<list>")
-  parser:option("--num-devices", "Group sizes (comma list).", "16,8,4,2"):argname("<list>")
-    :convert(int_list("--num-devices"))
-  parser:option("--topology-tier", "Tiers to measure (comma list of 0 inter-pod, 1 intra-pod, " ..
-                "2 die-level; default: the tier of ranks 0..n-1).")
-    :argname("<list>"):convert(int_list("--topology-tier"))
+  options.list(parser, "--ops", "Collectives (comma list; repeatable).",
+    { default = "all_reduce,all_gather,reduce_scatter,all_to_all" })
+  options.list(parser, "--num-devices", "Group sizes (comma list; repeatable).",
+    { default = "16,8,4,2", convert = options.whole })
+  options.list(parser, "--topology-tier", "Tiers to measure (comma list of 0 inter-pod, 1 intra-pod, " ..
+                "2 die-level; repeatable; default: the tier of ranks 0..n-1).", { convert = options.whole })
   parser:option("--grid-shape", "Topology grid, outer to inner (pods, nodes per pod, dies per node).",
                 "48,8,2"):argname("<list>"):convert(int_list("--grid-shape"))
-  parser:option("--bytes-grid", "Message sizes in bytes (comma list; default: powers of two " ..
-                "128 .. 512 MiB).")
-    :argname("<list>"):convert(int_list("--bytes-grid"))
+  options.list(parser, "--bytes-grid", "Message sizes in bytes (comma list; repeatable; default: " ..
+                "powers of two 128 .. 512 MiB).", { convert = options.whole })
   parser:option("--dtype", "Element type.", "bf16"):choices { "bf16", "fp16", "fp32", "int8" }
   parser:option("--bench-mode", "kernel: profiler kernel durations on the NPU; wallclock: host timing.",
                 "kernel"):choices { "kernel", "wallclock" }
-  parser:option("--database-path", "Where the bench writes hcom_*.csv.", "hccl_bench_data")
-    :argname("<dir>")
+  options.database(parser, { required_path = true, help = "Where the bench writes hcom_*.csv "
+    .. "(a communication database directory).", default_value = "hccl_bench_data" })
   parser:option("--script", "The bench script each torchrun session runs.",
                 "tools/perf_data_collection/comm_bench/generate_comm_microbench.py"):argname("<path>")
   parser:option("--torchrun", "torchrun executable.", "torchrun"):argname("<path>")
@@ -59,7 +58,7 @@ end
 -- The --ops list, checked against the known collectives; the tiers checked against the grid.
 function M.ops(parser, args)
   local ops = {}
-  for op in args.ops:gmatch("[^,%s]+") do
+  for _, op in ipairs(args.ops) do
     if not cb.OPS[op] then
       parser:error(string.format("unknown op '%s' (known: %s)", op, table.concat(cb.OP_ORDER, ", ")))
     end

@@ -1,6 +1,7 @@
 -- The comm validation run (recipes/comm_validate.lua is its entry point): hcom_*.csv latencies
 -- against the analytic alpha-beta model. main returns the exit status: 0 when no row FAILs.
 local argparse = require "argparse"
+local options = require "perfscript.options"
 local comm = require "perfscript.analysis.comm"
 local pyfmt = require "perfscript.analysis.pyfmt"
 local lfs = require "lfs"
@@ -11,11 +12,12 @@ function M.parser()
   local parser = argparse("comm_validate.lua",
     "Checks hcom_*.csv latencies against the alpha-beta model: PASS within the tolerance factor, " ..
     "WARN within twice it, FAIL beyond.")
-  parser:option("--csv-dir", "Directory with hcom_allReduce_.csv, hcom_allGather_.csv, ...")
-    :argname("<dir>"):count(1)
+  options.database(parser, { required_path = true, aliases = { "--csv-dir" }, default = false,
+    help = "Communication database directory with hcom_allReduce_.csv, hcom_allGather_.csv, ... "
+      .. "(e.g. DB/ATLAS_800_A3_752T_128G_DIE/hccl/v8.5)." })
   parser:option("--tolerance", "Tolerance factor T: PASS when 1/T <= measured/predicted <= T.", "2.0")
     :convert(tonumber)
-  parser:flag("--verbose", "List PASS rows too.")
+  options.verbose(parser, "List PASS rows too.")
   return parser
 end
 
@@ -74,6 +76,7 @@ end
 function M.main(argv)
   local parser = M.parser()
   local args = parser:parse(argv)
+  args.csv_dir = args.database_path
   local dir = args.csv_dir:gsub("/+$", "")
   if dir == "" then dir = "/" end
   if lfs.attributes(dir, "mode") ~= "directory" then

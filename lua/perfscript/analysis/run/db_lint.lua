@@ -1,7 +1,7 @@
 -- The database lint run (recipes/db_lint.lua is its entry point): the findings of db:lint per
 -- kernel (or for the whole database), a summary line, optionally every finding as CSV.
 -- main returns the exit status: 1 when there are errors.
-local dbpath = require "perfscript.dbpath"
+local options = require "perfscript.options"
 local cli = require "perfscript.analysis.cli"
 local repl = require "perfscript.repl"
 
@@ -9,18 +9,17 @@ local M = {}
 
 function M.parser()
   local parser = require("argparse")("db_lint", "Lint a database version directory the way its consumer reads it.")
-  cli.add_database_argument(parser)
-  parser:option("--kernel", "Only this kernel type."):count("*")
-  parser:option("--csv", "Also write every finding to this CSV file.")
-  parser:flag("--quiet", "Print only the summary line.")
-  dbpath.add_options(parser)
+  options.database(parser, { positional = true, help = "Database directory to lint." })
+  options.list(parser, "--kernel", "Only these kernel types, a comma list; repeatable.")
+  options.output(parser, "Also write every finding to this CSV file.", { aliases = { "--csv" } })
+  parser:flag("-q --quiet", "Print only the summary line.")
   return parser
 end
 
 function M.main(argv)
   local args = M.parser():parse(argv)
   local db, dir = cli.open_database(args)
-  local kernels = #args.kernel > 0 and args.kernel or { false }
+  local kernels = args.kernel or { false }
   local all = require("perfscript.db.result").new(nil, nil, {})
   local errors, warnings = 0, 0
   for _, k in ipairs(kernels) do
@@ -30,7 +29,7 @@ function M.main(argv)
     for _, r in ipairs(res) do all[#all + 1] = r end
     if not args.quiet then print(res) end
   end
-  if args.csv then repl.save(all, args.csv) end
+  if args.output then repl.save(all, args.output) end
   print(string.format("db_lint %s: %d errors, %d warnings", dir, errors, warnings))
   return errors > 0 and 1 or 0
 end

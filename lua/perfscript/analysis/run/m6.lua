@@ -2,6 +2,7 @@
 -- (database-hit) time over one real forward pass; console report, JSON, HTML.
 local argparse = require "argparse"
 local cli = require "perfscript.analysis.cli"
+local options = require "perfscript.options"
 local m6 = require "perfscript.analysis.m6"
 local tctrace = require "perfscript.analysis.tctrace"
 local pyfmt = require "perfscript.analysis.pyfmt"
@@ -14,9 +15,9 @@ function M.parser()
     "M6 = (sum of the TensorCast events answered from the database) / (compute + hcom time of " ..
     "one profiled forward pass).")
   cli.add_inputs(parser, true)
-  parser:option("--source-filter", "Sources that count as empirical (comma list; '*' = any).",
-                m6.DEFAULT_SOURCES):argname("<list>")
-  parser:option("--json-output", "Write the result object as JSON."):argname("<json>")
+  options.list(parser, "--source-filter", "Sources that count as empirical (comma list, repeatable; '*' = any).",
+               { default = m6.DEFAULT_SOURCES })
+  options.output(parser, "Write the result object as JSON.", { aliases = { "--json-output" }, argname = "<json>" })
   parser:option("--html", "Write a self-contained HTML page with per-kernel charts."):argname("<html>")
   cli.add_trace_options(parser)
   return parser
@@ -63,15 +64,15 @@ function M.main(argv)
   cli.require_file(args.tc_trace, "TC trace")
   cli.require_file(args.prof_trace, "Prof trace")
 
-  local filter = tctrace.source_filter(args.source_filter, m6.DEFAULT_SOURCES)
+  local filter = tctrace.source_filter(table.concat(args.source_filter, ","), m6.DEFAULT_SOURCES)
   local tr, pid, p = cli.load_sides(args.tc_trace, args.prof_trace, args, m6.prof_side)
   local hit, tc_per = m6.tc_side(tr, pid, filter)
 
   local res = m6.result(hit, p, args.tc_trace, args.prof_trace, filter)
   io.write(m6.report(res, hit, p))
-  if args.json_output then
-    cli.write_file(args.json_output, pyfmt.json(res), "M6 JSON")
-    io.write("\nJSON output written to: " .. args.json_output .. "\n")
+  if args.output then
+    cli.write_file(args.output, pyfmt.json(res), "M6 JSON")
+    io.write("\nJSON output written to: " .. args.output .. "\n")
   end
   if args.html then
     cli.write_file(args.html, M.page(args, res, hit, tc_per, p, filter), "HTML page")

@@ -4,6 +4,7 @@ local perf = require "perfscript"
 local argparse = require "argparse"
 local cjson = require "cjson"
 local cli = require "perfscript.analysis.cli"
+local options = require "perfscript.options"
 local opcmp = require "perfscript.analysis.opcmp"
 local opmap = require "perfscript.analysis.opmap"
 local prof = require "perfscript.analysis.prof"
@@ -23,12 +24,12 @@ function M.parser()
   parser:option("--m6", "Read n_forward_passes from this M6 JSON (default 1)."):argname("<json>")
   parser:option("--scenarios", "Lua file returning a list of scenarios {name, tc_trace, " ..
                 "prof_trace, n_forward?, m6?}; runs them all."):argname("<file>")
-  parser:option("--data-dir", "Database directory whose op_mapping.yaml maps ops to kernel types.")
-    :argname("<dir>")
-  parser:option("--source-filter", "Only events with these sources count as HIT (comma list, e.g. " ..
-                "MEASURED,INTERPOLATED); default: any event with a kernel type, as the original.")
-    :argname("<list>")
-  parser:option("--output", "Write the rows as JSON {scenario: [rows]}."):argname("<json>")
+  options.database(parser, { required_path = true, aliases = { "--data-dir" },
+    help = "Database directory whose op_mapping.yaml maps ops to kernel types.",
+    default = "Default: the scenario file's data_dir, else none (ops keep their own names)." })
+  options.list(parser, "--source-filter", "Only events with these sources count as HIT (comma list, " ..
+               "repeatable, e.g. MEASURED,INTERPOLATED); default: any event with a kernel type, as the original.")
+  options.output(parser, "Write the rows as JSON {scenario: [rows]}.", { argname = "<json>" })
   parser:option("--html", "Write a self-contained HTML page with the charts."):argname("<html>")
   parser:option("--top", "Rows shown in the console table.", "15"):convert(tonumber)
   cli.add_trace_options(parser)
@@ -123,8 +124,8 @@ function M.main(argv)
   local parser = M.parser()
   local args = parser:parse(argv)
   local scenarios, dd = M.scenarios(parser, args)
-  local mapping = M.mapping(args.data_dir or dd)
-  local filter = args.source_filter and tctrace.source_filter(args.source_filter) or nil
+  local mapping = M.mapping(args.database_path or dd)
+  local filter = args.source_filter and tctrace.source_filter(table.concat(args.source_filter, ",")) or nil
 
   local results = {}
   for _, sc in ipairs(scenarios) do
