@@ -170,7 +170,7 @@ function TestDerivations:test_D33_dfc_ep_filter()
     builder = function() return function() return { api = "torch.x", args = {} } end end }))
   lu.assertEquals(#pl.cases, 2)
   lu.assertEquals(pl.unreplayable[1].row, 2)
-  lu.assertStrContains(pl.unreplayable[1].reason, "does not match replay --ep-size 16")
+  lu.assertStrContains(pl.unreplayable[1].reason, "does not match --dispatch-ffn-combine-ep-size 16")
 end
 
 -- One representative row per operator: every builder produces a case that the executor accepts.

@@ -20,7 +20,8 @@ function M.parser()
     "Flatten the complete (ph = X) events of a Chrome trace into CSV rows.")
   parser:option("--trace", "Chrome trace JSON: {\"traceEvents\": [...]} or a bare array of events.")
     :count(1)
-  parser:option("--output", "CSV file to write (atomically); standard output when absent.")
+  require("perfscript.options").output(parser, "CSV file to write (atomically); standard output when absent.",
+    { argname = "<csv>" })
   return parser
 end
 

@@ -103,7 +103,7 @@ function M.build(files, opts)
       elseif op == schema.DFC and opts.ep_size and num.int(ep) and num.int(ep) ~= opts.ep_size then
         p.skipped[op] = p.skipped[op] + 1
         p.unreplayable[#p.unreplayable + 1] = { op = op, csv = path, row = line,
-          shapes = row["Input Shapes"], reason = ("EP Size=%s does not match replay --ep-size %d"):format(ep, opts.ep_size),
+          shapes = row["Input Shapes"], reason = ("EP Size=%s does not match --dispatch-ffn-combine-ep-size %d"):format(ep, opts.ep_size),
           kind = "skipped" }
       else
         local case, reason

@@ -306,7 +306,7 @@ def torchrun_command(cmd, d):
         raise PlanError(f"torchrun world size mismatch: nproc_per_node({nproc}) * nnodes({nnodes}) != ep_size({ep})")
     port = d.get("master_port")
     if nnodes > 1 and not port:
-        raise PlanError("--master-port must be set explicitly for multi-node DispatchFFNCombine EP replay.")
+        raise PlanError("--dispatch-ffn-combine-master-port must be set explicitly for multi-node DispatchFFNCombine EP replay.")
     port = port or free_port()
     run = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--nnodes={nnodes}",
            f"--node_rank={int(d.get('node_rank') or 0)}", f"--master_addr={d.get('master_addr') or '127.0.0.1'}",

@@ -10,7 +10,7 @@ function M.parser()
   local parser = argparse("per_shape_comparison.lua",
     "One row per (kernel type, shape key) with the TC and profiled times (CSV, largest first).")
   cli.add_inputs(parser, true)
-  parser:option("--output", "CSV output (default: standard output)."):argname("<csv>")
+  require("perfscript.options").output(parser, "CSV output (default: standard output).", { argname = "<csv>" })
   parser:flag("--kernel-shapes", "Key TC kernels by the shapes their database lookup used " ..
               "(kernel_shapes / sub_kernel_shapes) when the trace has them, not the op's inputs.")
   cli.add_trace_options(parser)
