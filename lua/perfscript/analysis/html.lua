@@ -13,7 +13,7 @@ end
 M.esc = esc
 
 local COLORS = { tc = "#1f77b4", prof = "#ff7f0e", over = "#d62728", under = "#4c72b0",
-                 axis = "#444444", grid = "#dddddd" }
+                 unmodelled = "#9467bd", axis = "#444444", grid = "#dddddd" }
 M.COLORS = COLORS
 
 local CSS = [[
@@ -59,7 +59,14 @@ local function error_chart(kernels, clip)
     local y = PAD + (i - 1) * ROW_H
     out[#out + 1] = string.format('<text class="kernel-label" x="%d" y="%d" text-anchor="end">%s</text>',
       LABEL_W - 8, y + 15, esc(clip_label(k.name)))
-    if k.error_pct then
+    if k.not_modelled then
+      -- its own category: TC has no time for it, which is not a -100 % error
+      out[#out + 1] = string.format('<rect class="bar not-modelled" data-kernel="%s" data-value="not modelled" ' ..
+        'x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: not modelled by TC</title></rect>',
+        esc(k.name), x0 - 6, y + 3, 12, ROW_H - 6, COLORS.unmodelled, esc(k.name))
+      out[#out + 1] = string.format('<text x="%.1f" y="%d" text-anchor="start" fill="%s">not modelled</text>',
+        x0 + 10, y + 15, COLORS.unmodelled)
+    elseif k.error_pct then
       local e = math.max(-clip, math.min(clip, k.error_pct))
       local x, bw = x0, e * scale
       if bw < 0 then x, bw = x0 + bw, -bw end
@@ -125,7 +132,7 @@ local function data_table(kernels, extra_cols)
   for _, k in ipairs(kernels) do
     local row = string.format("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td>", esc(k.name),
       pyfmt.fixed(k.tc_us, 1), pyfmt.fixed(k.prof_us, 1),
-      k.error_pct and pyfmt.fixed(k.error_pct, 1) .. "%" or "\u{2013}")
+      k.not_modelled and "not modelled" or k.error_pct and pyfmt.fixed(k.error_pct, 1) .. "%" or "\u{2013}")
     for _, c in ipairs(extra_cols or {}) do row = row .. "<td>" .. esc(k[c[2]] or "") .. "</td>" end
     out[#out + 1] = row .. "</tr>"
   end
@@ -134,7 +141,8 @@ local function data_table(kernels, extra_cols)
 end
 
 -- A section: {title, summary = {{label, text}...}, kernels = {{name, tc_us, prof_us,
--- error_pct | nil, ...}}, limit, extra_cols = {{header, field}}}.
+-- error_pct | nil, not_modelled = true when TC has no time for a profiled kernel, ...}}, limit,
+-- extra_cols = {{header, field}}}.
 function M.section(s)
   local kernels = s.kernels
   local tc_total, prof_total = 0, 0
@@ -153,9 +161,13 @@ function M.section(s)
     out[#out + 1] = "</table>"
   end
   out[#out + 1] = "<h3>Latency error per kernel type (TC vs profiling)</h3>"
+  local unmodelled = false
+  for _, k in ipairs(shown) do unmodelled = unmodelled or k.not_modelled == true end
   out[#out + 1] = string.format('<p class="legend"><span style="background:%s"></span>TC above ' ..
-    'profiling<span style="background:%s"></span>TC below profiling (bars clipped at \u{b1}%s%%)</p>',
-    COLORS.over, COLORS.under, pyfmt.repr(s.clip or 100))
+    'profiling<span style="background:%s"></span>TC below profiling (bars clipped at \u{b1}%s%%)%s</p>',
+    COLORS.over, COLORS.under, pyfmt.repr(s.clip or 100), unmodelled and string.format(
+      '<span class="not-modelled" style="background:%s"></span>not modelled by TC (no TC time; not a ' ..
+      '\u{2212}100%% error)', COLORS.unmodelled) or "")
   out[#out + 1] = error_chart(shown, s.clip or 100)
   out[#out + 1] = "<h3>Share of time per kernel type</h3>"
   out[#out + 1] = string.format('<p class="legend"><span style="background:%s"></span>TC ' ..

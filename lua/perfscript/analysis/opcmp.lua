@@ -9,7 +9,8 @@ local opmap = require "perfscript.analysis.opmap"
 
 local M = {}
 
-M.UNMODELLED = "TC\u{672a}\u{5efa}\u{6a21}"   -- "TC not modelled", as the original writes it
+M.UNMODELLED = "TC\u{672a}\u{5efa}\u{6a21}"   -- "TC not modelled", as the original writes it (JSON)
+M.UNMODELLED_TEXT = "not modelled"             -- the same status on the console and in pages
 
 local function stat(stats, kt)
   local s = stats[kt]
@@ -190,10 +191,11 @@ function M.table(name, rows, limit)
   p(string.rep("=", 115))
   p(name .. " \u{2014} TC vs Profiling per-forward")
   p(string.rep("=", 115))
-  p(table.concat({ L("kernel_type", 35), R("TC(\u{3bc}s)", 12), R("TC\u{6b21}\u{6570}", 7),
-                   R("Prof(\u{3bc}s)", 12), R("Prof\u{6b21}\u{6570}", 8),
-                   R("\u{5ef6}\u{8fdf}\u{8bef}\u{5dee}", 9), R("\u{6b21}\u{6570}\u{8bef}\u{5dee}", 9),
-                   R("Prof\u{5360}\u{6bd4}", 8), L("\u{72b6}\u{6001}", 6) }, " "))
+  -- English headers (the original's were Chinese: TC次数, Prof次数, 延迟误差, 次数误差, Prof占比, 状态)
+  p(table.concat({ L("kernel_type", 35), R("TC(\u{3bc}s)", 12), R("TC n", 7),
+                   R("Prof(\u{3bc}s)", 12), R("Prof n", 8),
+                   R("time err", 9), R("count err", 9),
+                   R("Prof %", 8), L("status", 6) }, " "))
   p(string.rep("-", 115))
   local total_tc, total_prof = M.totals(rows)
   for i = 1, math.min(limit, #rows) do
@@ -203,7 +205,8 @@ function M.table(name, rows, limit)
                      R(tostring(r.tc_count), 7), R(pyfmt.fixed(r.prof_per_fwd_us, 1), 12),
                      R(pyfmt.fixed(r.prof_count, 0), 8), R(pyfmt.fixed(r.error_pct, 1), 8) .. "%",
                      R(pyfmt.fixed(r.count_error_pct, 1), 8) .. "%",
-                     R(pyfmt.fixed(share, 1), 7) .. "%", L(r.status, 6) }, " "))
+                     R(pyfmt.fixed(share, 1), 7) .. "%",
+                     L(r.status == M.UNMODELLED and M.UNMODELLED_TEXT or r.status, 6) }, " "))
   end
   p(table.concat({ L("TOTAL", 35), R(pyfmt.fixed(total_tc, 1), 12), R("", 7),
                    R(pyfmt.fixed(total_prof, 1), 12) }, " "))

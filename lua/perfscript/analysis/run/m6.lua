@@ -32,7 +32,8 @@ function M.kernels(tc_per, prof_per)
   for _, kt in ipairs(names) do
     local t, q = tc_per[kt] or 0.0, prof_per[kt] or 0.0
     kernels[#kernels + 1] = { name = kt, tc_us = t, prof_us = q,
-                              error_pct = q > 0 and (t - q) / q * 100 or nil }
+                              error_pct = q > 0 and (t - q) / q * 100 or nil,
+                              not_modelled = tc_per[kt] == nil and q > 0 }
   end
   table.sort(kernels, function(a, b)
     local ka, kb = math.max(a.tc_us, a.prof_us), math.max(b.tc_us, b.prof_us)

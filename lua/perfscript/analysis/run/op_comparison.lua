@@ -105,7 +105,8 @@ function M.section(res)
     kernels[#kernels + 1] = {
       name = r.kernel_type, tc_us = r.tc_total_us, prof_us = r.prof_per_fwd_us,
       error_pct = r.prof_per_fwd_us > 0 and r.error_pct or nil,
-      status = r.status == opcmp.UNMODELLED and "not modelled by TC" or r.status,
+      not_modelled = r.status == opcmp.UNMODELLED,
+      status = r.status == opcmp.UNMODELLED and opcmp.UNMODELLED_TEXT or r.status,
       tc_count = tostring(r.tc_count), prof_count = tostring(r.prof_count),
     }
   end
