@@ -140,7 +140,7 @@ end
 
 -- The bundled seed database, found from a recipe's path (recipes/<x>.lua), normalized.
 function M.seed_dir(script)
-  local repo = paths.dirname(paths.dirname(script or "recipes/x.lua"))
+  local repo = paths.dirname(script or "recipes/x.lua") .. "/.."
   return paths.normalize(join(repo, "data/seed_db", M.SEED_VERSION))
 end
 

@@ -198,6 +198,7 @@ end
 function TestDefault:test_seed_path_normalized()
   lu.assertEquals(dbpath.seed_dir("recipes/../recipes/db_lint.lua"), "data/seed_db/" .. dbpath.SEED_VERSION)
   lu.assertEquals(dbpath.seed_dir("/a/b/recipes/x.lua"), "/a/b/data/seed_db/" .. dbpath.SEED_VERSION)
+  lu.assertEquals(dbpath.seed_dir("x.lua"), "../data/seed_db/" .. dbpath.SEED_VERSION)  -- run from recipes/
 end
 
 function TestDefault:test_from_args_takes_the_default_and_says_so()
