@@ -14,7 +14,7 @@ cmd, _ = e.torchrun_command(["python3", "x.py"], {"ep_size": 32, "nproc_per_node
                                                   "node_rank": 1, "master_addr": "host0", "master_port": 29501})
 assert cmd[3:8] == ["--nproc_per_node=16", "--nnodes=2", "--node_rank=1", "--master_addr=host0",
                     "--master_port=29501"], cmd
-for bad, msg in [({"ep_size": 32, "nproc_per_node": 16, "nnodes": 2}, "--master-port"),
+for bad, msg in [({"ep_size": 32, "nproc_per_node": 16, "nnodes": 2}, "--dispatch-ffn-combine-master-port"),
                  ({"ep_size": 16, "nproc_per_node": 4}, "world size mismatch")]:
     try:
         e.torchrun_command(["python3", "x.py"], bad)

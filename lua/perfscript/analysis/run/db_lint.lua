@@ -12,7 +12,7 @@ function M.parser()
   options.database(parser, { positional = true, help = "Database directory to lint." })
   options.list(parser, "--kernel", "Only these kernel types, a comma list; repeatable.")
   options.output(parser, "Also write every finding to this CSV file.", { aliases = { "--csv" } })
-  parser:flag("-q --quiet", "Print only the summary line.")
+  options.quiet(parser, "Print only the summary line.")
   return parser
 end
 
