@@ -11,13 +11,13 @@ local pyfmt = require "perfscript.analysis.pyfmt"
 
 local M = {}
 
--- An argparse converter: "a,b c" -> {a, b, c}, whole numbers 0 or more.
+-- An argparse converter for a tuple (--grid-shape): "a,b c" -> {a, b, c}, whole numbers 0 or more.
 local function int_list(name)
   return function(s)
     local t = {}
     for part in s:gmatch("[^,%s]+") do
-      local v = math.tointeger(tonumber(part))
-      if not v or v < 0 then return nil, string.format("%s: '%s' is not a whole number", name, part) end
+      local v, err = options.whole(part)
+      if not v then return nil, name .. ": " .. err end
       t[#t + 1] = v
     end
     if #t == 0 then return nil, name .. ": empty list" end
