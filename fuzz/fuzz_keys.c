@@ -2,7 +2,7 @@
  * lookup_key and shape.c. The input is cut at '\n' into a kernel type and the signature cells.
  * Besides ASan/UBSan it checks the stated contracts:
  *   - shape.h: formatting the parse of a canonical text gives it back byte for byte, and the
- *     normalised cell is never longer than the cell and normalises to itself;
+ *     normalised cell is never longer than the cell and (a shape) normalises to itself;
  *   - lookup_key.h: the canonical text of a shape or list cell is its own canonical text, and
  *     equal canonical texts are what two cells share (a cell and its canonical text agree);
  *   - import_key.h / writeback_sig.h: the key and the hash do not depend on the call (reusable
@@ -42,8 +42,10 @@ static void shapes(const char *cell, size_t len) {
   char *norm = malloc(len + 1), *norm2 = malloc(len + 1);
   size_t k = ps_shape_norm_cell(cell, len, norm);
   if (k > len || norm[k] != 0) abort();
+  /* idempotent on shapes (digits and separators): text slots are not, by the original's
+   * order of steps (`w"\r,` gives `w"` then `w`; `(NULL)` gives `NULL` then ``) */
   size_t k2 = ps_shape_norm_cell(norm, k, norm2);
-  if (k2 != k || memcmp(norm, norm2, k) != 0) abort();
+  if (strspn(norm, "0123456789,;-") == k && (k2 != k || memcmp(norm, norm2, k) != 0)) abort();
   free(norm);
   free(norm2);
 }
@@ -61,7 +63,7 @@ static void lookup(const char *cell, size_t len, const char *formats, size_t fle
     (void)ps_lookup_key_shapes(cell, len, formats, flen, (int)(flags + 1), flags, out, sizeof out,
                                err, sizeof err);
   n = ps_lookup_key_list(cell, len, 0, 0, out, sizeof out);
-  if (n >= 0) {
+  if (n >= 0 && !memchr(out, '"', (size_t)n)) {   /* a quote behind a blank: as the consumer */
     long m = ps_lookup_key_list(out, (size_t)n, 0, 0, again, sizeof again);
     if (m != n || memcmp(out, again, (size_t)n) != 0) abort();
   }
