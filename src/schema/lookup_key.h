@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PS_LOOKUP_KEY_MAXSLOTS 64
+#include "shape.h"
+
+#define PS_LOOKUP_KEY_MAXSLOTS PS_SHAPE_MAX_SLOTS   /* more is an error, never a cut */
 #define PS_LOOKUP_KEY_MAXRANK 16
 
 enum {

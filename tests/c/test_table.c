@@ -11,7 +11,7 @@
 #include "testutil.h"
 
 static const char *shapes(const char *cell, const char *formats, int n, unsigned flags) {
-  static char out[256];
+  static char out[4096];
   char err[128];
   long k = ps_lookup_key_shapes(cell, strlen(cell), formats, formats ? strlen(formats) : 0, n, flags,
                            out, sizeof out, err, sizeof err);
@@ -38,22 +38,28 @@ static void test_shape_keys(void **state) {
   assert_string_equal(shapes("", NULL, 0, 0), "");
 }
 
-/* Cells beyond the key's 64 slots, and a FRACTAL_NZ restore that leaves int64, are errors:
- * they were cut (two cells differing after slot 64 shared one key) and overflowed (UBSan). */
+/* Cells beyond the key's PS_SHAPE_MAX_SLOTS slots, and a FRACTAL_NZ restore that leaves int64,
+ * are errors: they were cut at 64 (two cells differing after slot 64 shared one key) and
+ * overflowed (UBSan). */
 static void test_key_limits(void **state) {
   (void)state;
-  char a[400] = "", b[400];
-  for (int i = 0; i < 64; i++) strcat(a, "1;");
-  assert_string_not_equal(shapes(a, NULL, 0, 0), "ERR");   /* 64 slots: a key */
+  char a[2 * PS_SHAPE_MAX_SLOTS + 8] = "", b[sizeof a];
+  for (int i = 0; i < PS_SHAPE_MAX_SLOTS; i++) strcat(a, "1;");
+  assert_string_not_equal(shapes(a, NULL, 0, 0), "ERR");   /* the limit: a key */
   snprintf(b, sizeof b, "%s2", a);
   strcat(a, "3");
-  assert_string_equal(shapes(a, NULL, 0, 0), "ERR");       /* 65: not the key of the first 64 */
+  assert_string_equal(shapes(a, NULL, 0, 0), "ERR");       /* one more: not the key of the rest */
   assert_string_equal(shapes(b, NULL, 0, 0), "ERR");
-  char out[512], err[128];
+  char out[4096], err[128];
   assert_int_equal(ps_lookup_key_shapes(a, strlen(a), NULL, 0, 0, 0, out, sizeof out, err, sizeof err), -1);
-  assert_string_equal(err, "more than 64 slots");
+  snprintf(b, sizeof b, "more than %d slots", PS_SHAPE_MAX_SLOTS);
+  assert_string_equal(err, b);
   assert_int_equal(ps_lookup_key_list(a, strlen(a), 0, 0, out, sizeof out), -1);
   assert_int_equal(ps_lookup_key_list(a, strlen(a), 2, 0, out, sizeof out), -1);
+  /* the 65th slot, which the old cut dropped, is part of the key */
+  char c65[200] = "";
+  for (int i = 0; i < 65; i++) strcat(c65, i == 64 ? "9" : "1;");
+  assert_non_null(strstr(shapes(c65, NULL, 0, 0), ";1;9"));
 
   const char *huge = "8888888888888888448,1,1,16";
   assert_int_equal(ps_lookup_key_shapes(huge, strlen(huge), "FRACTAL_NZ", 10, 0, 0, out, sizeof out,
