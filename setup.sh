@@ -17,6 +17,9 @@ PACKAGES=(
   python3 tmux chromium
 )
 
+# the fuzz targets need clang and its libFuzzer runtime (only for ./setup.sh fuzz)
+[[ ${1:-} == fuzz ]] && PACKAGES+=(clang-14 libclang-rt-14-dev)
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

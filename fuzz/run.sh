@@ -18,7 +18,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
 "$B/perfscript" fuzz/seeds.lua . "$B/seeds"
 mkdir -p "$B/crashes"
 targets=("$@")
-((${#targets[@]})) || targets=(csv trace keys num)
+((${#targets[@]})) || targets=(csv trace keys num expr)
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "$B/corpus/$t"

@@ -69,4 +69,19 @@ seed("trace", '[{"name":"k","ph":"X","ts":1736412474714258.990,"dur":1.5,"args":
 for _, t in ipairs { "1_000.5e-3", " -inf ", "nan", "1e308", "4.9e-324", "0.000001", "12345678901234567890" } do
   seed("num", t)
 end
+-- the expressions of the bundled grid rules (lua/perfscript/grids/), and the language's corners
+local seen_expr = {}
+path.walk(path.join(src, "lua/perfscript/grids"), function(p)
+  if not p:match("%.lua$") then return end
+  for q, e in assert(path.read(p)):gmatch('([\'"])(.-)%1') do
+    if e:find("[%w_]") and e:find("[-+*/%%<>=()]") and not seen_expr[e] and #e < 200 then
+      seen_expr[e] = true
+      seed("expr", e)
+    end
+  end
+end)
+for _, e in ipairs { "a if b > 2 else -c // 3", "1 < a <= b != 3", "align(a, 16) ** 2 % 7", "not a or b and c",
+                     "max(1, a, b,) - min(c,)", "-2 ** 2", "1_000 * (a - -b)" } do
+  seed("expr", e)
+end
 for target, n in pairs(counts) do io.stderr:write(string.format("seeds: %s %d\n", target, n)) end
