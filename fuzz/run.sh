@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (clang, ASan + UBSan + libFuzzer) in build-fuzz and runs each for a
-# while on seeds generated from the test fixtures, then the expression language's differential
-# against Python. ./setup.sh fuzz [SECONDS] calls it; CI runs it for a few seconds per target.
+# while on seeds generated from the test fixtures, then the expression language's and the
+# number parser's differentials against Python. ./setup.sh fuzz [SECONDS] calls it; CI runs it for a few seconds per target.
 #   fuzz/run.sh [SECONDS per target, default 60] [TARGET...]
 # Corpora grow in build-fuzz/corpus/<target>; crashes are written to build-fuzz/crashes/ and
 # make the run fail (reproduce: build-fuzz/fuzz/fuzz_<target> build-fuzz/crashes/<file>).
@@ -33,6 +33,8 @@ for t in "${targets[@]}"; do
     status=1
   fi
 done
-# the expression language, differential against Python (its overflow is issue 13, item 1)
+# the expression language and the number parser, differential against Python itself
+# (expression overflow is counted apart: issue 13, item 1)
 python3 fuzz/expr_diff.py "$B/perfscript" --seconds "$SECONDS_EACH" --count 2000 || status=1
+python3 fuzz/num_diff.py "$B/perfscript" --seconds "$SECONDS_EACH" --count 5000 || status=1
 exit $status
