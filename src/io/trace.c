@@ -12,7 +12,7 @@
 #include "grow.h"
 
 #define CHUNK (64 * 1024)
-#define MAXCHUNK ((size_t)1 << 30)
+#define MAXCHUNK ((size_t)256 << 20)   /* memory bound; tokens past it cost MAXCHUNK-sized rescans */
 #define MAXDEPTH 256
 
 typedef struct mem_ref {
