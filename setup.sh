@@ -5,6 +5,8 @@
 #   ./setup.sh run ARGS...      ... then run build/perfscript ARGS...
 #   ./setup.sh test             ... then run every test (C, Lua, CLI) through ctest
 #   ./setup.sh sanitize         build in build-asan with ASan+UBSan and run every test there
+#   ./setup.sh fuzz [SECONDS]   build the libFuzzer targets (clang) in build-fuzz, run each for
+#                               SECONDS (default 60) and the expression differential (fuzz/README.md)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -14,6 +16,9 @@ PACKAGES=(
   libxxhash-dev libyajl-dev libreadline-dev libcmocka-dev
   python3 tmux chromium
 )
+
+# the fuzz targets need clang and its libFuzzer runtime (only for ./setup.sh fuzz)
+[[ ${1:-} == fuzz ]] && PACKAGES+=(clang-14 libclang-rt-14-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -46,5 +51,6 @@ case "$cmd" in
   sanitize)
     build build-asan -DPERFSCRIPT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
     cd build-asan && ctest --output-on-failure -j "$JOBS" "$@" ;;
-  *) echo "usage: $0 [build | run ARGS... | test | sanitize]" >&2; exit 2 ;;
+  fuzz) exec fuzz/run.sh "$@" ;;
+  *) echo "usage: $0 [build | run ARGS... | test | sanitize | fuzz [SECONDS]]" >&2; exit 2 ;;
 esac

@@ -15,6 +15,7 @@
 #include "csvscan.h"
 #include "num.h"
 #include "import_key.h"
+#include "shape.h"
 #include "text.h"
 
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
@@ -338,9 +339,27 @@ typedef struct run {
   int dedup;
   long file_index;
   ps_profile_counts *counts;
+  const char *path;
+  char *err;                  /* a data error of add_row (ROW_BAD) */
+  size_t errsize;
 } run;
 
-/* Aggregates one record. Returns 0, or -1 when out of memory. */
+enum { ROW_OOM = -1, ROW_BAD = -2 };
+
+/* A signature cell beyond shape.h's limits is damaged data: an error naming it. */
+static int cell_limits(run *u, const ps_scan_record *rec, const char *const *cell, const size_t *len) {
+  for (int c = PS_PC_IN_SHAPES; c < PS_PC_NCELLS; c++) {
+    char why[96];
+    if (len[c] >= PS_SHAPE_MAX_SLOTS && ps_shape_over_limit(cell[c], len[c], why, sizeof why)) {
+      snprintf(u->err, u->errsize, "%s:%ld: %s cell of %s", u->path, rec->line, column_names[c], why);
+      return ROW_BAD;
+    }
+  }
+  return 0;
+}
+
+/* Aggregates one record. Returns 0, ROW_OOM when out of memory, or ROW_BAD with the reason in
+ * u->err. */
 static int add_row(run *u, const ps_scan_record *rec) {
   ps_profile *p = u->p;
   ps_profile_counts *counts = u->counts;
@@ -359,6 +378,7 @@ static int add_row(run *u, const ps_scan_record *rec) {
     counts->no_type++;
     return 0;
   }
+  if (cell_limits(u, rec, cell, len) != 0) return ROW_BAD;
   /* The tables a row probes are far apart in memory: their slots are prefetched first and
    * the parsing below hides the wait. */
   size_t keylen;
@@ -466,6 +486,7 @@ typedef struct half {
   atomic_int cancel;
   atomic_uint_least64_t done;   /* bytes read, for the progress display */
   int failed;
+  char err[512];                /* unused: the first thread reads a failed half again */
 } half;
 
 static void *read_half(void *arg) {
@@ -600,7 +621,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     memset(p->seen[1], 0, DUP_SLOTS * sizeof(uint64_t));
   }
   p->nseen = 0;
-  run u = {p, col, col[C_TASK] >= 0 && col[C_START] >= 0, p->nfiles++, counts};
+  run u = {p, col, col[C_TASK] >= 0 && col[C_START] >= 0, p->nfiles++, counts, path, err, errsize};
   int rc = 0;
 
   /* a big file: the second half on another core, into its own groups */
@@ -613,7 +634,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     if (q) {
       h->path = path;
       h->offset = split;
-      h->u = (run){q, col, u.dedup, u.file_index, &h->counts};
+      h->u = (run){q, col, u.dedup, u.file_index, &h->counts, path, h->err, sizeof h->err};
       if (pthread_create(&thread, NULL, read_half, h) != 0) {
         ps_profile_free(q);
         q = NULL;
@@ -637,8 +658,9 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
       }
     }
     if ((st = ps_scan_next(r, &rec)) <= 0) break;
-    if (add_row(&u, &rec) != 0) {
-      snprintf(err, errsize, "%s: out of memory", path);
+    int a = add_row(&u, &rec);
+    if (a != 0) {
+      if (a == ROW_OOM) snprintf(err, errsize, "%s: out of memory", path);
       rc = -1;
       break;
     }
@@ -662,12 +684,14 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     } else if (rc == 0 && st > 0) {
       /* the second half failed (bad data or memory): read it here, where errors get the
        * right line numbers */
-      while ((st = ps_scan_next(r, &rec)) > 0)
-        if (add_row(&u, &rec) != 0) {
-          snprintf(err, errsize, "%s: out of memory", path);
+      while ((st = ps_scan_next(r, &rec)) > 0) {
+        int a = add_row(&u, &rec);
+        if (a != 0) {
+          if (a == ROW_OOM) snprintf(err, errsize, "%s: out of memory", path);
           rc = -1;
           break;
         }
+      }
     }
     ps_profile_free(h->u.p);
     free(h);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #define BUFSIZE (4u << 20)
+#define MINBUF (64u << 10)
 
 typedef struct span { size_t start, end; int unescape; } span;
 
@@ -88,7 +89,9 @@ ps_scan *ps_scan_openf(const char *path, unsigned flags, char *err, size_t errsi
     s->file_size = (uint64_t)st.st_size;
   }
   s->path = strdup(path);
-  s->cap = BUFSIZE;
+  /* a small file gets a buffer its size (databases are many small CSVs, and a 4 MiB buffer
+   * per open cost the fuzzer most of its time); refill grows it for a longer record */
+  s->cap = s->file_size + 1 < MINBUF ? MINBUF : s->file_size + 1 < BUFSIZE ? (size_t)s->file_size + 1 : BUFSIZE;
   s->buf = malloc(s->cap + 1);
   if (s->path == NULL || s->buf == NULL) {
     snprintf(err, errsize, "%s: out of memory", path);
@@ -162,6 +165,16 @@ static int grow_fields(ps_scan *s) {
 
 enum { SCAN_OK, SCAN_MORE, SCAN_NUL, SCAN_UNTERMINATED, SCAN_NOMEM };
 
+/* Line ends in [p, e) as Python's universal newlines count them (its csv line_num): LF, CRLF
+ * and a lone CR, so a CR-only file numbers its lines as an LF one does. */
+static long count_lines(const char *p, const char *e) {
+  long n = 0;
+  for (const char *k = p; (k = memchr(k, '\n', (size_t)(e - k))) != NULL; k++) n++;
+  for (const char *k = p; (k = memchr(k, '\r', (size_t)(e - k))) != NULL; k++)
+    if (k + 1 == e || k[1] != '\n') n++;
+  return n;
+}
+
 /* Scans one record from s->pos without changing the data: field spans, the position after
  * its line end in *next, newlines inside quotes in *lines. */
 static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
@@ -182,9 +195,7 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
           s->nul_offset = s->base + (uint64_t)(z - b);
           return SCAN_NUL;
         }
-        for (const char *k = memchr(b + p, '\n', (size_t)(q - (b + p))); k;
-             k = memchr(k + 1, '\n', (size_t)(q - (k + 1))))
-          ++*lines;
+        *lines += count_lines(b + p, q);
         p = (size_t)(q - b) + 1;
         if (p == e && !s->eof) return SCAN_MORE;  /* a doubled quote may follow */
         if (p < e && b[p] == '"') {
@@ -265,10 +276,8 @@ static const unsigned char space[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v
 
 /* The record at pos holds the first NUL byte: an error on the NUL's own line. */
 static int nul_error(ps_scan *s) {
-  long line = s->line;
   const char *nul = s->buf + (s->nul_offset - s->base);
-  for (const char *k = s->buf + s->pos; (k = memchr(k, '\n', (size_t)(nul - k))) != NULL; k++)
-    line++;
+  long line = s->line + count_lines(s->buf + s->pos, nul);
   set_error(s, line, "binary data (a NUL byte at offset %llu), not a CSV file",
             (unsigned long long)s->nul_offset);
   return -1;

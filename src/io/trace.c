@@ -12,6 +12,7 @@
 #include "grow.h"
 
 #define CHUNK (64 * 1024)
+#define MAXCHUNK ((size_t)256 << 20)   /* memory bound; tokens past it cost MAXCHUNK-sized rescans */
 #define MAXDEPTH 256
 
 typedef struct mem_ref {
@@ -30,6 +31,8 @@ struct ps_trace_reader {
   char *path;
   yajl_handle h;
   unsigned char *chunk;
+  size_t chunk_size;               /* bytes read at a time: CHUNK, doubled within a long token */
+  uint64_t callbacks;              /* parser callbacks so far: none in a chunk = one long token */
   uint64_t bytes_read, file_size, consumed_before;
   int eof, failed, truncated;
   char error[600];
@@ -132,6 +135,7 @@ static int add_member(ps_trace_reader *r, size_t val, size_t len, int type) {
 /* A scalar value: text s (n bytes) of type t; repr: the text for nested rendering. */
 static int scalar(ps_trace_reader *r, const char *s, size_t n, int t, const char *repr, size_t rn) {
   if (r->failed) return 0;
+  r->callbacks++;
   switch (where(r)) {
   case AT_RENDER:
     if (r->is_map[r->depth] == 0 && sep(r)) return oom(r);
@@ -168,6 +172,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
 static int cb_key(void *ctx, const unsigned char *s, size_t n) {
   ps_trace_reader *r = ctx;
   if (r->failed) return 0;
+  r->callbacks++;
   if (r->render_depth) {
     if (sep(r) || put_repr(r, s, n) || puts_(r, ": ")) return oom(r);
     return 1;
@@ -186,6 +191,7 @@ static int cb_key(void *ctx, const unsigned char *s, size_t n) {
 
 static int open_container(ps_trace_reader *r, int is_map) {
   if (r->failed) return 0;
+  r->callbacks++;
   int at = where(r);
   if (at == AT_RENDER && !r->is_map[r->depth] && sep(r)) return oom(r);
   if (r->depth >= MAXDEPTH) {
@@ -234,6 +240,7 @@ static int open_container(ps_trace_reader *r, int is_map) {
 
 static int close_container(ps_trace_reader *r) {
   if (r->failed) return 0;
+  r->callbacks++;
   int is_map = r->is_map[r->depth];
   if (r->render_depth) {
     if (puts_(r, is_map ? "}" : "]")) return oom(r);
@@ -278,6 +285,7 @@ ps_trace_reader *ps_trace_open(const char *path, char *err, size_t errsize) {
   }
   r->path = strdup(path);
   r->chunk = malloc(CHUNK);
+  r->chunk_size = CHUNK;
   r->fp = fopen(path, "rb");
   if (r->fp == NULL) {
     snprintf(err, errsize, "%s: %s", path, strerror(errno));
@@ -327,10 +335,31 @@ static void parse_error(ps_trace_reader *r, const unsigned char *data, size_t n)
   if (msg) yajl_free_error(r->h, msg);
 }
 
+/* yajl keeps a token cut by a chunk's end and lexes it again from its start with each next
+ * chunk: a 50 MB number in 64 KiB chunks was lexed 800 times (time grew 4x per doubling of
+ * the token). While a chunk passes without a single callback (inside one token), the next
+ * read doubles, so a token is lexed a bounded number of times over (linear); after a token
+ * the reads go back to CHUNK. */
+static int grow_chunk(ps_trace_reader *r, int inside_token) {
+  size_t want = inside_token ? r->chunk_size * 2 : CHUNK;
+  if (want > MAXCHUNK) want = MAXCHUNK;
+  if (want == r->chunk_size) return 0;
+  if (want > r->chunk_size) {
+    unsigned char *c = realloc(r->chunk, want);
+    if (c == NULL) {
+      set_error(r, "out of memory (a JSON token longer than %zu bytes)", r->chunk_size);
+      return -1;
+    }
+    r->chunk = c;
+  }
+  r->chunk_size = want;
+  return 0;
+}
+
 static int fill(ps_trace_reader *r) {
   compact(r);
   while (r->nevents_q == 0 && !r->eof && !r->failed) {
-    size_t n = fread(r->chunk, 1, CHUNK, r->fp);
+    size_t n = fread(r->chunk, 1, r->chunk_size, r->fp);
     if (n == 0) {
       if (ferror(r->fp)) {
         set_error(r, "read error: %s", strerror(errno));
@@ -354,11 +383,13 @@ static int fill(ps_trace_reader *r) {
     size_t skip = 0;
     if (r->bytes_read == 0 && n >= 3 && memcmp(r->chunk, "\xEF\xBB\xBF", 3) == 0) skip = 3;
     r->bytes_read += n;
+    uint64_t before = r->callbacks;
     if (yajl_parse(r->h, r->chunk + skip, n - skip) != yajl_status_ok) {
       parse_error(r, r->chunk + skip, n - skip);
       return -1;
     }
     r->consumed_before += n;
+    if (grow_chunk(r, r->callbacks == before) != 0) return -1;
   }
   return r->failed ? -1 : 0;
 }

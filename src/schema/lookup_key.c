@@ -25,7 +25,7 @@ int ps_lookup_key_split_list(const char *s, size_t len, const char **parts, size
     size_t plen = (size_t)(q - p);
     unquote(&part, &plen);
     if (plen > 0) {
-      if (n >= max) return n;
+      if (n >= max) return max + 1;   /* more than max: the caller says so, never a silent cut */
       parts[n] = part;
       lens[n] = plen;
       n++;
@@ -57,6 +57,10 @@ int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *o
   const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
   size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
   int n = ps_lookup_key_split_list(s, len, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
+  if (n > PS_LOOKUP_KEY_MAXSLOTS) {
+    snprintf(err, errsize, "more than %d slots", PS_LOOKUP_KEY_MAXSLOTS);
+    return -1;
+  }
   if (n > max) n = max;
   for (int i = 0; i < n; i++) {
     const char *p = parts[i];
@@ -84,13 +88,29 @@ int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *o
   return n;
 }
 
-void ps_lookup_key_nz_restore(ps_lookup_key_shape *sh) {
-  if (sh->rank < 4) return;
+int ps_lookup_key_nz_restore(ps_lookup_key_shape *sh) {
+  if (sh->rank < 4) return 0;
   int r = sh->rank;
   int64_t h = sh->dims[r - 4], w = sh->dims[r - 3], bh = sh->dims[r - 2], bw = sh->dims[r - 1];
-  sh->dims[r - 4] = h * bw;
-  sh->dims[r - 3] = w * bh;
+  int64_t hb, wb;
+  if (__builtin_mul_overflow(h, bw, &hb) || __builtin_mul_overflow(w, bh, &wb)) return -1;
+  sh->dims[r - 4] = hb;
+  sh->dims[r - 3] = wb;
   sh->rank = r - 2;
+  return 0;
+}
+
+int ps_lookup_key_restore(ps_lookup_key_shape *sh, int n, const char *formats, size_t flen,
+                          char *err, size_t errsize) {
+  const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
+  size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
+  int nf = ps_lookup_key_split_list(formats, flen, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
+  for (int i = 0; i < n && i < nf && i < PS_LOOKUP_KEY_MAXSLOTS; i++)
+    if (lens[i] == 10 && memcmp(parts[i], "FRACTAL_NZ", 10) == 0 && ps_lookup_key_nz_restore(&sh[i]) != 0) {
+      snprintf(err, errsize, "slot %d: the FRACTAL_NZ restore leaves int64 (H*bw or W*bh)", i + 1);
+      return -1;
+    }
+  return 0;
 }
 
 typedef struct outbuf { char *p; size_t len, cap; int over; } outbuf;
@@ -114,6 +134,7 @@ long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *
   const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
   size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
   int k = ps_lookup_key_split_list(s, len, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
+  if (k > PS_LOOKUP_KEY_MAXSLOTS) return -1;
   if (n > 0 && k > n) k = n;
   outbuf b = { out, 0, cap, 0 };
   if (cap == 0) return -1;
@@ -136,13 +157,7 @@ long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t
   int k = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, errsize);
   if (k < 0) return -1;
   if (n > 0 && k > n) k = n;
-  if (formats) {
-    const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
-    size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
-    int nf = ps_lookup_key_split_list(formats, flen, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
-    for (int i = 0; i < k && i < nf; i++)
-      if (lens[i] == 10 && memcmp(parts[i], "FRACTAL_NZ", 10) == 0) ps_lookup_key_nz_restore(&sh[i]);
-  }
+  if (formats && ps_lookup_key_restore(sh, k, formats, flen, err, errsize) != 0) return -1;
   outbuf b = { out, 0, cap, 0 };
   if (cap == 0) return -1;
   out[0] = '\0';

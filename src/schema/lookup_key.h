@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PS_LOOKUP_KEY_MAXSLOTS 64
+#include "shape.h"
+
+#define PS_LOOKUP_KEY_MAXSLOTS PS_SHAPE_MAX_SLOTS   /* more is an error, never a cut */
 #define PS_LOOKUP_KEY_MAXRANK 16
 
 enum {
@@ -32,15 +34,22 @@ typedef struct ps_lookup_key_shape {
 int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *out, int max,
                           char *err, size_t errsize);
 
-/* Splits a list cell into parts (empty parts dropped); returns the part count. Each part is a
- * (pointer, length) pair into s. */
+/* Splits a list cell into parts (empty parts dropped); returns the part count, max + 1 when
+ * there are more than max (then only max are stored). Each part is a (pointer, length) pair
+ * into s. */
 int ps_lookup_key_split_list(const char *s, size_t len, const char **parts, size_t *lens, int max);
 
-/* FRACTAL_NZ restore: [..., H, W, bh, bw] becomes (..., H*bw, W*bh); rank < 4 unchanged. */
-void ps_lookup_key_nz_restore(ps_lookup_key_shape *sh);
+/* FRACTAL_NZ restore: [..., H, W, bh, bw] becomes (..., H*bw, W*bh); rank < 4 unchanged.
+ * Returns 0, or -1 (sh unchanged) when a product leaves int64. */
+int ps_lookup_key_nz_restore(ps_lookup_key_shape *sh);
 
-/* Canonical text of a list cell into out (NUL-terminated); returns its length or -1 if it does
- * not fit. n > 0 keeps only the first n parts. */
+/* The restore of each of the n slots whose format (the part of formats at the same compacted
+ * index) is FRACTAL_NZ. Returns 0, or -1 with a reason in err. */
+int ps_lookup_key_restore(ps_lookup_key_shape *sh, int n, const char *formats, size_t flen,
+                          char *err, size_t errsize);
+
+/* Canonical text of a list cell into out (NUL-terminated); returns its length, or -1 if it does
+ * not fit or has more than PS_LOOKUP_KEY_MAXSLOTS parts. n > 0 keeps only the first n parts. */
 long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *out, size_t cap);
 
 /* Canonical text of a shape cell, with formats (may be NULL) for the FRACTAL_NZ restore.

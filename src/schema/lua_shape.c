@@ -10,7 +10,9 @@
  *   shape.dtype_known(name) -> bool            shape.dtype_consumer(name) -> "INT8" | nil
  *   shape.dtype_consumer_scales(name) -> bool  (the consumer's spelling and scaling, shape.h)
  *   shape.numel(dims) -> n                     shape.nbytes(dims, dtype) -> n (0 for {})
- *   shape.nz_logical(dims) -> {b*c, a*d} for a 4-D FRACTAL_NZ shape, or nil, message */
+ *   shape.nz_logical(dims) -> {b*c, a*d} for a 4-D FRACTAL_NZ shape, or nil, message
+ *   shape.over_limit(cell) -> nil, or why a signature cell is beyond the limits
+ *       ("300 slots (the limit is 256)"); shape.MAX_SLOTS, shape.MAX_CELL (shape.h) */
 #include <stdio.h>
 #include <string.h>
 
@@ -230,6 +232,15 @@ static int l_nz_logical(lua_State *L) {
   return 1;
 }
 
+static int l_over_limit(lua_State *L) {
+  size_t len;
+  const char *cell = luaL_checklstring(L, 1, &len);
+  char why[96];
+  if (ps_shape_over_limit(cell, len, why, sizeof why) == NULL) return 0;
+  lua_pushstring(L, why);
+  return 1;
+}
+
 int luaopen_perfscript_shape(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"parse", l_parse}, {"format", l_format}, {"normalize", l_normalize},
@@ -237,7 +248,7 @@ int luaopen_perfscript_shape(lua_State *L) {
     {"dtype_known", l_dtype_known}, {"dtype_consumer", l_dtype_consumer},
     {"dtype_consumer_scales", l_dtype_consumer_scales},
     {"dtype_normalize", l_dtype_normalize}, {"numel", l_numel}, {"nbytes", l_nbytes},
-    {"nz_logical", l_nz_logical}, {NULL, NULL}};
+    {"nz_logical", l_nz_logical}, {"over_limit", l_over_limit}, {NULL, NULL}};
   luaL_newlibtable(L, funcs);
   ps_shape *s = lua_newuserdatauv(L, sizeof *s, 0);
   ps_shape_init(s);
@@ -247,5 +258,9 @@ int luaopen_perfscript_shape(lua_State *L) {
   }
   lua_setmetatable(L, -2);
   luaL_setfuncs(L, funcs, 1);
+  lua_pushinteger(L, PS_SHAPE_MAX_SLOTS);
+  lua_setfield(L, -2, "MAX_SLOTS");
+  lua_pushinteger(L, PS_SHAPE_MAX_CELL);
+  lua_setfield(L, -2, "MAX_CELL");
   return 1;
 }

@@ -41,28 +41,34 @@ static int parse_slow(const unsigned char *c, const unsigned char *e, double *ou
   size_t n = (size_t)(e - c);
   if (word(c, n, "inf") || word(c, n, "infinity")) return *out = neg ? -INFINITY : INFINITY, 0;
   if (word(c, n, "nan")) return *out = NAN, 0;
-  char buf[128], *o = buf;
-  if (n + 2 >= sizeof buf) return -1;
+  /* Python reads numbers of any length (a fuzzer found 130 digits refused): a long one is
+   * copied to the heap */
+  char small[128], *buf = n + 2 < sizeof small ? small : malloc(n + 2), *o = buf;
+  if (buf == NULL) return -1;
+  int rc = -1;
   if (neg) *o++ = '-';
   long nd = digits(&c, e, &o);
   if (c < e && *c == '.') {
     *o++ = *c++;
-    if (c < e && *c == '_') return -1;
+    if (c < e && *c == '_') goto done;
     nd += digits(&c, e, &o);
   }
-  if (nd <= 0) return -1;
+  if (nd <= 0) goto done;
   if (c < e && (*c == 'e' || *c == 'E')) {
     *o++ = *c++;
     if (c < e && (*c == '-' || *c == '+')) *o++ = (char)*c++;
-    if (digits(&c, e, &o) <= 0) return -1;
+    if (digits(&c, e, &o) <= 0) goto done;
   }
-  if (c != e) return -1;
+  if (c != e) goto done;
   *o = 0;
   char *end;
   double d = strtod(buf, &end);
-  if (*end) return -1;
+  if (*end) goto done;
   *out = d;
-  return 0;
+  rc = 0;
+done:
+  if (buf != small) free(buf);
+  return rc;
 }
 
 /* Exact fast path for plain decimals (Clinger: an integer mantissa below 2^53 scaled by an

@@ -1,6 +1,7 @@
 /* Shape cells and dtypes: see shape.h for the grammar. */
 #include "shape.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -19,6 +20,19 @@ size_t ps_shape_strip(const char **p, size_t n) {
   while (n && s[n - 1] == '"') n--;
   *p = s;
   return n;
+}
+
+const char *ps_shape_over_limit(const char *cell, size_t len, char *why, size_t whysize) {
+  if (len > PS_SHAPE_MAX_CELL) {
+    snprintf(why, whysize, "%zu bytes (the limit is %d)", len, PS_SHAPE_MAX_CELL);
+    return why;
+  }
+  if (len < PS_SHAPE_MAX_SLOTS) return NULL;   /* len + 1 slots at most */
+  size_t slots = 1;
+  for (const char *p = cell, *e = cell + len; (p = memchr(p, ';', (size_t)(e - p))) != NULL; p++) slots++;
+  if (slots <= PS_SHAPE_MAX_SLOTS) return NULL;
+  snprintf(why, whysize, "%zu slots (the limit is %d)", slots, PS_SHAPE_MAX_SLOTS);
+  return why;
 }
 
 static int is_empty_token(const char *s, size_t n) {

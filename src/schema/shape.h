@@ -17,6 +17,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The limits of one signature cell (Input/Output Shapes, Data Types, Formats), the one place
+ * they are set: far above any real export (at most 33 slots and 365 bytes in the real data),
+ * so a cell beyond them is damaged data. The import refuses it and db_lint reports it, naming
+ * the limit; the consumer's lookup key holds this many slots (lookup_key.h). Slots are the
+ * `;`-separated parts, empty ones included. */
+#define PS_SHAPE_MAX_SLOTS 256
+#define PS_SHAPE_MAX_CELL (64 * 1024)
+
+/* NULL when the cell is within the limits, else the reason, written to why (e.g. "300 slots
+ * (the limit is 256)" or "70000 bytes (the limit is 65536)"). */
+const char *ps_shape_over_limit(const char *cell, size_t len, char *why, size_t whysize);
+
 /* Slot states after parsing. */
 enum { PS_SLOT_DIMS = 0, PS_SLOT_EMPTY = 1, PS_SLOT_BAD = 2 };
 

@@ -258,7 +258,7 @@ static long canon(const component *c, const char *s, size_t len, const char *f, 
                   char *buf, char *err, size_t errsize) {
   if (c->kind == K_LIST) {
     long n = ps_lookup_key_list(s, len, c->n, c->flags, buf, KEYBUF);
-    if (n < 0) snprintf(err, errsize, "cell too long");
+    if (n < 0) snprintf(err, errsize, "cell too long or more than %d parts", PS_LOOKUP_KEY_MAXSLOTS);
     return n;
   }
   if (c->kind == K_SHAPES)
@@ -362,13 +362,7 @@ static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, s
   char err[256];
   int n = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
   if (n < 0) return ps_fail(L, err);
-  if (f) {
-    const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
-    size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
-    int nf = ps_lookup_key_split_list(f, flen, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
-    for (int i = 0; i < n && i < nf; i++)
-      if (lens[i] == 10 && memcmp(parts[i], "FRACTAL_NZ", 10) == 0) ps_lookup_key_nz_restore(&sh[i]);
-  }
+  if (f && ps_lookup_key_restore(sh, n, f, flen, err, sizeof err) != 0) return ps_fail(L, err);
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     if (sh[i].rank < 0) {

@@ -158,6 +158,37 @@ static void test_one_rule_for_bad_input(void **state) {
   assert_non_null(strstr(err, ": is a directory, not a CSV file"));
 }
 
+/* Line numbers count LF, CRLF and a lone CR alike (Python's universal newlines), inside
+ * quoted fields too: a CR-only file and its LF twin give every record and error the same line
+ * (a quoted CR was not counted, so every later line was one short). */
+static void test_cr_only_line_numbers(void **state) {
+  (void)state;
+  static const char lf[] = "a,b\n1,\"x\ny\"\n\n2,3\n\"p\nq\nr\",\"s\0\"\n";
+  char cr[sizeof lf], crlf[2 * sizeof lf];
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof lf - 1; i++) {
+    cr[i] = lf[i] == '\n' ? '\r' : lf[i];
+    if (lf[i] == '\n') crlf[n++] = '\r';
+    crlf[n++] = lf[i];
+  }
+  const char *texts[] = {lf, cr, crlf};
+  const size_t lens[] = {sizeof lf - 1, sizeof lf - 1, n};
+  for (int v = 0; v < 3; v++) {
+    char err[700];
+    ps_scan_record r;
+    const char *p = write_file("lines.csv", texts[v], lens[v]);
+    ps_scan *s = ps_scan_open(p, err, sizeof err);
+    long want[] = {1, 2, 5};
+    for (int k = 0; k < 3; k++) {
+      assert_int_equal(ps_scan_next(s, &r), 1);
+      assert_int_equal(r.line, want[k]);
+    }
+    assert_int_equal(ps_scan_next(s, &r), -1);
+    assert_non_null(strstr(ps_scan_error(s), "lines.csv:8: binary data"));
+    ps_scan_close(s);
+  }
+}
+
 /* The first record's line ending and BOM, as the writer needs them to keep a file's style. */
 static void test_style(void **state) {
   (void)state;
@@ -252,6 +283,7 @@ int main(void) {
     cmocka_unit_test(test_quirks),
     cmocka_unit_test(test_errors),
     cmocka_unit_test(test_one_rule_for_bad_input),
+    cmocka_unit_test(test_cr_only_line_numbers),
     cmocka_unit_test(test_style),
     cmocka_unit_test(test_big_file),
     cmocka_unit_test(test_real_exports),

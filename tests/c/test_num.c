@@ -46,6 +46,27 @@ static void python_float_refuses(void **state) {
   }
 }
 
+/* Python's float() reads a number of any length; the parser refused more than 126 characters
+ * (found by fuzz/fuzz_num.c, differential against strtod). */
+static void long_numbers(void **state) {
+  (void)state;
+  char s[4200];
+  double d = 0;
+  memset(s, '0', sizeof s);
+  memcpy(s, ".73", 3);
+  s[130] = '1';
+  assert_int_equal(ps_num_parse(s, 131, &d), 0);
+  assert_true(d == 0.73);
+  s[0] = '7';   /* 7000...0001 (4200 digits): inf, as Python gives for a float this long */
+  assert_int_equal(ps_num_parse(s, sizeof s, &d), 0);
+  assert_true(isinf(d));
+  memcpy(s + 4190, "e-4190_1", 8);   /* 7e-41712: 0.0; the exponent's underscores checked */
+  assert_int_equal(ps_num_parse(s, 4198, &d), 0);
+  assert_true(d == 0);
+  s[4197] = '_';
+  assert_int_equal(ps_num_parse(s, 4198, &d), -1);
+}
+
 static void finite_and_or_zero(void **state) {
   (void)state;
   double d;
@@ -103,6 +124,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_float_accepts),
     cmocka_unit_test(python_float_refuses),
+    cmocka_unit_test(long_numbers),
     cmocka_unit_test(finite_and_or_zero),
     cmocka_unit_test(valid_duration_is_finite_and_positive),
     cmocka_unit_test(python_int_of_a_cell),

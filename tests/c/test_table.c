@@ -11,7 +11,7 @@
 #include "testutil.h"
 
 static const char *shapes(const char *cell, const char *formats, int n, unsigned flags) {
-  static char out[256];
+  static char out[4096];
   char err[128];
   long k = ps_lookup_key_shapes(cell, strlen(cell), formats, formats ? strlen(formats) : 0, n, flags,
                            out, sizeof out, err, sizeof err);
@@ -36,6 +36,40 @@ static void test_shape_keys(void **state) {
   assert_string_equal(shapes("nan", NULL, 0, 0), "ERR");
   assert_string_equal(shapes("1.5,2", NULL, 0, 0), "ERR");
   assert_string_equal(shapes("", NULL, 0, 0), "");
+}
+
+/* Cells beyond the key's PS_SHAPE_MAX_SLOTS slots, and a FRACTAL_NZ restore that leaves int64,
+ * are errors: they were cut at 64 (two cells differing after slot 64 shared one key) and
+ * overflowed (UBSan). */
+static void test_key_limits(void **state) {
+  (void)state;
+  char a[2 * PS_SHAPE_MAX_SLOTS + 8] = "", b[sizeof a];
+  for (int i = 0; i < PS_SHAPE_MAX_SLOTS; i++) strcat(a, "1;");
+  assert_string_not_equal(shapes(a, NULL, 0, 0), "ERR");   /* the limit: a key */
+  snprintf(b, sizeof b, "%s2", a);
+  strcat(a, "3");
+  assert_string_equal(shapes(a, NULL, 0, 0), "ERR");       /* one more: not the key of the rest */
+  assert_string_equal(shapes(b, NULL, 0, 0), "ERR");
+  char out[4096], err[128];
+  assert_int_equal(ps_lookup_key_shapes(a, strlen(a), NULL, 0, 0, 0, out, sizeof out, err, sizeof err), -1);
+  snprintf(b, sizeof b, "more than %d slots", PS_SHAPE_MAX_SLOTS);
+  assert_string_equal(err, b);
+  assert_int_equal(ps_lookup_key_list(a, strlen(a), 0, 0, out, sizeof out), -1);
+  assert_int_equal(ps_lookup_key_list(a, strlen(a), 2, 0, out, sizeof out), -1);
+  /* the 65th slot, which the old cut dropped, is part of the key */
+  char c65[200] = "";
+  for (int i = 0; i < 65; i++) strcat(c65, i == 64 ? "9" : "1;");
+  assert_non_null(strstr(shapes(c65, NULL, 0, 0), ";1;9"));
+
+  const char *huge = "8888888888888888448,1,1,16";
+  assert_int_equal(ps_lookup_key_shapes(huge, strlen(huge), "FRACTAL_NZ", 10, 0, 0, out, sizeof out,
+                                        err, sizeof err), -1);
+  assert_non_null(strstr(err, "slot 1: the FRACTAL_NZ restore leaves int64"));
+  assert_string_equal(shapes("2,4611686018427387904,2,3", "FRACTAL_NZ", 0, 0), "ERR");
+  assert_string_equal(shapes("2,4611686018427387903,2,3", "FRACTAL_NZ", 0, 0), "6,9223372036854775806");
+  ps_lookup_key_shape sh = {4, {-3, 5, 7, INT64_MIN}};
+  assert_int_equal(ps_lookup_key_nz_restore(&sh), -1);
+  assert_int_equal(sh.rank, 4);
 }
 
 static void test_list_keys(void **state) {
@@ -140,6 +174,7 @@ static void test_load_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_shape_keys),
+    cmocka_unit_test(test_key_limits),
     cmocka_unit_test(test_list_keys),
     cmocka_unit_test(test_table_and_index),
     cmocka_unit_test(test_plain_columns),

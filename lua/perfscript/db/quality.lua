@@ -5,6 +5,7 @@ local perf = require "perfscript"
 local R = require "perfscript.db.result"
 local match = require "perfscript.db.match"
 local num = require "perfscript.num"
+local shape = require "perfscript.shape"
 local analysis = require "perfscript.db.analysis"
 
 local Q = {}
@@ -125,7 +126,10 @@ end
 -- The file-level checks (columns the lookups need); returns the context the row checks use.
 local function lint_columns(K, t, add)
   local C = { K = K, t = t, comm = K.name:sub(1, 5) == "hcom_", ncols = t:ncols(),
-              cIS = t:column(D.IS), cIF = t:column(D.IF), cOS = t:column(D.OS) }
+              cIS = t:column(D.IS), cIF = t:column(D.IF), cOS = t:column(D.OS), sigcols = {} }
+  for _, c in ipairs { D.IS, D.IDT, D.IF, D.OS, D.ODT } do
+    if t:column(c) then C.sigcols[#C.sigcols + 1] = c end
+  end
   if C.comm then
     for _, c in ipairs { "message_bytes", "num_devices" } do
       if not t:column(c) then add("error", nil, c, "communication CSV without '" .. c .. "' (every lookup misses: csv_format_raw)") end
@@ -158,15 +162,33 @@ local function shape_problem(C, cell)
   return r
 end
 
+-- Signature cells beyond the limits of shape.h (damaged data the import refuses); returns the
+-- set of such columns, whose other checks are then left out.
+local function lint_row_limits(C, i, line, add)
+  local over
+  for _, c in ipairs(C.sigcols) do
+    local why = shape.over_limit(C.t:cell(i, c))
+    if why then
+      add("error", line, c, ("%s cell too big: %s (damaged data; the import refuses such cells)"):format(c, why))
+      over = over or {}
+      over[c] = true
+    end
+  end
+  return over
+end
+
 -- Shapes and formats of row i.
 local function lint_row_shapes(C, i, line, add)
   local t = C.t
-  if C.cIS and not C.comm then
+  local over = lint_row_limits(C, i, line, add)
+  if over and over[D.IS] then -- its slots are not checked one by one
+  elseif C.cIS and not C.comm then
     local pr = shape_problem(C, t:cell(i, C.cIS))
     if pr == "empty" then add("error", line, D.IS, "empty Input Shapes (the consumer crashes on it)")
     elseif pr then add("error", line, D.IS, "malformed Input Shapes: " .. pr .. " (the consumer crashes on it)") end
   end
-  if C.cOS and not C.comm then
+  if over and over[D.OS] then -- as above
+  elseif C.cOS and not C.comm then
     local pr = shape_problem(C, t:cell(i, C.cOS))
     if pr == "empty" then add("warning", line, D.OS, "empty Output Shapes (elementwise, scatter and quant-scale lookups crash on it)")
     elseif pr then add("error", line, D.OS, "malformed Output Shapes: " .. pr) end

@@ -78,20 +78,42 @@ end
 local RECORD = { "OP State", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
                  "Output Data Types", "Output Formats", "EP Size" }
 
+-- The columns every builder reads its inputs from: a header without them makes every row
+-- unreplayable for that reason (not the builder's "needs at least one input").
+local INPUT_COLUMNS = { "Input Shapes", "Input Data Types" }
+
+local function missing_inputs(header)
+  local have, miss = {}, {}
+  for _, c in ipairs(header) do have[c] = true end
+  for _, c in ipairs(INPUT_COLUMNS) do if not have[c] then miss[#miss + 1] = "'" .. c .. "'" end end
+  if #miss == 0 then return nil end
+  return ("the header has no %s column%s"):format(table.concat(miss, " or "), #miss > 1 and "s" or "")
+end
+
 -- files: list of {op=, path=}. opts: mode, ep_size, builder (op -> builder), say.
+-- p.warnings: files with nothing to read (empty), as "path: why".
 function M.build(files, opts)
   opts = opts or {}
   local getb = opts.builder or M.builder
-  local p = { cases = {}, unreplayable = {}, skipped = {}, rows = {}, ops = {} }
+  local p = { cases = {}, unreplayable = {}, skipped = {}, rows = {}, ops = {}, warnings = {} }
   for _, f in ipairs(files) do
     local op, path = f.op, f.path
     local builder, berr = getb(op)
     local r, err = perf.csv.open(path)
     if not r then return nil, err end
     local header = r:header()
+    if #header == 0 then
+      p.warnings[#p.warnings + 1] = ("%s: empty file (no header, no rows): nothing to replay"):format(path)
+    end
+    local no_inputs = #header > 0 and missing_inputs(header)
     p.skipped[op], p.rows[op] = 0, 0
     local ncase = 0
-    for fields in r:lines() do
+    while true do
+      local fields, rerr = r:read()   -- bad data: nil, "file:line: reason" (not a traceback)
+      if not fields then
+        if rerr then r:close(); return nil, rerr end
+        break
+      end
       p.rows[op] = p.rows[op] + 1
       local row = {}
       for i, c in ipairs(header) do row[c] = fields[i] or "" end
@@ -107,7 +129,9 @@ function M.build(files, opts)
           kind = "skipped" }
       else
         local case, reason
-        if builder then
+        if no_inputs then
+          reason = no_inputs
+        elseif builder then
           local ok, c, why = pcall(builder, row, { op = op, ep_size = opts.ep_size })
           if ok then case, reason = c, why else reason = "builder error: " .. tostring(c) end
         else

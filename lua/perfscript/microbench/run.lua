@@ -408,7 +408,9 @@ local function make_plan(a, files, run_dir)
     p = { cases = {}, unreplayable = {}, ops = {} }
     for _, f in ipairs(files) do p.ops[#p.ops + 1] = f.op end
   else
-    p = plan.build(files, { mode = a.update_mode, ep_size = a.dispatch_ffn_combine_ep_size })
+    local err
+    p, err = plan.build(files, { mode = a.update_mode, ep_size = a.dispatch_ffn_combine_ep_size })
+    if not p then perf.fail("%s", err) end
   end
   local plan_path = run_dir .. "/plan.jsonl"
   assert(plan.write(plan_path, p, { repeat_count = a.repeat_count, warmup = a.warmup, distributed = {
@@ -418,6 +420,7 @@ local function make_plan(a, files, run_dir)
   assert(plan.write_executor(run_dir .. "/executor.py"))
   say(("[PLAN] %d case(s) for %d operator(s); %d row(s) not replayable; plan %s")
     :format(#p.cases, #p.ops, #p.unreplayable, plan_path))
+  for _, w in ipairs(p.warnings or {}) do io.stderr:write("[WARN] ", w, "\n") end
   for _, u in ipairs(p.unreplayable) do
     say(("[%s] %s:%d shapes=%s reason=%s"):format(u.kind == "skipped" and "SKIP" or "INVALID", u.csv, u.row,
       u.shapes or "", u.reason))
