@@ -6,7 +6,9 @@
 --   type, independent of the rows already in the file) -> rows that already exist dropped
 --   -> rows the consumer would never answer with dropped (perfscript.grid.reach: shadowed by
 --   an earlier row, or unreadable) -> appended, sorted by shape (largest first for kernels
---   whose first matching row wins), atomically, under the database lock. Existing rows are
+--   whose first matching row wins), under the database lock. Every file is staged (written
+--   beside its target) and all are committed together once every file is computed, so an
+--   error leaves the database wholly old (docs/rules.md, All-or-nothing writes). Existing rows are
 --   never touched or reordered; a file with nothing to append is not rewritten. Templates
 --   whose dtype cells spell a dtype otherwise than the consumer (DT_INT8 for INT8) are refused.
 local perf = require "perfscript"
@@ -348,7 +350,7 @@ local function write_rows(job, csv, parts)
       buf[#buf + 1] = table.concat(lines_for(p.S, header, p.T, p.idx), eol)
       buf[#buf + 1] = eol
     end
-    return perf.fs.write_atomic(job.path, table.concat(buf), { if_changed = false })
+    return perf.fs.write_atomic(job.path, table.concat(buf), { if_changed = false, stage = job.stage })
   end
   -- header extension: existing rows rewritten with empty cells in the new columns
   local r, err = perf.csv.open(job.path, { header = true })
@@ -365,7 +367,7 @@ local function write_rows(job, csv, parts)
   for _, p in ipairs(parts) do
     for _, i in ipairs(p.idx) do w:write(render(header, p.T, p.S, i)) end
   end
-  return w:commit()
+  return w:commit { stage = job.stage }
 end
 
 -- The rows of idx the consumer would answer with (reach.lua), in append order: largest shape
@@ -398,7 +400,8 @@ local function reachable(ctx, T, S, idx, st)
 end
 
 -- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
--- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern).
+-- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern),
+-- stage (perf.fs.stage(): the file is staged there; without one it is replaced at once).
 function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
                memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0 }
@@ -453,7 +456,7 @@ function M.process(job)
   end
   if job.dry_run then st.status = "would append"; return st end
   local res, err = write_rows(job, csv, parts)
-  if not res then perf.fail("%s: %s", job.path, err) end
+  if not res then perf.fail("%s", err) end
   st.status = (#csv.templates > 1 and ("appended (" .. #csv.templates .. " variants)") or "appended") .. note
   return st
 end
@@ -466,7 +469,8 @@ end
 -- (one template per kernel variant instead of the first row only), sampling ("random" or
 -- "spread"), rules
 -- ({patterns, assignments, grids, scenes}), print (called with each file's stats),
--- progress (called with files done, file count, file name).
+-- progress (called with files done, file count, file name), also_stage(results, stage) (stages
+-- more files, e.g. a summary report, to be committed with the database files).
 function M.run(opts)
   local dir = opts.dir
   if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
@@ -489,6 +493,7 @@ function M.run(opts)
   local env = { grids = rules.grids, scenes = rules.scenes, is_mla = models.is_mla,
                 moe_configs = models.moe_configs }
   local lock
+  local stage <close> = not opts.dry_run and perf.fs.stage() or nil
   if not opts.dry_run then
     local err
     lock, err = perf.fs.lock(dir)
@@ -537,7 +542,7 @@ function M.run(opts)
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
                     variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir],
-                    columns = gen.columns, generate = gen.each }
+                    columns = gen.columns, generate = gen.each, stage = stage }
       cache[pname] = cache[pname] or {}
       job.cache = cache[pname]
       local st = M.process(job)
@@ -548,6 +553,11 @@ function M.run(opts)
       if opts.print then opts.print(st) end
     end
     if opts.progress then opts.progress(n, #files, f.name) end
+  end
+  if stage then
+    if opts.also_stage then opts.also_stage(results, stage) end
+    local ok, err = stage:commit()
+    if not ok then perf.fail("%s", err) end
   end
   if lock then lock:release() end
   return results
