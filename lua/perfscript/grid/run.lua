@@ -180,7 +180,24 @@ end
 -- candidates aligned to the template's slots, absent slots cleared, the memory budget
 -- applied, shape text made, and the shape order worked out. Files whose templates agree on
 -- these cells share one result (M.run caches it), so e.g. MatMulV2 and MatMulV3 generate once.
-local function shaped(gen, T, budget)
+-- Every generated dimension is an integer > 0 (docs/rules.md, Shape grids): a zero or negative
+-- one (a negative grid value, a config field) would even pass the memory budget as 0 bytes.
+local function check_dims(shapes, side, who)
+  for s = 1, #shapes do
+    local d = shapes[s]
+    for j = 1, #d do
+      local x = d[j]
+      if math.type(x) ~= "integer" or x <= 0 then
+        local txt = {}
+        for k = 1, #d do txt[k] = tostring(d[k]) end
+        perf.fail("%s: generated dimension %s of %s %d (%s) is not a positive integer; every "
+          .. "dimension must be > 0", who, tostring(x), side, s, table.concat(txt, ","))
+      end
+    end
+  end
+end
+
+local function shaped(gen, T, budget, who)
   local t_in = cells.parse(T["Input Shapes"] or "")
   local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
   local kin, kout = #t_in, #t_out
@@ -203,6 +220,8 @@ local function shaped(gen, T, budget)
     local ofm = extra["Output Formats"] or T["Output Formats"] or ""
     clear_absent(ins, idt, ifm)
     clear_absent(outs, odt, ofm)
+    check_dims(ins, "input", who)  -- what lands in the row (absent slots are cleared)
+    check_dims(outs, "output", who)
     if budget and mem.row_bytes(ins, idt, outs, odt) > budget then
       S.memory = S.memory + 1
       return
@@ -438,7 +457,11 @@ function M.process(job)
                               T["Input Data Types"] or "", T["Input Formats"] or "", T["Output Data Types"] or "",
                               T["Output Formats"] or "", tostring(job.max_hbm_bytes) }, "\0")
     local S = cache[ck]
-    if not S then S = shaped(job.generate, T, job.max_hbm_bytes); cache[ck] = S end
+    if not S then
+      local who = ("pattern '%s' (kernel %s)"):format(tostring(job.pattern), job.kernel)
+      S = shaped(job.generate, T, job.max_hbm_bytes, who)
+      cache[ck] = S
+    end
     st.candidates, st.rejected = st.candidates + S.candidates, st.rejected + S.rejected
     st.generated, st.memory = st.generated + S.generated, st.memory + S.memory
     nrows = nrows + S.n
@@ -493,12 +516,14 @@ function M.run(opts)
   local env = { grids = rules.grids, scenes = rules.scenes, is_mla = models.is_mla,
                 moe_configs = models.moe_configs }
   local lock
-  local stage <close> = not opts.dry_run and perf.fs.stage() or nil
   if not opts.dry_run then
     local err
     lock, err = perf.fs.lock(dir)
     if not lock then perf.fail("%s", err) end
   end
+  -- on any error: the staged files are removed, then the lock is released
+  local held <close> = lock
+  local stage <close> = not opts.dry_run and perf.fs.stage() or nil
   local routes, left = {}, {}
   for i, f in ipairs(files) do
     routes[i] = { route.pattern_for(f.kernel, rules.assignments, rules.patterns, meta_for(f.dir)) }

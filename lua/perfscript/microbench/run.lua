@@ -626,6 +626,7 @@ function M.run(a, script)
   local new_db = not has_csv(dst)
   local targets = write_targets(a, files, dst, p.ops, ops)
   local w = write_back(a, targets, rows_by_stem(agg), dst, status)
+  local held <close> = w.lock
   local staged <close> = w.stage  -- an error before the commit removes the staged files
   local ignored = ignored_types(a, agg, w.used, dst, new_db)
   return write_report(a, id, dst, p, status, ignored, w)
