@@ -10,7 +10,8 @@
  *     st:abort() (also on <close> and __gc when not committed); st:files() -> the staged list
  *   fs.inject_failure{write = n, rename = m}: test hook; the nth staged file fails as a full
  *     disk does, the mth rename of a commit fails (docs/rules.md, All-or-nothing writes)
- *   fs.mkdir_p(path) -> true | nil, message */
+ *   fs.mkdir_p(path) -> true | nil, message
+ *   fs.check_input(path) -> true | nil, message: only a regular file is read (infile.h) */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "atomicfile.h"
 #include "dirlock.h"
+#include "infile.h"
 #include "luabind.h"
 
 #define LOCK "perfscript.fs.lock"
@@ -218,6 +220,13 @@ static int fs_inject_failure(lua_State *L) {
   return 0;
 }
 
+static int fs_check_input(lua_State *L) {
+  char err[600];
+  if (ps_input_check(luaL_checkstring(L, 1), err, sizeof err) != 0) return ps_fail(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int fs_mkdir_p(lua_State *L) {
   size_t len;
   const char *path = luaL_checklstring(L, 1, &len);
@@ -259,7 +268,8 @@ int luaopen_perfscript_fs(lua_State *L) {
     {"commit", stage_commit}, {"abort", stage_abort}, {"files", stage_files}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"lock", fs_lock}, {"write_atomic", fs_write_atomic}, {"mkdir_p", fs_mkdir_p},
-    {"stage", fs_stage}, {"inject_failure", fs_inject_failure}, {NULL, NULL}};
+    {"stage", fs_stage}, {"inject_failure", fs_inject_failure}, {"check_input", fs_check_input},
+    {NULL, NULL}};
   ps_newclass(L, LOCK, lock_meta, lock_methods);
   ps_newclass(L, PS_STAGE_CLASS, stage_meta, stage_methods);
   luaL_newlib(L, funcs);

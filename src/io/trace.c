@@ -11,6 +11,7 @@
 
 #include "csvsniff.h"
 #include "grow.h"
+#include "infile.h"
 
 #define CHUNK (64 * 1024)
 #define MAXDEPTH 256
@@ -281,9 +282,8 @@ ps_trace_reader *ps_trace_open(const char *path, char *err, size_t errsize) {
   }
   r->path = strdup(path);
   r->chunk = malloc(CHUNK);
-  r->fp = fopen(path, "rb");
+  r->fp = ps_input_fopen(path, err, errsize); /* regular files only (infile.h) */
   if (r->fp == NULL) {
-    snprintf(err, errsize, "%s: %s", path, strerror(errno));
     ps_trace_close(r);
     return NULL;
   }
