@@ -268,16 +268,22 @@ unary = function(P)
   return power(P)
 end
 
+-- a <op> b through a checked operation (add, sub, mul): overflow is the rule's error.
+local function checked(P, a, b, f, sym)
+  local what = "%d " .. sym .. " %d"
+  return function(v)
+    local x, y = num(a(v)), num(b(v))
+    return P:fits(f(x, y), what, x, y)
+  end
+end
+
 local function term(P)
   local l = unary(P)
   while true do
     local k = P:peek()
     if k == "*" then
-      P:take(); local a, b = l, unary(P)
-      l = function(v)
-        local x, y = num(a(v)), num(b(v))
-        return P:fits(mul(x, y), "%d * %d", x, y)
-      end
+      P:take()
+      l = checked(P, l, unary(P), mul, "*")
     elseif k == "//" then
       P:take(); local a, b = l, unary(P)
       l = function(v)
@@ -307,17 +313,11 @@ local function sum(P)
   while true do
     local k = P:peek()
     if k == "+" then
-      P:take(); local a, b = l, term(P)
-      l = function(v)
-        local x, y = num(a(v)), num(b(v))
-        return P:fits(add(x, y), "%d + %d", x, y)
-      end
+      P:take()
+      l = checked(P, l, term(P), add, "+")
     elseif k == "-" then
-      P:take(); local a, b = l, term(P)
-      l = function(v)
-        local x, y = num(a(v)), num(b(v))
-        return P:fits(sub(x, y), "%d - %d", x, y)
-      end
+      P:take()
+      l = checked(P, l, term(P), sub, "-")
     else
       return l
     end

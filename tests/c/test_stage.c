@@ -14,15 +14,6 @@
 #include "stage.h"
 #include "testutil.h"
 
-static int temp_files(void) {
-  int n = 0;
-  DIR *d = opendir(test_dir());
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp.") != NULL;
-  closedir(d);
-  return n;
-}
-
 static const char *path_of(const char *name) {
   static char p[4][8300];
   static int slot;
