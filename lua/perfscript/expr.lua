@@ -2,7 +2,9 @@
 -- Text is tokenized and parsed once into a tree of closures; data text is never handed to
 -- `load`. Semantics follow Python's on integers: `+ - * // % **`, unary minus, chained
 -- comparisons, `and`/`or`/`not`, `a if c else b`, min/max/abs/align, floor `//` and `%`.
--- `/` (true division) and any `.` are errors, so results are always exact integers.
+-- `/` (true division) and any `.` are errors, so results are always exact integers. A result
+-- that does not fit in 64 bits is an error naming the rule and the expression (Python's
+-- integers would grow; wrapping around would write an impossible dimension).
 local perf = require "perfscript"
 
 local M = {}
@@ -72,12 +74,30 @@ local function truthy(v)
   return v ~= false and v ~= 0
 end
 
+-- Checked 64-bit arithmetic: nil when the exact result does not fit.
+local MIN = math.mininteger
+local function add(x, y)
+  local r = x + y
+  if (x ~ r) & (y ~ r) < 0 then return nil end  -- operands of one sign, result of the other
+  return r
+end
+local function sub(x, y)
+  local r = x - y
+  if (x ~ y) & (x ~ r) < 0 then return nil end
+  return r
+end
+local function mul(x, y)
+  local r = x * y
+  if x ~= 0 and (r // x ~= y or (x == -1 and y == MIN)) then return nil end
+  return r
+end
+
 local function ipow(a, b)
   local r = 1
   while b > 0 do
-    if b & 1 == 1 then r = r * a end
-    a = a * a
+    if b & 1 == 1 then r = mul(r, a); if not r then return nil end end
     b = b >> 1
+    if b > 0 then a = mul(a, a); if not a then return nil end end
   end
   return r
 end
@@ -114,6 +134,14 @@ end
 
 function Parser:fail(fmt, ...) fail(self.ctx, self.text, fmt, ...) end
 
+-- v, or the overflow error of `what` (an operation with its operands).
+function Parser:fits(v, fmt, ...)
+  if v == nil then
+    self:fail("integer overflow: " .. fmt .. " does not fit in 64 bits", ...)
+  end
+  return v
+end
+
 local cond, unary
 
 -- name(args...): one of FUNCS, arity checked at compile time.
@@ -126,13 +154,19 @@ local function call(P, name, args)
   end
   if name == "abs" then
     local a = args[1]
-    return function(v) return math.abs(num(a(v))) end
+    return function(v)
+      local x = num(a(v))
+      if x == MIN then P:fits(nil, "abs(%d)", x) end
+      return x < 0 and -x or x
+    end
   elseif name == "align" then
     local a, b = args[1], args[2]
     return function(v)
       local x, m = num(a(v)), num(b(v))
       if m == 0 then P:fail("align() to a multiple of 0") end
-      return ((x + m - 1) // m) * m
+      local m1 = sub(m, 1)
+      local up = m1 and add(x, m1)
+      return P:fits(up and mul(up // m, m), "align(%d, %d)", x, m)
     end
   end
   local f, n = FUNCS[name], #args
@@ -210,7 +244,7 @@ local function power(P)
     return function(v)
       local a, b = num(base(v)), num(ex(v))
       if b < 0 then P:fail("negative exponent %d (integers only)", b) end
-      return ipow(a, b)
+      return P:fits(ipow(a, b), "%d ** %d", a, b)
     end
   end
   return base
@@ -221,7 +255,11 @@ unary = function(P)
   if k == "-" then
     P:take()
     local e = unary(P)
-    return function(v) return -num(e(v)) end
+    return function(v)
+      local x = num(e(v))
+      if x == MIN then P:fits(nil, "-(%d)", x) end
+      return -x
+    end
   elseif k == "+" then
     P:take()
     local e = unary(P)
@@ -230,19 +268,30 @@ unary = function(P)
   return power(P)
 end
 
+-- a <op> b through a checked operation (add, sub, mul): overflow is the rule's error.
+local function checked(P, a, b, f, sym)
+  local what = "%d " .. sym .. " %d"
+  return function(v)
+    local x, y = num(a(v)), num(b(v))
+    return P:fits(f(x, y), what, x, y)
+  end
+end
+
 local function term(P)
   local l = unary(P)
   while true do
     local k = P:peek()
     if k == "*" then
-      P:take(); local a, b = l, unary(P)
-      l = function(v) return num(a(v)) * num(b(v)) end
+      P:take()
+      l = checked(P, l, unary(P), mul, "*")
     elseif k == "//" then
       P:take(); local a, b = l, unary(P)
       l = function(v)
         local d = num(b(v))
         if d == 0 then P:fail("integer division by zero") end
-        return num(a(v)) // d
+        local x = num(a(v))
+        if d == -1 and x == MIN then P:fits(nil, "%d // -1", x) end
+        return x // d
       end
     elseif k == "%" then
       P:take(); local a, b = l, unary(P)
@@ -264,11 +313,11 @@ local function sum(P)
   while true do
     local k = P:peek()
     if k == "+" then
-      P:take(); local a, b = l, term(P)
-      l = function(v) return num(a(v)) + num(b(v)) end
+      P:take()
+      l = checked(P, l, term(P), add, "+")
     elseif k == "-" then
-      P:take(); local a, b = l, term(P)
-      l = function(v) return num(a(v)) - num(b(v)) end
+      P:take()
+      l = checked(P, l, term(P), sub, "-")
     else
       return l
     end

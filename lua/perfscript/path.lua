@@ -63,8 +63,10 @@ end
 function M.isdir(p) return lfs.attributes(p, "mode") == "directory" end
 function M.isfile(p) return lfs.attributes(p, "mode") == "file" end
 
--- The whole file, or nil, message.
+-- The whole file, or nil, message. Only a regular file is read (a FIFO would block).
 function M.read(p)
+  local ok, cerr = require("perfscript.fs").check_input(p)
+  if not ok then return nil, cerr end
   local f, err = io.open(p, "rb")
   if not f then return nil, err end
   local text, rerr = f:read("a")

@@ -398,7 +398,7 @@ local function merge_one(dir, t, opts)
       local head = {}
       for i, c in ipairs(t.columns) do head[i] = perf.csv.quote(c) end
       local text = table.concat(head, ",") .. "\r\n" .. t.agg:csv_text(t.groups, t.extra, "\r\n")
-      local ok, err = perf.fs.write_atomic(path, text)
+      local ok, err = perf.fs.write_atomic(path, text, { stage = opts.stage })
       if not ok then perf.fail("%s", err) end
     end
     return res
@@ -464,16 +464,19 @@ local function merge_one(dir, t, opts)
   end
   res.status = "updated"
   if not opts.dry_run then
-    local w <close> = assert(perf.csv.writer(path))
+    local w <close>, err = perf.csv.writer(path)
+    if not w then perf.fail("%s", err) end
     w:write(header)
     for _, row in ipairs(rows) do w:write(row) end
-    w:commit()
+    local ok, cerr = w:commit { stage = opts.stage }
+    if not ok then perf.fail("%s", cerr) end
   end
   return res
 end
 
 -- Merges every table into dir, under the database lock. opts.mode: one of UPDATE_MODES;
--- opts.dry_run: report only. Returns the list of per-file results, in table order.
+-- opts.dry_run: report only. Every file is staged first and all are committed together
+-- (docs/rules.md, All-or-nothing writes). Returns the list of per-file results, in table order.
 function M.merge(dir, tables, opts)
   opts = opts or {}
   opts.mode = opts.mode or "new-only"
@@ -497,9 +500,20 @@ function M.merge(dir, tables, opts)
     end
     seen[t.file] = t.type
   end
-  local lock <close> = opts.dry_run and nil or assert(perf.fs.lock(dir))
+  local lock, lerr
+  if not opts.dry_run then
+    lock, lerr = perf.fs.lock(dir)
+    if not lock then perf.fail("%s", lerr) end
+  end
+  local held <close> = lock
+  local stage <close> = not opts.dry_run and perf.fs.stage() or nil
+  local one = setmetatable({ stage = stage }, { __index = opts })
   for _, t in ipairs(tables) do
-    results[#results + 1] = merge_one(dir, t, opts)
+    results[#results + 1] = merge_one(dir, t, one)
+  end
+  if stage then
+    local ok, err = stage:commit()
+    if not ok then perf.fail("%s", err) end
   end
   return results
 end

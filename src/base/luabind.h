@@ -8,6 +8,23 @@
 #include <lua.h>
 
 #include "atomicfile.h"
+#include "stage.h"
+
+/* The class of perf.fs.stage() objects (src/io/lua_fs.c); the userdata is a ps_stage. */
+#define PS_STAGE_CLASS "perfscript.fs.stage"
+
+/* The stage named by opts.stage (opts at index idx, a table or nothing), or NULL. A stage
+ * already committed or aborted is misuse. */
+static inline ps_stage *ps_optstage(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TTABLE) return NULL;
+  ps_stage *s = NULL;
+  if (lua_getfield(L, idx, "stage") != LUA_TNIL) {
+    s = luaL_checkudata(L, -1, PS_STAGE_CLASS);
+    if (s->state != 0) luaL_error(L, "stage already committed or aborted");
+  }
+  lua_pop(L, 1); /* the caller's opts table keeps the stage alive */
+  return s;
+}
 
 /* Registers metatable `name` with metamethods `meta` and methods `methods` as __index. */
 static inline void ps_newclass(lua_State *L, const char *name, const luaL_Reg *meta,

@@ -1,4 +1,5 @@
 /* perfscript [options] [script [args]]: the command line, modelled on Lua 5.4's lua.c. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,9 @@ static int pmain(lua_State *L) {
 }
 
 int main(int argc, char **argv) {
+  /* over a file size limit (ulimit -f) a write fails with EFBIG, which the writers report,
+   * instead of the signal killing the run mid-way (Python ignores it too) */
+  signal(SIGXFSZ, SIG_IGN);
   lua_State *L = luaL_newstate();
   if (L == NULL) {
     ps_message(argv[0], "cannot create state: not enough memory");

@@ -1,4 +1,5 @@
 #include "atomicfile.h"
+#include "stage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,6 +92,8 @@ static void release(ps_atomic *a) {
   free(a->tmp);
   a->path = a->tmp = NULL;
   a->fp = NULL;
+  a->stage = NULL;
+  a->pending = 0;
 }
 
 void ps_atomic_abort(ps_atomic *a) {
@@ -124,7 +127,18 @@ static void fsync_dir(const char *path) {
   free(dir);
 }
 
-int ps_atomic_commit(ps_atomic *a, int if_changed, char *err, size_t errsize) {
+int ps_atomic_check_writable(const char *path, char *err, size_t errsize) {
+  struct stat st;
+  /* the permission bits, not access(): root may write anything, and a file marked read-only
+   * says "do not replace me" to every user */
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0222) != 0) return 0;
+  snprintf(err, errsize, "%s: the file is marked read-only (mode %04o); perfscript does not "
+           "replace it (make it writable, e.g. chmod u+w, to allow the write)", path,
+           (unsigned)(st.st_mode & 07777));
+  return -1;
+}
+
+int ps_atomic_finish(ps_atomic *a, int if_changed, char *err, size_t errsize) {
   if (a->fp == NULL) {
     snprintf(err, errsize, "file already committed or aborted");
     return -1;
@@ -145,6 +159,19 @@ int ps_atomic_commit(ps_atomic *a, int if_changed, char *err, size_t errsize) {
     ps_atomic_abort(a);
     return PS_ATOMIC_UNCHANGED;
   }
+  if (existed && ps_atomic_check_writable(a->path, err, errsize) != 0) {
+    ps_atomic_abort(a);
+    return -1;
+  }
+  a->pending = existed ? PS_ATOMIC_REPLACED : PS_ATOMIC_CREATED;
+  return a->pending;
+}
+
+int ps_atomic_publish(ps_atomic *a, char *err, size_t errsize) {
+  if (a->tmp == NULL || a->pending == 0) {
+    snprintf(err, errsize, "file not finished, or already committed or aborted");
+    return -1;
+  }
   if (rename(a->tmp, a->path) != 0) {
     snprintf(err, errsize, "%s: cannot replace: %s (the original is untouched)", a->path,
              strerror(errno));
@@ -152,8 +179,16 @@ int ps_atomic_commit(ps_atomic *a, int if_changed, char *err, size_t errsize) {
     return -1;
   }
   fsync_dir(a->path);
+  int status = a->pending;
   release(a);
-  return existed ? PS_ATOMIC_REPLACED : PS_ATOMIC_CREATED;
+  return status;
+}
+
+int ps_atomic_commit(ps_atomic *a, int if_changed, char *err, size_t errsize) {
+  if (a->stage) return ps_stage_add(a->stage, a, if_changed, err, errsize);
+  int st = ps_atomic_finish(a, if_changed, err, errsize);
+  if (st != PS_ATOMIC_CREATED && st != PS_ATOMIC_REPLACED) return st;
+  return ps_atomic_publish(a, err, errsize);
 }
 
 int ps_atomic_write(const char *path, const void *data, size_t len, int if_changed,

@@ -6,10 +6,14 @@
 
 #include <stdio.h>
 
+struct ps_stage;
+
 typedef struct ps_atomic {
   FILE *fp;        /* write the new content here */
   char *path;      /* the target */
   char *tmp;       /* the temporary file */
+  struct ps_stage *stage; /* set before commit: the commit only stages (stage.h) */
+  int pending;     /* after ps_atomic_finish: PS_ATOMIC_CREATED or PS_ATOMIC_REPLACED */
 } ps_atomic;
 
 enum { PS_ATOMIC_CREATED = 1, PS_ATOMIC_REPLACED = 2, PS_ATOMIC_UNCHANGED = 3 };
@@ -18,9 +22,22 @@ enum { PS_ATOMIC_CREATED = 1, PS_ATOMIC_REPLACED = 2, PS_ATOMIC_UNCHANGED = 3 };
 int ps_atomic_open(ps_atomic *a, const char *path, char *err, size_t errsize);
 
 /* Flushes, fsyncs and renames. With if_changed set, a target whose bytes equal the new
- * content is left alone (not even its modification time changes). Returns one of
- * PS_ATOMIC_CREATED/REPLACED/UNCHANGED, or -1 with a message (the target is untouched). */
+ * content is left alone (not even its modification time changes). A target marked read-only
+ * (no write permission bit) is refused. Returns one of PS_ATOMIC_CREATED/REPLACED/UNCHANGED,
+ * or -1 with a message (the target is untouched). With a->stage set, the rename is left to
+ * ps_stage_commit and the return value says what it will do. */
 int ps_atomic_commit(ps_atomic *a, int if_changed, char *err, size_t errsize);
+
+/* The two halves of a commit. finish: flush, fsync and close the temporary file, compare
+ * (if_changed), check the target's permission; returns PS_ATOMIC_UNCHANGED (the temporary
+ * file is gone), PS_ATOMIC_CREATED/REPLACED (the rename to come, kept in a->pending), or -1.
+ * publish: the rename and the directory fsync; returns a->pending or -1 (target untouched,
+ * temporary file removed). */
+int ps_atomic_finish(ps_atomic *a, int if_changed, char *err, size_t errsize);
+int ps_atomic_publish(ps_atomic *a, char *err, size_t errsize);
+
+/* 0 when the target may be replaced; -1 with a message when it is marked read-only. */
+int ps_atomic_check_writable(const char *path, char *err, size_t errsize);
 
 /* Drops the new content; the target is untouched. Safe to call twice. */
 void ps_atomic_abort(ps_atomic *a);

@@ -1,5 +1,6 @@
 #include "csvscan.h"
 #include "csvsniff.h"
+#include "infile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,22 +73,13 @@ ps_scan *ps_scan_openf(const char *path, unsigned flags, char *err, size_t errsi
     snprintf(err, errsize, "%s: out of memory", path);
     return NULL;
   }
-  s->fd = open(path, O_RDONLY | O_CLOEXEC);
+  s->fd = ps_input_open(path, err, errsize); /* regular files only (infile.h) */
   if (s->fd < 0) {
-    snprintf(err, errsize, "%s: %s", path, strerror(errno));
     free(s);
     return NULL;
   }
   struct stat st;
-  if (fstat(s->fd, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) {
-      snprintf(err, errsize, "%s: is a directory, not a CSV file", path);
-      close(s->fd);
-      free(s);
-      return NULL;
-    }
-    s->file_size = (uint64_t)st.st_size;
-  }
+  if (fstat(s->fd, &st) == 0) s->file_size = (uint64_t)st.st_size;
   s->path = strdup(path);
   /* a small file gets a buffer its size (databases are many small CSVs, and a 4 MiB buffer
    * per open cost the fuzzer most of its time); refill grows it for a longer record */

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "infile.h"
+
 static size_t bom_len(const unsigned char *u, size_t len) {
   return len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
 }
@@ -14,7 +16,8 @@ int ps_is_lfs_pointer(const char *data, size_t len) {
 }
 
 int ps_file_is_lfs_pointer(const char *path) {
-  FILE *f = fopen(path, "rb");
+  char err[8];
+  FILE *f = ps_input_fopen(path, err, sizeof err); /* a FIFO must not block a sniff */
   if (f == NULL) return 0;
   char head[sizeof PS_LFS_MAGIC + 3];
   size_t n = fread(head, 1, sizeof head, f);

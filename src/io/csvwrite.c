@@ -1,5 +1,6 @@
 #include "csvwrite.h"
 #include "grow.h"
+#include "infile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -62,7 +63,8 @@ size_t ps_csv_format_row(char *out, const char *const *fields, const size_t *len
 }
 
 int ps_csv_sniff_style(const char *path, const char **eol, int *bom) {
-  FILE *f = fopen(path, "rb");
+  char err[8];
+  FILE *f = ps_input_fopen(path, err, sizeof err); /* a FIFO must not block */
   if (f == NULL) return -1;
   unsigned char buf[65536];
   size_t n = fread(buf, 1, sizeof buf, f);

@@ -330,6 +330,7 @@ static int w_write(lua_State *L) {
 static int w_commit(lua_State *L) {
   writer_ud *u = check_writer(L);
   int if_changed = opt_bool(L, 2, "if_changed", 1);
+  u->w.file.stage = ps_optstage(L, 2);
   char err[600];
   u->open = 0;
   return ps_push_write_result(L, ps_csv_writer_commit(&u->w, if_changed, err, sizeof err), err);

@@ -2,8 +2,16 @@
  *   fs.lock(dir[, {wait = true, timeout = seconds, quiet = false}]) -> lock (lock:release(),
  *     <close>); once held, the temporary files of writes killed mid-way (dead processes) are
  *     removed and said on stderr (unless quiet); lock:recovered() lists them
- *   fs.write_atomic(path, text[, {if_changed = true}]) -> "created"|"replaced"|"unchanged"
- *   fs.mkdir_p(path) -> true | nil, message */
+ *   fs.write_atomic(path, text[, {if_changed = true, stage = st}]) -> "created"|"replaced"|"unchanged"
+ *   fs.stage() -> st: writes of one run, replaced together (stage.h). Give {stage = st} to
+ *     fs.write_atomic, csv writer:commit, csvedit.rewrite and csvedit.merge: the file is written
+ *     and fsynced beside its target, and the status says what the commit will do.
+ *     st:commit() -> {{path=, status=}, ...} | nil, message (which files are new, which old);
+ *     st:abort() (also on <close> and __gc when not committed); st:files() -> the staged list
+ *   fs.inject_failure{write = n, rename = m}: test hook; the nth staged file fails as a full
+ *     disk does, the mth rename of a commit fails (docs/rules.md, All-or-nothing writes)
+ *   fs.mkdir_p(path) -> true | nil, message
+ *   fs.check_input(path) -> true | nil, message: only a regular file is read (infile.h) */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +22,7 @@
 
 #include "atomicfile.h"
 #include "dirlock.h"
+#include "infile.h"
 #include "luabind.h"
 
 #define LOCK "perfscript.fs.lock"
@@ -103,9 +112,119 @@ static int fs_write_atomic(lua_State *L) {
     if (lua_getfield(L, 3, "if_changed") != LUA_TNIL) if_changed = lua_toboolean(L, -1);
     lua_pop(L, 1);
   }
+  ps_stage *stage = ps_optstage(L, 3);
   char err[600];
-  return ps_push_write_result(L, ps_atomic_write(path, text, len, if_changed, err, sizeof err),
-                              err);
+  if (stage == NULL)
+    return ps_push_write_result(L, ps_atomic_write(path, text, len, if_changed, err, sizeof err),
+                                err);
+  ps_atomic a;
+  if (ps_atomic_open(&a, path, err, sizeof err) != 0) return ps_fail(L, err);
+  if (len > 0 && fwrite(text, 1, len, a.fp) != len) {
+    snprintf(err, sizeof err, "%s: write failed: %s (the original is untouched)", path,
+             strerror(errno));
+    ps_atomic_abort(&a);
+    return ps_fail(L, err);
+  }
+  a.stage = stage;
+  return ps_push_write_result(L, ps_atomic_commit(&a, if_changed, err, sizeof err), err);
+}
+
+/* ---- stages ---------------------------------------------------------------------------- */
+
+static int fs_stage(lua_State *L) {
+  ps_stage *s = lua_newuserdatauv(L, sizeof *s, 0);
+  ps_stage_init(s);
+  luaL_setmetatable(L, PS_STAGE_CLASS);
+  return 1;
+}
+
+static const char *status_name(int st) {
+  return st == PS_ATOMIC_CREATED ? "created" : "replaced";
+}
+
+/* Pushes {{path=, status=}, ...} for entries [from, to). */
+static void push_entries(lua_State *L, const ps_stage *s, size_t from, size_t to) {
+  lua_createtable(L, (int)(to - from), 0);
+  for (size_t i = from; i < to; i++) {
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, s->e[i].path);
+    lua_setfield(L, -2, "path");
+    lua_pushstring(L, status_name(s->e[i].status));
+    lua_setfield(L, -2, "status");
+    lua_rawseti(L, -2, (lua_Integer)(i - from + 1));
+  }
+}
+
+/* "a, b, c" of the targets [from, to), or "none". */
+static void add_names(luaL_Buffer *b, const ps_stage *s, size_t from, size_t to) {
+  if (from == to) luaL_addstring(b, "none");
+  for (size_t i = from; i < to; i++) {
+    if (i > from) luaL_addstring(b, ", ");
+    luaL_addstring(b, s->e[i].path);
+  }
+}
+
+static int stage_commit(lua_State *L) {
+  ps_stage *s = luaL_checkudata(L, 1, PS_STAGE_CLASS);
+  if (s->state != 0) return luaL_error(L, "stage already committed or aborted");
+  char err[600];
+  if (ps_stage_commit(s, err, sizeof err) == 0) {
+    push_entries(L, s, 0, s->n);
+    return 1;
+  }
+  /* interrupted: say exactly which targets hold the new content and which the old */
+  luaL_pushfail(L);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, err);
+  lua_pushfstring(L, "; the commit stopped after %d of %d file(s): new content in ",
+                  (int)s->done, (int)s->n);
+  luaL_addvalue(&b);
+  add_names(&b, s, 0, s->done);
+  luaL_addstring(&b, "; old content still in ");
+  add_names(&b, s, s->done, s->n);
+  luaL_pushresult(&b);
+  return 2;
+}
+
+static int stage_abort(lua_State *L) {
+  ps_stage *s = luaL_checkudata(L, 1, PS_STAGE_CLASS);
+  ps_stage_abort(s);
+  return 0;
+}
+
+static int stage_gc(lua_State *L) {
+  ps_stage *s = luaL_checkudata(L, 1, PS_STAGE_CLASS);
+  ps_stage_free(s);
+  return 0;
+}
+
+static int stage_files(lua_State *L) {
+  ps_stage *s = luaL_checkudata(L, 1, PS_STAGE_CLASS);
+  push_entries(L, s, 0, s->n);
+  return 1;
+}
+
+static int stage_tostring(lua_State *L) {
+  ps_stage *s = luaL_checkudata(L, 1, PS_STAGE_CLASS);
+  static const char *const states[] = {"open", "committed", "aborted", "commit interrupted"};
+  lua_pushfstring(L, "stage (%d file(s), %s)", (int)s->n, states[s->state]);
+  return 1;
+}
+
+static int fs_inject_failure(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "write");
+  lua_getfield(L, 1, "rename");
+  ps_stage_inject_failure((long)luaL_optinteger(L, -2, 0), (long)luaL_optinteger(L, -1, 0));
+  return 0;
+}
+
+static int fs_check_input(lua_State *L) {
+  char err[600];
+  if (ps_input_check(luaL_checkstring(L, 1), err, sizeof err) != 0) return ps_fail(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
 }
 
 static int fs_mkdir_p(lua_State *L) {
@@ -142,10 +261,17 @@ int luaopen_perfscript_fs(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg lock_methods[] = {
     {"release", lock_release}, {"recovered", lock_recovered}, {NULL, NULL}};
+  static const luaL_Reg stage_meta[] = {
+    {"__gc", stage_gc}, {"__close", stage_abort}, {"__tostring", stage_tostring},
+    {NULL, NULL}};
+  static const luaL_Reg stage_methods[] = {
+    {"commit", stage_commit}, {"abort", stage_abort}, {"files", stage_files}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"lock", fs_lock}, {"write_atomic", fs_write_atomic}, {"mkdir_p", fs_mkdir_p},
+    {"stage", fs_stage}, {"inject_failure", fs_inject_failure}, {"check_input", fs_check_input},
     {NULL, NULL}};
   ps_newclass(L, LOCK, lock_meta, lock_methods);
+  ps_newclass(L, PS_STAGE_CLASS, stage_meta, stage_methods);
   luaL_newlib(L, funcs);
   return 1;
 }

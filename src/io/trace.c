@@ -9,7 +9,9 @@
 
 #include <yajl/yajl_parse.h>
 
+#include "csvsniff.h"
 #include "grow.h"
+#include "infile.h"
 
 #define CHUNK (64 * 1024)
 #define MAXCHUNK ((size_t)256 << 20)   /* memory bound; tokens past it cost MAXCHUNK-sized rescans */
@@ -41,6 +43,7 @@ struct ps_trace_reader {
   int depth;
   unsigned char is_map[MAXDEPTH + 1], first[MAXDEPTH + 1];
   int root_is_map, want_events;    /* root object: the next value is traceEvents */
+  int root_keys;                   /* members of a root object */
   int events_depth;                /* depth of the events array's members, 0 = none yet */
   int in_event, in_args;
   int render_depth;                /* > 0 while rendering a nested value */
@@ -178,6 +181,7 @@ static int cb_key(void *ctx, const unsigned char *s, size_t n) {
     return 1;
   }
   if (r->root_is_map && r->depth == 1) {
+    r->root_keys++;
     r->want_events = n == 11 && memcmp(s, "traceEvents", 11) == 0 && r->events_depth == 0;
     return 1;
   }
@@ -286,9 +290,8 @@ ps_trace_reader *ps_trace_open(const char *path, char *err, size_t errsize) {
   r->path = strdup(path);
   r->chunk = malloc(CHUNK);
   r->chunk_size = CHUNK;
-  r->fp = fopen(path, "rb");
+  r->fp = ps_input_fopen(path, err, errsize); /* regular files only (infile.h) */
   if (r->fp == NULL) {
-    snprintf(err, errsize, "%s: %s", path, strerror(errno));
     ps_trace_close(r);
     return NULL;
   }
@@ -370,6 +373,17 @@ static int fill(ps_trace_reader *r) {
         parse_error(r, NULL, 0);
         return -1;
       }
+      if (r->bytes_read == 0) {
+        set_error(r, "an empty file, not a Chrome trace");
+        return -1;
+      }
+      if (r->depth == 0 && r->events_depth == 0 && !(r->root_is_map && r->root_keys == 0)) {
+        /* other JSON than a trace must not become an empty CSV; `{}` is the original's empty
+         * trace (docs/rules.md, Trace to CSV) */
+        set_error(r, "not a Chrome trace: neither a top-level array of events nor an object "
+                  "with \"traceEvents\"");
+        return -1;
+      }
       if (r->depth > 0) {
         if (r->events_depth > 0 && r->depth == r->events_depth && !r->in_event) {
           r->truncated = 1;   /* an interrupted export: every event before the cut is whole */
@@ -381,6 +395,10 @@ static int fill(ps_trace_reader *r) {
       break;
     }
     size_t skip = 0;
+    if (r->bytes_read == 0 && ps_is_lfs_pointer((const char *)r->chunk, n)) {
+      set_error(r, "a Git LFS pointer, not the trace (fetch the real file with 'git lfs pull')");
+      return -1;
+    }
     if (r->bytes_read == 0 && n >= 3 && memcmp(r->chunk, "\xEF\xBB\xBF", 3) == 0) skip = 3;
     r->bytes_read += n;
     uint64_t before = r->callbacks;

@@ -7,6 +7,7 @@
  *     delete = {[row] = true},         rows left out
  *     append = {{...}, ...},           output rows added at the end
  *     eol = "\n" | "\r\n", bom = bool  (default: keep the source's style)
+ *     stage = st                       perf.fs.stage(): only stage dst (src/io/stage.h)
  *   }) -> "created" | "replaced" | "unchanged", rows written   or nil, message
  * src may be nil (a new file) or equal to dst: the output is written to a temporary file and
  * renamed over dst only on success, so dst stays whole on any failure.
@@ -97,6 +98,7 @@ static int l_rewrite(lua_State *L) {
       lua_pop(L, 1);
     }
   }
+  ps_stage *stage = ps_optstage(L, 3);
   ctx c = {0};
   c.f = calloc(n, sizeof *c.f);
   c.l = calloc(n, sizeof *c.l);
@@ -117,6 +119,7 @@ static int l_rewrite(lua_State *L) {
     return ps_fail(L, err);
   }
   c.wopen = 1;
+  c.w.file.stage = stage;
   lua_Integer written = 0;
   if (write_array(L, &c, header, n, err, sizeof err) != 0) goto fail;
   if (c.r) {
@@ -207,6 +210,7 @@ fail:
  *     updates = {[hash] = {mb =, record =, row =}},
  *     mode_all = bool, prune = bool,
  *     append = function(matched) -> rows  rows to append, given {[hash] = true} of the matches
+ *     stage = st                           perf.fs.stage(): only stage the file (src/io/stage.h)
  *   }) -> {status, updated, unchanged, rows, written, gaps, deleted, duplicates, matched}
  *   or nil, message */
 
@@ -409,6 +413,7 @@ static int l_merge(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checkstack(L, 64, NULL);
   read_opts(L, 2, &o);
+  o.stage = ps_optstage(L, 2);
   lua_getfield(L, 2, "append");
   int append_fn = lua_gettop(L);
   ps_merge **box = lua_newuserdatauv(L, sizeof *box, 0);

@@ -115,6 +115,7 @@ ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
   m->r = ps_csv_open(o->path, 0, err, es);
   if (!m->r) goto fail;
   if (ps_csv_writer_open(&m->w, o->path, NULL, -1, err, es) != 0) goto fail;
+  m->w.file.stage = o->stage;
   m->wopen = 1;
   if (write_row(m, o->header, o->header_len, err, es) != 0) goto fail;
   return m;

@@ -65,6 +65,7 @@ typedef struct ps_merge_opts {
   size_t nupdates;
   ps_merge_load load;     /* NULL: the updates carry their values */
   void *load_ud;
+  struct ps_stage *stage; /* non-NULL: the commit only stages the file (src/io/stage.h) */
 } ps_merge_opts;
 
 typedef struct ps_merge_gap { double mb, prof; size_t disp; } ps_merge_gap;

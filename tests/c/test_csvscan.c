@@ -155,7 +155,7 @@ static void test_one_rule_for_bad_input(void **state) {
   assert_null(ps_csv_open(dir, 0, err, sizeof err));
   assert_null(ps_scan_open(dir, err2, sizeof err2));
   assert_string_equal(err, err2);
-  assert_non_null(strstr(err, ": is a directory, not a CSV file"));
+  assert_non_null(strstr(err, ": is a directory, not a regular file"));
 }
 
 /* Line numbers count LF, CRLF and a lone CR alike (Python's universal newlines), inside

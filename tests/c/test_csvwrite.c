@@ -12,16 +12,6 @@
 #include "dirlock.h"
 #include "testutil.h"
 
-/* Number of leftover temporary files in the scratch directory. */
-static int temp_files(void) {
-  int n = 0;
-  DIR *d = opendir(test_dir());
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp.") != NULL;
-  closedir(d);
-  return n;
-}
-
 static void write_row(ps_csv_writer *w, size_t n, const char *const *f) {
   size_t lens[16];
   char err[600];

@@ -2,6 +2,7 @@
 #ifndef PS_TESTUTIL_H
 #define PS_TESTUTIL_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,16 @@ static inline char *read_file(const char *path, size_t *len) {
   fclose(f);
   if (len) *len = (size_t)n;
   return buf;
+}
+
+/* Leftover temporary files (".tmp." in the name) in the scratch directory. */
+static inline int temp_files(void) {
+  int n = 0;
+  DIR *d = opendir(test_dir());
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp.") != NULL;
+  closedir(d);
+  return n;
 }
 
 #endif

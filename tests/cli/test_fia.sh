@@ -158,4 +158,10 @@ expect_contains "missing JSONL named" "$out" "JSONL not found: nope.jsonl"
 : > empty.csv
 out=$(run --csv-path empty.csv --jsonl-path fia.jsonl 2>&1)
 expect_contains "empty CSV header" "$out" "CSV header is empty: empty.csv"
+# a read-only target is refused and named (exit 1), not reported as written
+cp again.csv ro.csv && chmod 444 ro.csv && sum=$(sha256sum < ro.csv)
+out=$(run --csv-path again.csv --jsonl-path fia.jsonl --output-path ro.csv 2>&1); rc=$?
+expect_eq "back-fill into a read-only file: exit 1" "$rc" 1
+expect_contains "back-fill names the read-only file" "$out" "ro.csv: the file is marked read-only (mode 0444)"
+expect_eq "back-fill leaves the read-only file alone" "$(sha256sum < ro.csv)" "$sum"
 finish

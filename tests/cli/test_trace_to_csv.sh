@@ -69,4 +69,24 @@ if f=$(real_data Ascend-mstt/profiler/msprof_analyze/test/ut/advisor/timeline_ad
   run --trace "$f" --output real2.csv 2>err.txt
   expect_contains "real mstt trace_view" "$(cat err.txt)" "2212 row(s) from 3670 event(s)"
 fi
+# Not a trace: an empty file, other JSON or a Git LFS pointer fails before the output is touched.
+printf 'a,b\n1,2\n' > keep.csv
+: > empty.json
+echo '{"foo":1}' > other.json
+echo '{"traceEvents": 5}' > notarray.json
+printf 'version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 947024\n' > lfs.json
+for t in empty other notarray lfs; do
+  out=$(run --trace $t.json --output keep.csv 2>&1); rc=$?
+  expect_eq "$t.json: exit 1" "$rc" 1
+  expect_eq "$t.json: the output is untouched" "$(cat keep.csv)" "$(printf 'a,b\n1,2')"
+  case $t in
+    empty) expect_contains "$t.json: said" "$out" "empty.json: an empty file, not a Chrome trace" ;;
+    lfs) expect_contains "$t.json: named an LFS pointer" "$out" "lfs.json: a Git LFS pointer, not the trace" ;;
+    *) expect_contains "$t.json: said" "$out" "$t.json: not a Chrome trace: neither a top-level array of events nor an object with \"traceEvents\"" ;;
+  esac
+done
+expect_eq "no temporary file beside the output" "$(ls -a | grep -c '\.tmp\.')" 0
+echo '{"traceEvents": []}' > none.json
+run --trace none.json --output keep.csv 2>/dev/null
+expect_eq "a trace without events is a trace: header only" "$(tr -d '\r' < keep.csv)" "$HEADER"
 finish

@@ -92,4 +92,26 @@ function test_pad_logic()
   lu.assertFalse(c({ tokens = 128 }))
 end
 
+-- Results that do not fit in 64 bits are errors naming the rule and the expression (Python's
+-- integers would grow; a wrapped value would be an impossible dimension).
+function test_overflow_is_an_error()
+  local ctx = { where = "pattern 'big'" }
+  for _, text in ipairs { "M*2**62", "2**63", "9223372036854775807 + 1", "-M - 9223372036854775807",
+                          "3**40", "abs(-9223372036854775807 - 1)", "align(9223372036854775807, 8)",
+                          "(-9223372036854775807 - 1) // -1", "-(-9223372036854775807 - 1)",
+                          "M * 4611686018427387904 > 0" } do
+    local msg = err(function() return expr.compile(text, ctx)({ M = 4 }) end)
+    lu.assertStrContains(msg, "pattern 'big': expression '" .. text .. "': integer overflow")
+  end
+  lu.assertStrContains(err(function() return expr.shape("(M*2**62, 8)", ctx)({ M = 4 }) end),
+                       "expression 'M*2**62': integer overflow: 4 * 4611686018427387904 does not fit in 64 bits")
+  -- the edges that fit, as in Python
+  lu.assertEquals(ev("-(2**62)*2", {}), math.mininteger)
+  lu.assertEquals(ev("(-2)**63", {}), math.mininteger)
+  lu.assertEquals(ev("2**62 - 1 + 2**62", {}), math.maxinteger)
+  lu.assertEquals(ev("3**39", {}), 4052555153018976267)
+  lu.assertEquals(ev("(-9223372036854775807 - 1) // 1", {}), math.mininteger)
+  lu.assertEquals(ev("0**0", {}), 1)
+end
+
 os.exit(lu.LuaUnit.run())

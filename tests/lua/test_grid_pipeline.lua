@@ -448,4 +448,48 @@ function test_dedup_keys()
                   key("PadV3", "7,7168;4;", "DT_BF16;INT64;DT_BF16", "ND;ND;ND", "8,7168", "DT_BF16"))
 end
 
+-- A bad rule anywhere in a run (a negative grid value, a 64-bit overflow) is an error naming
+-- the rule, the kernel and the value, and no file of the database is written: every file is
+-- staged, and the commit comes only after the last one (docs/rules.md, All-or-nothing writes).
+function test_bad_dimensions_fail_the_run_before_any_write()
+  local H = "Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us)"
+  local row = '"""16,8;16,8""",DT_BF16;DT_BF16,ND;ND,"""16,8""",DT_BF16,ND,2.5'
+  local good = { iterators = { { "M", { 8, 32 } } }, inputs = { "(M, 8)", "(M, 8)" }, outputs = { "(M, 8)" } }
+  local cases = {
+    { { iterators = { { "M", { 8, -16 } } }, inputs = { "(M, 8)", "(M, 8)" }, outputs = { "(M, 8)" } },
+      "pattern 'bad' (kernel Neg): generated dimension -16 of input 1 (-16,8) is not a positive integer" },
+    { { iterators = { { "M", { 8, 0 } } }, inputs = { "(M, 8)", "(8, 8)" }, outputs = { "(M, 8)" } },
+      "pattern 'bad' (kernel Neg): generated dimension 0 of input 1 (0,8) is not a positive integer" },
+    { { iterators = { { "M", { 1, 4 } } }, inputs = { "(M*2**62, 8)", "(M, 8)" }, outputs = { "(M, 8)" } },
+      "pattern 'bad': expression 'M*2**62': integer overflow: 4 * 4611686018427387904 does not fit in 64 bits" },
+    { { iterators = { { "M", { 1, 2 } } }, inputs = { "(M - 2, 8)", "(M, 8)" }, outputs = { "(M, 8)" } },
+      "pattern 'bad' (kernel Neg): generated dimension -1 of input 1" },
+  }
+  for n, case in ipairs(cases) do
+    local dir = TMP .. "/baddims" .. n
+    rm_rf(dir)
+    assert(perf.fs.mkdir_p(dir))
+    local before = {}
+    for _, k in ipairs { "Add", "Cast", "Neg" } do
+      before[k] = H .. "\n" .. row .. "\n"
+      write(dir .. "/" .. k .. ".csv", before[k])
+    end
+    local rules = { patterns = { good = good, bad = case[1] }, grids = RULES.grids, scenes = RULES.scenes,
+                    assignments = { Add = "good", Cast = "good", Neg = "bad" } }
+    local ok, e = pcall(run.run, { dir = dir, rows = 0, seed = 0, rules = rules })
+    lu.assertFalse(ok)
+    lu.assertTrue(perf.is_user_error(e), tostring(e))
+    lu.assertStrContains(tostring(e), case[2])
+    for k, text in pairs(before) do lu.assertEquals(read(dir .. "/" .. k .. ".csv"), text, k) end
+    for name in lfs.dir(dir) do lu.assertNil(name:find(".tmp", 1, true), name) end
+  end
+  -- the good rule alone appends to both its files
+  local dir = TMP .. "/baddims1"
+  local rules = { patterns = { good = good }, grids = RULES.grids, scenes = RULES.scenes,
+                  assignments = { Add = "good", Cast = "good", Neg = "skip" } }
+  local by = {}
+  for _, r in ipairs(run.run { dir = dir, rows = 0, seed = 0, rules = rules }) do by[r.kernel] = r end
+  lu.assertEquals(by.Add.appended + by.Cast.appended, 4)
+end
+
 os.exit(lu.LuaUnit.run())

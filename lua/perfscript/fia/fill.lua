@@ -199,11 +199,14 @@ function M.main(argv)
   local out_path = args.output or args.csv_path
   local index, nrecords = M.read_records(args.jsonl_path)
   local header, rows, n_in, matched, eol, bom = M.fill(args.csv_path, index, args.metadata_tag)
-  local lock <close> = assert(perf.fs.lock(paths.dirname(out_path)))
-  local w = assert(perf.csv.writer(out_path, { eol = eol, bom = bom }))
+  local lock <close>, lerr = perf.fs.lock(paths.dirname(out_path))
+  if not lock then perf.fail("%s", lerr) end
+  local w <close>, werr = perf.csv.writer(out_path, { eol = eol, bom = bom })
+  if not w then perf.fail("%s", werr) end
   w:write(header)
   for _, row in ipairs(rows) do w:write(row) end
-  local status = w:commit()
+  local status, cerr = w:commit()  -- a full disk or a read-only file: said, nothing replaced
+  if not status then perf.fail("%s", cerr) end
   local x = #rows - n_in
   print(string.format("Backfilled %d/%d CSV rows matched, %d output rows (%s from 1:N expansion) from %s into %s (%s; %d JSONL records)",
     matched, n_in, #rows, x > 0 and ("+" .. x) or tostring(x), args.jsonl_path, out_path, status, nrecords))

@@ -100,8 +100,9 @@ end
 local REPORT_COLS = { "file", "kernel", "pattern", "candidates", "rejected", "memory", "duplicates",
                       "sampled_out", "present", "shadowed", "appended", "status" }
 
--- The summary as CSV (by extension) or JSON, written atomically.
-function M.write_report(path, results, say)
+-- The summary as CSV (by extension) or JSON, written atomically (staged with the database
+-- files when stage is given).
+function M.write_report(path, results, say, stage)
   local text
   if path:lower():sub(-4) == ".csv" then
     local lines = { table.concat(REPORT_COLS, ",") }
@@ -124,9 +125,9 @@ function M.write_report(path, results, say)
     end
     text = cjson.encode(list) .. "\n"
   end
-  local ok, err = perf.fs.write_atomic(path, text)
+  local ok, err = perf.fs.write_atomic(path, text, { stage = stage })
   if not ok then perf.fail("--report: %s", err) end
-  say(("Wrote the summary to %s."):format(path))
+  if not stage then say(("Wrote the summary to %s."):format(path)) end
 end
 
 -- main(argv, info): info.name, info.description, info.models (recipe's default list).
@@ -183,9 +184,15 @@ function M.main(argv, info)
                             max_hbm_bytes = budget, dry_run = a.dry_run, variants = a.variants,
                             sampling = a.sampling,
                             rules = load_rules(),
-                            progress = progress }
+                            progress = progress,
+                            also_stage = a.report and function(results, stage)
+                              M.write_report(a.report, results, say, stage)
+                            end }
   if bar then bar:finish() end
-  if a.report then M.write_report(a.report, results, say) end
+  if a.report then
+    if a.dry_run then M.write_report(a.report, results, say)
+    else say(("Wrote the summary to %s."):format(a.report)) end
+  end
   say("")
   M.summary(results, say)
   local total, files, changed = 0, 0, 0

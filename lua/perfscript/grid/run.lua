@@ -6,7 +6,9 @@
 --   type, independent of the rows already in the file) -> rows that already exist dropped
 --   -> rows the consumer would never answer with dropped (perfscript.grid.reach: shadowed by
 --   an earlier row, or unreadable) -> appended, sorted by shape (largest first for kernels
---   whose first matching row wins), atomically, under the database lock. Existing rows are
+--   whose first matching row wins), under the database lock. Every file is staged (written
+--   beside its target) and all are committed together once every file is computed, so an
+--   error leaves the database wholly old (docs/rules.md, All-or-nothing writes). Existing rows are
 --   never touched or reordered; a file with nothing to append is not rewritten. Templates
 --   whose dtype cells spell a dtype otherwise than the consumer (DT_INT8 for INT8) are refused.
 local perf = require "perfscript"
@@ -178,7 +180,24 @@ end
 -- candidates aligned to the template's slots, absent slots cleared, the memory budget
 -- applied, shape text made, and the shape order worked out. Files whose templates agree on
 -- these cells share one result (M.run caches it), so e.g. MatMulV2 and MatMulV3 generate once.
-local function shaped(gen, T, budget)
+-- Every generated dimension is an integer > 0 (docs/rules.md, Shape grids): a zero or negative
+-- one (a negative grid value, a config field) would even pass the memory budget as 0 bytes.
+local function check_dims(shapes, side, who)
+  for s = 1, #shapes do
+    local d = shapes[s]
+    for j = 1, #d do
+      local x = d[j]
+      if math.type(x) ~= "integer" or x <= 0 then
+        local txt = {}
+        for k = 1, #d do txt[k] = tostring(d[k]) end
+        perf.fail("%s: generated dimension %s of %s %d (%s) is not a positive integer; every "
+          .. "dimension must be > 0", who, tostring(x), side, s, table.concat(txt, ","))
+      end
+    end
+  end
+end
+
+local function shaped(gen, T, budget, who)
   local t_in = cells.parse(T["Input Shapes"] or "")
   local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
   local kin, kout = #t_in, #t_out
@@ -201,6 +220,8 @@ local function shaped(gen, T, budget)
     local ofm = extra["Output Formats"] or T["Output Formats"] or ""
     clear_absent(ins, idt, ifm)
     clear_absent(outs, odt, ofm)
+    check_dims(ins, "input", who)  -- what lands in the row (absent slots are cleared)
+    check_dims(outs, "output", who)
     if budget and mem.row_bytes(ins, idt, outs, odt) > budget then
       S.memory = S.memory + 1
       return
@@ -348,7 +369,7 @@ local function write_rows(job, csv, parts)
       buf[#buf + 1] = table.concat(lines_for(p.S, header, p.T, p.idx), eol)
       buf[#buf + 1] = eol
     end
-    return perf.fs.write_atomic(job.path, table.concat(buf), { if_changed = false })
+    return perf.fs.write_atomic(job.path, table.concat(buf), { if_changed = false, stage = job.stage })
   end
   -- header extension: existing rows rewritten with empty cells in the new columns
   local r, err = perf.csv.open(job.path, { header = true })
@@ -365,7 +386,7 @@ local function write_rows(job, csv, parts)
   for _, p in ipairs(parts) do
     for _, i in ipairs(p.idx) do w:write(render(header, p.T, p.S, i)) end
   end
-  return w:commit()
+  return w:commit { stage = job.stage }
 end
 
 -- The rows of idx the consumer would answer with (reach.lua), in append order: largest shape
@@ -398,7 +419,8 @@ local function reachable(ctx, T, S, idx, st)
 end
 
 -- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
--- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern).
+-- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern),
+-- stage (perf.fs.stage(): the file is staged there; without one it is replaced at once).
 function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
                memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0 }
@@ -435,7 +457,11 @@ function M.process(job)
                               T["Input Data Types"] or "", T["Input Formats"] or "", T["Output Data Types"] or "",
                               T["Output Formats"] or "", tostring(job.max_hbm_bytes) }, "\0")
     local S = cache[ck]
-    if not S then S = shaped(job.generate, T, job.max_hbm_bytes); cache[ck] = S end
+    if not S then
+      local who = ("pattern '%s' (kernel %s)"):format(tostring(job.pattern), job.kernel)
+      S = shaped(job.generate, T, job.max_hbm_bytes, who)
+      cache[ck] = S
+    end
     st.candidates, st.rejected = st.candidates + S.candidates, st.rejected + S.rejected
     st.generated, st.memory = st.generated + S.generated, st.memory + S.memory
     nrows = nrows + S.n
@@ -453,7 +479,7 @@ function M.process(job)
   end
   if job.dry_run then st.status = "would append"; return st end
   local res, err = write_rows(job, csv, parts)
-  if not res then perf.fail("%s: %s", job.path, err) end
+  if not res then perf.fail("%s", err) end
   st.status = (#csv.templates > 1 and ("appended (" .. #csv.templates .. " variants)") or "appended") .. note
   return st
 end
@@ -466,7 +492,8 @@ end
 -- (one template per kernel variant instead of the first row only), sampling ("random" or
 -- "spread"), rules
 -- ({patterns, assignments, grids, scenes}), print (called with each file's stats),
--- progress (called with files done, file count, file name).
+-- progress (called with files done, file count, file name), also_stage(results, stage) (stages
+-- more files, e.g. a summary report, to be committed with the database files).
 function M.run(opts)
   local dir = opts.dir
   if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
@@ -494,6 +521,9 @@ function M.run(opts)
     lock, err = perf.fs.lock(dir)
     if not lock then perf.fail("%s", err) end
   end
+  -- on any error: the staged files are removed, then the lock is released
+  local held <close> = lock
+  local stage <close> = not opts.dry_run and perf.fs.stage() or nil
   local routes, left = {}, {}
   for i, f in ipairs(files) do
     routes[i] = { route.pattern_for(f.kernel, rules.assignments, rules.patterns, meta_for(f.dir)) }
@@ -537,7 +567,7 @@ function M.run(opts)
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
                     variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir],
-                    columns = gen.columns, generate = gen.each }
+                    columns = gen.columns, generate = gen.each, stage = stage }
       cache[pname] = cache[pname] or {}
       job.cache = cache[pname]
       local st = M.process(job)
@@ -548,6 +578,11 @@ function M.run(opts)
       if opts.print then opts.print(st) end
     end
     if opts.progress then opts.progress(n, #files, f.name) end
+  end
+  if stage then
+    if opts.also_stage then opts.also_stage(results, stage) end
+    local ok, err = stage:commit()
+    if not ok then perf.fail("%s", err) end
   end
   if lock then lock:release() end
   return results

@@ -44,13 +44,14 @@ function M.stdout_writer()
 end
 
 -- Copies r's complete events to out; returns events read and rows written, or fails (after
--- aborting a file output) on a read error.
-function M.copy(r, out, is_file)
+-- aborting a file output) on a read error. first: an event already read (or nil).
+function M.copy(r, out, is_file, first)
   local size = select(2, r:progress())
   local bar = progress.new("Trace", size, { min_total = 32 << 20 })
   local n, rows = 0, 0
   while true do
-    local ev, rerr = r:read()
+    local ev, rerr
+    if first then ev, first = first, nil else ev, rerr = r:read() end
     if not ev then
       if rerr then
         if is_file then out:abort() end
@@ -73,10 +74,14 @@ function M.main(argv)
   local args = M.parser():parse(argv)
   local r, err = trace.open(args.trace)
   if not r then perf.fail("%s", err) end
+  -- a trace first (an array of events, or an object with traceEvents): an empty file, other
+  -- JSON or a Git LFS pointer fails here, before the output is touched
+  local first, ferr = r:read()
+  if not first and ferr then perf.fail("%s", ferr) end
   local out = args.output and assert(perf.csv.writer(args.output, { eol = "\r\n", bom = false }))
               or M.stdout_writer()
   out:write(M.COLUMNS)
-  local n, rows = M.copy(r, out, args.output ~= nil)
+  local n, rows = M.copy(r, out, args.output ~= nil, first)
   local truncated = r:truncated()
   r:close()
   if args.output then

@@ -7,9 +7,11 @@
 --     first, then written once and counted once;
 --   * the file is rewritten (atomically) only when a value changes; rows are never reordered
 --     and only deleted when pruning is asked for.
--- The caller holds the database lock.
+-- The caller holds the database lock. With opts.stage (perf.fs.stage()) the new content is
+-- only staged; res.status says what the stage's commit will do.
 --
---   local res = merge.file(path, rows, match_only, {mode = "all", prune = false, say = print})
+--   local res = merge.file(path, rows, match_only, {mode = "all", prune = false, say = print,
+--                                                  stage = st})
 local perf = require "perfscript"
 local lfs = require "lfs"
 local schema = require "perfscript.microbench.schema"
@@ -172,7 +174,8 @@ function M.file(path, rows, match_only, opts)
       local ok, err = perf.fs.mkdir_p(dir)
       if not ok then return nil, err end
     end
-    local status, err = perf.csvedit.rewrite(nil, path, { header = cols, append = appended({}) })
+    local status, err = perf.csvedit.rewrite(nil, path, { header = cols, append = appended({}),
+                                                          stage = opts.stage })
     if not status then return nil, err end
     res.status, res.columns = status, cols
     return res
@@ -197,7 +200,7 @@ function M.file(path, rows, match_only, opts)
   end
   local r, err = perf.csvedit.merge(path, { op = stem, header = cols, map = map, src = srccols,
     updates = updates, copy = copy, mcols = mcols, fill = fill, ep_default = ep_fill, mb_out = colpos[schema.MB_DUR],
-    mode_all = mode == "all", prune = opts.prune, append = appended })
+    mode_all = mode == "all", prune = opts.prune, append = appended, stage = opts.stage })
   if not r then return nil, err end
   res.status, res.columns = r.status, cols
   res.updated, res.unchanged = r.updated, r.unchanged

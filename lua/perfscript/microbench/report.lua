@@ -150,23 +150,29 @@ function M.render(results, gaps, status, opts)
 end
 
 -- Writes reports/profile_update_report_<id>.md, duration_gap_hotspots_full_<id>.csv and
--- profile_update_report_<id>.json. Returns the md and csv paths.
-function M.write(db_dir, text, hot, run_id, json_doc)
+-- profile_update_report_<id>.json (staged with the database files when stage is given).
+-- Returns the md and csv paths; fails with the cause when a file cannot be written.
+function M.write(db_dir, text, hot, run_id, json_doc, stage)
+  local function check(ok, err)
+    if not ok then perf.fail("%s", err) end
+    return ok
+  end
   local dir = db_dir .. "/reports"
-  assert(perf.fs.mkdir_p(dir))
+  check(perf.fs.mkdir_p(dir))
   local csv_name = "duration_gap_hotspots_full_" .. run_id .. ".csv"
   local csv_path = dir .. "/" .. csv_name
-  local w = assert(perf.csv.writer(csv_path, { eol = "\n" }))
+  local w = check(perf.csv.writer(csv_path, { eol = "\n" }))
   w:write { "Operator", "CSV Name", "MicroBench(us)", "Profiling(us)", "Abs Diff(us)", "MB/Profile", "Shape" }
   for _, g in ipairs(hot) do
     w:write { g.op_type, g.csv_name, f6(g.mb_us), f6(g.prof_us), f6(g.diff_us), f6(g.ratio), g.signature }
   end
-  assert(w:commit())
+  check(w:commit { stage = stage })
   local md_path = dir .. "/profile_update_report_" .. run_id .. ".md"
-  assert(perf.fs.write_atomic(md_path, text .. "Full hotspot CSV: " .. csv_name .. "\n"))
+  check(perf.fs.write_atomic(md_path, text .. "Full hotspot CSV: " .. csv_name .. "\n", { stage = stage }))
   if json_doc then
     local cjson = require "cjson"
-    assert(perf.fs.write_atomic(dir .. "/profile_update_report_" .. run_id .. ".json", cjson.encode(json_doc) .. "\n"))
+    check(perf.fs.write_atomic(dir .. "/profile_update_report_" .. run_id .. ".json",
+      cjson.encode(json_doc) .. "\n", { stage = stage }))
   end
   return md_path, csv_path
 end

@@ -489,14 +489,21 @@ local function rows_by_stem(agg)
   return by_stem
 end
 
--- 3. The write-back of every target file under the database lock. Returns
--- {results=, gaps=, used=, unpruned=, recovered=}.
+-- 3. The write-back of every target file under the database lock, staged (docs/rules.md,
+-- All-or-nothing writes): nothing is replaced before every file and the report are written.
+-- Returns {results=, gaps=, used=, unpruned=, recovered=, lock=, stage=, writes=}; write_report
+-- commits the stage and releases the lock.
 local function write_back(a, targets, by_stem, dst, status)
   local failed_ops = {}
   for _, f in ipairs(status and status.failed or {}) do failed_ops[f.op] = true end
-  local w = { results = {}, gaps = {}, used = {}, unpruned = {}, recovered = {} }
-  if not isdir(dst) then assert(perf.fs.mkdir_p(dst)) end
-  local lock <close> = assert(perf.fs.lock(dst, { wait = true }))
+  local w = { results = {}, gaps = {}, used = {}, unpruned = {}, recovered = {}, writes = {} }
+  if not isdir(dst) then
+    local ok, err = perf.fs.mkdir_p(dst)
+    if not ok then perf.fail("%s", err) end
+  end
+  local lock, lerr = perf.fs.lock(dst, { wait = true })
+  if not lock then perf.fail("%s", lerr) end
+  w.lock, w.stage = lock, perf.fs.stage()
   w.recovered = lock:recovered()
   for _, t in ipairs(targets) do
     local stem = t.op
@@ -522,13 +529,14 @@ local function write_back(a, targets, by_stem, dst, status)
     local path = dst .. "/" .. stem .. ".csv"
     local n = #rows + #match_only
     if (isfile(path) and (n > 0 or prune)) or (t.new and n > 0) then
-      local res, err = merge.file(path, rows, match_only, { mode = a.update_mode, prune = prune, say = say })
+      local res, err = merge.file(path, rows, match_only, { mode = a.update_mode, prune = prune, say = say,
+                                                            stage = w.stage })
       if not res then perf.fail("%s", err) end
       w.results[#w.results + 1] = res
       for _, g in ipairs(res.gaps) do w.gaps[#w.gaps + 1] = g end
       if res.status and res.status ~= "unchanged" then
-        say(("[WRITE] %s %s (updated %d, added %d, deleted %d)"):format(res.status, path, res.updated,
-          res.added, #res.deleted))
+        w.writes[#w.writes + 1] = ("[WRITE] %s %s (updated %d, added %d, deleted %d)"):format(res.status, path,
+          res.updated, res.added, #res.deleted)
       end
     end
   end
@@ -570,7 +578,6 @@ end
 local function write_report(a, id, dst, p, status, ignored, w)
   local text, hot = report.render(w.results, w.gaps, status,
     { simulated = a.simulate, extra = extra_sections(p, ignored, w) })
-  io.stdout:write(text)
   local json = { run_id = id, simulated = a.simulate or false, database = dst, status = status,
     files = {}, hotspots = #hot, unreplayable = p.unreplayable, ignored = ignored, not_pruned = w.unpruned,
     recovered = w.recovered }
@@ -578,7 +585,13 @@ local function write_report(a, id, dst, p, status, ignored, w)
     json.files[#json.files + 1] = { file = r.csv_path, status = r.status or r.skipped, updated = r.updated,
       added = r.added, unchanged = r.unchanged, deleted = r.deleted, missing = r.missing }
   end
-  local md, csvp = report.write(dst, text, hot, id, json)
+  local md, csvp = report.write(dst, text, hot, id, json, w.stage)
+  -- every database file and the report are written: now they replace the old ones together
+  local ok, err = w.stage:commit()
+  if not ok then perf.fail("%s", err) end
+  w.lock:release()
+  for _, line in ipairs(w.writes) do say(line) end
+  io.stdout:write(text)
   say("\n[REPORT] " .. md .. "\n[REPORT] " .. csvp)
   if status and #status.failed > 0 then
     io.stderr:write(("perfscript: %d operator(s) failed; see the report\n"):format(#status.failed))
@@ -612,6 +625,8 @@ function M.run(a, script)
   local new_db = not has_csv(dst)
   local targets = write_targets(a, files, dst, p.ops, ops)
   local w = write_back(a, targets, rows_by_stem(agg), dst, status)
+  local held <close> = w.lock
+  local staged <close> = w.stage  -- an error before the commit removes the staged files
   local ignored = ignored_types(a, agg, w.used, dst, new_db)
   return write_report(a, id, dst, p, status, ignored, w)
 end

@@ -1,0 +1,102 @@
+#include "stage.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+
+static long fail_write, fail_rename; /* the test hook: counted down, 0 = off */
+
+void ps_stage_inject_failure(long nth_write, long mth_rename) {
+  fail_write = nth_write > 0 ? nth_write : 0;
+  fail_rename = mth_rename > 0 ? mth_rename : 0;
+}
+
+void ps_stage_init(ps_stage *s) { memset(s, 0, sizeof *s); }
+
+int ps_stage_add(ps_stage *s, ps_atomic *a, int if_changed, char *err, size_t errsize) {
+  a->stage = NULL;
+  if (s->state != 0) {
+    snprintf(err, errsize, "%s: the stage is already committed or aborted", a->path);
+    ps_atomic_abort(a);
+    return -1;
+  }
+  for (size_t i = 0; i < s->n; i++)
+    if (strcmp(s->e[i].file.path, a->path) == 0) {
+      snprintf(err, errsize, "%s: staged twice in one run", a->path);
+      ps_atomic_abort(a);
+      return -1;
+    }
+  if (fail_write > 0 && --fail_write == 0) {
+    snprintf(err, errsize, "%s: write failed: %s (the original is untouched)", a->path,
+             strerror(ENOSPC));
+    ps_atomic_abort(a);
+    return -1;
+  }
+  if (ps_grow((void **)&s->e, &s->cap, s->n + 1, sizeof *s->e) != 0) {
+    snprintf(err, errsize, "%s: out of memory", a->path);
+    ps_atomic_abort(a);
+    return -1;
+  }
+  char *path = strdup(a->path);
+  if (path == NULL) {
+    snprintf(err, errsize, "%s: out of memory", a->path);
+    ps_atomic_abort(a);
+    return -1;
+  }
+  int st = ps_atomic_finish(a, if_changed, err, errsize);
+  if (st != PS_ATOMIC_CREATED && st != PS_ATOMIC_REPLACED) {
+    free(path);
+  } else {
+    s->e[s->n].path = path;
+    s->e[s->n].file = *a;
+    s->e[s->n].status = st;
+    s->n++;
+    memset(a, 0, sizeof *a); /* the stage owns path and tmp now */
+  }
+  return st;
+}
+
+int ps_stage_commit(ps_stage *s, char *err, size_t errsize) {
+  if (s->state != 0) {
+    snprintf(err, errsize, "the stage is already committed or aborted");
+    return -1;
+  }
+  s->done = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    ps_atomic *a = &s->e[i].file;
+    int st;
+    if (fail_rename > 0 && --fail_rename == 0) {
+      snprintf(err, errsize, "%s: cannot replace: %s (the original is untouched)", a->path,
+               strerror(EIO));
+      ps_atomic_abort(a);
+      st = -1;
+    } else {
+      st = ps_atomic_publish(a, err, errsize);
+    }
+    if (st < 0) {
+      s->state = 3;
+      for (size_t j = i + 1; j < s->n; j++) ps_atomic_abort(&s->e[j].file);
+      return -1;
+    }
+    s->done++;
+  }
+  s->state = 1;
+  return 0;
+}
+
+void ps_stage_abort(ps_stage *s) {
+  for (size_t i = s->done; i < s->n; i++) ps_atomic_abort(&s->e[i].file);
+  if (s->state == 0) s->state = 2;
+  s->done = s->n;
+}
+
+void ps_stage_free(ps_stage *s) {
+  ps_stage_abort(s);
+  for (size_t i = 0; i < s->n; i++) free(s->e[i].path);
+  free(s->e);
+  s->e = NULL;
+  s->n = s->cap = 0;
+}

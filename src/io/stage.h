@@ -1,0 +1,49 @@
+/* Staged writes: several files replaced together (docs/rules.md, All-or-nothing writes).
+ * Each file is written completely first (a temporary file beside its target, fsynced, as
+ * atomicfile.h does), and only when every file of the run is staged are they renamed into
+ * place, one after the other. An error before the commit (a bad rule, a full disk, a file
+ * marked read-only) leaves every target untouched; an error during the commit (a rename
+ * failing) leaves the first `done` targets new and the others old, and says which. */
+#ifndef PS_STAGE_H
+#define PS_STAGE_H
+
+#include <stddef.h>
+
+#include "atomicfile.h"
+
+typedef struct ps_stage_entry {
+  ps_atomic file;   /* finished: fp closed, tmp holds the new content */
+  char *path;       /* the target (kept after the commit, for the report) */
+  int status;       /* PS_ATOMIC_CREATED or PS_ATOMIC_REPLACED */
+} ps_stage_entry;
+
+typedef struct ps_stage {
+  ps_stage_entry *e;
+  size_t n, cap;
+  size_t done;      /* renamed by ps_stage_commit */
+  int state;        /* 0 open, 1 committed, 2 aborted, 3 commit interrupted */
+} ps_stage;
+
+void ps_stage_init(ps_stage *s);
+
+/* Finishes a (ps_atomic_finish) and keeps it for the commit; a is emptied either way.
+ * Returns PS_ATOMIC_UNCHANGED (nothing to rename), PS_ATOMIC_CREATED/REPLACED (what the commit
+ * will do), or -1 with a message (a's temporary file is removed; the stage is unharmed). */
+int ps_stage_add(ps_stage *s, ps_atomic *a, int if_changed, char *err, size_t errsize);
+
+/* Renames every staged file in the order staged, then fsyncs their directories. 0 on
+ * success; -1 with the failing rename's cause in err, s->done the files already renamed
+ * (e[0 .. done-1] are new, e[done ..] old: their temporary files are removed). */
+int ps_stage_commit(ps_stage *s, char *err, size_t errsize);
+
+/* Removes the temporary files not yet renamed. Safe to call twice. */
+void ps_stage_abort(ps_stage *s);
+
+/* ps_stage_abort, then frees the entries. */
+void ps_stage_free(ps_stage *s);
+
+/* Test hook (documented in docs/rules.md): from now on, make the nth file staged fail as a
+ * full disk does (ENOSPC), and the mth rename of a commit fail (EIO); 0 turns either off. */
+void ps_stage_inject_failure(long nth_write, long mth_rename);
+
+#endif

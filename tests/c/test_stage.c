@@ -1,0 +1,177 @@
+/* Staged writes (src/io/stage.c): several files replaced together or not at all, read-only
+ * targets refused, and a real write failure (RLIMIT_FSIZE: EFBIG) with its cause. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "atomicfile.h"
+#include "stage.h"
+#include "testutil.h"
+
+static const char *path_of(const char *name) {
+  static char p[4][8300];
+  static int slot;
+  char *s = p[slot++ % 4];
+  snprintf(s, 8300, "%s/%s", test_dir(), name);
+  return s;
+}
+
+static void assert_content(const char *name, const char *want) {
+  char *got = read_file(path_of(name), NULL);
+  if (want == NULL) {
+    assert_null(got);
+    return;
+  }
+  assert_non_null(got);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+/* Stages text for name; returns what ps_stage_add said. */
+static int stage_text(ps_stage *s, const char *name, const char *text, char *err, size_t es) {
+  ps_atomic a;
+  assert_int_equal(ps_atomic_open(&a, path_of(name), err, es), 0);
+  fputs(text, a.fp);
+  a.stage = s;
+  return ps_atomic_commit(&a, 1, err, es);
+}
+
+static void reset(void) {
+  const char *names[] = {"a.csv", "b.csv", "c.csv"};
+  for (int i = 0; i < 3; i++) {
+    chmod(path_of(names[i]), 0644);
+    unlink(path_of(names[i]));
+  }
+  write_file("a.csv", "old a\n", 6);
+  write_file("b.csv", "old b\n", 6);
+  ps_stage_inject_failure(0, 0);
+}
+
+static void nothing_changes_before_the_commit(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  ps_stage s;
+  ps_stage_init(&s);
+  assert_int_equal(stage_text(&s, "a.csv", "new a\n", err, sizeof err), PS_ATOMIC_REPLACED);
+  assert_int_equal(stage_text(&s, "b.csv", "old b\n", err, sizeof err), PS_ATOMIC_UNCHANGED);
+  assert_int_equal(stage_text(&s, "c.csv", "new c\n", err, sizeof err), PS_ATOMIC_CREATED);
+  assert_int_equal(s.n, 2); /* the unchanged file is not renamed */
+  assert_content("a.csv", "old a\n");
+  assert_content("c.csv", NULL);
+  assert_int_equal(temp_files(), 2);
+  assert_int_equal(ps_stage_commit(&s, err, sizeof err), 0);
+  assert_int_equal(s.done, 2);
+  assert_string_equal(s.e[0].path, path_of("a.csv"));
+  assert_content("a.csv", "new a\n");
+  assert_content("b.csv", "old b\n");
+  assert_content("c.csv", "new c\n");
+  assert_int_equal(temp_files(), 0);
+  ps_stage_free(&s);
+}
+
+static void a_failed_write_leaves_every_file_old(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  ps_stage s;
+  ps_stage_init(&s);
+  ps_stage_inject_failure(2, 0);
+  assert_int_equal(stage_text(&s, "a.csv", "new a\n", err, sizeof err), PS_ATOMIC_REPLACED);
+  assert_int_equal(stage_text(&s, "b.csv", "new b\n", err, sizeof err), -1);
+  assert_non_null(strstr(err, "b.csv: write failed: No space left on device"));
+  ps_stage_free(&s); /* the run gives up */
+  assert_content("a.csv", "old a\n");
+  assert_content("b.csv", "old b\n");
+  assert_int_equal(temp_files(), 0);
+}
+
+static void an_interrupted_commit_says_which_files_are_new(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  ps_stage s;
+  ps_stage_init(&s);
+  ps_stage_inject_failure(0, 2);
+  stage_text(&s, "a.csv", "new a\n", err, sizeof err);
+  stage_text(&s, "b.csv", "new b\n", err, sizeof err);
+  stage_text(&s, "c.csv", "new c\n", err, sizeof err);
+  assert_int_equal(ps_stage_commit(&s, err, sizeof err), -1);
+  assert_non_null(strstr(err, "b.csv: cannot replace: Input/output error"));
+  assert_int_equal(s.done, 1);
+  assert_content("a.csv", "new a\n");
+  assert_content("b.csv", "old b\n");
+  assert_content("c.csv", NULL);
+  assert_int_equal(temp_files(), 0);
+  ps_stage_free(&s);
+}
+
+static void a_read_only_file_is_refused(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  chmod(path_of("b.csv"), 0444);
+  /* a single atomic write */
+  assert_int_equal(ps_atomic_write(path_of("b.csv"), "x\n", 2, 1, err, sizeof err), -1);
+  assert_non_null(strstr(err, "b.csv: the file is marked read-only (mode 0444)"));
+  /* in a stage: refused before anything is renamed */
+  ps_stage s;
+  ps_stage_init(&s);
+  assert_int_equal(stage_text(&s, "a.csv", "new a\n", err, sizeof err), PS_ATOMIC_REPLACED);
+  assert_int_equal(stage_text(&s, "b.csv", "new b\n", err, sizeof err), -1);
+  ps_stage_free(&s);
+  assert_content("a.csv", "old a\n");
+  assert_content("b.csv", "old b\n");
+  /* unchanged content is no write: not refused */
+  assert_int_equal(ps_atomic_write(path_of("b.csv"), "old b\n", 6, 1, err, sizeof err),
+                   PS_ATOMIC_UNCHANGED);
+  assert_int_equal(temp_files(), 0);
+  chmod(path_of("b.csv"), 0644);
+}
+
+/* A real failing write: a file size limit (as with `ulimit -f`), SIGXFSZ ignored as perfscript
+ * does, so write() fails with EFBIG; staged in a child process. */
+static void a_file_size_limit_fails_with_its_cause(void **state) {
+  (void)state;
+  reset();
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {4096, 4096};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    char err[600], big[8192];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ps_stage s;
+    ps_stage_init(&s);
+    if (stage_text(&s, "a.csv", "new a\n", err, sizeof err) != PS_ATOMIC_REPLACED) _exit(2);
+    if (stage_text(&s, "b.csv", big, err, sizeof err) != -1) _exit(3);
+    if (strstr(err, "b.csv: write failed: File too large") == NULL) _exit(4);
+    ps_stage_free(&s);
+    _exit(0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_content("a.csv", "old a\n");
+  assert_content("b.csv", "old b\n");
+  assert_int_equal(temp_files(), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(nothing_changes_before_the_commit),
+    cmocka_unit_test(a_failed_write_leaves_every_file_old),
+    cmocka_unit_test(an_interrupted_commit_says_which_files_are_new),
+    cmocka_unit_test(a_read_only_file_is_refused),
+    cmocka_unit_test(a_file_size_limit_fails_with_its_cause),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
