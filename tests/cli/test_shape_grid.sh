@@ -37,7 +37,9 @@ cat > config.json <<'JSON'
 JSON
 grid --database-path "$db" --model-config config.json --target-models my-org/Tiny-MoE --rows 0 --dry-run > c.txt
 grep -q "^Target models: my-org/Tiny-MoE$" c.txt
-grep -q "^GroupedMatmul  *204 " c.txt   # N a multiple of 32 (the INT8 FRACTAL_NZ block)
+# 7 EP x 17 token counts x (4 gate_up + 4 down): at TP 16, N = 176 and K = 88 leave the INT8
+# FRACTAL_NZ blocks (N a multiple of 32, K of 16)
+grep -q "^GroupedMatmul  *952 " c.txt
 grep -q "^MatMulV2  *[1-9]" c.txt
 
 # --out-dir grows a copy and leaves the original alone; --report writes the summary

@@ -69,7 +69,7 @@ local COUNTS = {
   interleave_rope = 208, triton_rope = 208, kv_rmsnorm_rope_cache = 13, as_strided = 147,
   sort_op = 104, tile = 78, pad = 925, concat = 91, argmax = 56, apply_topk_top_p = 56,
   gather = 4329, gather_v3 = 6253, index = 3367, reshape_and_cache = 234, paged_cache_load = 273,
-  attention_update = 432, moe_gating_topk = 117, grouped_matmul = 1020, dispatch_ffn_combine = 825,
+  attention_update = 432, moe_gating_topk = 117, grouped_matmul = 3570, dispatch_ffn_combine = 825,
   fused_attention = 916, split_qkv_rmsnorm_rope = 65,
 }
 
@@ -79,8 +79,10 @@ end
 
 function test_candidate_counts_per_model()
   local t = {
-    matmul = { 814, 703, 555, 777, 1517 }, quant_matmul = { 814, 703, 555, 777, 1517 },
-    grouped_matmul = { 340, 0, 0, 340, 340 }, dispatch_ffn_combine = { 275, 0, 0, 275, 275 },
+    -- DeepSeek-V3: 22 attention/dense pairs + 10 of its shared expert, times 37 M values
+    matmul = { 1184, 703, 555, 777, 1887 }, quant_matmul = { 1184, 703, 555, 777, 1887 },
+    -- 7 EP x 5 TP x 17 token counts x (gate_up, down)
+    grouped_matmul = { 1190, 0, 0, 1190, 1190 }, dispatch_ffn_combine = { 275, 0, 0, 275, 275 },
     fused_attention = { 102, 680, 216, 54, 782 }, split_qkv_rmsnorm_rope = { 0, 65, 52, 0, 65 },
   }
   local sets = { { DSV3 }, { QWEN }, { LLAMA }, { GLM51 }, { DSV3, QWEN } }
@@ -186,8 +188,8 @@ function test_tensor_move_and_quant_matmul()
   local n = 0
   expand.each(expand.compile("q", p, grids), models.matmul_nk_pairs(models.resolve { DSV3 }),
               function(c) n = n + 1; lu.assertTrue(c.outputs[1][2] >= 4096) end, st)
-  lu.assertEquals(st.candidates, 814)
-  lu.assertEquals(n + st.rejected, 814)
+  lu.assertEquals(st.candidates, 1184)
+  lu.assertEquals(n + st.rejected, 1184)
   lu.assertTrue(st.rejected > 0)
 end
 
@@ -236,9 +238,9 @@ end
 function test_matmul_pairs()
   local function pl(names) return models.matmul_nk_pairs(models.resolve(names)) end
   local d = pl { DSV3 }
-  lu.assertEquals(#d, 22)
-  lu.assertEquals(d[1], { 576, 7168 })
-  lu.assertEquals(d[22], { 18432, 7168 })
+  lu.assertEquals(#d, 32)
+  lu.assertEquals(d[1], { 256, 7168 })   -- the shared expert's gate_up at TP 16
+  lu.assertEquals(d[32], { 18432, 7168 })
   lu.assertEquals(#pl { QWEN }, 19)
   lu.assertEquals(#pl { LLAMA }, 15)
   local g = pl { GLM51 }
@@ -260,7 +262,8 @@ function test_matmul_pairs()
     lu.assertTrue(has(mp, p[1], p[2]))
   end
   local moe = models.preset { name = "moe", hidden_size = 7168, intermediate_size = 0, num_attention_heads = 8,
-                              num_kv_heads = 8, num_experts = 8, expert_intermediate_size = 2048, tp_sizes = { 1, 8 } }
+                              num_kv_heads = 8, num_experts = 8, topk = 2, expert_intermediate_size = 2048,
+                              tp_sizes = { 1, 8 } }
   local ep = models.expert_nk_pairs { moe }
   lu.assertTrue(has(ep, 2048, 7168)); lu.assertTrue(has(ep, 256, 896))
   lu.assertEquals(models.expert_nk_pairs { dense }, {})
@@ -274,8 +277,11 @@ function test_matmul_pair_sets()
     for _, p in ipairs(models.matmul_nk_pairs(models.resolve { id })) do out[#out + 1] = p[1] .. "," .. p[2] end
     return table.concat(out, " ")
   end
-  lu.assertEquals(pl(DSV3), "576,7168 1024,512 1024,1536 1152,7168 1536,7168 2048,512 2048,1536 2304,7168 "
-    .. "4096,512 4096,1536 4608,7168 7168,1152 7168,2304 7168,4608 7168,9216 7168,18432 8192,512 8192,1536 "
+  -- the Python original's 22, and the shared expert's fused gate_up (2*2048/TP, 7168) and
+  -- down (7168, 2048/TP)
+  lu.assertEquals(pl(DSV3), "256,7168 512,7168 576,7168 1024,512 1024,1536 1024,7168 1152,7168 1536,7168 "
+    .. "2048,512 2048,1536 2048,7168 2304,7168 4096,512 4096,1536 4096,7168 4608,7168 7168,128 7168,256 "
+    .. "7168,512 7168,1024 7168,1152 7168,2048 7168,2304 7168,4608 7168,9216 7168,18432 8192,512 8192,1536 "
     .. "9216,7168 16384,512 16384,1536 18432,7168")
   lu.assertEquals(pl(QWEN), "320,5120 640,5120 1280,5120 1600,5120 2560,5120 3200,5120 5120,320 5120,640 "
     .. "5120,1280 5120,1600 5120,2560 5120,3200 5120,5120 5120,6400 5120,12800 5120,25600 6400,5120 "
@@ -332,13 +338,18 @@ function test_hf_config()
     "num_attention_heads": 16, "num_key_value_heads": 4, "n_routed_experts": 64,
     "num_experts_per_tok": 6, "moe_intermediate_size": 1408}]]
   f:close()
-  local c = models.from_hf_config(path)
+  local warned = {}
+  local c = models.from_hf_config(path, function(s) warned[#warned + 1] = s end)
   os.remove(path)
   lu.assertEquals(c.name, "my-org/Tiny-MoE")
   lu.assertEquals(c.model_key, "myorgtinymoe")
   lu.assertEquals({ c.hidden_size, c.num_kv_heads, c.head_dim, c.num_experts, c.topk,
                     c.expert_intermediate_size, c.num_experts_per_card }, { 2048, 4, 128, 64, 6, 1408, 64 })
-  lu.assertEquals(c.ep_sizes, { 1, 2, 4, 8 })
+  lu.assertEquals(c.ep_sizes, { 1, 2, 4, 8, 16, 32, 64 })
+  -- no layer is dense (no first_k_dense_replace): intermediate_size is read by nothing, and said so
+  lu.assertEquals(c.intermediate_size, 0)
+  lu.assertEquals(#warned, 1)
+  lu.assertStrContains(warned[1], "field 'intermediate_size' (5632) is not used: every layer is MoE")
   lu.assertEquals(c.tp_sizes, { 1, 2, 4, 8, 16 })
   lu.assertEquals(models.resolve({ "my-org/Tiny-MoE" }, { c })[1], c)
 end
@@ -438,10 +449,13 @@ function test_dfc_gmm_split()
   local all = gen("dispatch_ffn_combine")
   lu.assertEquals(rowtext(all[#all]), "1024,6144;16,6144,256;16,128,6144;1024,8;4096;98304;1024,8 -> 1024,6144;16")
   lu.assertEquals(all[#all].extra["EP Size"], "16")
+  -- (E, N/32, K/16, 16, 32): gate_up (K = hidden, N = 2 * 2048 / TP) and down (K = 2048 / TP,
+  -- N = hidden), E = 256 / EP; the hidden size is never split by TP
   local g = gen("grouped_matmul", { DSV3 })
-  lu.assertEquals(rowtext(g[1]), "1,7168;32,64,448,16,32;;32,2048;;;;32;1 -> 1,2048")  -- (E, N/32, K/16, 16, 32)
+  lu.assertEquals(rowtext(g[1]), "1,7168;256,128,448,16,32;;256,4096;;;;256;1 -> 1,4096")
+  lu.assertEquals(rowtext(g[2]), "1,2048;256,224,128,16,32;;256,7168;;;;256;1 -> 1,7168")
   local ga = gen("grouped_matmul")
-  lu.assertEquals(rowtext(ga[#ga]), "65536,384;4,4,24,16,32;;4,128;;;;4;65536 -> 65536,128")
+  lu.assertEquals(rowtext(ga[#ga]), "65536,128;4,192,8,16,32;;4,6144;;;;4;65536 -> 65536,6144")
   local q = gen("split_qkv_rmsnorm_rope", { QWEN })
   local found = false
   for _, r in ipairs(q) do
