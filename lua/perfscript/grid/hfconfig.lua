@@ -132,7 +132,10 @@ function M.read(path, warn)
     if type(mlp_only) ~= "table" or (next(mlp_only) ~= nil and #mlp_only == 0) then
       perf.fail("%s: field 'mlp_only_layers' is %s, not a list of layer numbers", path, jtype(mlp_only))
     end
-    for i, v in ipairs(mlp_only) do M.int(path, "mlp_only_layers[" .. (i - 1) .. "]", v, 0) end
+    for i, v in ipairs(mlp_only) do
+      local bad = models.check_int(v, 0)
+      if bad then perf.fail("%s: field 'mlp_only_layers' item %d %s", path, i, bad) end
+    end
   end
   local used = {}
   local function first(...)

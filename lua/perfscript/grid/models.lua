@@ -42,12 +42,13 @@ function M.check_int(v, min)
     return ('is the string "%s", not a number%s'):format(v:sub(1, 40), hint)
   end
   if type(v) ~= "number" then return "is a " .. type(v) .. ", not a number" end
+  local function g(n) local t = ("%.15g"):format(n); return tonumber(t) == n and t or ("%.17g"):format(n) end
   local x = perf.num.finite(v)
   if not x then return ("is %s, not a finite number"):format(v ~= v and "NaN" or (v > 0 and "Infinity" or "-Infinity")) end
-  if x ~= math.floor(x) then return ("is %.17g, not a whole number"):format(x) end
-  if x > M.MAX_DIM then return ("is %.17g, above the limit %d"):format(x, M.MAX_DIM) end
+  if x ~= math.floor(x) then return ("is %s, not a whole number"):format(g(x)) end
+  if x > M.MAX_DIM then return ("is %s, above the limit %d"):format(g(x), M.MAX_DIM) end
   if x < min then
-    return ("is %.17g; it must be %s"):format(x, min == 0 and "0 or more" or ("at least " .. min))
+    return ("is %s; it must be %s"):format(g(x), min == 0 and "0 or more" or ("at least " .. min))
   end
 end
 
