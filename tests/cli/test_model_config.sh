@@ -42,8 +42,14 @@ expect_contains "mixtral: gate_up TP 1" "$rows" '"""16,4096;8,896,256,16,32;;8,2
 # down at TP 4, EP 2: x (t, 14336 / 4), weight (4 experts, N 4096, K 3584)
 expect_contains "mixtral: down TP 4 EP 2" "$rows" '"""16,3584;4,128,224,16,32;;4,4096;;;;4;16""",INT8;INT8;;FLOAT;;;;INT64;FLOAT,ND;FRACTAL_NZ;;ND;;;;ND;ND,"""16,4096"""'
 expect_eq "mixtral: the hidden size is never split" "$(grep -c '"""[0-9]*,\(2048\|1024\|512\|256\);' <<< "$rows")" 0
-# no dense FFN layer: MatMul pairs are attention only (QKV/output per TP)
-expect_contains "mixtral: no dense FFN GEMMs" "$(grep '^MatMulV2.csv,' mix.csv)" ",333,"
+# no dense FFN layer: the MatMul (N, K) pairs are attention only, 13 of them x 37 M values: the
+# original's (4096/TP, 4096) and (4096, 4096/TP), and the fused QKV ((32 + 2 * 8) / TP * 128, 4096)
+expect_contains "mixtral: attention GEMMs only" "$(grep '^MatMulV2.csv,' mix.csv)" ",481,"
+mm=$(tail -n +3 "$db/MatMulV2.csv")
+expect_contains "mixtral: fused QKV at TP 1" "$mm" '"""16,4096;6144,4096"""'
+expect_contains "mixtral: fused QKV at TP 16 (one KV head per rank)" "$mm" '"""16,4096;512,4096"""'
+expect_not_contains "mixtral: no dense gate_up" "$mm" ';28672,4096"""'
+expect_not_contains "mixtral: no dense down" "$mm" ';4096,14336"""'
 
 # DeepSeek-V3's field set: MLA + 256 routed experts + one shared expert + 3 dense layers
 mkdir -p dsv3
@@ -66,7 +72,7 @@ expect_not_contains "dsv3 config: MLA fields used" "$(cat ds.err)" "lora"
 # the same rows as the bundled DeepSeek-V3 preset: MLA GEMMs, dense FFN, shared expert
 "$PS_BIN" "$SRC/recipes/dsv3_grid.lua" --database-path "$db" --rows 0 --dry-run --report preset.csv > /dev/null
 expect_eq "dsv3 config: the preset's rows" "$(cut -d, -f1-11 ds.csv)" "$(cut -d, -f1-11 preset.csv)"
-expect_contains "dsv3 config: MLA + shared-expert GEMM pairs" "$(grep '^MatMulV2.csv,' ds.csv)" ",1184,"
+expect_contains "dsv3 config: MLA + dense + shared-expert GEMM pairs" "$(grep '^MatMulV2.csv,' ds.csv)" ",1591,"
 expect_contains "dsv3 config: GroupedMatmul 7 EP x 5 TP x 17 x 2" "$(grep '^GroupedMatmul.csv,' ds.csv)" ",1190,"
 expect_contains "dsv3 config: MLA attention scenes" "$(grep '^FusedInferAttentionScore.csv,' ds.csv)" ",102,"
 

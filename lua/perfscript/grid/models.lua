@@ -194,6 +194,43 @@ local function sorted_pairs(set)
   return out
 end
 
+-- The projections as the serving engine (vLLM) fuses and splits them at one TP, added to the
+-- Python original's pairs: fused QKV ((heads/TP + 2 * kv heads/TP) * head_dim, H), the output
+-- projection (H, heads/TP * head_dim), fused gate_up (2 * I/TP, H); for MLA the fused
+-- q_a + kv_a compression (q_lora + kv_lora + rope, H), q_b (heads/TP * (nope + rope), q_lora)
+-- (q_proj from H without a q_lora), kv_b (heads/TP * (nope + v), kv_lora) and o_proj
+-- (H, heads/TP * v). A TP that does not divide the heads runs no such layer.
+function M.serving_pairs(c, tp, add)
+  local h, heads = c.hidden_size, c.num_attention_heads
+  local function put(n, k) if n > 0 and k > 0 then add(n, k) end end
+  if heads % tp == 0 then
+    local lh = heads // tp
+    if M.is_mla(c) then
+      local nope, rope = c.qk_nope_head_dim, c.qk_rope_head_dim
+      local v = c.v_head_dim > 0 and c.v_head_dim or c.head_dim
+      if nope > 0 then
+        if c.q_lora_rank > 0 then
+          put(c.q_lora_rank + c.kv_lora_rank + rope, h)
+          put(lh * (nope + rope), c.q_lora_rank)
+        else
+          put(lh * (nope + rope), h)
+        end
+        put(lh * (nope + v), c.kv_lora_rank)
+      end
+      put(h, lh * v)
+    else
+      local kv = c.num_kv_heads
+      if kv < tp and tp % kv == 0 or kv >= tp and kv % tp == 0 then
+        local lkv = math.max(1, kv // tp)  -- fewer KV heads than ranks: each rank holds a copy
+        put((lh + 2 * lkv) * c.head_dim, h)
+      end
+      put(h, lh * c.head_dim)
+    end
+  end
+  local inter = c.intermediate_size
+  if inter > 0 and inter % tp == 0 then put(2 * (inter // tp), h) end
+end
+
 -- Union of the GEMM weight (N, K) pairs of the models, ascending by (N, K).
 function M.matmul_nk_pairs(configs)
   local set = {}
@@ -217,6 +254,7 @@ function M.matmul_nk_pairs(configs)
         add(n, h)                                   -- gate/up
         add(h, n)                                   -- down
       end
+      M.serving_pairs(c, tp, add)
       local si = c.shared_expert_intermediate_size or 0
       if c.num_experts > 0 and si > 0 and si % tp == 0 then
         add(2 * (si // tp), h)                      -- shared experts' fused gate_up
