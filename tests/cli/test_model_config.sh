@@ -117,6 +117,21 @@ else
   ok "two configs, one name: exit status"
 fi
 expect_contains "two configs, one name: message" "$(cat e3.txt)" "twin.json: names the model 'mixtral'"
+# a preset file of one's own (--lua-dir) is checked the same way, and named in the message
+mkdir -p mine/perfscript/models
+cat > mine/perfscript/models/my_moe.lua <<'LUA'
+return { model_id = "my-org/My-MoE", name = "My-MoE", hidden_size = 4096, intermediate_size = 0,
+         num_attention_heads = 32, num_kv_heads = 4, num_experts = 64, topk = -8,
+         expert_intermediate_size = 1408, tp_sizes = { 1, 2 }, ep_sizes = { 1, 8 } }
+LUA
+if "$PS_BIN" --lua-dir mine "$SRC/recipes/shape_grid.lua" --database-path "$db" --target-models my-org/My-MoE \
+     2> e4.txt; then
+  not_ok "bad preset file: exit status"
+else
+  ok "bad preset file: exit status"
+fi
+expect_eq "bad preset file: one line naming file and field" "$(cat e4.txt)" \
+  "perfscript: mine/perfscript/models/my_moe.lua: field 'topk' is -8; it must be 0 or more"
 expect_eq "config faults: every database file unchanged" "$(diff <(echo "$before") <(sums))" ""
 
 # --help says which parallelism each preset assumes

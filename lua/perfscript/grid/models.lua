@@ -106,32 +106,38 @@ end
 -- preset file of the user's own perfscript/models/ (--lua-dir, PERFSCRIPT_LUA_DIR) that the list
 -- does not load, in name order: a new model is one file there, no rebuild.
 local function preset_list()
-  local list = {}
-  for i, p in ipairs(require "perfscript.models") do list[i] = p end
+  local list, sources, listed = {}, {}, {}
+  for i, p in ipairs(require "perfscript.models") do list[i] = p; listed[p] = true end
   local dir = require("perfscript.library").dir()
   local mdir = dir and dir .. "/perfscript/models"
   if mdir and lfs.attributes(mdir, "mode") == "directory" then
     local stems = {}
     for name in lfs.dir(mdir) do
       local stem = name:match("^([%w_]+)%.lua$")
-      if stem and stem ~= "init" and not package.loaded["perfscript.models." .. stem] then
-        stems[#stems + 1] = stem
-      end
+      if stem and stem ~= "init" then stems[#stems + 1] = stem end
     end
     table.sort(stems)
-    for _, stem in ipairs(stems) do list[#list + 1] = require("perfscript.models." .. stem) end
+    -- by identity, not by package.loaded: a file loaded by an earlier, failed registry() call
+    -- is still the user's and is checked again
+    for _, stem in ipairs(stems) do
+      local p = require("perfscript.models." .. stem)
+      if not listed[p] then
+        list[#list + 1] = p
+        sources[#list] = mdir .. "/" .. stem .. ".lua"
+      end
+    end
   end
-  return list
+  return list, sources
 end
 
 local registry_cache
 -- The presets in registry order, and an index by normalised model id.
 function M.registry()
   if registry_cache then return registry_cache end
-  local list = preset_list()
+  local list, sources = preset_list()
   local by_id, by_key = {}, {}
   for i, p in ipairs(list) do
-    M.preset(p, "model preset " .. i)
+    M.preset(p, sources[i] or ("model preset " .. i))
     by_id[M.normalize(p.model_id)] = p
     by_key[p.model_key] = by_key[p.model_key] or p
   end
@@ -200,6 +206,19 @@ end
 -- q_a + kv_a compression (q_lora + kv_lora + rope, H), q_b (heads/TP * (nope + rope), q_lora)
 -- (q_proj from H without a q_lora), kv_b (heads/TP * (nope + v), kv_lora) and o_proj
 -- (H, heads/TP * v). A TP that does not divide the heads runs no such layer.
+-- Heads per rank at one TP: (local heads, local KV heads), or nil when this TP cannot split
+-- the attention (heads not divisible; KV heads neither divisible by TP nor dividing it).
+-- Fewer KV heads than ranks: each rank holds one copy.
+function M.local_heads(c, tp)
+  local heads, kv = c.num_attention_heads, c.num_kv_heads
+  if tp <= 0 or heads % tp ~= 0 then return nil end
+  if kv >= tp then
+    if kv % tp == 0 then return heads // tp, kv // tp end
+  elseif tp % kv == 0 then
+    return heads // tp, 1
+  end
+end
+
 function M.serving_pairs(c, tp, add)
   local h, heads = c.hidden_size, c.num_attention_heads
   local function put(n, k) if n > 0 and k > 0 then add(n, k) end end
@@ -219,11 +238,8 @@ function M.serving_pairs(c, tp, add)
       end
       put(h, lh * v)
     else
-      local kv = c.num_kv_heads
-      if kv < tp and tp % kv == 0 or kv >= tp and kv % tp == 0 then
-        local lkv = math.max(1, kv // tp)  -- fewer KV heads than ranks: each rank holds a copy
-        put((lh + 2 * lkv) * c.head_dim, h)
-      end
+      local _, lkv = M.local_heads(c, tp)
+      if lkv then put((lh + 2 * lkv) * c.head_dim, h) end
       put(h, lh * c.head_dim)
     end
   end
