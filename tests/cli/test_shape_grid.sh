@@ -37,7 +37,9 @@ cat > config.json <<'JSON'
 JSON
 grid --database-path "$db" --model-config config.json --target-models my-org/Tiny-MoE --rows 0 --dry-run > c.txt
 grep -q "^Target models: my-org/Tiny-MoE$" c.txt
-grep -q "^GroupedMatmul  *204 " c.txt   # N a multiple of 32 (the INT8 FRACTAL_NZ block)
+# 7 EP x 17 token counts x (4 gate_up + 4 down): at TP 16, N = 176 and K = 88 leave the INT8
+# FRACTAL_NZ blocks (N a multiple of 32, K of 16)
+grep -q "^GroupedMatmul  *952 " c.txt
 grep -q "^MatMulV2  *[1-9]" c.txt
 
 # --out-dir grows a copy and leaves the original alone; --report writes the summary
@@ -48,7 +50,7 @@ grep -q "^Copied 88 files of $db to copy" o.txt   # 85 CSVs, op_mapping.yaml, it
 [[ $(ls copy | wc -l) -eq 88 ]]
 head -1 r.csv | grep -q "^file,kernel,pattern,candidates,rejected,memory,duplicates,sampled_out,present,shadowed,appended,status$"
 # the first 4 of 6 picks are the 4 that qwen3_grid --rows 4 appended: a top-up
-grep -q "^MatMulV2.csv,MatMulV2,matmul,703,0,0,0,697,4,0,2,appended$" r.csv
+grep -q "^MatMulV2.csv,MatMulV2,matmul,999,0,0,0,993,4,0,2,appended$" r.csv
 grid --database-path copy --target-models Qwen/Qwen3-32B --rows 6 --report r.json > /dev/null
 grep -q '"status":"unchanged: nothing new"' r.json
 if grid --database-path "$db" --out-dir copy 2> e0.txt; then exit 1; fi

@@ -1,6 +1,7 @@
 -- Grid rules as data: registry, patterns, assignments, template expansion, models and the
 -- complex generators (docs/rules.md, Shape grids), on the Python original's worked examples.
 local lu = require "luaunit"
+local perf = require "perfscript"
 local expand = require "perfscript.grid.expand"
 local models = require "perfscript.grid.models"
 local cells = require "perfscript.grid.cells"
@@ -69,7 +70,7 @@ local COUNTS = {
   interleave_rope = 208, triton_rope = 208, kv_rmsnorm_rope_cache = 13, as_strided = 147,
   sort_op = 104, tile = 78, pad = 925, concat = 91, argmax = 56, apply_topk_top_p = 56,
   gather = 4329, gather_v3 = 6253, index = 3367, reshape_and_cache = 234, paged_cache_load = 273,
-  attention_update = 432, moe_gating_topk = 117, grouped_matmul = 1020, dispatch_ffn_combine = 825,
+  attention_update = 432, moe_gating_topk = 117, grouped_matmul = 3570, dispatch_ffn_combine = 825,
   fused_attention = 916, split_qkv_rmsnorm_rope = 65,
 }
 
@@ -79,8 +80,11 @@ end
 
 function test_candidate_counts_per_model()
   local t = {
-    matmul = { 814, 703, 555, 777, 1517 }, quant_matmul = { 814, 703, 555, 777, 1517 },
-    grouped_matmul = { 340, 0, 0, 340, 340 }, dispatch_ffn_combine = { 275, 0, 0, 275, 275 },
+    -- (N, K) pairs x 37 M values; pairs: the Python original's, the serving engine's fused and
+    -- split projections, DeepSeek-V3's shared expert (test_matmul_pair_sets)
+    matmul = { 1591, 999, 777, 1221, 2590 }, quant_matmul = { 1591, 999, 777, 1221, 2590 },
+    -- 7 EP x 5 TP x 17 token counts x (gate_up, down)
+    grouped_matmul = { 1190, 0, 0, 1190, 1190 }, dispatch_ffn_combine = { 275, 0, 0, 275, 275 },
     fused_attention = { 102, 680, 216, 54, 782 }, split_qkv_rmsnorm_rope = { 0, 65, 52, 0, 65 },
   }
   local sets = { { DSV3 }, { QWEN }, { LLAMA }, { GLM51 }, { DSV3, QWEN } }
@@ -186,8 +190,8 @@ function test_tensor_move_and_quant_matmul()
   local n = 0
   expand.each(expand.compile("q", p, grids), models.matmul_nk_pairs(models.resolve { DSV3 }),
               function(c) n = n + 1; lu.assertTrue(c.outputs[1][2] >= 4096) end, st)
-  lu.assertEquals(st.candidates, 814)
-  lu.assertEquals(n + st.rejected, 814)
+  lu.assertEquals(st.candidates, 1591)
+  lu.assertEquals(n + st.rejected, 1591)
   lu.assertTrue(st.rejected > 0)
 end
 
@@ -236,13 +240,13 @@ end
 function test_matmul_pairs()
   local function pl(names) return models.matmul_nk_pairs(models.resolve(names)) end
   local d = pl { DSV3 }
-  lu.assertEquals(#d, 22)
-  lu.assertEquals(d[1], { 576, 7168 })
-  lu.assertEquals(d[22], { 18432, 7168 })
-  lu.assertEquals(#pl { QWEN }, 19)
-  lu.assertEquals(#pl { LLAMA }, 15)
+  lu.assertEquals(#d, 43)
+  lu.assertEquals(d[1], { 256, 7168 })   -- the shared expert's gate_up at TP 16
+  lu.assertEquals(d[43], { 36864, 7168 }) -- the dense layers' fused gate_up at TP 1
+  lu.assertEquals(#pl { QWEN }, 27)
+  lu.assertEquals(#pl { LLAMA }, 21)
   local g = pl { GLM51 }
-  lu.assertEquals(#g, 21)
+  lu.assertEquals(#g, 33)
   for _, p in ipairs { { 2048, 6144 }, { 576, 6144 }, { 16384, 2048 }, { 16384, 512 } } do
     lu.assertTrue(has(g, p[1], p[2]))
   end
@@ -260,7 +264,8 @@ function test_matmul_pairs()
     lu.assertTrue(has(mp, p[1], p[2]))
   end
   local moe = models.preset { name = "moe", hidden_size = 7168, intermediate_size = 0, num_attention_heads = 8,
-                              num_kv_heads = 8, num_experts = 8, expert_intermediate_size = 2048, tp_sizes = { 1, 8 } }
+                              num_kv_heads = 8, num_experts = 8, topk = 2, expert_intermediate_size = 2048,
+                              tp_sizes = { 1, 8 } }
   local ep = models.expert_nk_pairs { moe }
   lu.assertTrue(has(ep, 2048, 7168)); lu.assertTrue(has(ep, 256, 896))
   lu.assertEquals(models.expert_nk_pairs { dense }, {})
@@ -274,17 +279,26 @@ function test_matmul_pair_sets()
     for _, p in ipairs(models.matmul_nk_pairs(models.resolve { id })) do out[#out + 1] = p[1] .. "," .. p[2] end
     return table.concat(out, " ")
   end
-  lu.assertEquals(pl(DSV3), "576,7168 1024,512 1024,1536 1152,7168 1536,7168 2048,512 2048,1536 2304,7168 "
-    .. "4096,512 4096,1536 4608,7168 7168,1152 7168,2304 7168,4608 7168,9216 7168,18432 8192,512 8192,1536 "
-    .. "9216,7168 16384,512 16384,1536 18432,7168")
-  lu.assertEquals(pl(QWEN), "320,5120 640,5120 1280,5120 1600,5120 2560,5120 3200,5120 5120,320 5120,640 "
-    .. "5120,1280 5120,1600 5120,2560 5120,3200 5120,5120 5120,6400 5120,12800 5120,25600 6400,5120 "
-    .. "12800,5120 25600,5120")
-  lu.assertEquals(pl(LLAMA), "512,8192 1024,8192 1792,8192 2048,8192 3584,8192 7168,8192 8192,512 8192,1024 "
-    .. "8192,1792 8192,2048 8192,3584 8192,7168 8192,8192 8192,28672 28672,8192")
-  local glm = "576,6144 768,6144 1024,512 1024,2048 1536,6144 2048,512 2048,2048 2048,6144 3072,6144 "
-    .. "4096,512 4096,2048 6144,768 6144,1536 6144,3072 6144,6144 6144,12288 8192,512 8192,2048 12288,6144 "
-    .. "16384,512 16384,2048"
+  -- the Python original's pairs (spec 3.5), plus the serving engine's projections
+  -- (models.serving_pairs) and DeepSeek-V3's shared expert; e.g. DeepSeek-V3 at TP 1: fused
+  -- q_a + kv_a (2112, 7168), q_b (24576, 1536), kv_b (32768, 512), o_proj (7168, 16384), dense
+  -- gate_up (36864, 7168), shared gate_up (4096, 7168) and down (7168, 2048)
+  lu.assertEquals(pl(DSV3), "256,7168 512,7168 576,7168 1024,512 1024,1536 1024,7168 1152,7168 1536,1536 "
+    .. "1536,7168 2048,512 2048,1536 2048,7168 2112,7168 2304,7168 3072,1536 4096,512 4096,1536 4096,7168 "
+    .. "4608,7168 6144,1536 7168,128 7168,256 7168,512 7168,1024 7168,1152 7168,2048 7168,2304 7168,4096 "
+    .. "7168,4608 7168,8192 7168,9216 7168,16384 7168,18432 8192,512 8192,1536 9216,7168 12288,1536 16384,512 "
+    .. "16384,1536 18432,7168 24576,1536 32768,512 36864,7168")
+  -- Qwen3-32B at TP 1: fused QKV ((64 + 2 * 8) * 128, 5120), o_proj (5120, 8192), gate_up (51200, 5120)
+  lu.assertEquals(pl(QWEN), "320,5120 640,5120 768,5120 1280,5120 1600,5120 2560,5120 3200,5120 5120,320 "
+    .. "5120,512 5120,640 5120,1024 5120,1280 5120,1600 5120,2048 5120,2560 5120,3200 5120,4096 5120,5120 "
+    .. "5120,6400 5120,8192 5120,12800 5120,25600 6400,5120 10240,5120 12800,5120 25600,5120 51200,5120")
+  lu.assertEquals(pl(LLAMA), "512,8192 768,8192 1024,8192 1280,8192 1792,8192 2048,8192 2560,8192 3584,8192 "
+    .. "7168,8192 8192,512 8192,1024 8192,1792 8192,2048 8192,3584 8192,7168 8192,8192 8192,28672 10240,8192 "
+    .. "14336,8192 28672,8192 57344,8192")
+  local glm = "576,6144 768,6144 1024,512 1024,2048 1536,6144 1792,512 2048,512 2048,2048 2048,6144 2624,6144 "
+    .. "3072,6144 3584,512 4096,512 4096,2048 6144,768 6144,1024 6144,1536 6144,2048 6144,3072 6144,4096 "
+    .. "6144,6144 6144,8192 6144,12288 6144,16384 7168,512 8192,512 8192,2048 12288,6144 14336,512 16384,512 "
+    .. "16384,2048 24576,6144 28672,512"
   lu.assertEquals(pl(GLM51), glm)
   lu.assertEquals(pl("zai-org/GLM-5.2"), glm)
   local function ep(id)
@@ -332,15 +346,47 @@ function test_hf_config()
     "num_attention_heads": 16, "num_key_value_heads": 4, "n_routed_experts": 64,
     "num_experts_per_tok": 6, "moe_intermediate_size": 1408}]]
   f:close()
-  local c = models.from_hf_config(path)
+  local warned = {}
+  local c = models.from_hf_config(path, function(s) warned[#warned + 1] = s end)
   os.remove(path)
   lu.assertEquals(c.name, "my-org/Tiny-MoE")
   lu.assertEquals(c.model_key, "myorgtinymoe")
   lu.assertEquals({ c.hidden_size, c.num_kv_heads, c.head_dim, c.num_experts, c.topk,
                     c.expert_intermediate_size, c.num_experts_per_card }, { 2048, 4, 128, 64, 6, 1408, 64 })
-  lu.assertEquals(c.ep_sizes, { 1, 2, 4, 8 })
+  lu.assertEquals(c.ep_sizes, { 1, 2, 4, 8, 16, 32, 64 })
+  -- no layer is dense (no first_k_dense_replace): intermediate_size is read by nothing, and said so
+  lu.assertEquals(c.intermediate_size, 0)
+  lu.assertEquals(#warned, 1)
+  lu.assertStrContains(warned[1], "field 'intermediate_size' (5632) is not used: every layer is MoE")
   lu.assertEquals(c.tp_sizes, { 1, 2, 4, 8, 16 })
   lu.assertEquals(models.resolve({ "my-org/Tiny-MoE" }, { c })[1], c)
+end
+
+-- Preset fields are checked as config fields are: one message naming the source and the field.
+function test_preset_checks()
+  local function err(fields)
+    local p = { name = "bad", hidden_size = 4096, intermediate_size = 0, num_attention_heads = 32,
+                num_kv_heads = 8, num_experts = 8, topk = 2, expert_intermediate_size = 1024 }
+    for k, v in pairs(fields) do p[k] = v end
+    local ok, e = pcall(models.preset, p, "my_moe.lua")
+    lu.assertFalse(ok)
+    lu.assertTrue(perf.is_user_error(e), tostring(e))
+    return tostring(e)
+  end
+  lu.assertEquals(err { topk = -8 }, "my_moe.lua: field 'topk' is -8; it must be 0 or more")
+  lu.assertEquals(err { topk = 9 }, "my_moe.lua: field 'topk' is 9; a MoE model routes each token to 1 .. num_experts (8)")
+  lu.assertEquals(err { head_dim = -128 }, "my_moe.lua: field 'head_dim' is -128; it must be at least 1")
+  lu.assertEquals(err { num_kv_heads = "8" }, 'my_moe.lua: field \'num_kv_heads\' is the string "8", not a number (write 8 without quotes)')
+  lu.assertEquals(err { kv_lora_rank = 0 / 0 }, "my_moe.lua: field 'kv_lora_rank' is NaN, not a finite number")
+  lu.assertEquals(err { hidden_size = math.huge }, "my_moe.lua: field 'hidden_size' is Infinity, not a finite number")
+  lu.assertEquals(err { hidden_size = 1e300 }, "my_moe.lua: field 'hidden_size' is 1e+300, above the limit 2147483647")
+  lu.assertEquals(err { hidden_size = 0 }, "my_moe.lua: field 'hidden_size' is 0; it must be at least 1")
+  lu.assertEquals(err { tp_sizes = { 1, -2 } }, "my_moe.lua: field 'tp_sizes' item 2 is -2; it must be at least 1")
+  lu.assertEquals(err { ep_sizes = {} }, "my_moe.lua: field 'ep_sizes' must be a non-empty list of sizes")
+  -- whole floats become integers (a JSON 8.0 is 8)
+  local ok = models.preset { name = "ok", hidden_size = 4096.0, intermediate_size = 0, num_attention_heads = 32,
+                             num_kv_heads = 8 }
+  lu.assertEquals(math.type(ok.hidden_size), "integer")
 end
 
 ---------------------------------------------------------------------------------------------
@@ -438,10 +484,13 @@ function test_dfc_gmm_split()
   local all = gen("dispatch_ffn_combine")
   lu.assertEquals(rowtext(all[#all]), "1024,6144;16,6144,256;16,128,6144;1024,8;4096;98304;1024,8 -> 1024,6144;16")
   lu.assertEquals(all[#all].extra["EP Size"], "16")
+  -- (E, N/32, K/16, 16, 32): gate_up (K = hidden, N = 2 * 2048 / TP) and down (K = 2048 / TP,
+  -- N = hidden), E = 256 / EP; the hidden size is never split by TP
   local g = gen("grouped_matmul", { DSV3 })
-  lu.assertEquals(rowtext(g[1]), "1,7168;32,64,448,16,32;;32,2048;;;;32;1 -> 1,2048")  -- (E, N/32, K/16, 16, 32)
+  lu.assertEquals(rowtext(g[1]), "1,7168;256,128,448,16,32;;256,4096;;;;256;1 -> 1,4096")
+  lu.assertEquals(rowtext(g[2]), "1,2048;256,224,128,16,32;;256,7168;;;;256;1 -> 1,7168")
   local ga = gen("grouped_matmul")
-  lu.assertEquals(rowtext(ga[#ga]), "65536,384;4,4,24,16,32;;4,128;;;;4;65536 -> 65536,128")
+  lu.assertEquals(rowtext(ga[#ga]), "65536,128;4,192,8,16,32;;4,6144;;;;4;65536 -> 65536,6144")
   local q = gen("split_qkv_rmsnorm_rope", { QWEN })
   local found = false
   for _, r in ipairs(q) do

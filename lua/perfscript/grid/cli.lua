@@ -25,9 +25,20 @@ local function copy_tree(src, dst)
 end
 
 -- Builds the parser; info.models is the recipe's default model list (nil: all presets).
+-- The parallelism each preset of the recipe assumes, for --help.
+local function parallelism_help(info)
+  local lines = { "Parallelism the presets assume (DP: any; it only changes the tokens per rank, "
+                  .. "which the token grids span):" }
+  local ok, list = pcall(models.resolve, info.models)
+  for _, p in ipairs(ok and list or {}) do lines[#lines + 1] = "  " .. models.parallelism(p) end
+  lines[#lines + 1] = "  A --model-config model: TP 1,2,4,8,16; EP the powers of two up to 64 that "
+    .. "divide its routed experts."
+  return table.concat(lines, "\n")
+end
+
 function M.parser(info)
   local p = argparse(info.name, info.description)
-  p:epilog(info.epilog or ("With no database flags the run uses ./" .. M.DEFAULT_ROOT .. "/"
+  p:epilog(info.epilog or (parallelism_help(info) .. "\n\nWith no database flags the run uses ./" .. M.DEFAULT_ROOT .. "/"
     .. M.SEED_VERSION .. ", a working copy of the bundled seed database (data/seed_db), "
     .. "created on first use.\n\nSummary columns per kernel: candidates generated, rejected by "
     .. "constraints, over the memory budget, duplicates (same signature), sampled out by --rows, "
@@ -36,7 +47,8 @@ function M.parser(info)
   options.database(p, { write = true, aliases = { "--data-dir" } })
   options.list(p, "--target-models", "Model ids, a comma list; repeatable" .. (info.models and
     (" (default: " .. table.concat(info.models, ",") .. ")") or " (default: all presets)") .. ".")
-  p:option("--model-config", "A local HuggingFace config.json: adds that model (no network access).")
+  p:option("--model-config", "A local HuggingFace config.json: adds that model (no network access); "
+           .. "without --target-models only the configs' models grow.")
    :count("*")
   p:option("--rows", "Rows appended per CSV at most (0 = no cap).", "1000"):convert(math.tointeger)
   p:option("--seed", "Sampling seed (per file, mixed with the kernel type).", "0"):convert(math.tointeger)
@@ -143,8 +155,15 @@ function M.main(argv, info)
     names = table.move(info.models, 1, #info.models, 1, {})
   end
   local presets = {}
+  -- --model-config without --target-models: only the configs' models
+  if a.model_config and #a.model_config > 0 and not a.target_models then names = {} end
   for _, path in ipairs(a.model_config or {}) do
     local p = models.from_hf_config(path)
+    for _, q in ipairs(presets) do
+      if models.normalize(q.name) == models.normalize(p.name) then
+        perf.fail("%s: names the model '%s', as another --model-config does", path, p.name)
+      end
+    end
     presets[#presets + 1] = p
     if names then
       local listed = false
@@ -157,6 +176,7 @@ function M.main(argv, info)
   if a.rows == nil or a.seed == nil then perf.fail("--rows and --seed take integers") end
   if not a.max_hbm_gb then perf.fail("--max-hbm-gb takes a number") end
   local budget = a.max_hbm_gb > 0 and math.floor(a.max_hbm_gb * 1024 ^ 3) or nil
+  local resolved = models.resolve(names, presets)  -- bad models fail before any file is made
   local dir = M.database_dir(a, script, say)
   if a.output then
     if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
@@ -170,7 +190,7 @@ function M.main(argv, info)
     dir = a.output
   end
   local shown = {}
-  for _, p in ipairs(models.resolve(names, presets)) do shown[#shown + 1] = p.model_id end
+  for _, p in ipairs(resolved) do shown[#shown + 1] = p.model_id end
   say(("Target models: %s%s"):format(table.concat(shown, ", "), names and "" or " (all presets)"))
   say(("Database: %s | rows/csv: %s | seed: %d | HBM budget: %s%s"):format(dir,
       a.rows > 0 and a.rows or "unlimited", a.seed, budget and mem.format(budget) .. " per row" or "off",

@@ -4,9 +4,13 @@
 -- perfscript/models/ under --lua-dir; nothing here touches the network.
 --
 -- Preset fields (defaults in DEFAULTS): model_id, name, model_key, hidden_size,
--- intermediate_size, num_attention_heads, num_kv_heads, head_dim, q_lora_rank,
--- kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, num_experts (0 = dense),
--- num_experts_per_card, expert_intermediate_size, topk, tp_sizes, ep_sizes.
+-- intermediate_size (the dense layers' FFN; 0 = every layer is MoE), num_attention_heads,
+-- num_kv_heads, head_dim, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+-- v_head_dim, num_experts (routed; 0 = dense), num_experts_per_card (the Python original's,
+-- read by no generator), expert_intermediate_size, topk, num_shared_experts,
+-- shared_expert_intermediate_size (all shared experts together), tp_sizes, ep_sizes.
+-- Parallelism: attention and dense layers split by each TP of tp_sizes; routed experts run
+-- num_experts / EP local experts per rank for each EP of ep_sizes, their FFN split by each TP.
 local perf = require "perfscript"
 local lfs = require "lfs"
 
@@ -14,10 +18,49 @@ local M = {}
 
 local DEFAULTS = {
   head_dim = 128, q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 64,
-  num_experts = 0, num_experts_per_card = 0, expert_intermediate_size = 0, topk = 0,
+  v_head_dim = 0, num_experts = 0, num_experts_per_card = 0, expert_intermediate_size = 0, topk = 0,
+  num_shared_experts = 0, shared_expert_intermediate_size = 0,
   tp_sizes = { 1, 4, 8 }, ep_sizes = { 1 }, model_key = "",
 }
 local REQUIRED = { "name", "hidden_size", "intermediate_size", "num_attention_heads", "num_kv_heads" }
+-- Integer fields and their minimum; every dimension of a generated row derives from these.
+local INT_FIELDS = {
+  hidden_size = 1, intermediate_size = 0, num_attention_heads = 1, num_kv_heads = 1, head_dim = 1,
+  q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 1, v_head_dim = 0,
+  num_experts = 0, num_experts_per_card = 0, expert_intermediate_size = 0, topk = 0,
+  num_shared_experts = 0, shared_expert_intermediate_size = 0,
+}
+-- Above this a model dimension is a typo (and products of dimensions could leave int64).
+M.MAX_DIM = 2147483647
+
+-- Why v is not a whole number in [min, MAX_DIM], or nil when it is (perfscript.num decides
+-- what is finite). A string that holds a number is still refused: JSON and Lua presets
+-- write numbers without quotes.
+function M.check_int(v, min)
+  if type(v) == "string" then
+    local hint = perf.num.int(v) and (" (write " .. v:match("^%s*(.-)%s*$") .. " without quotes)") or ""
+    return ('is the string "%s", not a number%s'):format(v:sub(1, 40), hint)
+  end
+  if type(v) ~= "number" then return "is a " .. type(v) .. ", not a number" end
+  local function g(n) local t = ("%.15g"):format(n); return tonumber(t) == n and t or ("%.17g"):format(n) end
+  local x = perf.num.finite(v)
+  if not x then return ("is %s, not a finite number"):format(v ~= v and "NaN" or (v > 0 and "Infinity" or "-Infinity")) end
+  if x ~= math.floor(x) then return ("is %s, not a whole number"):format(g(x)) end
+  if x > M.MAX_DIM then return ("is %s, above the limit %d"):format(g(x), M.MAX_DIM) end
+  if x < min then
+    return ("is %s; it must be %s"):format(g(x), min == 0 and "0 or more" or ("at least " .. min))
+  end
+end
+
+local function check_list(p, k, source)
+  local l = p[k]
+  if type(l) ~= "table" or #l == 0 then perf.fail("%s: field '%s' must be a non-empty list of sizes", source, k) end
+  for i, v in ipairs(l) do
+    local bad = M.check_int(v, 1)
+    if bad then perf.fail("%s: field '%s' item %d %s", source, k, i, bad) end
+    l[i] = math.tointeger(v)
+  end
+end
 
 -- Normalised form of a model name: lower case without - _ . / and spaces.
 function M.normalize(name)
@@ -37,6 +80,23 @@ function M.preset(p, source)
     if p[k] == nil then perf.fail("%s: model preset lacks '%s'", source or p.name or "?", k) end
   end
   for k, v in pairs(DEFAULTS) do if p[k] == nil then p[k] = v end end
+  source = source or p.name
+  for k, min in pairs(INT_FIELDS) do
+    local bad = M.check_int(p[k], min)
+    if bad then perf.fail("%s: field '%s' %s", source, k, bad) end
+    p[k] = math.tointeger(p[k])
+  end
+  check_list(p, "tp_sizes", source)
+  check_list(p, "ep_sizes", source)
+  if p.num_experts > 0 then
+    if p.topk < 1 or p.topk > p.num_experts then
+      perf.fail("%s: field 'topk' is %d; a MoE model routes each token to 1 .. num_experts (%d)",
+                source, p.topk, p.num_experts)
+    end
+    if p.expert_intermediate_size < 1 then
+      perf.fail("%s: field 'expert_intermediate_size' must be at least 1 for a MoE model", source)
+    end
+  end
   p.model_id = p.model_id or p.name
   if p.model_key == "" then p.model_key = M.normalize(p.model_id) end
   return p
@@ -46,35 +106,42 @@ end
 -- preset file of the user's own perfscript/models/ (--lua-dir, PERFSCRIPT_LUA_DIR) that the list
 -- does not load, in name order: a new model is one file there, no rebuild.
 local function preset_list()
-  local list = {}
-  for i, p in ipairs(require "perfscript.models") do list[i] = p end
+  local list, sources, listed = {}, {}, {}
+  for i, p in ipairs(require "perfscript.models") do list[i] = p; listed[p] = true end
   local dir = require("perfscript.library").dir()
   local mdir = dir and dir .. "/perfscript/models"
   if mdir and lfs.attributes(mdir, "mode") == "directory" then
     local stems = {}
     for name in lfs.dir(mdir) do
       local stem = name:match("^([%w_]+)%.lua$")
-      if stem and stem ~= "init" and not package.loaded["perfscript.models." .. stem] then
-        stems[#stems + 1] = stem
-      end
+      if stem and stem ~= "init" then stems[#stems + 1] = stem end
     end
     table.sort(stems)
-    for _, stem in ipairs(stems) do list[#list + 1] = require("perfscript.models." .. stem) end
+    -- by identity, not by package.loaded: a file loaded by an earlier, failed registry() call
+    -- is still the user's and is checked again
+    for _, stem in ipairs(stems) do
+      local p = require("perfscript.models." .. stem)
+      if not listed[p] then
+        list[#list + 1] = p
+        sources[#list] = mdir .. "/" .. stem .. ".lua"
+      end
+    end
   end
-  return list
+  return list, sources
 end
 
 local registry_cache
 -- The presets in registry order, and an index by normalised model id.
 function M.registry()
   if registry_cache then return registry_cache end
-  local list = preset_list()
-  local by_id = {}
+  local list, sources = preset_list()
+  local by_id, by_key = {}, {}
   for i, p in ipairs(list) do
-    M.preset(p, "model preset " .. i)
+    M.preset(p, sources[i] or ("model preset " .. i))
     by_id[M.normalize(p.model_id)] = p
+    by_key[p.model_key] = by_key[p.model_key] or p
   end
-  registry_cache = { list = list, by_id = by_id }
+  registry_cache = { list = list, by_id = by_id, by_key = by_key }
   return registry_cache
 end
 
@@ -133,6 +200,53 @@ local function sorted_pairs(set)
   return out
 end
 
+-- The projections as the serving engine (vLLM) fuses and splits them at one TP, added to the
+-- Python original's pairs: fused QKV ((heads/TP + 2 * kv heads/TP) * head_dim, H), the output
+-- projection (H, heads/TP * head_dim), fused gate_up (2 * I/TP, H); for MLA the fused
+-- q_a + kv_a compression (q_lora + kv_lora + rope, H), q_b (heads/TP * (nope + rope), q_lora)
+-- (q_proj from H without a q_lora), kv_b (heads/TP * (nope + v), kv_lora) and o_proj
+-- (H, heads/TP * v). A TP that does not divide the heads runs no such layer.
+-- Heads per rank at one TP: (local heads, local KV heads), or nil when this TP cannot split
+-- the attention (heads not divisible; KV heads neither divisible by TP nor dividing it).
+-- Fewer KV heads than ranks: each rank holds one copy.
+function M.local_heads(c, tp)
+  local heads, kv = c.num_attention_heads, c.num_kv_heads
+  if tp <= 0 or heads % tp ~= 0 then return nil end
+  if kv >= tp then
+    if kv % tp == 0 then return heads // tp, kv // tp end
+  elseif tp % kv == 0 then
+    return heads // tp, 1
+  end
+end
+
+function M.serving_pairs(c, tp, add)
+  local h, heads = c.hidden_size, c.num_attention_heads
+  local function put(n, k) if n > 0 and k > 0 then add(n, k) end end
+  if heads % tp == 0 then
+    local lh = heads // tp
+    if M.is_mla(c) then
+      local nope, rope = c.qk_nope_head_dim, c.qk_rope_head_dim
+      local v = c.v_head_dim > 0 and c.v_head_dim or c.head_dim
+      if nope > 0 then
+        if c.q_lora_rank > 0 then
+          put(c.q_lora_rank + c.kv_lora_rank + rope, h)
+          put(lh * (nope + rope), c.q_lora_rank)
+        else
+          put(lh * (nope + rope), h)
+        end
+        put(lh * (nope + v), c.kv_lora_rank)
+      end
+      put(h, lh * v)
+    else
+      local _, lkv = M.local_heads(c, tp)
+      if lkv then put((lh + 2 * lkv) * c.head_dim, h) end
+      put(h, lh * c.head_dim)
+    end
+  end
+  local inter = c.intermediate_size
+  if inter > 0 and inter % tp == 0 then put(2 * (inter // tp), h) end
+end
+
 -- Union of the GEMM weight (N, K) pairs of the models, ascending by (N, K).
 function M.matmul_nk_pairs(configs)
   local set = {}
@@ -155,6 +269,12 @@ function M.matmul_nk_pairs(configs)
         local n = math.max(1, inter // tp)
         add(n, h)                                   -- gate/up
         add(h, n)                                   -- down
+      end
+      M.serving_pairs(c, tp, add)
+      local si = c.shared_expert_intermediate_size or 0
+      if c.num_experts > 0 and si > 0 and si % tp == 0 then
+        add(2 * (si // tp), h)                      -- shared experts' fused gate_up
+        add(h, si // tp)                            -- shared experts' down
       end
     end
   end
@@ -183,59 +303,28 @@ function M.moe_configs(configs)
   return out
 end
 
--- A preset from a local HuggingFace config.json (fields mapped as the Python original mapped
--- them), named `name` (default: the config's _name_or_path, else the file's directory name).
-function M.from_hf_config(path, name)
-  local f, err = io.open(path, "rb")
-  if not f then perf.fail("--model-config: %s", err) end
-  local text = f:read("a")
-  f:close()
-  local ok, cfg = pcall(require("cjson").decode, text)
-  if not ok or type(cfg) ~= "table" then perf.fail("%s: not a JSON object: %s", path, tostring(cfg)) end
-  local function first(...)
-    for i = 1, select("#", ...) do
-      local v = cfg[select(i, ...)]
-      if type(v) == "number" then return math.tointeger(v) or math.floor(v) end
-    end
+-- A preset from a local HuggingFace config.json (perfscript.grid.hfconfig); warn(line)
+-- gets the notes on fields it does not use (default: stderr).
+function M.from_hf_config(path, warn)
+  return require("perfscript.grid.hfconfig").read(path, warn)
+end
+
+-- One line per preset: the parallelism its rows assume (for the recipes' --help).
+function M.parallelism(p)
+  local s = ("%s: TP %s"):format(p.model_id, table.concat(p.tp_sizes, ","))
+  if p.num_experts == 0 then return s .. "; dense (no EP)" end
+  local local_e = {}
+  for _, ep in ipairs(p.ep_sizes) do
+    if p.num_experts % ep == 0 then local_e[#local_e + 1] = p.num_experts // ep end
   end
-  name = name or (type(cfg._name_or_path) == "string" and cfg._name_or_path ~= "" and cfg._name_or_path)
-         or path:match("([^/]+)/[^/]*$") or path
-  local heads = first("num_attention_heads") or 0
-  local hidden = first("hidden_size", "d_model") or 0
-  local c = {
-    model_id = name, name = name,
-    hidden_size = hidden,
-    intermediate_size = first("intermediate_size") or 0,
-    num_attention_heads = heads,
-    num_kv_heads = first("num_key_value_heads", "multi_query_group_num") or heads,
-    q_lora_rank = first("q_lora_rank") or 0,
-    kv_lora_rank = first("kv_lora_rank") or 0,
-    qk_nope_head_dim = first("qk_nope_head_dim") or 0,
-    qk_rope_head_dim = first("qk_rope_head_dim", "rotary_dim") or 64,
-    num_experts = first("n_routed_experts", "num_experts") or 0,
-    topk = first("num_experts_per_tok", "top_k", "num_experts_per_token") or 0,
-    expert_intermediate_size = first("moe_intermediate_size", "expert_intermediate_size") or 0,
-    tp_sizes = { 1, 2, 4, 8, 16 },
-  }
-  if M.is_mla(c) then
-    c.head_dim = first("v_head_dim", "qk_head_dim", "head_dim") or 128
-  else
-    c.head_dim = first("head_dim", "kv_channels") or (heads > 0 and hidden // heads or 128)
-  end
-  if c.num_experts > 0 then
-    c.num_experts_per_card = first("n_experts_per_card") or c.num_experts
-    c.ep_sizes = { 1 }
-    for _, s in ipairs { 2, 4, 8 } do if s <= c.num_experts then c.ep_sizes[#c.ep_sizes + 1] = s end end
-  else
-    c.num_experts_per_card = 0
-    c.ep_sizes = { 1 }
-  end
-  if hidden <= 0 or heads <= 0 then
-    perf.fail("%s: config lacks hidden_size or num_attention_heads", path)
-  end
-  local known = M.registry().by_id[M.normalize(name)]
-  c.model_key = known and known.model_key or M.normalize(name)
-  return M.preset(c, path)
+  s = s .. ("; GroupedMatmul EP %s (%s of %d routed experts per rank), expert FFN split by each TP")
+    :format(table.concat(p.ep_sizes, ","), table.concat(local_e, ","), p.num_experts)
+  local dfc = require("perfscript.grid.generators.dispatch_ffn_combine").experts_per_rank(p)
+  local eps = {}
+  for i, e in ipairs(dfc) do eps[i] = p.num_experts // e end
+  if #eps > 0 then s = s .. ("; DispatchFFNCombine EP %s"):format(table.concat(eps, ",")) end
+  if p.num_shared_experts > 0 then s = s .. "; shared experts as GEMMs split by TP" end
+  return s
 end
 
 return M

@@ -117,19 +117,12 @@ end
 -- (local heads, local kv heads, tp) per TP size, first TP wins for a repeated pair.
 function M.dense_variants(c)
   local out, seen = {}, {}
-  local heads, kv = c.num_attention_heads, c.num_kv_heads
+  local local_heads = require("perfscript.grid.models").local_heads
   for _, tp in ipairs(c.tp_sizes) do
-    if tp > 0 and heads % tp == 0 then
-      local lh, lkv = heads // tp, nil
-      if kv >= tp then
-        if kv % tp == 0 then lkv = kv // tp end
-      elseif tp % kv == 0 then
-        lkv = 1
-      end
-      if lkv and not seen[lh .. "," .. lkv] then
-        seen[lh .. "," .. lkv] = true
-        out[#out + 1] = { lh, lkv, tp }
-      end
+    local lh, lkv = local_heads(c, tp)
+    if lkv and not seen[lh .. "," .. lkv] then
+      seen[lh .. "," .. lkv] = true
+      out[#out + 1] = { lh, lkv, tp }
     end
   end
   return out
