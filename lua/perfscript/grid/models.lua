@@ -209,6 +209,11 @@ end
 -- Heads per rank at one TP: (local heads, local KV heads), or nil when this TP cannot split
 -- the attention (heads not divisible; KV heads neither divisible by TP nor dividing it).
 -- Fewer KV heads than ranks: each rank holds one copy.
+-- The value head width: v_head_dim when the model sets one (MLA), else head_dim (0 = unset).
+function M.value_head_dim(c)
+  return (c.v_head_dim or 0) > 0 and c.v_head_dim or c.head_dim
+end
+
 function M.local_heads(c, tp)
   local heads, kv = c.num_attention_heads, c.num_kv_heads
   if tp <= 0 or heads % tp ~= 0 then return nil end
@@ -226,7 +231,7 @@ function M.serving_pairs(c, tp, add)
     local lh = heads // tp
     if M.is_mla(c) then
       local nope, rope = c.qk_nope_head_dim, c.qk_rope_head_dim
-      local v = c.v_head_dim > 0 and c.v_head_dim or c.head_dim
+      local v = M.value_head_dim(c)
       if nope > 0 then
         if c.q_lora_rank > 0 then
           put(c.q_lora_rank + c.kv_lora_rank + rope, h)

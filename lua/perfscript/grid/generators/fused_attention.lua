@@ -145,7 +145,7 @@ function M.generate(configs, emit, env)
       local H, kvr, rope = c.num_attention_heads, c.kv_lora_rank, c.qk_rope_head_dim
       for _, b in ipairs(g.prefill.batches) do
         for _, s in ipairs(g.prefill.seqs) do
-          put(M.mla_prefill(key .. "_mla_prefill", b, s, H, c.qk_nope_head_dim, rope, c.v_head_dim or c.head_dim))
+          put(M.mla_prefill(key .. "_mla_prefill", b, s, H, c.qk_nope_head_dim, rope, require("perfscript.grid.models").value_head_dim(c)))
         end
       end
       for _, b in ipairs(g.decode.batches) do
