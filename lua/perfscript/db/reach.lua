@@ -151,16 +151,8 @@ local function own_answer(K, t, i, route)
     end
     return require("perfscript.db.mapping").elementwise_kernel(K, out, dt)
   elseif route.mode == "attention_special" then
-    local shapes = t:shapes(t:cell(i, D.IS))
-    local seqcol = t:column("Runtime avg_seq_len") and "Runtime avg_seq_len" or t:column("avg_seq_len") and "avg_seq_len"
-    local seq = seqcol and num.finite(t:cell(i, seqcol))
-    if not seq or not shapes or not shapes[1] then return nil, "no avg_seq_len or query shape" end
-    local q = { q = shapes[1], seq = math.floor(seq), dtype = match.list(t:cell(i, D.IDT))[1],
-                sparse_mode = t:column("Runtime sparse_mode") and num.finite(t:cell(i, "Runtime sparse_mode")) or nil,
-                kv_heads = t:column("Runtime num_key_value_heads") and num.finite(t:cell(i, "Runtime num_key_value_heads")) or nil }
-    if #shapes[1] == 2 and shapes[2] and not shapes[2].scalar then q.head_dim = shapes[2][#shapes[2]] end
-    local lay = t:column("Runtime input_layout") and t:cell(i, "Runtime input_layout")
-    if lay and lay ~= "" then q.layout = lay end
+    local q = K:own_query(i)
+    if not q or not q.seq then return nil, "no avg_seq_len or query shape" end
     return require("perfscript.db.attention").lookup(K, q)
   end
   local shapes, dtypes = K:_inputs(i)
