@@ -114,6 +114,9 @@ function DB:__tostring()
   return string.format("database %s (%d kernel types; db:kernels(), help())", self._dir, #self._names)
 end
 
+function DB:__help() return require("perfscript.db.help").summary(self) .. "\n  help() lists the queries; help(\"lookup\") shows examples" end
+function Kernel:__help() return require("perfscript.db.help").kernel(self) end
+
 function Kernel:__tostring()
   local s = self._
   if s.t then return string.format("kernel %s (%d rows)", self.name, #s.t) end
