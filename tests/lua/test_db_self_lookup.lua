@@ -11,31 +11,6 @@ local db_mod = require "perfscript.db"
 local SEED = (os.getenv("PERFSCRIPT_SOURCE_DIR") or ".") ..
              "/data/seed_db/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
 
--- Gives every row without a latency the latency 1.0 (Average Duration(us)), atomically.
-local function fill_latencies(dir)
-  for _, name in ipairs(assert(perf.open(dir)):names()) do
-    local file = dir .. "/" .. name .. ".csv"
-    local r = assert(perf.csv.open(file))
-    local header, rows = r:header(), {}
-    local col
-    for j, c in ipairs(header) do if c == "Average Duration(us)" then col = j end end
-    for f in r:lines() do rows[#rows + 1] = table.move(f, 1, #f, 1, {}) end
-    r:close()
-    if col then
-      local w = assert(perf.csv.writer(file))
-      assert(w:write(header))
-      for _, f in ipairs(rows) do
-        if (f[col] or "") == "" then
-          for j = #f + 1, col do f[j] = "" end
-          f[col] = "1.0"
-        end
-        assert(w:write(f))
-      end
-      assert(w:commit())
-    end
-  end
-end
-
 -- The lines db:lint calls unreachable (the consumer itself never answers with them).
 local function unreachable(db, name)
   local lines = {}
@@ -102,7 +77,7 @@ function TestSelfLookup:test_grid_rows_find_themselves()
   lu.assertTrue(#gm:table() > 100)
   local theory = gm:lookup(gm:rows()[#gm:table()])
   lu.assertStrContains(theory.reason or "", "no_valid_latency")
-  fill_latencies(dir)
+  h.fill_latencies(dir)
   local bad, n = self_lookups(dir)
   lu.assertTrue(n > 20000)
   lu.assertEquals(bad, {})
