@@ -107,4 +107,16 @@ if command -v tmux >/dev/null; then
 else
   echo "SKIP: tmux not installed; completion not tested"
 fi
+# ---- db_lint: one line per kind with its count; --verbose prints each finding
+L="$TMP/lintdb"
+mkdir -p "$L"
+{ echo 'Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Average Duration(us)'
+  for m in $(seq 1 60); do echo "\"$m,64;64,64\",DT_BF16;DT_BF16,ND;ND,\"$m,64\",DT_BF16,0"; done; } > "$L/MatMulV2.csv"
+out=$("$PS_BIN" "$SRC/recipes/db_lint.lua" --database-path "$L" 2>&1)
+expect_eq "db_lint: 60 zero latencies are one line" "$(grep -c '0 (leave it blank' <<<"$out")" "1"
+expect_contains "db_lint: the line has the count" "$out" "warning   MatMulV2    60  2,3,4,5,..."
+expect_contains "db_lint: how to see each" "$out" "--verbose prints each, --csv FILE writes them"
+out=$("$PS_BIN" "$SRC/recipes/db_lint.lua" --database-path "$L" --verbose 2>&1)
+expect_eq "db_lint --verbose: every finding" "$(grep -c '0 (leave it blank' <<<"$out")" "60"
+
 finish

@@ -160,4 +160,23 @@ function TestLintReach:test_clean_database_has_no_finding()
   lu.assertEquals(r.warnings, 0, tostring(r))
 end
 
+-- 340 rows with one problem print as one line with the count (issue 12); verbose and the
+-- result's rows keep every finding.
+TestLintGrouped = {}
+
+function TestLintGrouped:test_one_kind_prints_once_with_its_count()
+  local rows = {}
+  for m = 1, 340 do rows[#rows + 1] = string.format('"%d,64;64,64",DT_BF16;DT_BF16,ND;ND,"%d,64",DT_BF16,0\n', m, m) end
+  local db = make { MatMulV2 = table.concat(rows) }
+  local r = db:lint("MatMulV2")
+  lu.assertEquals(#r, 340)                       -- every finding stays in the result
+  local text = tostring(r)
+  local _, zeros = text:gsub("Average Duration%(us%)", "")
+  lu.assertEquals(zeros, 1, text)
+  lu.assertStrContains(text, "warning   MatMulV2   340  2,3,4,5,...  Average Duration(us)  0 (leave it blank")
+  lu.assertStrContains(text, '340 findings in 1 kinds; db:lint("MatMulV2", {verbose = true}) lists each; r = db:lint("MatMulV2") then save(r, "lint.csv") writes them')
+  local _, all = tostring(db:lint("MatMulV2", { verbose = true })):gsub("0 %(leave it blank", "")
+  lu.assertEquals(all, 40)                       -- every row, cut as any result is
+end
+
 os.exit(lu.LuaUnit.run())

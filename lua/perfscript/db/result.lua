@@ -57,6 +57,9 @@ local function cut(s, w)
 end
 
 function Result:__tostring()
+  -- a result may print as a view of itself (db:lint groups its findings by kind)
+  local view = rawget(self, "view")
+  if view then return tostring(view(self)) end
   local out = {}
   if self.title then out[#out + 1] = self.title end
   local cols = self.columns or {}

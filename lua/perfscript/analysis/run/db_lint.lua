@@ -13,6 +13,7 @@ function M.parser()
   parser:option("--kernel", "Only this kernel type."):count("*")
   parser:option("--csv", "Also write every finding to this CSV file.")
   parser:flag("--quiet", "Print only the summary line.")
+  parser:flag("--verbose", "Print every finding (by default, findings of one kind print once, with their count and an example).")
   dbpath.add_options(parser)
   return parser
 end
@@ -23,8 +24,10 @@ function M.main(argv)
   local kernels = #args.kernel > 0 and args.kernel or { false }
   local all = require("perfscript.db.result").new(nil, nil, {})
   local errors, warnings = 0, 0
+  if args.verbose then require("perfscript.db.result").max_rows = math.huge end
   for _, k in ipairs(kernels) do
-    local res = db:lint(k or nil)
+    local res = db:lint(k or nil, { verbose = args.verbose })
+    res.hint = "--verbose prints each, --csv FILE writes them"
     errors, warnings = errors + res.errors, warnings + res.warnings
     all.columns = res.columns
     for _, r in ipairs(res) do all[#all + 1] = r end
