@@ -514,7 +514,7 @@ end
 -- t:shapes_key straight from the parsed shapes (the text path for unusual ones); dtype keys
 -- repeat from query to query, so they are remembered per lookup index (bounded).
 local DKEY_MAX = 1024
-local miss_reason
+local miss_reason, nz_written
 local function query_keys(self, L, n, q)
   local t = self:table()
   local keys = {}
@@ -582,6 +582,22 @@ local function scan_inputs(S, i)
   return memo[1], memo[2]
 end
 
+-- explain: a failing input the row stores as FRACTAL_NZ says how it was written, so that a
+-- restored shape such as (512,917504) is not a surprise ("input 2: ... (the row writes
+-- (32,7168,128,16) FRACTAL_NZ, restored as the consumer does)").
+function nz_written(S, i, why)
+  local j = tonumber(why:match("^input (%d+):"))
+  local t = S.t
+  local cf = j and t:column(M.IF)
+  if not cf then return why end
+  local fm = match.list(t:cell(i, cf))
+  if fm[j] ~= "FRACTAL_NZ" then return why end
+  local raw = t:shapes(t:cell(i, M.IS))
+  if not raw or not raw[j] then return why end
+  return string.format("%s (the row writes %s FRACTAL_NZ, restored as the consumer does; a query in the row's terms " ..
+                       "passes formats)", why, match.format_shape(raw[j]))
+end
+
 -- Checks row i against the query once: its verdict (a match joins S.cands).
 local function scan_row(S, i)
   local tried = S.tried
@@ -604,7 +620,7 @@ local function scan_row(S, i)
         res = { ok = true, rule = m.rule, rules = m.rules, distance = m.distance, row = i,
                 pri = S.pri[ci] or 9 }
       else
-        res = { reason = why }
+        res = { reason = S.opts.explain and nz_written(S, i, why) or why }
       end
     end
   end
@@ -872,7 +888,7 @@ local function compute_lookup(self, shapes, dtypes, opts)
   local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
                  (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
   res.query = q
-  res.widths = { ["rule or first failure"] = 100 }
+  res.widths = { ["rule or first failure"] = 200 }
   if best then
     res.title = choose(self, S, res, best, qlabel, lpol)
   else

@@ -28,6 +28,11 @@ expect_eq "GroupedMatmul: the cells with their formats find it too" \
 expect_contains "GroupedMatmul: the NZ cells without formats say why they miss" "$out" \
   "MISS shape_mismatch: the query gives a FRACTAL_NZ tile layout (line 2's Input Formats ND;FRACTAL_NZ;;ND;;;;ND;ND); the consumer compares the restored ND shapes 16,7168;32,4096,7168;32,4096;32;16"
 
+out=$(printf '%s\n' 'r = db:rows("GroupedMatmul")[1]' \
+  'db:lookup("GroupedMatmul", r["Input Shapes"], r["Input Data Types"], {explain = true})' | repl "$DB")
+expect_contains "explain shows how the row writes its FRACTAL_NZ weight" "$out" \
+  "input 2: shape (32,128,448,16,32) vs row (32,4096,7168): no rule (the row writes (32,128,448,16,32) FRACTAL_NZ, restored as the consumer does"
+
 # ---- attention: the default sparse_mode is named, explain inside the query, a hit has no "(no rows)"
 out=$(printf '%s\n' 'db:lookup("FusedInferAttentionScore", {q = "2,128,1,512", seq = 2048})' \
   'db:lookup("FusedInferAttentionScore", {q = "2,128,1,512", seq = 2048, explain = true})' \
