@@ -179,4 +179,18 @@ function TestLintGrouped:test_one_kind_prints_once_with_its_count()
   lu.assertEquals(all, 40)                       -- every row, cut as any result is
 end
 
+-- A FRACTAL_NZ weight whose tail is not a block restores to a shape no query asks (issue 12:
+-- "(32,7168,128,16) compared as (512,917504)"); a real NZ tile is fine.
+function TestLintGrouped:test_fractal_nz_shape_that_is_not_a_tile()
+  local db = make { GroupedMatmul = '"16,7168;32,7168,128,16",INT8;INT8,ND;FRACTAL_NZ,"16,4096",DT_BF16,5\n' ..
+                                    '"16,7168;32,128,448,16,32",INT8;INT8,ND;FRACTAL_NZ,"16,4096",DT_BF16,5\n' }
+  local r = db:lint("GroupedMatmul", { verbose = true })
+  local found = {}
+  for _, f in ipairs(r) do if f.problem:find("FRACTAL_NZ input", 1, true) then found[#found + 1] = f end end
+  lu.assertEquals(#found, 1, tostring(r))
+  lu.assertEquals(found[1].line, 2)
+  lu.assertStrContains(found[1].problem, "FRACTAL_NZ input 2 (32,7168,128,16) does not end in a 16x16, 16x32 or 16x8 block: " ..
+                       "the consumer restores it to (512,917504)")
+end
+
 os.exit(lu.LuaUnit.run())

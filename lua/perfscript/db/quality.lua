@@ -7,6 +7,7 @@ local match = require "perfscript.db.match"
 local num = require "perfscript.num"
 local analysis = require "perfscript.db.analysis"
 
+local nz_tile_problem
 local Q = {}
 local D
 
@@ -158,6 +159,32 @@ local function shape_problem(C, cell)
   return r
 end
 
+-- A FRACTAL_NZ slot is [..., H, W, 16, 16|32|8] (the block of its dtype); another tail (a
+-- weight written as (E, K, N/16, 16)) restores, as the consumer restores it, to a shape no query
+-- asks: (32,7168,128,16) -> (512,917504). Per distinct (shapes, formats) pair.
+local NZ_BLOCKS = { ["16,16"] = true, ["16,32"] = true, ["16,8"] = true }
+function nz_tile_problem(C, scell, fcell)
+  C.nz_cache = C.nz_cache or {}
+  local key = scell .. "\0" .. fcell
+  local r = C.nz_cache[key]
+  if r == nil then
+    r = false
+    local raw = C.t:shapes(scell)
+    local fm = match.list(fcell)
+    for j, f in ipairs(fm) do
+      local sh = raw and raw[j]
+      if f == "FRACTAL_NZ" and sh and not sh.scalar and #sh >= 4 and not NZ_BLOCKS[sh[#sh - 1] .. "," .. sh[#sh]] then
+        local restored = C.t:shapes(match.shapes_text({ sh }), "FRACTAL_NZ")
+        r = string.format("FRACTAL_NZ input %d %s does not end in a 16x16, 16x32 or 16x8 block: the consumer restores it to %s, " ..
+                          "which no query asks", j, match.format_shape(sh), match.format_shape(restored[1]))
+        break
+      end
+    end
+    C.nz_cache[key] = r
+  end
+  return r
+end
+
 -- Shapes and formats of row i.
 local function lint_row_shapes(C, i, line, add)
   local t = C.t
@@ -182,6 +209,10 @@ local function lint_row_shapes(C, i, line, add)
       C.list_cache[cell] = msg
     end
     if msg then add("warning", line, D.IF, msg) end
+    if cell:find("FRACTAL_NZ", 1, true) and C.cIS then
+      local why = nz_tile_problem(C, t:cell(i, C.cIS), cell)
+      if why then add("warning", line, D.IS, why) end
+    end
   end
 end
 
