@@ -893,8 +893,13 @@ local function compute_lookup(self, shapes, dtypes, opts)
     res.title = choose(self, S, res, best, qlabel, lpol)
   else
     res.miss = "shape_mismatch"  -- the consumer's code; res.reason says what excluded the rows
-    res.reason = miss_reason(self, S)
-    res.title = string.format("lookup %s %s: MISS %s (the consumer reports shape_mismatch)", self.name, qlabel, res.reason)
+    -- (a scan of every row: a caller that only needs the verdict says reason = false)
+    if opts.reason == false then
+      res.title = string.format("lookup %s %s: MISS shape_mismatch", self.name, qlabel)
+    else
+      res.reason = miss_reason(self, S)
+      res.title = string.format("lookup %s %s: MISS %s (the consumer reports shape_mismatch)", self.name, qlabel, res.reason)
+    end
     if not opts.explain then
       res.columns = {}  -- nothing to show: no "(no rows)" under the verdict
       res:note("db:lookup(..., {explain = true}) lists every row's verdict")
