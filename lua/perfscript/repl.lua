@@ -119,9 +119,8 @@ function M.complete_string(word, before)
   return out
 end
 
--- --db DIR: the database as `db`, its help lines and topics, and a banner with its summary
--- (on stderr when stdout is not the terminal's, so piped results stay clean? no: the banner is
--- what a user reads first, so it goes where the results go).
+-- --db DIR: the database as `db`, its help lines and topics; the REPL then opens with a banner
+-- of its summary (M.interactive).
 function M.open_db(dir)
   local db, err = perf.open(dir)
   if not db then perf.fail("%s", err) end
@@ -131,7 +130,7 @@ function M.open_db(dir)
   M.add_topic("lookup", function() return H.lookup(_G.db) end)
   M.add_topic("coverage", H.coverage)
   M.add_topic("lint", H.lint)
-  print(H.banner(db))
+  M.opened = db  -- the REPL's banner says what it is (a script run with --db prints nothing)
   return db
 end
 
@@ -139,6 +138,7 @@ end
 -- result says how to save all of it.
 function M.interactive()
   require("perfscript.db.result").more_hint = 'save(_, "out.csv") writes them: _ is the last result'
+  if M.opened then print(require("perfscript.db.help").banner(M.opened)) end
 end
 
 _G.help = _G.help or M.help
