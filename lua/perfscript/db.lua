@@ -114,6 +114,9 @@ function DB:__tostring()
   return string.format("database %s (%d kernel types; db:kernels(), help())", self._dir, #self._names)
 end
 
+function DB:__help() return require("perfscript.db.help").summary(self) .. "\n  help() lists the queries; help(\"lookup\") shows examples" end
+function Kernel:__help() return require("perfscript.db.help").kernel(self) end
+
 function Kernel:__tostring()
   local s = self._
   if s.t then return string.format("kernel %s (%d rows)", self.name, #s.t) end
@@ -296,17 +299,28 @@ end
 
 -- A query: shapes as "a,b;c", {{a, b}, {c}} or {shapes = ..., dtypes = ..., seq = ...};
 -- dtypes as "DT_BF16;DT_BF16", {"bfloat16", ...} or one name for every input.
-function Kmethods:_query(shapes, dtypes)
+-- formats ("ND;FRACTAL_NZ", or a list): the query is in a row's own terms, so its FRACTAL_NZ
+-- slots are restored as the row's are (a row's own cells then find it; docs/rules.md, Lookups).
+-- A record of db:rows() (its "Input Shapes" and neighbours) is a query in a row's terms too.
+function Kmethods:_query(shapes, dtypes, formats)
   local q = {}
+  if type(shapes) == "table" and shapes.shapes == nil and type(shapes[M.IS]) == "string" then
+    shapes = { shapes = shapes[M.IS], dtypes = shapes[M.IDT], formats = shapes[M.IF] }
+  end
   if type(shapes) == "table" and shapes.shapes then
     for k, v in pairs(shapes) do q[k] = v end
     dtypes = dtypes or shapes.dtypes
+    formats = formats or shapes.formats
     shapes = shapes.shapes
   end
+  if type(formats) == "table" then formats = table.concat(formats, ";") end
+  if formats ~= nil and type(formats) ~= "string" then perf.fail("query formats: expected a string like \"ND;FRACTAL_NZ\"") end
+  if type(shapes) == "table" and formats then shapes = match.shapes_text(self:_query(shapes).shapes) end
   if type(shapes) == "string" then
-    local parsed, err = self:table():shapes(shapes)
+    local parsed, err = self:table():shapes(shapes, formats)
     if not parsed then perf.fail("query shapes '%s': %s", shapes, err) end
     q.shapes = parsed
+    q.formats = formats
   elseif type(shapes) == "table" then
     q.shapes = {}
     for i, s in ipairs(shapes) do
@@ -396,6 +410,9 @@ function Kmethods:_row_record(i, lat, src)
     end
   end
   for _, c in ipairs(s.show) do r[c[1]] = t:unquoted(i, c[2]) end
+  -- not shown, but a record is a query in the row's own terms: db:lookup(k, record)
+  if s.cIF == nil then s.cIF = t:column(M.IF) or false end
+  if s.cIF then r[M.IF] = t:unquoted(i, s.cIF) end
   return r
 end
 
@@ -497,6 +514,7 @@ end
 -- t:shapes_key straight from the parsed shapes (the text path for unusual ones); dtype keys
 -- repeat from query to query, so they are remembered per lookup index (bounded).
 local DKEY_MAX = 1024
+local miss_reason, nz_written
 local function query_keys(self, L, n, q)
   local t = self:table()
   local keys = {}
@@ -564,6 +582,22 @@ local function scan_inputs(S, i)
   return memo[1], memo[2]
 end
 
+-- explain: a failing input the row stores as FRACTAL_NZ says how it was written, so that a
+-- restored shape such as (512,917504) is not a surprise ("input 2: ... (the row writes
+-- (32,7168,128,16) FRACTAL_NZ, restored as the consumer does)").
+function nz_written(S, i, why)
+  local j = tonumber(why:match("^input (%d+):"))
+  local t = S.t
+  local cf = j and t:column(M.IF)
+  if not cf then return why end
+  local fm = match.list(t:cell(i, cf))
+  if fm[j] ~= "FRACTAL_NZ" then return why end
+  local raw = t:shapes(t:cell(i, M.IS))
+  if not raw or not raw[j] then return why end
+  return string.format("%s (the row writes %s FRACTAL_NZ, restored as the consumer does; a query in the row's terms " ..
+                       "passes formats)", why, match.format_shape(raw[j]))
+end
+
 -- Checks row i against the query once: its verdict (a match joins S.cands).
 local function scan_row(S, i)
   local tried = S.tried
@@ -586,7 +620,7 @@ local function scan_row(S, i)
         res = { ok = true, rule = m.rule, rules = m.rules, distance = m.distance, row = i,
                 pri = S.pri[ci] or 9 }
       else
-        res = { reason = why }
+        res = { reason = S.opts.explain and nz_written(S, i, why) or why }
       end
     end
   end
@@ -748,13 +782,88 @@ local function explain_rows(S, res, best)
   if not S.q.dtypes then res:note("no dtypes given: dtypes were not compared") end
 end
 
+-- Why a compute lookup found nothing, naming what excluded the rows: the rows whose inputs
+-- match but that have no valid latency (theory rows), another EP Size or other dtypes; else
+-- the shape mismatch, with the FRACTAL_NZ hint when a query slot is a row's tile layout.
+-- Scans every row (a miss is rare and this is what a user reads).
+function miss_reason(self, S)
+  local t, q, name = S.t, S.q, self.name
+  local nolat, ep, dt, nz, nrows = 0, {}, {}, nil, #t
+  local qnodt = { shapes = q.shapes }
+  local counts, qcount = {}, nil  -- rows by their input count, the query's after the rewrite
+  for i = 1, nrows do
+    local shapes_i, dtypes_i = scan_inputs(S, i)
+    if shapes_i then
+      local nq = #match.normalize(name, qnodt, #shapes_i).shapes
+      if nq ~= #shapes_i then
+        counts[#shapes_i] = (counts[#shapes_i] or 0) + 1
+        qcount = nq
+      end
+      local shape_ok = match.row(name, qnodt, shapes_i, dtypes_i, true)
+      if shape_ok then
+        if q.dtypes and not match.row(name, q, shapes_i, dtypes_i, true) then
+          local k = table.concat(dtypes_i, ";")
+          dt[k] = (dt[k] or 0) + 1
+        elseif not S.k:latency(i) then
+          nolat = nolat + 1
+        elseif S.moe then
+          local e = t:cell(i, S.epcol)
+          ep[e] = (ep[e] or 0) + 1
+        end
+      elseif not nz then
+        -- a query slot written as the row's FRACTAL_NZ tile: restored, would it compare?
+        local fcell = t:column(M.IF) and t:cell(i, M.IF)
+        if fcell and fcell:find("FRACTAL_NZ", 1, true) then
+          local restored = t:shapes(match.shapes_text(q.shapes), fcell)
+          if restored and match.row(name, { shapes = restored }, shapes_i, dtypes_i, true) then
+            nz = string.format("the query gives a FRACTAL_NZ tile layout (line %d's Input Formats %s); the consumer compares " ..
+                               "the restored ND shapes %s: ask those, or pass formats = \"%s\"", t:line(i),
+                               (fcell:gsub('"', "")), match.shapes_text(restored), (fcell:gsub('"', "")))
+          end
+        end
+      end
+    end
+  end
+  local function top(counts)
+    local best, n, total = nil, 0, 0
+    for k, c in pairs(counts) do total = total + c; if c > n or (c == n and k < best) then best, n = k, c end end
+    return best, n, total
+  end
+  local dk, dn, dtot = top(dt)
+  local ek, _, etot = top(ep)
+  if nolat > 0 and dtot == 0 and etot == 0 then
+    return string.format("no_valid_latency: %d row%s match%s these inputs but ha%s no valid latency (theory rows: " ..
+                         "microbench measures them)", nolat, nolat == 1 and "" or "s", nolat == 1 and "es" or "",
+                         nolat == 1 and "s" or "ve")
+  end
+  if etot > 0 then
+    return string.format("ep_mismatch: %d row%s match%s these inputs with EP Size %s, the query asks ep %s",
+                         etot, etot == 1 and "" or "s", etot == 1 and "es" or "", ek == "" and "blank" or ek, tostring(S.ep))
+  end
+  if dtot > 0 then
+    return string.format("dtype_mismatch: %d row%s ha%s these shapes but other dtypes (%s%s)%s", dtot,
+                         dtot == 1 and "" or "s", dtot == 1 and "s" or "ve", dk, dn < dtot and ", ..." or "",
+                         nolat > 0 and string.format("; %d more have no valid latency", nolat) or "")
+  end
+  if nz then return "shape_mismatch: " .. nz end
+  local ncount, nc = 0, {}
+  for c, k in pairs(counts) do ncount = ncount + k; nc[#nc + 1] = string.format("%d (%d rows)", c, k) end
+  if ncount == nrows and nrows > 0 then
+    table.sort(nc)
+    return string.format("input_count: the query compares %d inputs (after the consumer's rewrite), every row has " ..
+                         "another count: %s", qcount, table.concat(nc, ", "))
+  end
+  return string.format("shape_mismatch: no row has these input shapes (%d rows; db:nearest(\"%s\", query) lists the closest)",
+                       nrows, name)
+end
+
 -- The consumer's compute exact match: every row is a candidate, the best (distance, latency
 -- column priority) wins and the first row in file order breaks ties (MoE: the first matching
 -- row). The index finds the distance-0 candidates at once; padded matches need a scan over
 -- the distinct signatures.
 local function compute_lookup(self, shapes, dtypes, opts)
   local t = self:table()
-  local q = self:_query(shapes, dtypes)
+  local q = self:_query(shapes, dtypes, opts.formats)
   local n = opts.n or opts.tc_input_count or 0
   if n > 0 then
     for i = n + 1, #q.shapes do q.shapes[i] = nil end
@@ -779,12 +888,22 @@ local function compute_lookup(self, shapes, dtypes, opts)
   local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
                  (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
   res.query = q
-  res.widths = { ["rule or first failure"] = 100 }
+  res.widths = { ["rule or first failure"] = 200 }
   if best then
     res.title = choose(self, S, res, best, qlabel, lpol)
   else
-    res.miss = "shape_mismatch"
-    res.title = string.format("lookup %s %s: MISS shape_mismatch (no row matches)", self.name, qlabel)
+    res.miss = "shape_mismatch"  -- the consumer's code; res.reason says what excluded the rows
+    -- (a scan of every row: a caller that only needs the verdict says reason = false)
+    if opts.reason == false then
+      res.title = string.format("lookup %s %s: MISS shape_mismatch", self.name, qlabel)
+    else
+      res.reason = miss_reason(self, S)
+      res.title = string.format("lookup %s %s: MISS %s (the consumer reports shape_mismatch)", self.name, qlabel, res.reason)
+    end
+    if not opts.explain then
+      res.columns = {}  -- nothing to show: no "(no rows)" under the verdict
+      res:note("db:lookup(..., {explain = true}) lists every row's verdict")
+    end
   end
   if opts.explain then
     explain_rows(S, res, best)
@@ -798,11 +917,72 @@ end
 -- lookup(shapes, dtypes, opts): the row the consumer answers a query with, by the kernel's
 -- kind: collectives (message_bytes), attention (a query with seq), elementwise (opts.out),
 -- else the compute exact match.
+-- The query a row is its own answer to, as the consumer would ask it (docs/rules.md, Lookups):
+-- communication {bytes, devices[, tier]}; attention {q, seq, dtype and the runtime filters the
+-- row has}; else its inputs (FRACTAL_NZ restored) in the TC layout with its dtypes (and ep
+-- when the file has EP Size). Returns the query table for lookup, or nil, why.
+function Kmethods:own_query(i)
+  local t = self:table()
+  if math.type(i) ~= "integer" or i < 1 or i > #t then perf.fail("own_query: row %s is not in 1..%d", tostring(i), #t) end
+  local function cnum(c) return t:column(c) and num.finite(t:cell(i, c)) or nil end
+  if t:column("message_bytes") and not t:column(M.IS) then
+    local bytes, devs = cnum("message_bytes"), cnum("num_devices")
+    if not bytes or not devs then return nil, "no message_bytes or num_devices" end
+    return { bytes = bytes, devices = devs, tier = cnum("topology_tier") }
+  end
+  if t:column("Runtime avg_seq_len") or t:column("avg_seq_len") then
+    local shapes = t:shapes(t:cell(i, M.IS))
+    local seq = cnum("Runtime avg_seq_len") or cnum("avg_seq_len")
+    if not seq or not shapes or not shapes[1] then return nil, "no avg_seq_len or query shape" end
+    local q = { q = shapes[1], seq = math.floor(seq), dtype = t:column(M.IDT) and match.list(t:cell(i, M.IDT))[1],
+                sparse_mode = cnum("Runtime sparse_mode"), kv_heads = cnum("Runtime num_key_value_heads") }
+    if #shapes[1] == 2 and shapes[2] and not shapes[2].scalar then q.head_dim = shapes[2][#shapes[2]] end
+    local lay = t:column("Runtime input_layout") and t:cell(i, "Runtime input_layout")
+    if lay and lay ~= "" then q.layout = lay end
+    return q
+  end
+  local shapes, dtypes = self:_inputs(i)
+  if not shapes then return nil, "malformed Input Shapes: " .. tostring(dtypes) end
+  -- the slots the consumer compares: tc_input_count of the op_mapping route naming the kernel
+  local s = self._
+  if s.route == nil then s.route = require("perfscript.db.reach").route(self.db, self.name) end
+  local n = s.route.n
+  if n then
+    for j = n + 1, #shapes do shapes[j] = nil end
+    for j = n + 1, #dtypes do dtypes[j] = nil end
+  end
+  shapes, dtypes = match.tc_layout(self.name, shapes, dtypes)
+  local q = { shapes = shapes, dtypes = t:column(M.IDT) and dtypes or nil, n = n }
+  if t:column("EP Size") then
+    q.ep = math.tointeger(cnum("EP Size"))
+    if not q.ep then return nil, "EP Size is not an integer" end
+  end
+  return q
+end
+
+-- Options a query table may carry itself: db:lookup(k, {shapes = ..., explain = true}).
+local QUERY_OPTS = { "explain", "n", "tc_input_count", "ep", "ep_size", "moe", "out", "out_dtype" }
+
 function Kmethods:lookup(shapes, dtypes, opts)
   if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then
     opts, dtypes = dtypes, nil
   end
   opts = opts or {}
+  if type(shapes) == "table" then
+    local copy
+    for _, k in ipairs(QUERY_OPTS) do
+      if shapes[k] ~= nil and opts[k] == nil then copy = copy or setmetatable({}, { __index = opts }); copy[k] = shapes[k] end
+    end
+    opts = copy or opts
+    -- a record of this kernel's db:rows(): the row's own query
+    local t = self:table()
+    if math.type(shapes.row) == "integer" and shapes[M.IS] and shapes.row >= 1 and shapes.row <= #t and
+       t:column(M.IS) and t:unquoted(shapes.row, t:column(M.IS)) == shapes[M.IS] then
+      local q, why = self:own_query(shapes.row)
+      if not q then perf.fail("%s line %d: no query can ask for this row (%s)", self.name, t:line(shapes.row), why) end
+      return self:lookup(q, nil, opts)
+    end
+  end
   local t = self:table()
   if t:column("message_bytes") and not t:column(M.IS) then
     return require("perfscript.db.comm").lookup(self, shapes, opts)

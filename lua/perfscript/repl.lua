@@ -11,10 +11,48 @@ local helps = {
 -- Lets a module add its own lines to help(): M.add_help("db:kernels()", "rows per kernel").
 function M.add_help(call, what) helps[#helps + 1] = { call, what } end
 
-function M.help()
-  local width = 0
-  for _, h in ipairs(helps) do width = math.max(width, #h[1]) end
-  for _, h in ipairs(helps) do io.write(string.format("  %-" .. width .. "s  %s\n", h[1], h[2])) end
+-- help(topic) topics: name -> function(arg) returning the text; M.add_topic("lookup", fn).
+-- Objects answer help(obj) through a __help metamethod (a database, a kernel type).
+local topics, topic_names = {}, {}
+function M.add_topic(name, fn)
+  if not topics[name] then topic_names[#topic_names + 1] = name end
+  topics[name] = fn
+end
+M.add_topic("save", function() return require("perfscript.db.help").save() end)
+
+-- help() lists the calls; help("topic"), help(obj) or help("KernelName") say more.
+function M.help(topic)
+  if topic == nil then
+    local width = 0
+    for _, h in ipairs(helps) do width = math.max(width, #h[1]) end
+    for _, h in ipairs(helps) do io.write(string.format("  %-" .. width .. "s  %s\n", h[1], h[2])) end
+    local names = {}
+    for i, n in ipairs(topic_names) do names[i] = string.format("help(%q)", n) end
+    io.write("  more: ", table.concat(names, ", "), _G.db and ", help(db), help(db.<Kernel>)" or "", "\n")
+    return
+  end
+  local mt = getmetatable(topic)
+  local text
+  if type(mt) == "table" and type(rawget(mt, "__help")) == "function" then
+    text = mt.__help(topic)
+  elseif type(topic) == "string" and topics[topic] then
+    text = topics[topic](topic)
+  elseif type(topic) == "string" and type(_G.db) == "table" and rawget(_G.db, "_kernels") and _G.db._kernels[topic] then
+    local k = _G.db._kernels[topic]
+    text = getmetatable(k).__help(k)
+  elseif type(topic) == "function" then
+    for _, h in ipairs(helps) do
+      local name = h[1]:match("^[%w_]+")
+      if name and _G[name] == topic then text = h[1] .. "  " .. h[2] end
+    end
+  end
+  if not text then
+    local names = {}
+    for i, n in ipairs(topic_names) do names[i] = string.format("%q", n) end
+    text = string.format("no help on %s; topics: %s%s", type(topic) == "string" and string.format("%q", topic) or type(topic),
+                         table.concat(names, ", "), _G.db and ", db, a kernel type (help(db.MatMulV2))" or "")
+  end
+  io.write(text, "\n")
 end
 
 -- save(rows, path): rows are arrays, or records (tables with named fields) whose columns are
@@ -81,12 +119,26 @@ function M.complete_string(word, before)
   return out
 end
 
+-- --db DIR: the database as `db`, its help lines and topics; the REPL then opens with a banner
+-- of its summary (M.interactive).
 function M.open_db(dir)
   local db, err = perf.open(dir)
   if not db then perf.fail("%s", err) end
   _G.db = db
   for _, h in ipairs(require("perfscript.db").help) do M.add_help(h[1], h[2]) end
+  local H = require "perfscript.db.help"
+  M.add_topic("lookup", function() return H.lookup(_G.db) end)
+  M.add_topic("coverage", H.coverage)
+  M.add_topic("lint", H.lint)
+  M.opened = db  -- the REPL's banner says what it is (a script run with --db prints nothing)
   return db
+end
+
+-- The interactive REPL started (src/host/repl.c): it keeps the last result in `_`, so a cut
+-- result says how to save all of it.
+function M.interactive()
+  require("perfscript.db.result").more_hint = 'save(_, "out.csv") writes them: _ is the last result'
+  if M.opened then print(require("perfscript.db.help").banner(M.opened)) end
 end
 
 _G.help = _G.help or M.help

@@ -128,6 +128,8 @@ static void print_results(lua_State *L) {
     lua_pop(L, 1);
     lua_getglobal(L, "print");
   }
+  lua_pushvalue(L, 1);  /* the first result: kept as _ for the next line (save(_, "x.csv")) */
+  lua_setglobal(L, "_");
   lua_insert(L, 1);
   if (lua_pcall(L, n, 0, 0) != LUA_OK)
     ps_message(PS_PROGNAME, lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1)));
@@ -150,12 +152,18 @@ static void add_match(const char *s) {
   if (copy) matches[nmatches++] = copy;
 }
 
+/* The rule that keeps fields and methods apart: after ':' only functions are offered (the
+ * methods: db:kernels, not db:MatMulV2); after '.' on a table, the functions its metatable's
+ * __index provides are not (they are methods, called with ':': db.MatMulV2, not db.kernels).
+ * A userdata's methods are offered after either, as before. */
 static void collect_keys(lua_State *L, int t, const char *head, size_t headlen, char sep,
-                         const char *word, size_t wordlen, int depth) {
+                         const char *word, size_t wordlen, int depth, int base_is_table) {
   if (depth > 3 || !lua_istable(L, t)) return;
   lua_pushnil(L);
   while (lua_next(L, t)) {
-    if (lua_type(L, -2) == LUA_TSTRING) {
+    int is_func = lua_type(L, -1) == LUA_TFUNCTION;
+    int wanted = sep == ':' ? is_func : !(sep == '.' && depth > 0 && base_is_table && is_func);
+    if (wanted && lua_type(L, -2) == LUA_TSTRING) {
       size_t klen;
       const char *k = lua_tolstring(L, -2, &klen);
       if (klen >= wordlen && strncmp(k, word, wordlen) == 0 && (k[0] != '_' || word[0] == '_')) {
@@ -174,7 +182,7 @@ static void collect_keys(lua_State *L, int t, const char *head, size_t headlen, 
   /* methods reached through the metatable's __index table */
   if (lua_getmetatable(L, t)) {
     if (lua_getfield(L, -1, "__index") == LUA_TTABLE)
-      collect_keys(L, lua_gettop(L), head, headlen, sep, word, wordlen, depth + 1);
+      collect_keys(L, lua_gettop(L), head, headlen, sep, word, wordlen, depth + 1, base_is_table);
     lua_pop(L, 2);
   }
 }
@@ -248,12 +256,13 @@ static char **complete(const char *text, int start, int end) {
   if (sep) {
     size_t headlen = (size_t)(sep - text);
     push_path(L, text, headlen);
-    if (!lua_istable(L, -1) && luaL_getmetafield(L, -1, "__index") != LUA_TNIL)
+    int base_is_table = lua_istable(L, -1);
+    if (!base_is_table && luaL_getmetafield(L, -1, "__index") != LUA_TNIL)
       lua_remove(L, -2);
-    collect_keys(L, lua_gettop(L), text, headlen, *sep, sep + 1, strlen(sep + 1), 0);
+    collect_keys(L, lua_gettop(L), text, headlen, *sep, sep + 1, strlen(sep + 1), 0, base_is_table);
   } else {
     lua_pushglobaltable(L);
-    collect_keys(L, lua_gettop(L), "", 0, 0, text, strlen(text), 0);
+    collect_keys(L, lua_gettop(L), "", 0, 0, text, strlen(text), 0, 1);
   }
   lua_settop(L, top);
   if (nmatches == 0) return NULL;
@@ -280,7 +289,11 @@ void ps_repl(lua_State *L) {
   if (use_readline) setup_readline();
   lua_getglobal(L, "require");  /* help(), save(), perf: the REPL's comforts */
   lua_pushliteral(L, "perfscript.repl");
-  ps_report(L, ps_docall(L, 1, 0));
+  int st = ps_docall(L, 1, 1);
+  if (st == LUA_OK && lua_istable(L, -1) && lua_getfield(L, -1, "interactive") == LUA_TFUNCTION)
+    st = ps_docall(L, 0, 0);
+  ps_report(L, st);
+  lua_settop(L, 0);
   int status;
   while ((status = load_line(L)) != -1) {
     if (status == LUA_OK) status = ps_docall(L, 0, LUA_MULTRET);

@@ -42,4 +42,30 @@ function M.real_data(rel)
   return path
 end
 
+-- Gives every row without a latency the latency 1.0 (Average Duration(us)), atomically.
+function M.fill_latencies(dir)
+  local perf = require "perfscript"
+  for _, name in ipairs(assert(perf.open(dir)):names()) do
+    local file = dir .. "/" .. name .. ".csv"
+    local r = assert(perf.csv.open(file))
+    local header, rows = r:header(), {}
+    local col
+    for j, c in ipairs(header) do if c == "Average Duration(us)" then col = j end end
+    for f in r:lines() do rows[#rows + 1] = table.move(f, 1, #f, 1, {}) end
+    r:close()
+    if col then
+      local w = assert(perf.csv.writer(file))
+      assert(w:write(header))
+      for _, f in ipairs(rows) do
+        if (f[col] or "") == "" then
+          for j = #f + 1, col do f[j] = "" end
+          f[col] = "1.0"
+        end
+        assert(w:write(f))
+      end
+      assert(w:commit())
+    end
+  end
+end
+
 return M

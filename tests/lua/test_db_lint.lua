@@ -160,4 +160,37 @@ function TestLintReach:test_clean_database_has_no_finding()
   lu.assertEquals(r.warnings, 0, tostring(r))
 end
 
+-- 340 rows with one problem print as one line with the count (issue 12); verbose and the
+-- result's rows keep every finding.
+TestLintGrouped = {}
+
+function TestLintGrouped:test_one_kind_prints_once_with_its_count()
+  local rows = {}
+  for m = 1, 340 do rows[#rows + 1] = string.format('"%d,64;64,64",DT_BF16;DT_BF16,ND;ND,"%d,64",DT_BF16,0\n', m, m) end
+  local db = make { MatMulV2 = table.concat(rows) }
+  local r = db:lint("MatMulV2")
+  lu.assertEquals(#r, 340)                       -- every finding stays in the result
+  local text = tostring(r)
+  local _, zeros = text:gsub("Average Duration%(us%)", "")
+  lu.assertEquals(zeros, 1, text)
+  lu.assertStrContains(text, "warning   MatMulV2   340  2,3,4,5,...  Average Duration(us)  0 (leave it blank")
+  lu.assertStrContains(text, '340 findings in 1 kinds; db:lint("MatMulV2", {verbose = true}) lists each; r = db:lint("MatMulV2") then save(r, "lint.csv") writes them')
+  local _, all = tostring(db:lint("MatMulV2", { verbose = true })):gsub("0 %(leave it blank", "")
+  lu.assertEquals(all, 40)                       -- every row, cut as any result is
+end
+
+-- A FRACTAL_NZ weight whose tail is not a block restores to a shape no query asks (issue 12:
+-- "(32,7168,128,16) compared as (512,917504)"); a real NZ tile is fine.
+function TestLintGrouped:test_fractal_nz_shape_that_is_not_a_tile()
+  local db = make { GroupedMatmul = '"16,7168;32,7168,128,16",INT8;INT8,ND;FRACTAL_NZ,"16,4096",DT_BF16,5\n' ..
+                                    '"16,7168;32,128,448,16,32",INT8;INT8,ND;FRACTAL_NZ,"16,4096",DT_BF16,5\n' }
+  local r = db:lint("GroupedMatmul", { verbose = true })
+  local found = {}
+  for _, f in ipairs(r) do if f.problem:find("FRACTAL_NZ input", 1, true) then found[#found + 1] = f end end
+  lu.assertEquals(#found, 1, tostring(r))
+  lu.assertEquals(found[1].line, 2)
+  lu.assertStrContains(found[1].problem, "FRACTAL_NZ input 2 (32,7168,128,16) does not end in a 16x16, 16x32 or 16x8 block: " ..
+                       "the consumer restores it to (512,917504)")
+end
+
 os.exit(lu.LuaUnit.run())

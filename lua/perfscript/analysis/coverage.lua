@@ -76,6 +76,13 @@ local function section(out, s, max_buckets)
     out("<p><b>", esc(s.kernel), "</b>: no measured point along ", esc(res.axis), "</p>\n")
     return
   end
+  -- the colour scale of this table: six swatches from its fastest to its slowest latency
+  out("<p class=\"legend\">", esc(s.kernel), " latency (us): ")
+  for k = 0, 5 do
+    local v = lo * (hi / lo) ^ (k / 5)
+    out("<span class=\"sw\" style=\"background:", colour(v, lo, hi), "\">", esc(string.format("%.3g", v)), "</span>")
+  end
+  out(" <span class=\"sw m\">&middot; not measured</span> <span class=\"sw gap\">gap</span></p>\n")
   out("<table><caption>", esc(s.kernel), " along ", esc(res.axis), " (standard: ", esc(res.grid or "none"), ", ",
       #buckets, " buckets", #buckets > max_buckets and (", first " .. max_buckets .. " shown") or "",
       ")</caption>\n<tr><th class=\"b\">bucket</th>")
@@ -86,6 +93,7 @@ local function section(out, s, max_buckets)
     local vals, at = {}, {}
     for j, pt in ipairs(b.pts) do vals[j] = pt.v; at[pt.v] = pt end
     local _, gaps = density.check(res.grid, vals)
+    if #vals < 2 then gaps = {} end  -- one point: no gap to judge
     out("<tr><th class=\"b\" title=\"", esc(b.rest .. " " .. b.dtypes), "\">", esc(b.rest), " ", esc(b.dtypes), "</th>")
     for _, v in ipairs(values) do
       local pt = at[v]
@@ -112,7 +120,9 @@ function M.page(dir, sections, max_buckets)
       "td,th{border:1px solid #ddd;padding:2px 4px;text-align:right;white-space:nowrap}",
       "th.b{text-align:left;font-weight:normal;max-width:28em;overflow:hidden;text-overflow:ellipsis}",
       "td.m{background:#f3f3f3;color:#bbb}td.gap{outline:2px solid #d22;outline-offset:-2px}",
-      "caption{text-align:left;font-weight:bold;padding:4px 0;white-space:nowrap}.note{color:#555}</style></head><body>\n",
+      "caption{text-align:left;font-weight:bold;padding:4px 0;white-space:nowrap}.note{color:#555}",
+      ".legend{margin:0.5em 0 0.2em}.sw{display:inline-block;padding:1px 6px;margin-right:2px;border:1px solid #ddd}",
+      ".sw.m{background:#f3f3f3;color:#bbb}.sw.gap{outline:2px solid #d22;outline-offset:-2px}</style></head><body>\n",
       "<h1>Coverage of ", esc(dir), "</h1>\n<p class=\"note\">One table per kernel type: a row per bucket ",
       "(the other axes and dtypes fixed, as the consumer interpolates), a column per measured value of the axis. ",
       "Colour: latency on a log scale (light = fast). Grey: not measured in this bucket. ",
@@ -124,6 +134,7 @@ end
 
 function M.main(argv)
   local args = M.parser():parse(argv)
+  require("perfscript.db.result").more_hint = "--csv FILE with one --kernel writes them"
   local db, dir = cli.open_database(args)
   local names = args.kernel or db:names()
   local sections = M.report(db, names, args.axis, parse_fixed(args.fixed), args.output)

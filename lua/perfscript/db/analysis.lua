@@ -111,11 +111,32 @@ local function slot_text(s, blank)
   return table.concat(parts, ",")
 end
 
+-- blank(d, slot, dim, rank) -> true to write the dim as "_" (it follows the axis)
 local function shapes_text(shapes, blank)
   local parts = {}
-  for i, s in ipairs(shapes) do parts[i] = slot_text(s, blank and function(d, j) return blank(d, i, j) end) end
+  for i, s in ipairs(shapes) do parts[i] = slot_text(s, blank and function(d, j) return blank(d, i, j, #s) end) end
   return table.concat(parts, ";")
 end
+
+-- Text in natural order: runs of digits compare as numbers ("_,1280" before "_,10240").
+local function natural_less(a, b)
+  local i, j = 1, 1
+  while i <= #a and j <= #b do
+    local na, ea = a:match("^(%d+)()", i)
+    local nb, eb = b:match("^(%d+)()", j)
+    if na and nb then
+      if #na ~= #nb then return #na < #nb end  -- no leading zeros in shapes: length orders
+      if na ~= nb then return na < nb end
+      i, j = ea, eb
+    else
+      local ca, cb = a:sub(i, i), b:sub(j, j)
+      if ca ~= cb then return ca < cb end
+      i, j = i + 1, j + 1
+    end
+  end
+  return #a - i < #b - j
+end
+A.natural_less = natural_less
 
 local function extras_text(p, skip)
   local names = {}
@@ -143,12 +164,88 @@ local function matmul_axes(p)
   return { M = m, K = k, N = n }, b_txt .. (#rest > 0 and (" +" .. table.concat(rest, ";")) or ""), layout
 end
 
+-- The value of point p on a shape axis, the axis's own positions (own(slot, dim) -> true) and
+-- whether a dim value elsewhere carries it (carries(d)); nil when p has no such axis.
+local function axis_of(K, p, axis)
+  local s1 = p.shapes[1]
+  if axis == "tokens" then
+    if not s1 or s1.scalar or #s1 < 2 then return nil end
+    local v, lead = 1, {}
+    for i = 1, #s1 - 1 do v = v * s1[i]; lead[s1[i]] = true end
+    lead[v] = true
+    return v, function(i, j) return i == 1 and j < #s1 end, function(d) return lead[d] end
+  end
+  local si, di
+  if axis == "hidden" then
+    if not s1 or s1.scalar or #s1 < 2 then return nil end
+    si, di = 1, #s1
+  elseif axis == "axis_0" then
+    if not s1 or s1.scalar or #s1 < 1 then return nil end
+    si, di = 1, #s1 - #match.strip1(s1) + 1
+  else
+    local a, b = axis:match("^in(%d+)%.(%d+)$")
+    if not a then perf.fail("%s: unknown axis '%s' (axes: %s)", K.name, tostring(axis), table.concat(A.axes(K), ", ")) end
+    si, di = tonumber(a), tonumber(b)
+    local s = p.shapes[si]
+    if not s or s.scalar or not s[di] then return nil end
+  end
+  local v = p.shapes[si][di]
+  return v, function(i, j) return i == si and j == di end, function(d) return d == v end
+end
+
+-- The positions (slot, dim, rank) outside the axis's own that carry its value in most of the
+-- kernel's points: they follow the axis (an elementwise kernel's second (tokens, D) input,
+-- GroupedMatmul's per-token scale (M)). A value equal by chance (tokens = hidden, M = the
+-- expert count) is in few points, so its position does not follow and the point stays in
+-- its bucket. first: the first slot that may follow (3 for matmul axes). Cached per axis.
+local function follows(K, axis, first, value_of)
+  local s = K._
+  s.follows = s.follows or {}
+  if s.follows[axis] then return s.follows[axis] end
+  local eq, total = {}, {}
+  for _, p in ipairs(A.points(K)) do
+    local v, own, carries = value_of(p)
+    if v then
+      for i = first, #p.shapes do
+        local sh = p.shapes[i]
+        if not sh.scalar then
+          for j, d in ipairs(sh) do
+            if not (own and own(i, j)) then
+              local key = i .. "." .. j .. "." .. #sh
+              total[key] = (total[key] or 0) + 1
+              if carries(d) then eq[key] = (eq[key] or 0) + 1 end
+            end
+          end
+        end
+      end
+    end
+  end
+  local f = {}
+  for key, n in pairs(total) do if (eq[key] or 0) * 2 > n then f[key] = true end end
+  s.follows[axis] = f
+  return f
+end
+
 -- value, rest description (without dtypes) of point p on axis; nil when p has no such axis.
+-- The rest writes the axis's positions, and those that follow it, as "_".
 function A.split(K, p, axis)
   local ex = extras_text(p, axis)
   if is_matmul(K) and (axis == "M" or axis == "K" or axis == "N") then
     local ax, tail = matmul_axes(p)
     if not ax then return nil end
+    local f = follows(K, axis, 3, function(q)
+      local a = matmul_axes(q)
+      if not a then return nil end
+      return a[axis], nil, function(d) return d == a[axis] end
+    end)
+    if next(f) then
+      local rest = {}
+      for i = 3, #p.shapes do
+        local sh = p.shapes[i]
+        rest[#rest + 1] = slot_text(sh, function(d, j) return f[i .. "." .. j .. "." .. #sh] and d == ax[axis] end)
+      end
+      tail = tail:gsub(" %+.*$", "") .. (#rest > 0 and (" +" .. table.concat(rest, ";")) or "")
+    end
     local others = {}
     for _, a in ipairs { "M", "K", "N" } do if a ~= axis then others[#others + 1] = a .. "=" .. ax[a] end end
     return ax[axis], table.concat(others, " ") .. tail .. (ex ~= "" and (" " .. ex) or "")
@@ -160,32 +257,10 @@ function A.split(K, p, axis)
       return v, shapes_text(p.shapes) .. (ex ~= "" and (" " .. ex) or "")
     end
   end
-  local s1 = p.shapes[1]
-  local v, blank
-  if axis == "tokens" then
-    if not s1 or s1.scalar or #s1 < 2 then return nil end
-    v = 1
-    local lead = {}
-    for i = 1, #s1 - 1 do v = v * s1[i]; lead[s1[i]] = true end
-    lead[v] = true
-    blank = function(d, i, j) if i == 1 then return j < #s1 end return lead[d] end
-  elseif axis == "hidden" then
-    if not s1 or s1.scalar or #s1 < 2 then return nil end
-    v = s1[#s1]
-    blank = function(d) return d == v end
-  elseif axis == "axis_0" then
-    if not s1 or s1.scalar or #s1 < 1 then return nil end
-    local st = match.strip1(s1)
-    v = st[1]
-    blank = function(d) return d == v end
-  else
-    local si, di = axis:match("^in(%d+)%.(%d+)$")
-    if not si then perf.fail("%s: unknown axis '%s' (axes: %s)", K.name, tostring(axis), table.concat(A.axes(K), ", ")) end
-    local s = p.shapes[tonumber(si)]
-    if not s or s.scalar or not s[tonumber(di)] then return nil end
-    v = s[tonumber(di)]
-    blank = function(d) return d == v end
-  end
+  local v, own, carries = axis_of(K, p, axis)
+  if not v then return nil end
+  local f = follows(K, axis, 1, function(q) return axis_of(K, q, axis) end)
+  local blank = function(d, i, j, n) return own(i, j) or (f[i .. "." .. j .. "." .. n] and carries(d)) end
   return v, shapes_text(p.shapes, blank) .. (ex ~= "" and (" " .. ex) or "")
 end
 
@@ -269,7 +344,8 @@ function A.coverage(K, axis, fixed, opts)
   local bks = A.buckets(K, axis)
   local list = {}
   for _, b in ipairs(bks.list) do if fixed_ok(K, b, fixed) then list[#list + 1] = b end end
-  table.sort(list, function(x, y) if #x.pts ~= #y.pts then return #x.pts > #y.pts end return x.key < y.key end)
+  -- most points first, then the bucket in natural order (128 before 1280 before 10240)
+  table.sort(list, function(x, y) if #x.pts ~= #y.pts then return #x.pts > #y.pts end return natural_less(x.key, y.key) end)
   local fixed_txt = {}
   for k, v in pairs(fixed or {}) do fixed_txt[#fixed_txt + 1] = k .. "=" .. tostring(v) end
   table.sort(fixed_txt)
@@ -289,26 +365,35 @@ function A.coverage(K, axis, fixed, opts)
     for _, pr in ipairs(problems) do
       if pr.value then ngaps = ngaps + 1 else res:note("%s", pr.why) end
     end
-    res:note("%d gaps against the standard; a target inside %s..%s interpolates between its neighbours, outside it misses (outside_axis_boundary)",
-             ngaps, values[1], values[#values])
-    if #values < 2 then res:note("fewer than 2 points: nothing can interpolate here (insufficient_filtered_candidates)") end
+    if #values < 2 then
+      res:note("1 point, no gap measurable: nothing can interpolate here (insufficient_filtered_candidates)")
+    else
+      res:note("%d gaps against the standard; a target inside %s..%s interpolates between its neighbours, outside it misses (outside_axis_boundary)",
+               ngaps, values[1], values[#values])
+    end
     res.values, res.axis, res.bucket, res.grid, res.problems = values, axis, b, grid, problems
     return res
   end
   local res = R.new(nil, { "bucket", "dtypes", "points", "min", "max", "gaps" })
+  local ones = 0
   for _, b in ipairs(list) do
     local values = {}
     for i, pt in ipairs(b.pts) do values[i] = pt.v end
     local problems = density.check(grid, values)
     local gaps = 0
     for _, pr in ipairs(problems) do if pr.value then gaps = gaps + 1 end end
+    if #values < 2 then ones = ones + 1; gaps = "-" end  -- one point: no gap to measure
     res[#res + 1] = { bucket = b.rest, dtypes = b.dtypes, points = #values, min = values[1], max = values[#values],
                       gaps = gaps, _bucket = b }
+  end
+  if ones > 0 then
+    res:note("%d bucket%s with 1 point: no gap measurable (gaps -), and nothing interpolates there", ones, ones == 1 and "" or "s")
   end
   res.title = string.format("coverage %s along %s%s: %d buckets (standard: %s)", K.name, axis, where, #list,
                             grid or "none for this axis")
   res:note("fix the other axes for one bucket's values, e.g. db:coverage(\"%s\", \"%s\", {%s})", K.name, axis,
-           is_matmul(K) and (axis == "M" and "K = 7168, N = 2048" or "M = 128") or "hidden = 7168")
+           is_matmul(K) and (axis == "M" and "K = 7168, N = 2048" or "M = 128") or
+             (axis == "tokens" and "hidden = 7168" or "tokens = 128"))
   res.axis, res.buckets, res.grid = axis, list, grid
   return res
 end

@@ -22,33 +22,36 @@ local function column(t, names)
   for _, n in ipairs(names) do if t:column(n) then return n end end
 end
 
--- Why row i does not answer the query Q (its first failing check), or nil when it does.
+-- Why row i does not answer the query Q (its first failing check), or nil when it does; the
+-- second result names the check ("latency", "seq", "shape", "dtype", "N,D", a filter's column,
+-- "avg_seq_len", "T") so that a miss can say which one excluded the rows.
 local function row_why(Q, i, lat, rowseq)
   local t, target = Q.t, Q.target
   local shapes = t:shapes(t:cell(i, "Input Shapes"))
   local s0 = shapes and shapes[1] and not shapes[1].scalar and q3d(shapes[1], target[3])
-  if not lat then return "no valid latency" end
-  if not rowseq or rowseq ~= rowseq or rowseq < 0 then return "no avg_seq_len" end
-  if not s0 then return "slot 0 is not a (T, N, D) shape" end
+  if not rowseq or rowseq ~= rowseq or rowseq < 0 then return "no avg_seq_len", "seq" end
+  if not s0 then return "slot 0 is not a (T, N, D) shape", "shape" end
   if Q.dtype and Q.cdt and match.list(t:cell(i, Q.cdt))[1] ~= Q.dtype then
-    return "dtype " .. tostring(match.list(t:cell(i, Q.cdt))[1])
+    return "dtype " .. tostring(match.list(t:cell(i, Q.cdt))[1]), "dtype"
   end
-  if s0[2] ~= target[2] or s0[3] ~= target[3] then return string.format("N,D %d,%d", s0[2], s0[3]) end
+  if s0[2] ~= target[2] or s0[3] ~= target[3] then return string.format("N,D %d,%d", s0[2], s0[3]), "N,D" end
   for _, f in ipairs(Q.filters) do
     if f.want ~= nil and t:column(f.col) then
       local cell = t:cell(i, f.col)
       if not (f.blank_ok and cell == "") then
         local ok = f.num and num.finite(cell) == num.finite(f.want) or (not f.num and cell == tostring(f.want))
-        if not ok then return f.col .. " " .. cell end
+        if not ok then return f.col .. " " .. cell, f.col, cell end
       end
     end
   end
   if math.abs(math.floor(rowseq) - Q.seq) > TOLERANCE then
-    return string.format("avg_seq_len %s is more than %d from %d", t:cell(i, Q.seqcol), TOLERANCE, Q.seq)
+    return string.format("avg_seq_len %s is more than %d from %d", t:cell(i, Q.seqcol), TOLERANCE, Q.seq), "avg_seq_len"
   end
   if not match.t_compatible(s0[1], target[1]) then
-    return string.format("T %d vs %d, not block-padded", s0[1], target[1])
+    return string.format("T %d vs %d, not block-padded", s0[1], target[1]), "T"
   end
+  -- the latency last: a theory row of the right shape is "no valid latency", not a shape miss
+  if not lat then return "no valid latency", "latency" end
   return nil
 end
 
@@ -60,9 +63,9 @@ local function scan(K, Q)
   for i = 1, #t do
     local lat, col = K:latency(i)
     local rowseq = num.finite(t:cell(i, Q.seqcol))
-    local why = row_why(Q, i, lat, rowseq)
+    local why, check, cell = row_why(Q, i, lat, rowseq)
     if why then
-      tried[#tried + 1] = { line = t:line(i), why = why }
+      tried[#tried + 1] = { line = t:line(i), why = why, check = check, cell = cell }
     else
       local d = math.abs(math.floor(rowseq) - Q.seq)
       if cmeta then
@@ -106,28 +109,89 @@ function A.lookup(K, q, opts)
   local Q = { t = t, seqcol = seqcol, target = target, seq = seq, dtype = q.dtype and match.dtype(q.dtype),
               cdt = t:column("Input Data Types"),
               filters = {
-                { col = "Runtime sparse_mode", want = q.sparse_mode or 3, num = true },
+                { col = "Runtime sparse_mode", want = q.sparse_mode or 3, default = q.sparse_mode == nil, num = true },
                 { col = "Runtime num_key_value_heads", want = q.kv_heads, num = true },
-                { col = "Runtime input_layout", want = layout, blank_ok = true },
+                { col = "Runtime input_layout", want = layout, blank_ok = true,
+                  default = q.layout == nil and "from the rank of q" or nil },
               } }
   local best, tried = scan(K, Q)
   local label = string.format("%s q %s seq %d", K.name, match.format_shape(target), seq)
-  local res = R.new(nil, { "line", "result" })
+  local explain = opts.explain or q.explain
+  local res = R.new(nil, explain and { "line", "result" } or {})
   if best then
     res.latency, res.source, res.confidence, res.rule = best.lat, "MEASURED", 0.9, "attention"
     res.row, res.line, res.column = best.row, t:line(best.row), best.col
     res.title = string.format("lookup %s: MEASURED %s us from line %d (%s, rule attention, seq distance %s)", label,
                               R.fmt(best.lat), res.line, best.col, best.d)
+    if not explain then
+      res.columns = { "line", "Input Shapes", "Input Data Types", "latency(us)", "column" }
+      res[1] = K:_row_record(best.row, best.lat, best.col)
+    end
   else
-    res.miss = "shape_mismatch"
-    res.title = string.format("lookup %s: MISS shape_mismatch (%d rows tried)", label, #tried)
+    res.miss = "shape_mismatch"  -- the consumer's code; res.reason says which check excluded the rows
+    res.reason = A.miss_reason(Q, q, tried)
+    res.title = string.format("lookup %s: MISS %s (the consumer reports shape_mismatch)", label, res.reason)
+    if not explain then res:note("{..., explain = true} lists every row's verdict") end
   end
-  if opts.explain then
+  if explain then
     for _, x in ipairs(tried) do
       res[#res + 1] = { line = x.line, result = (best and x.line == res.line) and ("CHOSEN " .. x.why) or x.why }
     end
   end
   return res
+end
+
+-- The check that excluded the rows closest to the query: the rows that pass every check
+-- before it fail it. A filter the query set by default says so ("sparse_mode 3 (default)
+-- excludes all 12 rows with this shape; they have sparse_mode 0").
+local ORDER = { "seq", "shape", "dtype", "N,D", "Runtime sparse_mode", "Runtime num_key_value_heads",
+                "Runtime input_layout", "avg_seq_len", "T", "latency" }
+function A.miss_reason(Q, q, tried)
+  if #tried == 0 then return "no rows" end
+  local rank = {}
+  for j, c in ipairs(ORDER) do rank[c] = j end
+  local deepest, n, cells = 0, 0, {}
+  for _, x in ipairs(tried) do
+    local r = rank[x.check] or 0
+    if r > deepest then deepest, n, cells = r, 0, {} end
+    if r == deepest then
+      n = n + 1
+      if x.cell then cells[x.cell] = (cells[x.cell] or 0) + 1 end
+    end
+  end
+  local check = ORDER[deepest]
+  local target = Q.target
+  local shape = string.format("N,D %d,%d", target[2], target[3])
+  local function values()
+    local l = {}
+    for v, c in pairs(cells) do l[#l + 1] = string.format("%s (%d)", v == "" and "blank" or v, c) end
+    table.sort(l)
+    return table.concat(l, ", ")
+  end
+  if check == "Runtime sparse_mode" or check == "Runtime num_key_value_heads" or check == "Runtime input_layout" then
+    local f
+    for _, x in ipairs(Q.filters) do if x.col == check then f = x end end
+    local short = check:gsub("^Runtime ", "")
+    local key = ({ ["Runtime sparse_mode"] = "sparse_mode", ["Runtime num_key_value_heads"] = "kv_heads",
+                   ["Runtime input_layout"] = "layout" })[check]
+    local dflt = f and f.default and (" (" .. (f.default == true and "default" or f.default) .. ")") or ""
+    return string.format("%s %s%s excludes %s with this dtype and %s; they have %s %s (pass %s = ...)",
+                         short, tostring(f and f.want), dflt, n == 1 and "the 1 row" or ("all " .. n .. " rows"),
+                         shape, short, values(), key)
+  elseif check == "latency" then
+    return string.format("no_valid_latency: %d row%s match%s but ha%s no valid latency (theory rows: microbench measures them)",
+                         n, n == 1 and "" or "s", n == 1 and "es" or "", n == 1 and "s" or "ve")
+  elseif check == "avg_seq_len" then
+    return string.format("no row within %d of avg_seq_len %d among the %d with this dtype, %s and runtime filters",
+                         TOLERANCE, Q.seq, n, shape)
+  elseif check == "T" then
+    return string.format("T %d: the %d rows near avg_seq_len %d have a T neither equal nor block-padded", target[1], n, Q.seq)
+  elseif check == "N,D" then
+    return string.format("no row with %s (%d rows of this dtype have other heads or head dims)", shape, n)
+  elseif check == "dtype" then
+    return string.format("dtype %s: no row has it (%d rows have another)", tostring(Q.dtype), n)
+  end
+  return string.format("no row can answer (%d rows: %s)", n, check == "seq" and "no avg_seq_len" or "slot 0 is not (T, N, D)")
 end
 
 return A

@@ -221,6 +221,7 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
   o.n = o.n or math.tointeger(e.tc_input_count)
+  if not opts.explain then o.reason = false end  -- each kernel's miss reason only when explained
   if m == "moe_fused" then o.moe, o.n = true, nil end  -- shapes as the 7 physical inputs
   local ks = Mp.kernels(e, first_rank(shapes))
   local best, results = best_of_kernels(db, ks, shapes, dtypes, o, opts.explain)
@@ -230,8 +231,9 @@ function Mp.lookup(db, op, shapes, dtypes, opts)
     res.title = string.format("lookup %s -> %s", op, res.title)
     res.kernel = best.kernel
   else
-    res = R.new(string.format("lookup %s: MISS %s (kernels tried: %s)", op,
-                              #results == 0 and "csv_not_found" or "shape_mismatch", table.concat(ks, ", ")), {})
+    res = R.new(string.format("lookup %s: MISS %s (kernels tried: %s%s)", op,
+                              #results == 0 and "csv_not_found" or "shape_mismatch", table.concat(ks, ", "),
+                              (#results > 0 and not opts.explain) and "; {explain = true} says why for each" or ""), {})
     res.miss = #results == 0 and "csv_not_found" or "shape_mismatch"
   end
   res:note("mapping: %s, kernels in order %s%s", m, table.concat(ks, ", "),

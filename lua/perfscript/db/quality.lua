@@ -8,6 +8,7 @@ local num = require "perfscript.num"
 local shape = require "perfscript.shape"
 local analysis = require "perfscript.db.analysis"
 
+local nz_tile_problem
 local Q = {}
 local D
 
@@ -177,6 +178,32 @@ local function lint_row_limits(C, i, line, add)
   return over
 end
 
+-- A FRACTAL_NZ slot is [..., H, W, 16, 16|32|8] (the block of its dtype); another tail (a
+-- weight written as (E, K, N/16, 16)) restores, as the consumer restores it, to a shape no query
+-- asks: (32,7168,128,16) -> (512,917504). Per distinct (shapes, formats) pair.
+local NZ_BLOCKS = { ["16,16"] = true, ["16,32"] = true, ["16,8"] = true }
+function nz_tile_problem(C, scell, fcell)
+  C.nz_cache = C.nz_cache or {}
+  local key = scell .. "\0" .. fcell
+  local r = C.nz_cache[key]
+  if r == nil then
+    r = false
+    local raw = C.t:shapes(scell)
+    local fm = match.list(fcell)
+    for j, f in ipairs(fm) do
+      local sh = raw and raw[j]
+      if f == "FRACTAL_NZ" and sh and not sh.scalar and #sh >= 4 and not NZ_BLOCKS[sh[#sh - 1] .. "," .. sh[#sh]] then
+        local restored = C.t:shapes(match.shapes_text({ sh }), "FRACTAL_NZ")
+        r = string.format("FRACTAL_NZ input %d %s does not end in a 16x16, 16x32 or 16x8 block: the consumer restores it to %s, " ..
+                          "which no query asks", j, match.format_shape(sh), match.format_shape(restored[1]))
+        break
+      end
+    end
+    C.nz_cache[key] = r
+  end
+  return r
+end
+
 -- Shapes and formats of row i.
 local function lint_row_shapes(C, i, line, add)
   local t = C.t
@@ -204,6 +231,10 @@ local function lint_row_shapes(C, i, line, add)
       C.list_cache[cell] = msg
     end
     if msg then add("warning", line, D.IF, msg) end
+    if cell:find("FRACTAL_NZ", 1, true) and C.cIS then
+      local why = nz_tile_problem(C, t:cell(i, C.cIS), cell)
+      if why then add("warning", line, D.IS, why) end
+    end
   end
 end
 
@@ -257,8 +288,51 @@ local function lint_kernel(K, res)
   if not ok then add("error", nil, nil, "reachability check failed: " .. tostring(perf.is_user_error(err2) and err2.message or err2)) end
 end
 
-function Q.lint(db, kernel)
+-- The kind of a finding: its problem with the row's own numbers and quoted cells left out,
+-- so that 340 rows with one problem are one kind.
+function Q.kind(problem)
+  return (tostring(problem):gsub("'[^']*'", "'…'"):gsub("%d+", "#"))
+end
+
+-- The findings grouped by severity, kernel, column and kind, in order of first appearance:
+-- a result with the count, the first lines and one example each (what db:lint prints).
+local function grouped(res)
+  local groups, by = {}, {}
+  for _, f in ipairs(res) do
+    local key = table.concat({ f.severity, f.kernel, f.column or "", Q.kind(f.problem) }, "\0")
+    local g = by[key]
+    if not g then
+      g = { severity = f.severity, kernel = f.kernel, column = f.column, rows = 0, lines = {}, example = f.problem }
+      by[key] = g
+      groups[#groups + 1] = g
+    end
+    g.rows = g.rows + 1
+    if f.line and #g.lines < 4 then g.lines[#g.lines + 1] = f.line end
+    if f.line and g.rows == 5 then g.lines[#g.lines + 1] = "..." end
+  end
+  local out = R.new(res.title, { "severity", "kernel", "rows", "lines", "column", "example" })
+  out.widths = { example = 160 }
+  for _, g in ipairs(groups) do
+    g.lines = table.concat(g.lines, ",")
+    out[#out + 1] = g
+  end
+  for _, n in ipairs(res.notes) do out:note("%s", n) end
+  if #groups < #res then
+    local k = res.kernel and string.format("%q, ", res.kernel) or ""
+    out:note("%d findings in %d kinds; %s", #res, #groups,
+             res.hint or string.format("db:lint(%s{verbose = true}) lists each; r = db:lint(%s) then save(r, \"lint.csv\") writes them",
+                                       k, k:gsub(", $", "")))
+  end
+  return out
+end
+Q.grouped = grouped
+
+-- db:lint([kernel], {verbose = true}): every finding is a row of the result (save writes them
+-- all); it prints grouped by kind unless verbose.
+function Q.lint(db, kernel, opts)
+  opts = opts or {}
   local res = R.new(nil, { "severity", "kernel", "line", "column", "problem" })
+  if not opts.verbose then res.view = grouped end
   res.widths = { problem = 160 }
   local names = kernel and { db:kernel(kernel).name } or db._names
   for _, name in ipairs(names) do lint_kernel(db:kernel(name), res) end
@@ -299,6 +373,7 @@ function Q.lint(db, kernel)
   res.errors, res.warnings = errors, warnings
   res.title = string.format("lint %s: %d errors, %d warnings in %d kernel types", kernel and names[1] or db._dir,
                             errors, warnings, #names)
+  res.kernel = kernel and names[1] or nil
   if errors + warnings == 0 then res:note("clean") end
   return res
 end
@@ -416,8 +491,11 @@ end
 function Q.install(db)
   D = db
   db.Kmethods.dups = function(self, ...) return Q.dups(self, ...) end
-  db.Kmethods.lint = function(self) return Q.lint(self.db, self.name) end
-  db.DBmethods.lint = function(self, kernel) return Q.lint(self, kernel) end
+  db.Kmethods.lint = function(self, opts) return Q.lint(self.db, self.name, opts) end
+  db.DBmethods.lint = function(self, kernel, opts)
+    if type(kernel) == "table" and getmetatable(kernel) ~= D.Kernel then kernel, opts = nil, kernel end
+    return Q.lint(self, kernel, opts)
+  end
   db.DBmethods.diff = function(self, other, kernel, opts) return Q.diff(self, other, kernel, opts) end
   db.Kmethods.diff = function(self, other, opts)
     if type(other) == "table" and getmetatable(other) == D.Kernel then other = other.db end

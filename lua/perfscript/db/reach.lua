@@ -16,9 +16,14 @@ local D
 -- primary kernel_type before as an alternate), as {mode, n, op}; compute with every slot when
 -- no route names it (decomposer sub-queries compare every slot they are given).
 function Reach.route(db, kernel)
+  local ok, doc = pcall(require("perfscript.db.mapping").load, db)
+  return Reach.route_in(ok and doc or nil, kernel)
+end
+
+-- The same from an op_mapping.yaml document (perfscript.db.mapping.read), or nil for none.
+function Reach.route_in(doc, kernel)
   local mp = require "perfscript.db.mapping"
-  local ok, doc = pcall(mp.load, db)
-  local ops = ok and doc and type(doc.operator_mappings) == "table" and doc.operator_mappings or {}
+  local ops = doc and type(doc.operator_mappings) == "table" and doc.operator_mappings or {}
   local names = {}
   for op in pairs(ops) do names[#names + 1] = op end
   table.sort(names)
@@ -43,7 +48,11 @@ function Reach.route(db, kernel)
     if type(e) == "table" and e.composite and e.decomposer and op:match("latent_attention") then mla = true end
     if type(e) == "table" and (e.zero_cost or e.accepted_miss) and e.kernel_type == kernel then zero = true end
   end
-  if not best then return { mode = "compute", op = nil, mla = mla, zero = zero, mapped = doc ~= nil } end
+  if not best then
+    -- attention is read by its runtime fields whatever the mapping (as the grid and lookup do)
+    return { mode = kernel == "FusedInferAttentionScore" and "attention_special" or "compute", op = nil, mla = mla,
+             zero = zero, mapped = doc ~= nil }
+  end
   if best.full then best.n = nil end
   best.mla, best.mapped = mla, true
   return best
@@ -68,13 +77,14 @@ local function spelling(d, where)
   return string.format("unknown dtype spelling %s in %s: the consumer never asks for it", d, where)
 end
 
--- The compute (and MoE) checks of row i: dtype spelling and slot alignment over the slots
--- the consumer compares (the first n with tc_input_count); a list of reasons.
-local function slot_problems(t, i, n)
+-- The compute (and MoE) checks of a row (get(column) -> its cell, nil without the column):
+-- dtype spelling and slot alignment over the slots the consumer compares (the first n with
+-- tc_input_count); a list of reasons.
+local function slot_problems(get, n)
   local out = {}
-  local rawS, S, posS = slots(t:cell(i, D.IS))
-  local _, Dt, posD = slots(t:column(D.IDT) and t:cell(i, D.IDT) or "")
-  local rawF, F, posF = slots(t:column(D.IF) and t:cell(i, D.IF) or "")
+  local rawS, S, posS = slots(get(D.IS))
+  local _, Dt, posD = slots(get(D.IDT) or "")
+  local rawF, F, posF = slots(get(D.IF) or "")
   local c = n and math.min(n, #S) or #S
   if #Dt < c then
     out[#out + 1] = { kind = "misaligned slots",
@@ -84,7 +94,7 @@ local function slot_problems(t, i, n)
   for j = 1, c do
     local p = posS[j]
     if posD[j] and posD[j] ~= p then
-      local rawD = shape.split(t:cell(i, D.IDT))
+      local rawD = shape.split(get(D.IDT))
       if Dt[j] ~= rawD[p] or (F[j] or "ND") ~= (rawF[p] or "ND") then
         misaligned = string.format("empty shape slot before slot %d (%s): the consumer pairs it with dtype %s%s " ..
                                    "instead of %s%s%s", p, rawS[p], Dt[j],
@@ -100,7 +110,7 @@ local function slot_problems(t, i, n)
   end
   if misaligned then out[#out + 1] = { kind = "misaligned slots", why = misaligned } end
   -- the dtypes the row means (by slot position), spelled as the consumer spells them
-  local rawD = shape.split(t:column(D.IDT) and t:cell(i, D.IDT) or "")
+  local rawD = shape.split(get(D.IDT) or "")
   for j = 1, c do
     local d = rawD[posS[j]]
     local why = d and d ~= "" and spelling(d, "input slot " .. posS[j])
@@ -113,10 +123,11 @@ local function reason_text(kind, why) return kind .. ": " .. why end
 
 -- q: the attention query slot of a row ((T,N,D), (B,N,1,D) or (T,H) normalise; docs/rules.md,
 -- Lookups).
-local function attention_problems(t, i, route)
+local shapes_of
+local function attention_problems(get, route)
   local out = {}
-  local raw = shape.split(t:cell(i, D.IS))
-  local q = raw[1] and raw[1] ~= "" and t:shapes(raw[1])
+  local raw = shape.split(get(D.IS) or "")
+  local q = raw[1] and raw[1] ~= "" and shapes_of(raw[1])
   q = q and q[1]
   if not q or q.scalar or not (#q == 3 or #q == 2 or (#q == 4 and q[3] == 1)) then
     out[#out + 1] = { kind = "unconvertible layout",
@@ -124,14 +135,14 @@ local function attention_problems(t, i, route)
                                           "(a %s query is never matched)", raw[1] or "(none)",
                                           q and not q.scalar and #q == 4 and "BNSD with S > 1" or "this") }
   end
-  local d1 = (t:column(D.IDT) and match.list(t:cell(i, D.IDT)) or {})[1]
+  local d1 = match.list(get(D.IDT) or "")[1]
   local why = d1 and spelling(d1, "the query slot")
   if why then out[#out + 1] = { kind = "unknown dtype", why = why } end
-  local sp = t:column("Runtime sparse_mode") and num.finite(t:cell(i, "Runtime sparse_mode"))
-  local kvh = t:column("Runtime num_key_value_heads") and num.finite(t:cell(i, "Runtime num_key_value_heads"))
+  local sp = num.finite(get("Runtime sparse_mode") or "")
+  local kvh = num.finite(get("Runtime num_key_value_heads") or "")
   if sp and sp ~= 3 and not (route.mla and sp == 0 and kvh == 1) then
     out[#out + 1] = { kind = "unreachable runtime",
-                      why = string.format("Runtime sparse_mode %s: the attention path always asks 3%s", t:cell(i, "Runtime sparse_mode"),
+                      why = string.format("Runtime sparse_mode %s: the attention path always asks 3%s", get("Runtime sparse_mode"),
                                           route.mla and " (MLA decode asks 0 with one KV head)" or
                                           " and no MLA decomposer in op_mapping.yaml asks 0") }
   end
@@ -151,16 +162,8 @@ local function own_answer(K, t, i, route)
     end
     return require("perfscript.db.mapping").elementwise_kernel(K, out, dt)
   elseif route.mode == "attention_special" then
-    local shapes = t:shapes(t:cell(i, D.IS))
-    local seqcol = t:column("Runtime avg_seq_len") and "Runtime avg_seq_len" or t:column("avg_seq_len") and "avg_seq_len"
-    local seq = seqcol and num.finite(t:cell(i, seqcol))
-    if not seq or not shapes or not shapes[1] then return nil, "no avg_seq_len or query shape" end
-    local q = { q = shapes[1], seq = math.floor(seq), dtype = match.list(t:cell(i, D.IDT))[1],
-                sparse_mode = t:column("Runtime sparse_mode") and num.finite(t:cell(i, "Runtime sparse_mode")) or nil,
-                kv_heads = t:column("Runtime num_key_value_heads") and num.finite(t:cell(i, "Runtime num_key_value_heads")) or nil }
-    if #shapes[1] == 2 and shapes[2] and not shapes[2].scalar then q.head_dim = shapes[2][#shapes[2]] end
-    local lay = t:column("Runtime input_layout") and t:cell(i, "Runtime input_layout")
-    if lay and lay ~= "" then q.layout = lay end
+    local q = K:own_query(i)
+    if not q or not q.seq then return nil, "no avg_seq_len or query shape" end
     return require("perfscript.db.attention").lookup(K, q)
   end
   local shapes, dtypes = K:_inputs(i)
@@ -190,6 +193,35 @@ local function own_answer(K, t, i, route)
   return res
 end
 
+-- Would the linter call a row unreachable on its own cells (get(column) -> cell, nil without
+-- the column), whatever the other rows? route: Reach.route's (mode, n, mla). Returns the
+-- problems {kind, why} (empty when none): what db:lint reports as "unreachable: kind: why".
+-- The grid asks it of each candidate (perfscript.grid.run) and skips the rows it flags.
+function Reach.row_problems(get, route)
+  if route.mode == "attention_special" then return attention_problems(get, route) end
+  if route.mode == "elementwise" then return {} end
+  return slot_problems(get, route.n)
+end
+
+-- For the grid: a checker of the rows it generates for the directory dir (its op_mapping.yaml
+-- routes each kernel as db:lint does): check(kernel, get) -> nil, or kind, why.
+function Reach.grid_checker(dir)
+  require "perfscript.db"  -- installs the column names (D) when the grid has not opened a database
+  local ok, doc = pcall(require("perfscript.db.mapping").read, dir)
+  doc = ok and type(doc) == "table" and doc or nil
+  -- without a mapping the routes (and the MLA decomposer) are unknown: the linter says only
+  -- that the mapping is missing, so nothing is skipped
+  if not doc then return function() return nil end end
+  local routes = {}
+  return function(kernel, get)
+    local route = routes[kernel]
+    if not route then route = Reach.route_in(doc, kernel); routes[kernel] = route end
+    local p = Reach.row_problems(get, route)[1]
+    if p then return p.kind, p.why end
+    return nil
+  end
+end
+
 -- Findings of one kernel into add(severity, line, column, problem).
 function Reach.kernel(K, add)
   local t = K:table()
@@ -202,8 +234,9 @@ function Reach.kernel(K, add)
   for i = 1, #t do
     if K:latency(i) then
       local probs
+      local function get(c) local j = t:column(c); return j and t:cell(i, j) or nil end
       if route.mode == "attention_special" then
-        probs = attention_problems(t, i, route)
+        probs = attention_problems(get, route)
       elseif route.mode == "elementwise" then
         -- another spelling of the output dtype is still answered, through dtype scaling
         probs = {}
@@ -211,7 +244,7 @@ function Reach.kernel(K, add)
         local why = od and spelling(od, "output slot 1")
         if why then add("warning", t:line(i), D.ODT, why .. " (answered through dtype scaling, confidence 0.9)") end
       else
-        probs = slot_problems(t, i, route.n)
+        probs = slot_problems(get, route.n)
       end
       for _, p in ipairs(probs) do add("error", t:line(i), D.IDT, "unreachable: " .. reason_text(p.kind, p.why)) end
       if #probs == 0 then
@@ -283,7 +316,7 @@ local function clean(cell)
   return cell
 end
 
-local function shapes_of(cell)
+function shapes_of(cell)
   local out = {}
   for _, part in ipairs(shape.split(clean(cell))) do
     part = part:gsub("^%s+", ""):gsub("%s+$", "")
@@ -346,10 +379,10 @@ function Reach.view(get, mode, n)
                            clean(get("Runtime num_key_value_heads")), math.floor(avg) }, "|")
     return v
   end
-  if n then
-    for i = #ins, n + 1, -1 do ins[i] = nil end
-    for i = #dts, n + 1, -1 do dts[i] = nil end
-  end
+  if n then for i = #ins, n + 1, -1 do ins[i] = nil end end
+  -- the consumer compares the dtype of each shape slot it keeps: a trailing DT_UNDEFINED of an
+  -- optional input (AddRmsNormBias) is not part of what answers
+  for i = #dts, #ins + 1, -1 do dts[i] = nil end
   for i = 1, #ins do
     if fms[i] == "FRACTAL_NZ" then ins[i] = nz_restore(ins[i]) end
   end

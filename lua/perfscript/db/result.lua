@@ -1,12 +1,15 @@
 -- Query results of the database explorer: an array of records (one table per row, keyed by
 -- column name) with a title, an ordered column list and notes. tostring() renders an aligned
 -- table (numbers right-aligned with units in the header, wide cells truncated, long results
--- cut after max_rows), which is what the REPL prints; save(result, "out.csv") writes every
--- row with the columns in this order.
+-- cut after max_rows), which is what the REPL prints; save(r, "out.csv") writes every row
+-- with the columns in this order.
 local M = {}
 
 M.max_rows = 40     -- rows shown by tostring (all rows stay in the table and in save())
 M.max_cell = 48     -- characters shown per cell
+-- How to get every row, said under a cut result: the REPL sets it to save(_, ...) (it keeps the
+-- last result in _), a recipe to its --csv flag; none in a script, whose result is at hand.
+M.more_hint = nil
 
 local Result = {}
 Result.__index = Result
@@ -54,6 +57,9 @@ local function cut(s, w)
 end
 
 function Result:__tostring()
+  -- a result may print as a view of itself (db:lint groups its findings by kind)
+  local view = rawget(self, "view")
+  if view then return tostring(view(self)) end
   local out = {}
   if self.title then out[#out + 1] = self.title end
   local cols = self.columns or {}
@@ -87,8 +93,8 @@ function Result:__tostring()
     out[#out + 1] = "  " .. table.concat(rule, "  ")
     for i = 1, shown do out[#out + 1] = line(cells[i]) end
     if n > shown then
-      out[#out + 1] = string.format("  ... %d more rows (%d in all; save(result, \"out.csv\") writes them)",
-                                    n - shown, n)
+      out[#out + 1] = string.format("  ... %d more rows (%d in all%s)", n - shown, n,
+                                    M.more_hint and ("; " .. M.more_hint) or "")
     end
   elseif #cols > 0 then
     out[#out + 1] = "  (no rows)"

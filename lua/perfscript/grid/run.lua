@@ -389,6 +389,29 @@ local function write_rows(job, csv, parts)
   return w:commit { stage = job.stage }
 end
 
+-- A row db:lint would call unreachable on its own cells (perfscript.db.reach.row_problems) is
+-- not appended: counted by kind in st.lint_skipped (the status says so). true when skipped.
+local function lint_skips(check, kernel, get, st)
+  local kind, why
+  if check then kind, why = check(kernel, get) end
+  if not kind then return false end
+  st.lint_skipped = (st.lint_skipped or 0) + 1
+  st.lint_kinds = st.lint_kinds or {}
+  st.lint_kinds[kind] = st.lint_kinds[kind] or { n = 0, example = why }
+  st.lint_kinds[kind].n = st.lint_kinds[kind].n + 1
+  return true
+end
+
+-- The status note of the rows lint_skips dropped: "; 12 rows the linter would flag skipped
+-- (misaligned slots: 12, e.g. ...)".
+local function lint_note(st)
+  if not st.lint_skipped then return "" end
+  local parts = {}
+  for kind, k in pairs(st.lint_kinds) do parts[#parts + 1] = string.format("%s: %d, e.g. %s", kind, k.n, k.example) end
+  table.sort(parts)
+  return string.format("; %d rows the linter would flag skipped (%s)", st.lint_skipped, table.concat(parts, "; "))
+end
+
 -- The rows of idx the consumer would answer with (reach.lua), in append order: largest shape
 -- first where the first matching row wins. Misspelled generated dtypes are dropped too.
 local function reachable(ctx, T, S, idx, st)
@@ -400,20 +423,20 @@ local function reachable(ctx, T, S, idx, st)
   local out, IT, IDT, IFM, OT, ODT, EX = {}, S.it, S.idt, S.ifm, S.ot, S.odt, S.extra
   for _, i in ipairs(idx) do
     local extra = EX[i]
-    local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
-    if ok then
-      ok = reach.keep(ctx, function(c)
-        if c == "Input Shapes" then return IT[i]
-        elseif c == "Output Shapes" then return OT[i]
-        elseif c == "Input Data Types" then return IDT[i]
-        elseif c == "Input Formats" then return IFM[i]
-        end
-        local v = extra[c]
-        if v == nil then v = T[c] end
-        return v
-      end)
+    local function get(c)
+      if c == "Input Shapes" then return IT[i]
+      elseif c == "Output Shapes" then return OT[i]
+      elseif c == "Input Data Types" then return IDT[i]
+      elseif c == "Input Formats" then return IFM[i]
+      end
+      local v = extra[c]
+      if v == nil then v = T[c] end
+      return v
     end
-    if ok then out[#out + 1] = i else st.shadowed = st.shadowed + 1 end
+    local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
+    local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
+    if ok and not flagged then ok = reach.keep(ctx, get) end
+    if ok and not flagged then out[#out + 1] = i elseif not flagged then st.shadowed = st.shadowed + 1 end
   end
   return out
 end
@@ -449,6 +472,7 @@ function M.process(job)
       local kr = csv.kept[i]
       return kr and function(c) return kr[c] end
     end)
+    ctx.lint = job.lint
   end
   local cache, seen, parts, nrows = job.cache or {}, {}, {}, 0
   for t, T in ipairs(csv.templates) do
@@ -473,6 +497,7 @@ function M.process(job)
   end
   if #csv.templates > 1 then st.variants = #csv.templates end
   local note = refused and ("; a variant skipped: " .. refused) or ""
+  note = note .. lint_note(st)
   if st.appended == 0 then
     st.status = (nrows == 0 and "unchanged: no candidates" or "unchanged: nothing new") .. note
     return st
@@ -500,13 +525,14 @@ function M.run(opts)
   local files = M.discover(dir)
   if #files == 0 then perf.fail("No CSV files found under: %s", dir) end
   -- each CSV is routed with the op_mapping.yaml of its own directory
-  local metas, reaches = {}, {}
+  local metas, reaches, checkers = {}, {}, {}
   local function meta_for(d)
     if not metas[d] then
       local m, merr = route.load_meta(d .. "/op_mapping.yaml")
       if not m then perf.fail("%s", merr) end
       metas[d] = m
       reaches[d] = reach.new(m)
+      checkers[d] = require("perfscript.db.reach").grid_checker(d)
     end
     return metas[d]
   end
@@ -566,7 +592,7 @@ function M.run(opts)
       local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
-                    variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir],
+                    variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir], lint = checkers[f.dir],
                     columns = gen.columns, generate = gen.each, stage = stage }
       cache[pname] = cache[pname] or {}
       job.cache = cache[pname]

@@ -13,6 +13,7 @@ function M.parser()
   options.list(parser, "--kernel", "Only these kernel types, a comma list; repeatable.")
   options.output(parser, "Also write every finding to this CSV file.", { aliases = { "--csv" } })
   options.quiet(parser, "Print only the summary line.")
+  options.verbose(parser, "Print every finding (by default, findings of one kind print once, with their count and an example).")
   return parser
 end
 
@@ -22,8 +23,10 @@ function M.main(argv)
   local kernels = args.kernel or { false }
   local all = require("perfscript.db.result").new(nil, nil, {})
   local errors, warnings = 0, 0
+  if args.verbose then require("perfscript.db.result").max_rows = math.huge end
   for _, k in ipairs(kernels) do
-    local res = db:lint(k or nil)
+    local res = db:lint(k or nil, { verbose = args.verbose })
+    res.hint = "--verbose prints each, --output FILE writes them"
     errors, warnings = errors + res.errors, warnings + res.warnings
     all.columns = res.columns
     for _, r in ipairs(res) do all[#all + 1] = r end
