@@ -73,7 +73,7 @@ done
 
 # grid rows find themselves too (REPL), and a theory row's miss says it has no latency
 out=$(printf '%s\n' 'K = db.GroupedMatmul' 'db:lookup("GroupedMatmul", K:rows()[#K:table()])' | repl "$TMP/grid")
-expect_contains "a grid theory row misses for its latency" "$out" "but have no valid latency (theory rows: microbench measures them)"
+expect_contains "a grid theory row misses for its latency" "$out" "no valid latency (theory rows: microbench measures them)"
 
 # ---- save(_, ...) after a cut result, as the hint says
 out=$(printf '%s\n' 'require("perfscript.db.result").max_rows = 3' 'db:kernels()' "save(_, \"$TMP/k.csv\")" | repl "$DB")
@@ -120,7 +120,7 @@ mkdir -p "$L"
 out=$("$PS_BIN" "$SRC/recipes/db_lint.lua" --database-path "$L" 2>&1)
 expect_eq "db_lint: 60 zero latencies are one line" "$(grep -c '0 (leave it blank' <<<"$out")" "1"
 expect_contains "db_lint: the line has the count" "$out" "warning   MatMulV2    60  2,3,4,5,..."
-expect_contains "db_lint: how to see each" "$out" "--verbose prints each, --csv FILE writes them"
+expect_contains "db_lint: how to see each" "$out" "--verbose prints each, --output FILE writes them"
 out=$("$PS_BIN" "$SRC/recipes/db_lint.lua" --database-path "$L" --verbose 2>&1)
 expect_eq "db_lint --verbose: every finding" "$(grep -c '0 (leave it blank' <<<"$out")" "60"
 

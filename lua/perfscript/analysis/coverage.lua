@@ -134,7 +134,7 @@ end
 
 function M.main(argv)
   local args = M.parser():parse(argv)
-  require("perfscript.db.result").more_hint = "--csv FILE with one --kernel writes them"
+  require("perfscript.db.result").more_hint = "--output FILE with one --kernel writes them"
   local db, dir = cli.open_database(args)
   local names = args.kernel or db:names()
   local sections = M.report(db, names, args.axis, parse_fixed(args.fixed), args.output)
