@@ -1,6 +1,7 @@
 -- TransposeBatchMatMul: torch_npu.npu_transpose_batchmatmul(x1, x2, bias=None, scale=None,
 -- perm_x1=[0,1,2], perm_x2=[0,1,2], perm_y=[1,0,2], batch_split_factor=1): x1 (B,M,K),
--- x2 (B,K,N), K and N multiples of 128, one output (M,B,N).
+-- x2 (B,K,N), K and N multiples of 128 for bf16/fp16 inputs (aclnnTransposeBatchMatMul; float32
+-- has no alignment rule), one output (M,B,N).
 local C = require "perfscript.replay.common"
 
 return function(row)
@@ -13,7 +14,9 @@ return function(row)
     C.need(#a == 3 and #b == 3, "both inputs must be 3-D")
     C.need(C.trim(row["Input Formats"] or ""):gsub('"', "") == "ND;ND", "formats must be ND;ND")
     C.need(a[1] == b[1] and a[3] == b[2], "x1 (B,M,K) and x2 (B,K,N) disagree")
-    C.need(a[3] % 128 == 0 and b[3] % 128 == 0, "K and N must be multiples of 128")
+    local dt = C.dtype(sl.dtypes[idx[1]] or "")
+    C.need(dt == "DT_FLOAT" or (a[3] % 128 == 0 and b[3] % 128 == 0),
+      "K and N must be multiples of 128 for %s inputs (the kernel's constraint; float32 has none)", dt)
     local o = C.present(out)
     C.need(#o == 1, "expects exactly one output")
     local y = out.shapes[o[1]]
