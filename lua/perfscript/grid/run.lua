@@ -220,8 +220,39 @@ local function shaped(gen, T, budget)
   return S
 end
 
--- Stage 2: this file's population (dedup by its kernel's signature), the sample, and the
--- entries not already in the file, in shape order. Returns row indices of S.
+-- Whether candidate i can be replayed (job.replayable: perfscript.replay.registry), asked
+-- with the row as the file would hold it; a refusal is counted under its reason in st.
+local function replayable(job, T, S, i, st)
+  local reg = job.replayable
+  local ok, why = reg.builder(job.kernel)
+  if ok then
+    -- one row table per template, refilled (the builders keep nothing of it)
+    local row = job.check_row
+    if not row or job.check_T ~= T then
+      row = {}
+      for k, v in pairs(T) do row[k] = v end
+      job.check_row, job.check_T = row, T
+    end
+    local extra = S.extra[i]
+    for k, v in pairs(extra) do row[k] = v end
+    row["Input Shapes"], row["Input Data Types"], row["Input Formats"] = S.it[i], S.idt[i], S.ifm[i]
+    row["Output Shapes"], row["Output Data Types"] = S.ot[i], S.odt[i]
+    job.check_ctx = job.check_ctx or { ep_size = job.ep_size }
+    local case, reason = reg.check(job.kernel, row, job.check_ctx)
+    for k in pairs(extra) do row[k] = T[k] end
+    if case then return true end
+    why = reason
+  else
+    why = "no builder: " .. tostring(why)
+  end
+  st.unreplayable = st.unreplayable + 1
+  st.unreplayable_why[why] = (st.unreplayable_why[why] or 0) + 1
+  return false
+end
+
+-- Stage 2: this file's population (dedup by its kernel's signature; with job.replayable, only
+-- rows a replay builder accepts), the sample, and the entries not already in the file, in
+-- shape order. Returns row indices of S.
 local function select_rows(job, csv, T, S, st, seen, stream)
   local kernel, existing = job.kernel, csv.existing
   local key, rec, pop, keys = cells.key, {}, {}, {}
@@ -234,6 +265,8 @@ local function select_rows(job, csv, T, S, st, seen, stream)
     local k = key(kernel, rec)
     if seen[k] then
       st.duplicates = st.duplicates + 1
+    elseif job.replayable and not replayable(job, T, S, i, st) then
+      seen[k] = true
     else
       seen[k] = true
       pop[#pop + 1] = i
@@ -398,10 +431,13 @@ local function reachable(ctx, T, S, idx, st)
 end
 
 -- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
--- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern).
+-- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern),
+-- replayable (perfscript.replay.registry: append only rows a builder can replay; stats
+-- unreplayable and unreplayable_why[reason] = n count the others), ep_size.
 function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
-               memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0 }
+               memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0,
+               unreplayable = job.replayable and 0 or nil, unreplayable_why = {} }
   local csv, why = load_csv(job.path, job.kernel, job.variants)
   if not csv then st.status = "skipped: " .. why; return st end
   -- a template the consumer could not match (DT_INT8 where it says INT8) would pass its
@@ -448,7 +484,9 @@ function M.process(job)
   if #csv.templates > 1 then st.variants = #csv.templates end
   local note = refused and ("; a variant skipped: " .. refused) or ""
   if st.appended == 0 then
-    st.status = (nrows == 0 and "unchanged: no candidates" or "unchanged: nothing new") .. note
+    st.status = (nrows == 0 and "unchanged: no candidates"
+      or ((st.unreplayable or 0) > 0 and st.unreplayable + st.duplicates >= st.candidates - st.rejected - st.memory)
+        and "unchanged: none replayable" or "unchanged: nothing new") .. note
     return st
   end
   if job.dry_run then st.status = "would append"; return st end
@@ -464,7 +502,7 @@ end
 -- run(opts) -> list of per-file stats. opts: dir, models (list of names or nil),
 -- presets (extra presets from --model-config), rows, seed, max_hbm_bytes, dry_run, variants
 -- (one template per kernel variant instead of the first row only), sampling ("random" or
--- "spread"), rules
+-- "spread"), replayable_only (append only rows a replay builder accepts), rules
 -- ({patterns, assignments, grids, scenes}), print (called with each file's stats),
 -- progress (called with files done, file count, file name).
 function M.run(opts)
@@ -535,6 +573,7 @@ function M.run(opts)
       sources[pname] = sources[pname] or source(pname)
       local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
+                    replayable = opts.replayable_only and require("perfscript.replay.registry") or nil,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
                     variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir],
                     columns = gen.columns, generate = gen.each }
