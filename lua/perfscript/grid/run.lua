@@ -62,6 +62,23 @@ function M.sample(n, k, seed, kernel)
   return out
 end
 
+-- Like M.sample, drawing until k indices pass ok (every index when ok is nil): the first k
+-- draws are M.sample's, so where every index passes the result is the same.
+function M.sample_where(n, k, seed, kernel, ok)
+  if not ok then return M.sample(n, k, seed, kernel) end
+  local rand, idx, out = M.rng(seed, kernel), {}, {}
+  for i = 1, n do idx[i] = i end
+  local i = 0
+  while #out < k and i < n do
+    i = i + 1
+    local j = i - 1 + rand(n - i + 1)
+    idx[i], idx[j] = idx[j], idx[i]
+    if ok(idx[i]) then out[#out + 1] = idx[i] end
+  end
+  table.sort(out)
+  return out
+end
+
 -- k of n positions spread evenly over 1..n, both ends included (k <= n).
 function M.spread(n, k)
   if k <= 0 then return {} end
@@ -265,14 +282,14 @@ local function select_rows(job, csv, T, S, st, seen, stream)
     local k = key(kernel, rec)
     if seen[k] then
       st.duplicates = st.duplicates + 1
-    elseif job.replayable and not replayable(job, T, S, i, st) then
-      seen[k] = true
     else
       seen[k] = true
       pop[#pop + 1] = i
       keys[i] = k
     end
   end
+  local ok = job.replayable and function(i) return replayable(job, T, S, i, st) end
+  local refused0 = st.unreplayable or 0
   local chosen = pop
   if job.rows and job.rows > 0 and #pop > job.rows then
     chosen = {}
@@ -280,13 +297,20 @@ local function select_rows(job, csv, T, S, st, seen, stream)
       -- evenly along the shape order, both ends included: covers the whole range
       local in_pop, ordered = {}, {}
       for _, i in ipairs(pop) do in_pop[i] = true end
-      for _, i in ipairs(S.order) do if in_pop[i] then ordered[#ordered + 1] = i end end
-      for n, j in ipairs(M.spread(#ordered, job.rows)) do chosen[n] = ordered[j] end
+      for _, i in ipairs(S.order) do if in_pop[i] and (not ok or ok(i)) then ordered[#ordered + 1] = i end end
+      for n, j in ipairs(M.spread(#ordered, math.min(job.rows, #ordered))) do chosen[n] = ordered[j] end
     else
-      for n, idx in ipairs(M.sample(#pop, job.rows, job.seed, stream)) do chosen[n] = pop[idx] end
+      -- the sample's draw order, skipping rows no builder replays: the same rows as without
+      -- the check where every row replays (only the drawn rows are checked)
+      local pick = M.sample_where(#pop, job.rows, job.seed, stream, ok and function(j) return ok(pop[j]) end)
+      for n, idx in ipairs(pick) do chosen[n] = pop[idx] end
     end
-    st.sampled_out = st.sampled_out + #pop - job.rows
+  elseif ok then
+    chosen = {}
+    for _, i in ipairs(pop) do if ok(i) then chosen[#chosen + 1] = i end end
   end
+  -- drawn and refused rows are counted as unreplayable, the rest of the population sampled out
+  st.sampled_out = st.sampled_out + #pop - #chosen - ((st.unreplayable or 0) - refused0)
   local mark = {}
   for _, i in ipairs(chosen) do
     if existing[keys[i]] then st.present = st.present + 1 else mark[i] = true end
@@ -485,7 +509,7 @@ function M.process(job)
   local note = refused and ("; a variant skipped: " .. refused) or ""
   if st.appended == 0 then
     st.status = (nrows == 0 and "unchanged: no candidates"
-      or ((st.unreplayable or 0) > 0 and st.unreplayable + st.duplicates >= st.candidates - st.rejected - st.memory)
+      or ((st.unreplayable or 0) > 0 and st.present == 0 and st.shadowed == 0)
         and "unchanged: none replayable" or "unchanged: nothing new") .. note
     return st
   end
