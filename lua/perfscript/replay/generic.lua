@@ -2,7 +2,8 @@
 -- row's own shapes and dtypes is a line in M.TABLE, not a file (perfscript/replay/registry.lua
 -- looks kernels up here after the per-kernel files).
 --   { api, n = inputs, args = extra positional args, kwargs = ..., method = true (api is a
---     tensor method on the first input), out_dtype = true (append the output dtype) }
+--     tensor method on the first input), out_dtype = true (append the output dtype),
+--     divisor = true (the second input is built as ones: random integers hold zeros) }
 local C = require "perfscript.replay.common"
 
 local M = {}
@@ -12,14 +13,15 @@ local TORCH_DT = { DT_FLOAT = "float32", DT_FLOAT16 = "float16", DT_BF16 = "bflo
 M.TORCH_DT = TORCH_DT
 
 local function bin(api) return { api = api, n = 2 } end
+local function div(api) return { api = api, n = 2, divisor = true } end
 local function un(api, extra) local s = extra or {}; s.api = api; s.n = 1; return s end
 
 M.TABLE = {
   -- elementwise, two inputs (broadcasting as recorded)
-  Sub = bin "torch.sub", Mul = bin "torch.mul", RealDiv = bin "torch.div", Div = bin "torch.div",
+  Sub = bin "torch.sub", Mul = bin "torch.mul", RealDiv = div "torch.div", Div = div "torch.div",
   Equal = bin "torch.eq", NotEqual = bin "torch.ne", GreaterEqual = bin "torch.ge", Greater = bin "torch.gt",
   Less = bin "torch.lt", LessEqual = bin "torch.le", LogicalAnd = bin "torch.logical_and",
-  LogicalOr = bin "torch.logical_or", FloorDiv = bin "torch.floor_divide", FloorMod = bin "torch.remainder",
+  LogicalOr = bin "torch.logical_or", FloorDiv = div "torch.floor_divide", FloorMod = div "torch.remainder",
   Maximum = bin "torch.maximum", Minimum = bin "torch.minimum", Pow = bin "torch.pow",
   -- elementwise, one input
   Neg = un "torch.neg", Log = un "torch.log", Exp = un "torch.exp", Sqrt = un "torch.sqrt",
@@ -41,7 +43,7 @@ function M.builder(s)
       local sl = C.must(C.slots(row, "in"))
       local idx = C.present(sl)
       C.need(#idx == s.n, "expects exactly %d input(s), got %d", s.n, #idx)
-      local args = C.must(C.tensors(sl, idx))
+      local args = C.must(C.tensors(sl, idx, s.divisor and { [idx[2]] = { init = "ones" } } or nil))
       for _, a in ipairs(s.args or {}) do args[#args + 1] = a end
       if s.out_dtype then
         local out = C.must(C.slots(row, "out"))
