@@ -52,4 +52,15 @@ expect_contains "the report file has the no-builder counts" "$md" "## Kernel Typ
 res=$("$PS_BIN" "$check" "$TMP/db2" "$TMP/sim2" "$TMP"/sim2/reports/profile_update_report_*.json --no-builder-allowed 2>&1)
 expect_eq "every row measured or listed" "$?" "0"
 expect_contains "accounting" "$res" "unaccounted 0"
+
+# 3. a variant's replay profiled as its base kernel (AddAiCore as Add) still fills its own file
+mkdir -p "$TMP/v"
+H='OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Average Duration(us),Profiling Average Duration(us)'
+printf '%s\ndynamic,AI_CORE,"""3,7168;3,7168""",DT_BF16;DT_BF16,ND;ND,"""3,7168""",DT_BF16,ND,,\n' "$H" > "$TMP/v/AddAiCore.csv"
+out=$(MSPROF_STANDIN_AS_BASE=1 "$PS_BIN" "$SRC/recipes/microbench.lua" --database-path "$TMP/v" \
+      --msprof "$SRC/tests/fixtures/microbench/msprof" --work-dir "$TMP/work" --update-mode missing-only 2>&1)
+expect_eq "microbench with the stand-in msprof" "$?" "0"
+line=$(sed -n 2p "$TMP/v/AddAiCore.csv")
+if [[ $line =~ ,ND,[0-9.]+, ]]; then ok "AddAiCore.csv measured from the Add samples"; else not_ok "AddAiCore.csv measured" "$line" "$out"; fi
+expect_not_contains "Add is not reported as an ignored side kernel" "$out" "[IGNORED] Add:"
 finish

@@ -23,6 +23,7 @@ local argparse = require "argparse"
 local dbpath = require "perfscript.dbpath"
 local schema = require "perfscript.microbench.schema"
 local plan = require "perfscript.microbench.plan"
+local registry = require "perfscript.replay.registry"
 local aggregate = require "perfscript.microbench.aggregate"
 local merge = require "perfscript.microbench.merge"
 local report = require "perfscript.microbench.report"
@@ -543,8 +544,14 @@ local function settle_status(a, status, agg, profiled_ops)
   local known = {}
   for _, f in ipairs(status.failed) do known[f.op] = true end
   local ok = {}
+  -- a variant's replay may show as another kernel of its family (AddAiCore as Add)
+  local function ran(op)
+    if seen[op] then return true end
+    for _, k in ipairs(registry.family(op)) do if seen[k] then return true end end
+    return false
+  end
   for _, op in ipairs(profiled_ops) do
-    if seen[op] then
+    if ran(op) then
       if not known[op] then ok[#ok + 1] = op end
     elseif not known[op] then
       status.failed[#status.failed + 1] = { op = op, reason = "no op_summary rows (the replay produced no kernel)" }
@@ -585,6 +592,15 @@ local function write_back(a, targets, by_stem, dst, status)
       for _, al in ipairs(t.feed and MATMUL_ALIASES[stem] or {}) do
         if by_stem[al] then w.used[al] = true end
         for _, r in ipairs(by_stem[al] or {}) do match_only[#match_only + 1] = r end
+      end
+    elseif t.feed and not a.prof_path then
+      -- a variant's replay may be profiled as another kernel of its family (AddAiCore as Add):
+      -- their samples may update this file's rows, never add any
+      for _, al in ipairs(registry.family(stem)) do
+        if by_stem[al] then
+          w.used[al] = true
+          for _, r in ipairs(by_stem[al]) do match_only[#match_only + 1] = r end
+        end
       end
     end
     local prune = a.prune_empty_duration_rows

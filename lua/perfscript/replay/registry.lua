@@ -92,6 +92,16 @@ function M.builder(kernel)
   return b, why
 end
 
+-- The other kernel types of kernel's family (the same base kernel: Add, AddAiCore): a replay
+-- of one may be profiled as another, by CANN's choice for the shape.
+function M.family(kernel)
+  local base, out = M.ALIAS[kernel] or kernel, {}
+  if base ~= kernel then out[1] = base end
+  for k, b in pairs(M.ALIAS) do if b == base and k ~= kernel then out[#out + 1] = k end end
+  table.sort(out)
+  return out
+end
+
 -- Whether kernel has a builder.
 function M.has(kernel) return (M.builder(kernel)) ~= nil end
 
