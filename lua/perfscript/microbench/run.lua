@@ -585,7 +585,7 @@ local function write_back(a, targets, by_stem, dst, status)
     -- samples only for the operators this run replayed (or, re-parsing, every target)
     local own = t.feed and by_stem[stem] or {}
     if t.feed and by_stem[stem] then w.used[stem] = true end
-    local rows, match_only = own, {}
+    local rows, match_only, family = own, {}, {}
     if MATMUL_ALIASES[stem] then
       match_only, rows = {}, {}
       for _, r in ipairs(own) do match_only[#match_only + 1] = r end
@@ -599,7 +599,7 @@ local function write_back(a, targets, by_stem, dst, status)
       for _, al in ipairs(registry.family(stem)) do
         if by_stem[al] then
           w.used[al] = true
-          for _, r in ipairs(by_stem[al]) do match_only[#match_only + 1] = r end
+          for _, r in ipairs(by_stem[al]) do family[#family + 1] = r end
         end
       end
     end
@@ -611,9 +611,10 @@ local function write_back(a, targets, by_stem, dst, status)
       say(("[KEEP] %s.csv not pruned: %s failed in this run."):format(stem, stem))
     end
     local path = dst .. "/" .. stem .. ".csv"
-    local n = #rows + #match_only
+    local n = #rows + #match_only + #family
     if (isfile(path) and (n > 0 or prune)) or (t.new and n > 0) then
-      local res, err = merge.file(path, rows, match_only, { mode = a.update_mode, prune = prune, say = say })
+      local res, err = merge.file(path, rows, match_only, { mode = a.update_mode, prune = prune, say = say,
+                                                           family = family })
       if not res then perf.fail("%s", err) end
       w.results[#w.results + 1] = res
       for _, g in ipairs(res.gaps) do w.gaps[#w.gaps + 1] = g end
