@@ -589,9 +589,10 @@ local function write_back(a, targets, by_stem, dst, status)
     if MATMUL_ALIASES[stem] then
       match_only, rows = {}, {}
       for _, r in ipairs(own) do match_only[#match_only + 1] = r end
+      -- the aliases' samples: silent when they miss (they belong to the alias's own file)
       for _, al in ipairs(t.feed and MATMUL_ALIASES[stem] or {}) do
         if by_stem[al] then w.used[al] = true end
-        for _, r in ipairs(by_stem[al] or {}) do match_only[#match_only + 1] = r end
+        for _, r in ipairs(by_stem[al] or {}) do family[#family + 1] = r end
       end
     elseif t.feed and not a.prof_path then
       -- a variant's replay may be profiled as another kernel of its family (AddAiCore as Add):
