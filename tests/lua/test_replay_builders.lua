@@ -396,4 +396,27 @@ function TestRegistry:test_no_builder_says_why()
   lu.assertNil(registry.builder("registry"))
 end
 
+-- The real operator database of msmodeling records TransposeBatchMatMul's x1 as (M,B,K)
+-- (perm_x1 [1,0,2]); the builder refused both of its rows ("x1 (B,M,K) and x2 (B,K,N) disagree").
+function TestRegistry:test_real_transpose_batch_matmul_rows()
+  local path = h.real_data("msmodeling/tests/benchmark/ops/perf_database/fixtures/fia_raw_test/TransposeBatchMatMul.csv")
+  if not path then return end
+  local registry = require "perfscript.replay.registry"
+  local r = assert(perf.csv.open(path))
+  local header, n = r:header(), 0
+  for f in r:lines() do
+    local rw = {}
+    for i, c in ipairs(header) do rw[c] = f[i] end
+    local case, why = registry.check("TransposeBatchMatMul", rw)
+    lu.assertNotNil(case, tostring(why))
+    lu.assertEquals(case.kwargs.perm_x1, { 1, 0, 2 })
+    n = n + 1
+  end
+  r:close()
+  lu.assertEquals(n, 2)
+  -- the seed database's layout keeps perm_x1 [0,1,2]
+  local case = assert(registry.check("TransposeBatchMatMul", row("128,16,128;128,128,512", "DT_BF16;DT_BF16", "ND;ND", "16,128,512", "DT_BF16")))
+  lu.assertEquals(case.kwargs.perm_x1, { 0, 1, 2 })
+end
+
 os.exit(lu.LuaUnit.run())
