@@ -48,9 +48,9 @@ grid --database-path "$db" --target-models Qwen/Qwen3-32B --rows 6 --out-dir cop
 grep -q "^Copied 88 files of $db to copy" o.txt   # 85 CSVs, op_mapping.yaml, its licence and notice
 [[ $(cat "$db"/*.csv | md5sum) == "$before" ]]
 [[ $(ls copy | wc -l) -eq 88 ]]
-head -1 r.csv | grep -q "^file,kernel,pattern,candidates,rejected,memory,duplicates,sampled_out,present,shadowed,appended,status$"
+head -1 r.csv | grep -q "^file,kernel,pattern,candidates,rejected,memory,duplicates,unreplayable,sampled_out,present,shadowed,appended,status$"
 # the first 4 of 6 picks are the 4 that qwen3_grid --rows 4 appended: a top-up
-grep -q "^MatMulV2.csv,MatMulV2,matmul,999,0,0,0,993,4,0,2,appended$" r.csv
+grep -q "^MatMulV2.csv,MatMulV2,matmul,999,0,0,0,0,993,4,0,2,appended$" r.csv
 grid --database-path copy --target-models Qwen/Qwen3-32B --rows 6 --report r.json > /dev/null
 grep -q '"status":"unchanged: nothing new"' r.json
 if grid --database-path "$db" --out-dir copy 2> e0.txt; then exit 1; fi

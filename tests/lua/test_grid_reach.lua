@@ -128,4 +128,23 @@ function test_run_refuses_misspelled_template_and_orders_elementwise()
   lu.assertTrue(#seen > 2)
 end
 
+TestDtypesPastTheShapes = {}
+
+-- The consumer compares the dtype of each input it has a shape for: AddRmsNormBias's empty beta
+-- slot (DT_UNDEFINED) does not keep its rows from answering AddRmsNorm's queries, so the grid's
+-- AddRmsNorm rows with the same shapes were never read (the consumer answered 24 of 25 of them
+-- with AddRmsNormBias rows once microbench measured them).
+function TestDtypesPastTheShapes:test_alternate_shadowed_by_the_primary()
+  local answer = require "perfscript.db.reach"
+  local bias = answer.view(getter { ["Input Shapes"] = '"16,7168;16,7168;7168;"',
+    ["Input Data Types"] = "DT_BF16;DT_BF16;DT_BF16;DT_UNDEFINED", ["Input Formats"] = "ND;ND;ND;NULL" }, "compute")
+  lu.assertEquals(#bias.shapes, 3)
+  lu.assertEquals(#bias.dtypes, 3)
+  local set = answer.answer_set("AddRmsNormBias", "compute")
+  set:add(bias)
+  local alt = answer.view(getter { ["Input Shapes"] = '"16,7168;16,7168;7168"',
+    ["Input Data Types"] = "DT_BF16;DT_BF16;DT_BF16", ["Input Formats"] = "ND;ND;ND" }, "compute")
+  lu.assertTrue(set:answers(alt, "AddRmsNormBias"))
+end
+
 os.exit(lu.LuaUnit.run())

@@ -162,26 +162,47 @@ function TestDerivations:test_D25_dfc_skip()
   lu.assertFalse(plan.dfc_skip(nil, 16, nil, 0, "missing-only"))
 end
 
-function TestDerivations:test_D33_dfc_ep_filter()
+function TestDerivations:test_D33_dfc_ep_from_the_row()
+  -- the row's EP Size decides its EP (a run per EP size), the flag only where a row has none;
+  -- before, rows of another EP were skipped ("does not match replay --ep-size 16")
   local dir = h.tmpdir()
   local p = h.write(dir .. "/DispatchFFNCombine.csv", "Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,EP Size\n"
     .. '"4,16;2,16,8",x,x,x,x,x,8\n"4,16;2,16,8",x,x,x,x,x,16\n"4,16;2,16,8",x,x,x,x,x,\n')
   local pl = assert(plan.build({ { op = "DispatchFFNCombine", path = p } }, { mode = "all", ep_size = 16,
     builder = function() return function() return { api = "torch.x", args = {} } end end }))
-  lu.assertEquals(#pl.cases, 2)
-  lu.assertEquals(pl.unreplayable[1].row, 2)
-  lu.assertStrContains(pl.unreplayable[1].reason, "does not match --dispatch-ffn-combine-ep-size 16")
+  lu.assertEquals(#pl.cases, 3)
+  lu.assertEquals(#pl.unreplayable, 0)
+  local dfc = require "perfscript.replay.DispatchFFNCombine"
+  local r = SAMPLES_DFC()
+  r["EP Size"] = "32"
+  lu.assertEquals(assert(dfc(r, { ep_size = 16 })).distributed.ep_size, 32)
+  r["EP Size"] = ""
+  lu.assertEquals(assert(dfc(r, { ep_size = 16 })).distributed.ep_size, 16)
+  r["EP Size"] = "x"
+  local c, why = dfc(r, { ep_size = 16 })
+  lu.assertNil(c)
+  lu.assertStrContains(why, 'EP Size "x" is not a positive integer')
+  -- split by EP: the default group first, then one per EP size
+  local cases = { { op = "A" }, { op = "D", distributed = { ep_size = 64 } }, { op = "D", distributed = { ep_size = 16 } },
+                  { op = "D", distributed = { ep_size = 32 } } }
+  local g = plan.split_ep({ cases = cases }, 16)
+  lu.assertEquals({ g[1].ep, g[2].ep, g[3].ep }, { 16, 32, 64 })
+  lu.assertEquals(#g[1].p.cases, 2)
+  lu.assertEquals(g[1].p.ops, { "A", "D" })
 end
 
 -- One representative row per operator: every builder produces a case that the executor accepts.
+function SAMPLES_DFC()
+  return row("4,16;2,16,8;2,8,16;4,2;2,8;2,16;4,2", rep("DT_BF16", 3) .. ";INT32;FLOAT;FLOAT;FLOAT",
+    rep("ND", 7), "4,16;1,2", "DT_BF16;INT32", { ["Output Formats"] = "ND;ND" })
+end
 local SAMPLES = {
   Add = row("8,8;8,8", "DT_BF16;DT_BF16", "ND;ND", "8,8", "DT_BF16"),
   AddRmsNormBias = row("4,64;4,64;64;64", "DT_BF16;DT_BF16;DT_BF16;DT_BF16", "ND;ND;ND;ND", "4,64;4;4,64", "DT_BF16;FLOAT;DT_BF16"),
   ArgMaxV2 = row("8,128", "DT_FLOAT", "ND", "8", "INT32"),
   AscendQuantV2 = row("8,128;128", "DT_BF16;DT_BF16", "ND;ND", "8,128", "DT_INT8"),
   BatchMatMulV2 = row("4,16,32;4,64,32", "DT_BF16;DT_BF16", "ND;ND", "4,16,64", "DT_BF16"),
-  DispatchFFNCombine = row("4,16;2,16,8;2,8,16;4,2;2,8;2,16;4,2", rep("DT_BF16", 3) .. ";INT32;FLOAT;FLOAT;FLOAT",
-    rep("ND", 7), "4,16;1,2", "DT_BF16;INT32", { ["Output Formats"] = "ND;ND" }),
+  DispatchFFNCombine = SAMPLES_DFC(),
   DynamicQuant = row("8,128", "DT_BF16", "ND", "8,128;8", "DT_INT8;FLOAT"),
   FusedInferAttentionScore = fia_row("16,16,128;4099,16,128;4099,16,128"),
   GatherV2 = row("1000,64;16", "DT_BF16;INT64", "ND;ND", "16,64", "DT_BF16"),
@@ -213,6 +234,11 @@ local SAMPLES = {
   SparseFlashAttention = row("32,16,576;64,128,1,576;64,128,1,576;32,1,8;4,16;4;4;32,16,64;64,128,1,64",
     "DT_BF16;DT_BF16;DT_BF16;INT32;INT32;INT32;INT32;DT_BF16;DT_BF16", rep("ND", 9), "32,16,512", "DT_BF16"),
   SwiGlu = row("8,256", "DT_BF16", "ND", "8,128", "DT_BF16"),
+  AddRmsNormDynamicQuant = row("16,7168;16,7168;7168;7168", rep("DT_BF16", 4), rep("ND", 4),
+    "16,7168;16,7168;16,7168;16;16", "INT8;INT8;DT_BF16;FLOAT;FLOAT"),
+  MoeGatingTopK = row("16,256;256;", "DT_BF16;DT_BF16;DT_UNDEFINED", "ND;ND;NULL", "16,8;16,8;16", "DT_BF16;INT32;FLOAT"),
+  PagedCacheLoadNdKernel = row("128,128,1,512;128,128,1,64;4,512;4;16,1,512;16,1,64;4",
+    "DT_BF16;DT_BF16;INT32;INT32;DT_BF16;DT_BF16;INT32", rep("ND", 7), "16,1,512;16,1,64", "DT_BF16;DT_BF16"),
   TensorMove = row("8,128", "DT_BF16", "ND", "8,128", "DT_BF16"),
   TransposeBatchMatMul = row("4,16,128;4,128,512", "DT_BF16;DT_BF16", "ND;ND", "16,4,512", "DT_BF16"),
   Transpose = row("4,896;2", "DT_BF16;INT64", "ND;ND", "896,4", "DT_BF16"),
@@ -222,10 +248,11 @@ local SAMPLES = {
 TestAllOps = {}
 
 function TestAllOps:test_every_operator_builds()
-  lu.assertEquals(#plan.OPS, 36)
+  local registry = require "perfscript.replay.registry"
+  lu.assertEquals(#registry.FILES, 39)
   local dir = h.tmpdir()
   local files = {}
-  for _, op in ipairs(plan.OPS) do
+  for _, op in ipairs(registry.FILES) do
     local b = assert(plan.builder(op))
     local r = assert(SAMPLES[op], "no sample row for " .. op)
     local case, why = b(r, { op = op, ep_size = 16 })
@@ -244,16 +271,152 @@ function TestAllOps:test_every_operator_builds()
   end
   local pl = assert(plan.build(files, { mode = "all", ep_size = 16 }))
   lu.assertEquals(#pl.unreplayable, 0, pl.unreplayable[1] and (pl.unreplayable[1].op .. ": " .. pl.unreplayable[1].reason))
-  lu.assertEquals(#pl.cases, 36)
+  lu.assertEquals(#pl.cases, 39)
   assert(plan.write(dir .. "/plan.jsonl", pl, { repeat_count = 2 }))
   if perf.proc.which("python3") then
     local rc = perf.proc.run { argv = { "python3", "lua/perfscript/replay/executor.py", dir .. "/plan.jsonl", "--check" },
       stdout = dir .. "/check.out", stderr = dir .. "/check.out" }
     lu.assertEquals(rc, 0, h.read(dir .. "/check.out"))
-    lu.assertStrContains(h.read(dir .. "/check.out"), "plan OK: 36 case(s)")
+    lu.assertStrContains(h.read(dir .. "/check.out"), "plan OK: 39 case(s)")
   else
     print("SKIP: python3 absent, executor --check not run")
   end
+end
+
+-- The registry (perfscript/replay/registry.lua): every kernel type it knows builds a case for
+-- a row as the seed database and the grids write it, and refuses a malformed row with a reason.
+-- good: a grid/seed row; bad: a malformed one and a fragment of the reason.
+local B = {
+  Cast = { row("16,7168", "DT_BF16", "ND", "16,7168", "FLOAT"), row("16,7168;16,7168", "DT_BF16;DT_BF16", "ND;ND", "16,7168", "FLOAT"), "expects exactly 1 input" },
+  Mul = { row("16,7168;16,7168", "DT_BF16;DT_BF16", "ND;ND", "16,7168", "DT_BF16"), row("16,7168", "DT_BF16", "ND", "16,7168", "DT_BF16"), "expects exactly 2 input" },
+  Sub = { row("16,7168;16,7168", "DT_BF16;DT_BF16", "ND;ND", "16,7168", "DT_BF16"), row("16,7168", "DT_BF16", "ND", "", ""), "expects exactly 2 input" },
+  RealDiv = { row("16,7168;16,7168", "DT_BF16;DT_BF16", "ND;ND", "16,7168", "DT_BF16"), row("16,7168;16,x", "DT_BF16;DT_BF16", "ND;ND", "", ""), "" },
+  Equal = { row("16,7168;16,7168", "INT32;INT32", "ND;ND", "16,7168", "BOOL"), row("16,7168;16,7168", "INT32;DT_COMPLEX64", "ND;ND", "", ""), "Unsupported dtype" },
+  NotEqual = { row("16,7168;16,7168", "INT32;INT32", "ND;ND", "16,7168", "BOOL"), row("16,7168", "INT32", "ND", "", ""), "expects exactly 2" },
+  GreaterEqual = { row("16,7168;16,7168", "INT32;INT32", "ND;ND", "16,7168", "BOOL"), row("", "", "", "", ""), "expects exactly 2" },
+  Less = { row("16,7168;16,7168", "INT32;INT32", "ND;ND", "16,7168", "BOOL"), row("16,7168", "INT32", "ND", "", ""), "expects exactly 2" },
+  LogicalAnd = { row("16,7168;16,7168", "BOOL;BOOL", "ND;ND", "16,7168", "BOOL"), row("16,7168", "BOOL", "ND", "", ""), "expects exactly 2" },
+  LogicalNot = { row("16,7168", "BOOL", "ND", "16,7168", "BOOL"), row("16,7168;16,7168", "BOOL;BOOL", "ND;ND", "", ""), "expects exactly 1" },
+  FloorDiv = { row("16,7168;16,7168", "INT32;INT32", "ND;ND", "16,7168", "INT32"), row("16,7168", "INT32", "ND", "", ""), "expects exactly 2" },
+  FloorMod = { row("16,7168;16,7168", "INT32;INT32", "ND;ND", "16,7168", "INT32"), row("16,7168", "INT32", "ND", "", ""), "expects exactly 2" },
+  Neg = { row("16,7168", "DT_BF16", "ND", "16,7168", "DT_BF16"), row("", "", "", "", ""), "expects exactly 1" },
+  Log = { row("16,7168", "DT_BF16", "ND", "16,7168", "DT_BF16"), row("", "", "", "", ""), "expects exactly 1" },
+  Muls = { row("16,7168", "DT_BF16", "ND", "16,7168", "DT_BF16"), row("", "", "", "", ""), "expects exactly 1" },
+  Fill = { row("16,7168", "DT_BF16", "ND", "16,7168", "DT_BF16"), row("", "", "", "", ""), "expects exactly 1" },
+  ZerosLike = { row("16,7168", "DT_BF16", "ND", "16,7168", "DT_BF16"), row("", "", "", "", ""), "expects exactly 1" },
+  Cumsum = { row("16,7168", "INT32", "ND", "16,7168", "INT32"), row("", "", "", "", ""), "expects exactly 1" },
+  ReduceSum = { row("16,7168", "DT_BF16", "ND", "16,7168", "DT_BF16"), row("16,7168", "DT_BF16", "ND", "16,7", "DT_BF16"), "neither the input's" },
+  AddRmsNorm = { row("3,7168;3,7168;7168", rep("DT_BF16", 3), rep("ND", 3), "3,7168;3,1;3,7168", "DT_BF16;FLOAT;DT_BF16"), row("3,7168;7168", "DT_BF16;DT_BF16", "ND;ND", "", ""), "expects exactly 3" },
+  InplaceAddRmsNorm = { row("16,7168;16,7168;7168", rep("DT_BF16", 3), rep("ND", 3), "16,7168;16,1;16,7168", "DT_BF16;FLOAT;DT_BF16"), row("16,7168", "DT_BF16", "ND", "", ""), "expects exactly 3" },
+  AddRmsNormDynamicQuant = { SAMPLES.AddRmsNormDynamicQuant, row("16,7168;16,7168;7000;7168", rep("DT_BF16", 4), rep("ND", 4), "", ""), "gamma must be (7168,)" },
+  BroadcastTo = { row("1,7168;2", "DT_BF16;INT64", "ND;ND", "16,7168", "DT_BF16"), row("3,7168;2", "DT_BF16;INT64", "ND;ND", "16,7168", "DT_BF16"), "does not broadcast" },
+  Tile = { row("16,64;2", "DT_BF16;INT64", "ND;ND", "16,128", "DT_BF16"), row("16,64;2", "DT_BF16;INT64", "ND;ND", "16,100", "DT_BF16"), "not a multiple" },
+  ConcatD = { row("16,512;16,512", "DT_BF16;DT_BF16", "ND;ND", "16,1024", "DT_BF16"), row("16,512;16,512", "DT_BF16;DT_BF16", "ND;ND", "16,1000", "DT_BF16"), "add up" },
+  AsStrided = { row("32768;3;3;1", "DT_BF16;INT64;INT64;INT64", rep("ND", 4), "2,128,64", "DT_BF16"), row("100;3;3;1", "DT_BF16;INT64;INT64;INT64", rep("ND", 4), "2,128,64", "DT_BF16"), "the view needs 16384" },
+  Pack = { row("16,7168", "DT_BF16", "ND", "1,16,7168", "DT_BF16"), row("", "", "", "", ""), "no inputs" },
+  MoeGatingTopK = { SAMPLES.MoeGatingTopK, row("16,256;256;", "DT_BF16;DT_BF16;DT_UNDEFINED", "ND;ND;NULL", "8,8;16,8;16", "DT_BF16;INT32;FLOAT"), "(tokens, k)" },
+  PagedCacheLoadNdKernel = { SAMPLES.PagedCacheLoadNdKernel, row("128,128,1,512;128,128,1,64;4,512;4;16,1,512;16,1,64", "", "", "", ""), "expects 7 input slots" },
+  GatherV3 = { row("64,7168;16;1", "DT_BF16;INT64;INT64", rep("ND", 3), "16,7168", "DT_BF16"), row("64,7168", "DT_BF16", "ND", "", ""), "needs weight and indices" },
+  MatMul = { row("16,7168;2112,7168", "DT_BF16;DT_BF16", "ND;ND", "16,2112", "DT_BF16"), row("16,7168;2112,7000", "DT_BF16;DT_BF16", "ND;ND", "16,2112", "DT_BF16"), "disagree on k" },
+  BatchMatMulNd = { row("16,32,128;16,128,512", "DT_BF16;DT_BF16", "ND;ND", "16,32,512", "DT_BF16"), row("16,32,128;16,100,512", "DT_BF16;DT_BF16", "ND;ND", "16,32,512", "DT_BF16"), "not compatible" },
+  reshape_and_cache_200000000 = { row("16,8,128;16,8,128;128,128,8,128;128,128,8,128;16", rep("DT_BF16", 4) .. ";INT32", rep("ND", 5), "128,128,8,128;128,128,8,128", "DT_BF16;DT_BF16"),
+    row("16,8,128;16,8,128;128,128,8,128;128,128,8,128", rep("DT_BF16", 4), rep("ND", 4), "", ""), "expects exactly 5 inputs" },
+  -- the rows microbench refused before (issue 12)
+  GroupedMatmul = { row("16,7168;32,128,448,16,32;;32,4096;;;;32;16", "INT8;INT8;;FLOAT;;;;INT64;FLOAT", "ND;FRACTAL_NZ;;ND;;;;ND;ND", "16,4096", "DT_BF16"),
+    row("16,7168;32,128,448,16;;32,4096;;;;32;16", "INT8;INT8;;FLOAT;;;;INT64;FLOAT", "ND;FRACTAL_NZ;;ND;;;;ND;ND", "16,4096", "DT_BF16"), "disagrees with x 16,7168 on K" },
+  GroupedMatmulSwigluQuant = { row("16,7168;32,128,448,16,32;;32,4096;16;32", "INT8;INT8;;FLOAT;FLOAT;INT64", "ND;FRACTAL_NZ;;ND;ND;ND", "16,2048;16", "INT8;FLOAT"),
+    row("16,7168;32,128,448,16,32;;32,4096;;32", "INT8;INT8;;FLOAT;;INT64", "ND;FRACTAL_NZ;;ND;;ND", "16,2048;16", "INT8;FLOAT"), "expects 5 non-empty inputs" },
+  QuantBatchMatmulV3 = { row("16,7168;224,448,16,32;7168;7168", "INT8;INT8;INT64;DT_BF16", "ND;FRACTAL_NZ;ND;ND", "16,7168", "DT_BF16"),
+    row("16,7168;224,448,16,32;7168;99", "INT8;INT8;INT64;DT_BF16", "ND;FRACTAL_NZ;ND;ND", "16,7168", "DT_BF16"), "cannot tell the role of input 4" },
+  TransposeBatchMatMul = { row("4,16,64;4,64,64", "DT_FLOAT;DT_FLOAT", "ND;ND", "16,4,64", "DT_FLOAT"),
+    row("1,2,128;1,128,64", "DT_BF16;DT_BF16", "ND;ND", "2,1,64", "DT_BF16"), "K and N must be multiples of 128 for DT_BF16" },
+}
+
+TestRegistry = {}
+
+function TestRegistry:test_grid_rows_build_and_malformed_rows_are_refused()
+  local registry = require "perfscript.replay.registry"
+  for kernel, t in pairs(B) do
+    local case, why, kind = registry.check(kernel, t[1], { ep_size = 16 })
+    lu.assertNotNil(case, kernel .. ": " .. tostring(why))
+    lu.assertTrue(case.api ~= nil or case.method ~= nil or case.index ~= nil, kernel)
+    case, why, kind = registry.check(kernel, t[2], { ep_size = 16 })
+    lu.assertNil(case, kernel .. " accepted a malformed row")
+    lu.assertEquals(kind, "rejected", kernel)
+    lu.assertStrContains(why, t[3], false, kernel)
+  end
+end
+
+function TestRegistry:test_every_kernel_type_is_covered_and_variants_resolve()
+  local registry = require "perfscript.replay.registry"
+  -- every kernel type with a builder has a test row here or in SAMPLES (through its base)
+  for _, k in ipairs(registry.KERNELS) do
+    local base = registry.ALIAS[k] or k
+    local r = (B[k] and B[k][1]) or (B[base] and B[base][1]) or SAMPLES[base]
+    if r then
+      local case, why = registry.check(k, r, { ep_size = 16 })
+      lu.assertNotNil(case, k .. ": " .. tostring(why))
+    else
+      -- table-driven kernels with no seed rows (Abs, Exp, ...): the builder exists
+      lu.assertNotNil(registry.builder(k), k)
+    end
+  end
+  lu.assertEquals(registry.ALIAS.AddAiCore, "Add")
+  local case = assert(registry.check("CastAiCore", B.Cast[1]))
+  lu.assertEquals(case.method, "to")
+  lu.assertEquals(case.args[2], { torch_attr = "float32" })
+  -- the 5-D FRACTAL_NZ weight is restored to (E, K, N)
+  case = assert(registry.check("GroupedMatmul", B.GroupedMatmul[1]))
+  lu.assertEquals(case.kwargs.weight.list_of[1].tensor.shape, { 32, 7168, 4096 })
+  lu.assertTrue(case.kwargs.weight.list_of[1].tensor.nz)
+  case = assert(registry.check("GroupedMatmulSwigluQuant", B.GroupedMatmulSwigluQuant[1]))
+  lu.assertEquals(case.kwargs.weight.tensor.shape, { 32, 7168, 4096 })
+  lu.assertEquals(case.kwargs.x_scale.tensor.shape, { 16 })
+  lu.assertEquals(case.kwargs.weight_scale.tensor.shape, { 32, 4096 })
+  case = assert(registry.check("QuantBatchMatmulV3", B.QuantBatchMatmulV3[1]))
+  lu.assertEquals(case.kwargs.bias.tensor.dtype, "DT_BF16")
+  -- ReduceSum over an axis of size 1 (output = input): a trailing 1 is summed away
+  case = assert(registry.check("ReduceSum", B.ReduceSum[1]))
+  lu.assertEquals(case.args[1].tensor.shape, { 16, 7168, 1 })
+  lu.assertEquals(case.args[2], { 2 })
+end
+
+function TestRegistry:test_no_builder_says_why()
+  local registry = require "perfscript.replay.registry"
+  local c, why, kind = registry.check("LinearIndex", row("16,7168", "INT32", "ND", "16,7168", "INT32"))
+  lu.assertNil(c)
+  lu.assertEquals(kind, "no builder")
+  lu.assertStrContains(why, "aclnnIndex")
+  c, why, kind = registry.check("NoSuchKernel", row("1", "INT32", "ND", "1", "INT32"))
+  lu.assertNil(c)
+  lu.assertEquals(kind, "no builder")
+  lu.assertEquals(why, "no replay builder for this kernel type")
+  -- helper modules are no builders
+  lu.assertNil(registry.builder("common"))
+  lu.assertNil(registry.builder("registry"))
+end
+
+-- The real operator database of msmodeling records TransposeBatchMatMul's x1 as (M,B,K)
+-- (perm_x1 [1,0,2]); the builder refused both of its rows ("x1 (B,M,K) and x2 (B,K,N) disagree").
+function TestRegistry:test_real_transpose_batch_matmul_rows()
+  local path = h.real_data("msmodeling/tests/benchmark/ops/perf_database/fixtures/fia_raw_test/TransposeBatchMatMul.csv")
+  if not path then return end
+  local registry = require "perfscript.replay.registry"
+  local r = assert(perf.csv.open(path))
+  local header, n = r:header(), 0
+  for f in r:lines() do
+    local rw = {}
+    for i, c in ipairs(header) do rw[c] = f[i] end
+    local case, why = registry.check("TransposeBatchMatMul", rw)
+    lu.assertNotNil(case, tostring(why))
+    lu.assertEquals(case.kwargs.perm_x1, { 1, 0, 2 })
+    n = n + 1
+  end
+  r:close()
+  lu.assertEquals(n, 2)
+  -- the seed database's layout keeps perm_x1 [0,1,2]
+  local case = assert(registry.check("TransposeBatchMatMul", row("128,16,128;128,128,512", "DT_BF16;DT_BF16", "ND;ND", "16,128,512", "DT_BF16")))
+  lu.assertEquals(case.kwargs.perm_x1, { 0, 1, 2 })
 end
 
 os.exit(lu.LuaUnit.run())

@@ -386,6 +386,9 @@ function Reach.view(get, mode, n)
   for i = 1, #ins do
     if fms[i] == "FRACTAL_NZ" then ins[i] = nz_restore(ins[i]) end
   end
+  -- the consumer compares the dtype of each input it has a shape for, never the ones after
+  -- (AddRmsNormBias's DT_UNDEFINED beta of an empty slot)
+  for i = #dts, #ins + 1, -1 do dts[i] = nil end
   v.shapes, v.dtypes, v.ep = ins, dts, clean(get("EP Size"))
   return v
 end

@@ -60,6 +60,9 @@ function M.parser(info)
   p:flag("--variants", "One template per kernel variant in the file (OP State, core, dtypes and "
          .. "formats), not only the first row; --rows applies to each variant.")
   p:flag("--dry-run", "Report what would be appended; write nothing.")
+  p:flag("--replayable-only", "Append only rows a replay builder can measure (the default: the rows feed "
+         .. "microbench.lua); the others are counted per kernel with the reason.")
+  p:flag("--no-replayable-only", "Also append rows no replay builder can measure (they stay unmeasured).")
   options.output(p, "Copy the database to this new (or empty) directory first and grow the copy "
     .. "(default: grow the database in place).", { aliases = { "--out-dir" }, argname = "<dir>" })
   p:option("--report", "Also write the per-kernel summary to this file (.csv, else JSON).")
@@ -83,10 +86,10 @@ local function lpad(s, n) s = tostring(s); return string.rep(" ", n - #s) .. s e
 
 -- The per-kernel summary table.
 function M.summary(results, out)
-  local cols = { "candidates", "rejected", "memory", "duplicates", "sampled_out", "present", "shadowed",
-                 "appended" }
-  local heads = { "candidates", "constraints", "memory", "duplicates", "sampled out", "present", "shadowed",
-                  "appended" }
+  local cols = { "candidates", "rejected", "memory", "duplicates", "unreplayable", "sampled_out", "present",
+                 "shadowed", "appended" }
+  local heads = { "candidates", "constraints", "memory", "duplicates", "unreplayable", "sampled out", "present",
+                  "shadowed", "appended" }
   local w = 6
   for _, r in ipairs(results) do if #r.kernel > w then w = #r.kernel end end
   local line = { pad("kernel", w) }
@@ -107,10 +110,35 @@ function M.summary(results, out)
   line = { pad("total", w) }
   for i = 1, #cols do line[#line + 1] = lpad(tot[i] or 0, 11) end
   out(table.concat(line, " "))
+  M.left_out(results, out)
+end
+
+-- The rows --replayable-only left out, per kernel and reason (most first).
+function M.left_out(results, out)
+  local list = {}
+  for _, r in ipairs(results) do
+    for why, n in pairs(r.unreplayable_why or {}) do list[#list + 1] = { kernel = r.kernel, why = why, n = n } end
+  end
+  if #list == 0 then return end
+  table.sort(list, function(a, b)
+    if a.n ~= b.n then return a.n > b.n end
+    if a.kernel ~= b.kernel then return a.kernel < b.kernel end
+    return a.why < b.why
+  end)
+  local total, nb, w = 0, 0, 6
+  for _, x in ipairs(list) do
+    total = total + x.n
+    if x.why:find("^no builder") then nb = nb + x.n end
+    if #x.kernel > w then w = #x.kernel end
+  end
+  out("")
+  out(("Left out, not replayable (%d candidate rows, %d of them with no builder; --no-replayable-only keeps them):")
+      :format(total, nb))
+  for _, x in ipairs(list) do out(("  %s %7d  %s"):format(pad(x.kernel, w), x.n, x.why)) end
 end
 
 local REPORT_COLS = { "file", "kernel", "pattern", "candidates", "rejected", "memory", "duplicates",
-                      "sampled_out", "present", "shadowed", "appended", "status" }
+                      "unreplayable", "sampled_out", "present", "shadowed", "appended", "status" }
 
 -- The summary as CSV (by extension) or JSON, written atomically (staged with the database
 -- files when stage is given).
@@ -203,6 +231,7 @@ function M.main(argv, info)
   local results = run.run { dir = dir, models = names, presets = presets, rows = a.rows, seed = a.seed,
                             max_hbm_bytes = budget, dry_run = a.dry_run, variants = a.variants,
                             sampling = a.sampling,
+                            replayable_only = not a.no_replayable_only,
                             rules = load_rules(),
                             progress = progress,
                             also_stage = a.report and function(results, stage)

@@ -64,6 +64,23 @@ function M.sample(n, k, seed, kernel)
   return out
 end
 
+-- Like M.sample, drawing until k indices pass ok (every index when ok is nil): the first k
+-- draws are M.sample's, so where every index passes the result is the same.
+function M.sample_where(n, k, seed, kernel, ok)
+  if not ok then return M.sample(n, k, seed, kernel) end
+  local rand, idx, out = M.rng(seed, kernel), {}, {}
+  for i = 1, n do idx[i] = i end
+  local i = 0
+  while #out < k and i < n do
+    i = i + 1
+    local j = i - 1 + rand(n - i + 1)
+    idx[i], idx[j] = idx[j], idx[i]
+    if ok(idx[i]) then out[#out + 1] = idx[i] end
+  end
+  table.sort(out)
+  return out
+end
+
 -- k of n positions spread evenly over 1..n, both ends included (k <= n).
 function M.spread(n, k)
   if k <= 0 then return {} end
@@ -241,8 +258,39 @@ local function shaped(gen, T, budget, who)
   return S
 end
 
--- Stage 2: this file's population (dedup by its kernel's signature), the sample, and the
--- entries not already in the file, in shape order. Returns row indices of S.
+-- Whether candidate i can be replayed (job.replayable: perfscript.replay.registry), asked
+-- with the row as the file would hold it; a refusal is counted under its reason in st.
+local function replayable(job, T, S, i, st)
+  local reg = job.replayable
+  local ok, why = reg.builder(job.kernel)
+  if ok then
+    -- one row table per template, refilled (the builders keep nothing of it)
+    local row = job.check_row
+    if not row or job.check_T ~= T then
+      row = {}
+      for k, v in pairs(T) do row[k] = v end
+      job.check_row, job.check_T = row, T
+    end
+    local extra = S.extra[i]
+    for k, v in pairs(extra) do row[k] = v end
+    row["Input Shapes"], row["Input Data Types"], row["Input Formats"] = S.it[i], S.idt[i], S.ifm[i]
+    row["Output Shapes"], row["Output Data Types"] = S.ot[i], S.odt[i]
+    job.check_ctx = job.check_ctx or { ep_size = job.ep_size }
+    local case, reason = reg.check(job.kernel, row, job.check_ctx)
+    for k in pairs(extra) do row[k] = T[k] end
+    if case then return true end
+    why = reason
+  else
+    why = "no builder: " .. tostring(why)
+  end
+  st.unreplayable = st.unreplayable + 1
+  st.unreplayable_why[why] = (st.unreplayable_why[why] or 0) + 1
+  return false
+end
+
+-- Stage 2: this file's population (dedup by its kernel's signature; with job.replayable, only
+-- rows a replay builder accepts), the sample, and the entries not already in the file, in
+-- shape order. Returns row indices of S.
 local function select_rows(job, csv, T, S, st, seen, stream)
   local kernel, existing = job.kernel, csv.existing
   local key, rec, pop, keys = cells.key, {}, {}, {}
@@ -261,6 +309,8 @@ local function select_rows(job, csv, T, S, st, seen, stream)
       keys[i] = k
     end
   end
+  local ok = job.replayable and function(i) return replayable(job, T, S, i, st) end
+  local refused0 = st.unreplayable or 0
   local chosen = pop
   if job.rows and job.rows > 0 and #pop > job.rows then
     chosen = {}
@@ -268,13 +318,20 @@ local function select_rows(job, csv, T, S, st, seen, stream)
       -- evenly along the shape order, both ends included: covers the whole range
       local in_pop, ordered = {}, {}
       for _, i in ipairs(pop) do in_pop[i] = true end
-      for _, i in ipairs(S.order) do if in_pop[i] then ordered[#ordered + 1] = i end end
-      for n, j in ipairs(M.spread(#ordered, job.rows)) do chosen[n] = ordered[j] end
+      for _, i in ipairs(S.order) do if in_pop[i] and (not ok or ok(i)) then ordered[#ordered + 1] = i end end
+      for n, j in ipairs(M.spread(#ordered, math.min(job.rows, #ordered))) do chosen[n] = ordered[j] end
     else
-      for n, idx in ipairs(M.sample(#pop, job.rows, job.seed, stream)) do chosen[n] = pop[idx] end
+      -- the sample's draw order, skipping rows no builder replays: the same rows as without
+      -- the check where every row replays (only the drawn rows are checked)
+      local pick = M.sample_where(#pop, job.rows, job.seed, stream, ok and function(j) return ok(pop[j]) end)
+      for n, idx in ipairs(pick) do chosen[n] = pop[idx] end
     end
-    st.sampled_out = st.sampled_out + #pop - job.rows
+  elseif ok then
+    chosen = {}
+    for _, i in ipairs(pop) do if ok(i) then chosen[#chosen + 1] = i end end
   end
+  -- drawn and refused rows are counted as unreplayable, the rest of the population sampled out
+  st.sampled_out = st.sampled_out + #pop - #chosen - ((st.unreplayable or 0) - refused0)
   local mark = {}
   for _, i in ipairs(chosen) do
     if existing[keys[i]] then st.present = st.present + 1 else mark[i] = true end
@@ -444,9 +501,12 @@ end
 -- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
 -- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern),
 -- stage (perf.fs.stage(): the file is staged there; without one it is replaced at once).
+-- replayable (perfscript.replay.registry: append only rows a builder can replay; stats
+-- unreplayable and unreplayable_why[reason] = n count the others), ep_size.
 function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
-               memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0 }
+               memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0,
+               unreplayable = job.replayable and 0 or nil, unreplayable_why = {} }
   local csv, why = load_csv(job.path, job.kernel, job.variants)
   if not csv then st.status = "skipped: " .. why; return st end
   -- a template the consumer could not match (DT_INT8 where it says INT8) would pass its
@@ -499,7 +559,9 @@ function M.process(job)
   local note = refused and ("; a variant skipped: " .. refused) or ""
   note = note .. lint_note(st)
   if st.appended == 0 then
-    st.status = (nrows == 0 and "unchanged: no candidates" or "unchanged: nothing new") .. note
+    st.status = (nrows == 0 and "unchanged: no candidates"
+      or ((st.unreplayable or 0) > 0 and st.present == 0 and st.shadowed == 0)
+        and "unchanged: none replayable" or "unchanged: nothing new") .. note
     return st
   end
   if job.dry_run then st.status = "would append"; return st end
@@ -515,7 +577,7 @@ end
 -- run(opts) -> list of per-file stats. opts: dir, models (list of names or nil),
 -- presets (extra presets from --model-config), rows, seed, max_hbm_bytes, dry_run, variants
 -- (one template per kernel variant instead of the first row only), sampling ("random" or
--- "spread"), rules
+-- "spread"), replayable_only (append only rows a replay builder accepts), rules
 -- ({patterns, assignments, grids, scenes}), print (called with each file's stats),
 -- progress (called with files done, file count, file name), also_stage(results, stage) (stages
 -- more files, e.g. a summary report, to be committed with the database files).
@@ -591,6 +653,7 @@ function M.run(opts)
       sources[pname] = sources[pname] or source(pname)
       local gen = sources[pname]
       local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
+                    replayable = opts.replayable_only and require("perfscript.replay.registry") or nil,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
                     variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir], lint = checkers[f.dir],
                     columns = gen.columns, generate = gen.each, stage = stage }

@@ -11,7 +11,8 @@
 -- only staged; res.status says what the stage's commit will do.
 --
 --   local res = merge.file(path, rows, match_only, {mode = "all", prune = false, say = print,
---                                                  stage = st})
+--                          stage = st,
+--                          family = rows of the file's kernel family (match-only, misses silent)})
 local perf = require "perfscript"
 local lfs = require "lfs"
 local schema = require "perfscript.microbench.schema"
@@ -139,6 +140,9 @@ function M.file(path, rows, match_only, opts)
   end
   for _, r in ipairs(rows) do add(r, "merge") end
   for _, r in ipairs(match_only) do add(r, "match") end
+  -- samples of the file's kernel family (AddAiCore's replay profiled as Add): match-only, and
+  -- a miss is no news (most of them belong to the sibling's own file)
+  for _, r in ipairs(opts.family or {}) do add(r, "family") end
 
   -- Rows to append: incoming signatures (rows to merge, all mode, valid duration) that no
   -- existing row matched; missing and match-only misses are reported.
@@ -159,7 +163,7 @@ function M.file(path, rows, match_only, opts)
             end
             out[#out + 1] = a
           end
-        else
+        elseif u.kind == "match" then
           say(("[WARN] match-only profiling row did not match %s: %s"):format(res.csv_name, perf.sig.display(u.row)))
         end
       end

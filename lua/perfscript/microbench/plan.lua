@@ -7,23 +7,14 @@
 --   plan.write(path, p, {repeat_count = 1, warmup = 1, seed = 0})
 local perf = require "perfscript"
 local schema = require "perfscript.microbench.schema"
-local num = require "perfscript.num"
 
 local M = {}
 
--- The 36 operators with a replay builder (the Python original's list_ops order).
-M.OPS = {
-  "Add", "AddRmsNormBias", "ArgMaxV2", "AscendQuantV2", "BatchMatMulV2", "DispatchFFNCombine",
-  "DynamicQuant", "FusedInferAttentionScore", "GatherV2", "GroupedMatmul",
-  "GroupedMatmulSwigluQuant", "Index", "InterleaveRope", "KvRmsNormRopeCache", "LightningIndexer",
-  "MaskedFill", "MatMulCommon", "MatMulV2", "MatMulV3", "MoeTokenPermute", "MoeTokenUnpermute",
-  "PadV3", "QuantBatchMatmulV3", "RINGMLAPrefillBF16Kernel", "ReshapeAndCacheNdKernel", "RmsNorm",
-  "ScatterNdUpdate", "Slice", "SoftmaxV2", "Sort", "SparseFlashAttention", "SwiGlu", "TensorMove",
-  "TransposeBatchMatMul", "Transpose", "split_qkv_rmsnorm_rope_kernel",
-}
-table.sort(M.OPS)
-M.IS_OP = {}
-for _, op in ipairs(M.OPS) do M.IS_OP[op] = true end
+-- The kernel types with a replay builder (perfscript/replay/registry.lua, the one home of
+-- "can this row be replayed").
+local registry = require "perfscript.replay.registry"
+M.OPS = registry.KERNELS
+M.IS_OP = registry.IS_KERNEL
 
 -- Operators whose replay needs the vllm-ascend custom operator package (the Python original's list,
 -- plus SparseFlashAttention and LightningIndexer which call the same library).
@@ -59,12 +50,13 @@ function M.visible_npus()
   return n
 end
 
--- The builder of op: perfscript/replay/<op>.lua, the user's own (--lua-dir) before the embedded one.
-function M.builder(op)
-  local ok, b = pcall(require, "perfscript.replay." .. op)
-  if not ok then return nil, tostring(b) end
-  return b
+-- Whether op (a kernel type) needs the vllm-ascend custom operator package.
+function M.needs_custom_opp(op)
+  return M.CUSTOM_OPP_OPS[registry.ALIAS[op] or op] == true
 end
+
+-- The builder of op (registry.builder): a function, or nil, reason.
+M.builder = registry.builder
 
 -- Writes the replay executor (perfscript/replay/executor.py: the user's own under --lua-dir,
 -- else the copy embedded in the binary) to path, so that an installed binary needs no source
@@ -90,12 +82,16 @@ local function missing_inputs(header)
   return ("the header has no %s column%s"):format(table.concat(miss, " or "), #miss > 1 and "s" or "")
 end
 
--- files: list of {op=, path=}. opts: mode, ep_size, builder (op -> builder), say.
+-- files: list of {op=, path=}. opts: mode, ep_size (DispatchFFNCombine's EP where a row
+-- records none), builder (op -> builder | nil, reason), say.
+-- p.no_builder[op] = {rows = n, reason = why}: the rows to measure of a kernel type no builder
+-- replays (counted, not listed row by row).
 -- p.warnings: files with nothing to read (empty), as "path: why".
 function M.build(files, opts)
   opts = opts or {}
   local getb = opts.builder or M.builder
-  local p = { cases = {}, unreplayable = {}, skipped = {}, rows = {}, ops = {}, warnings = {} }
+  local p = { cases = {}, unreplayable = {}, skipped = {}, rows = {}, ops = {}, no_builder = {},
+              warnings = {} }
   for _, f in ipairs(files) do
     local op, path = f.op, f.path
     local builder, berr = getb(op)
@@ -119,23 +115,19 @@ function M.build(files, opts)
       for i, c in ipairs(header) do row[c] = fields[i] or "" end
       local line = r:line()
       local mb = row[schema.MB_DUR] or row[schema.LEGACY_MB_DUR]
-      local ep = schema.trim(row[schema.EP_SIZE])
       if opts.mode == "missing-only" and schema.has_valid_duration(mb, row[schema.PROF_AVG]) then
         p.skipped[op] = p.skipped[op] + 1
-      elseif op == schema.DFC and opts.ep_size and num.int(ep) and num.int(ep) ~= opts.ep_size then
-        p.skipped[op] = p.skipped[op] + 1
-        p.unreplayable[#p.unreplayable + 1] = { op = op, csv = path, row = line,
-          shapes = row["Input Shapes"], reason = ("EP Size=%s does not match --dispatch-ffn-combine-ep-size %d"):format(ep, opts.ep_size),
-          kind = "skipped" }
+      elseif not builder then
+        local nb = p.no_builder[op] or { rows = 0, reason = tostring(berr or "no replay builder"), csv = path }
+        nb.rows = nb.rows + 1
+        p.no_builder[op] = nb
       else
         local case, reason
         if no_inputs then
           reason = no_inputs
-        elseif builder then
+        else
           local ok, c, why = pcall(builder, row, { op = op, ep_size = opts.ep_size })
           if ok then case, reason = c, why else reason = "builder error: " .. tostring(c) end
-        else
-          reason = "no replay builder: " .. tostring(berr)
         end
         if case then
           case.id = ("%s:%d"):format(op, line)
@@ -155,6 +147,33 @@ function M.build(files, opts)
     if ncase > 0 then p.ops[#p.ops + 1] = op end
   end
   return p
+end
+
+-- The plan split by DispatchFFNCombine's EP size: {{ep = default, p = ...}, {ep = 32, p = ...}},
+-- the default group first (every other operator's cases, and DispatchFFNCombine rows of the
+-- default EP), then one group per other EP size, ascending. Each group runs and is written
+-- back on its own, so that its samples carry their EP Size.
+function M.split_ep(p, default)
+  local groups, by = {}, {}
+  local function group(ep)
+    if not by[ep] then
+      by[ep] = { ep = ep, p = { cases = {}, ops = {}, unreplayable = {}, no_builder = {} }, seen = {} }
+      groups[#groups + 1] = by[ep]
+    end
+    return by[ep]
+  end
+  group(default)
+  for _, c in ipairs(p.cases) do
+    local g = group(c.distributed and c.distributed.ep_size or default)
+    g.p.cases[#g.p.cases + 1] = c
+    if not g.seen[c.op] then g.seen[c.op] = true; g.p.ops[#g.p.ops + 1] = c.op end
+  end
+  table.sort(groups, function(a, b)
+    if (a.ep == default) ~= (b.ep == default) then return a.ep == default end
+    return a.ep < b.ep
+  end)
+  for _, g in ipairs(groups) do g.seen = nil end
+  return groups
 end
 
 -- Writes the plan: a header line, then one case per line.

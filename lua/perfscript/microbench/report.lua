@@ -52,6 +52,34 @@ local function examples(list, fmt)
   return #ex > 0 and table.concat(ex, "; ") or "-"
 end
 
+-- Unreplayable rows grouped by (kind, operator, reason with its numbers blanked): {{count=,
+-- example = the first row}}, largest groups first.
+function M.group_unreplayable(list)
+  local groups, by = {}, {}
+  for _, u in ipairs(list or {}) do
+    local key = table.concat({ u.kind or "", u.op, (tostring(u.reason):gsub("%d+", "#")) }, "\0")
+    local g = by[key]
+    if not g then g = { count = 0, example = u, first = #groups + 1 }; by[key] = g; groups[#groups + 1] = g end
+    g.count = g.count + 1
+  end
+  table.sort(groups, function(a, b)
+    if a.count ~= b.count then return a.count > b.count end
+    return a.first < b.first
+  end)
+  return groups
+end
+
+-- p.no_builder as a list {op=, rows=, reason=}, most rows first.
+function M.no_builder_list(map)
+  local out = {}
+  for op, nb in pairs(map or {}) do out[#out + 1] = { op = op, rows = nb.rows, reason = nb.reason } end
+  table.sort(out, function(a, b)
+    if a.rows ~= b.rows then return a.rows > b.rows end
+    return a.op < b.op
+  end)
+  return out
+end
+
 local function f6(v) return string.format("%.6f", v) end
 
 -- results: per-file results of merge.file; gaps: all gap records; status: {success=, failed=,

@@ -24,6 +24,7 @@ local dbpath = require "perfscript.dbpath"
 local options = require "perfscript.options"
 local schema = require "perfscript.microbench.schema"
 local plan = require "perfscript.microbench.plan"
+local registry = require "perfscript.replay.registry"
 local aggregate = require "perfscript.microbench.aggregate"
 local merge = require "perfscript.microbench.merge"
 local report = require "perfscript.microbench.report"
@@ -126,7 +127,8 @@ local function target_files(dir, ops, reparse)
     local names = {}
     for name in lfs.dir(dir) do
       local stem = name:match("^(.*)%.csv$")
-      if stem and plan.IS_OP[stem] then names[#names + 1] = stem end
+      -- every kernel type: the plan counts the rows of those no builder replays
+      if stem and not name:find(".tmp.", 1, true) then names[#names + 1] = stem end
     end
     table.sort(names)
     for _, op in ipairs(names) do files[#files + 1] = { op = op, path = dir .. "/" .. op .. ".csv" } end
@@ -165,7 +167,7 @@ end
 
 local function check_custom_env(ops)
   local need = {}
-  for _, op in ipairs(ops) do if plan.CUSTOM_OPP_OPS[op] then need[#need + 1] = op end end
+  for _, op in ipairs(ops) do if plan.needs_custom_opp(op) then need[#need + 1] = op end end
   if #need == 0 then return end
   local opp = os.getenv("ASCEND_CUSTOM_OPP_PATH") or ""
   local ld = os.getenv("LD_LIBRARY_PATH") or ""
@@ -329,7 +331,10 @@ local function write_targets(a, files, dst, replayed_ops, ops)
   local targets, seen = {}, {}
   for _, f in ipairs(files) do
     seen[f.op] = true
-    targets[#targets + 1] = { op = f.op, feed = a.prof_path ~= nil or replayed[f.op] == true }
+    -- a kernel type no builder replays is no target of a replay run (never pruned by it)
+    if a.prof_path or plan.IS_OP[f.op] or plan.builder(f.op) then
+      targets[#targets + 1] = { op = f.op, feed = a.prof_path ~= nil or replayed[f.op] == true }
+    end
   end
   if a.prof_path and not has_csv(dst) then
     for _, op in ipairs(ops or {}) do
@@ -412,25 +417,45 @@ local function make_plan(a, files, run_dir)
     p, err = plan.build(files, { mode = a.update_mode, ep_size = a.dispatch_ffn_combine_ep_size })
     if not p then perf.fail("%s", err) end
   end
-  local plan_path = run_dir .. "/plan.jsonl"
-  assert(plan.write(plan_path, p, { repeat_count = a.repeat_count, warmup = a.warmup, distributed = {
-    nproc_per_node = a.dispatch_ffn_combine_nproc_per_node, nnodes = a.dispatch_ffn_combine_nnodes,
-    node_rank = a.dispatch_ffn_combine_node_rank, master_addr = a.dispatch_ffn_combine_master_addr,
-    master_port = a.dispatch_ffn_combine_master_port } }))
+  local default_ep = a.dispatch_ffn_combine_ep_size
+  p.groups = plan.split_ep(p, default_ep)
+  for _, g in ipairs(p.groups) do
+    g.path = run_dir .. (g.ep == default_ep and "/plan.jsonl" or ("/plan_ep%d.jsonl"):format(g.ep))
+    assert(plan.write(g.path, g.p, { repeat_count = a.repeat_count, warmup = a.warmup, distributed = {
+      -- the torchrun layout flags describe the --dispatch-ffn-combine-ep-size run
+      nproc_per_node = g.ep == default_ep and a.dispatch_ffn_combine_nproc_per_node or nil,
+      nnodes = g.ep == default_ep and a.dispatch_ffn_combine_nnodes or nil,
+      node_rank = g.ep == default_ep and a.dispatch_ffn_combine_node_rank or nil,
+      master_addr = a.dispatch_ffn_combine_master_addr, master_port = a.dispatch_ffn_combine_master_port } }))
+  end
   assert(plan.write_executor(run_dir .. "/executor.py"))
-  say(("[PLAN] %d case(s) for %d operator(s); %d row(s) not replayable; plan %s")
-    :format(#p.cases, #p.ops, #p.unreplayable, plan_path))
+  local plan_path = p.groups[1].path
+  local nb_rows, nb_kinds = 0, 0
+  for _, nb in pairs(p.no_builder or {}) do nb_rows, nb_kinds = nb_rows + nb.rows, nb_kinds + 1 end
+  say(("[PLAN] %d case(s) for %d operator(s); %d row(s) not replayable; %d row(s) of %d kernel type(s) "
+    .. "with no replay builder; plan %s"):format(#p.cases, #p.ops, #p.unreplayable, nb_rows, nb_kinds, plan_path))
   for _, w in ipairs(p.warnings or {}) do io.stderr:write("[WARN] ", w, "\n") end
-  for _, u in ipairs(p.unreplayable) do
-    say(("[%s] %s:%d shapes=%s reason=%s"):format(u.kind == "skipped" and "SKIP" or "INVALID", u.csv, u.row,
-      u.shapes or "", u.reason))
+  for _, g in ipairs(p.groups) do
+    if g.ep ~= default_ep then
+      say(("[PLAN] %d DispatchFFNCombine case(s) at their own EP Size %d: plan %s"):format(#g.p.cases, g.ep, g.path))
+    end
+  end
+  -- once, grouped by reason with a count and one example; every row is in the report file
+  for _, grp in ipairs(report.group_unreplayable(p.unreplayable)) do
+    local u = grp.example
+    say(("[%s] %s: %d row(s): %s (e.g. %s:%d shapes=%s)"):format(u.kind == "skipped" and "SKIP" or "INVALID",
+      u.op, grp.count, u.reason, u.csv:match("[^/]+$"), u.row, u.shapes or ""))
+  end
+  for _, nb in ipairs(report.no_builder_list(p.no_builder)) do
+    say(("[NO BUILDER] %s: %d row(s) to measure: %s"):format(nb.op, nb.rows, nb.reason))
   end
   return p, plan_path
 end
 
 -- Whether missing-only mode finds nothing to do (says so per file).
 local function nothing_missing(a, p, files)
-  if a.update_mode == "missing-only" and #p.cases == 0 and #p.unreplayable == 0 and not a.prof_path
+  if a.update_mode == "missing-only" and #p.cases == 0 and #p.unreplayable == 0 and not next(p.no_builder or {})
+      and not a.prof_path
       and not a.prune_empty_duration_rows and #files > 0 then
     for _, f in ipairs(files) do say(("[SKIP] %s already has usable durations."):format(f.path)) end
     say("[SUMMARY] All target CSV files already have usable replay durations.")
@@ -460,6 +485,57 @@ local function collect(a, p, plan_path, run_dir)
   return summaries, status
 end
 
+-- Runs every EP group of the plan (plan.split_ep: DispatchFFNCombine rows at their own EP
+-- Size) and aggregates each with its EP; returns the merged aggregation and status.
+local function collect_groups(a, p, run_dir)
+  local merged = { order = {}, rows = {}, no_duration = {}, samples = 0 }
+  local status
+  local visible
+  for gi, g in ipairs(p.groups or { { ep = a.dispatch_ffn_combine_ep_size, p = p, path = run_dir .. "/plan.jsonl" } }) do
+    local run = true
+    if gi > 1 and not a.simulate then
+      visible = visible or plan.visible_npus()
+      if visible > 0 and g.ep > visible then
+        run = false
+        say(("[SKIP] %d DispatchFFNCombine row(s) with EP Size %d need %d local ranks; %d NPU(s) visible.")
+          :format(#g.p.cases, g.ep, g.ep, visible))
+        for _, c in ipairs(g.p.cases) do
+          p.unreplayable[#p.unreplayable + 1] = { op = c.op, csv = c.csv, row = c.row, kind = "skipped",
+            shapes = c.record and c.record["Input Shapes"], reason = ("EP Size %d needs %d local ranks; %d NPU(s) visible")
+              :format(g.ep, g.ep, visible) }
+        end
+      end
+    end
+    if run and (#g.p.cases > 0 or (gi == 1 and (a.prof_path or #p.groups == 1))) then
+      local dir = gi == 1 and run_dir or ("%s/ep%d"):format(run_dir, g.ep)
+      if gi > 1 then assert(perf.fs.mkdir_p(dir)) end
+      local summaries, st = collect(a, g.p, g.path, dir)
+      local agg = assert(aggregate.files(summaries, { ep_size = g.ep }))
+      for _, op in ipairs(agg.order) do
+        if not merged.rows[op] then merged.rows[op] = {}; merged.order[#merged.order + 1] = op end
+        for _, r in ipairs(agg.rows[op]) do table.insert(merged.rows[op], r) end
+      end
+      for _, x in ipairs(agg.no_duration) do merged.no_duration[#merged.no_duration + 1] = x end
+      merged.samples = merged.samples + (agg.samples or 0)
+      if st then
+        if not status then status = st
+        else
+          for _, k in ipairs { "success", "failed", "skipped" } do
+            for _, x in ipairs(st[k] or {}) do status[k][#status[k] + 1] = x end
+          end
+        end
+      end
+    end
+  end
+  -- an operator that ran in several groups counts once
+  if status then
+    local seen, ok = {}, {}
+    for _, op in ipairs(status.success) do if not seen[op] then seen[op] = true; ok[#ok + 1] = op end end
+    status.success = ok
+  end
+  return merged, status
+end
+
 -- Status: the executor's when it wrote one; an operator without any op_summary row failed.
 local function settle_status(a, status, agg, profiled_ops)
   if not status or a.prof_path or a.simulate then return end
@@ -468,8 +544,14 @@ local function settle_status(a, status, agg, profiled_ops)
   local known = {}
   for _, f in ipairs(status.failed) do known[f.op] = true end
   local ok = {}
+  -- a variant's replay may show as another kernel of its family (AddAiCore as Add)
+  local function ran(op)
+    if seen[op] then return true end
+    for _, k in ipairs(registry.family(op)) do if seen[k] then return true end end
+    return false
+  end
   for _, op in ipairs(profiled_ops) do
-    if seen[op] then
+    if ran(op) then
       if not known[op] then ok[#ok + 1] = op end
     elseif not known[op] then
       status.failed[#status.failed + 1] = { op = op, reason = "no op_summary rows (the replay produced no kernel)" }
@@ -510,13 +592,23 @@ local function write_back(a, targets, by_stem, dst, status)
     -- samples only for the operators this run replayed (or, re-parsing, every target)
     local own = t.feed and by_stem[stem] or {}
     if t.feed and by_stem[stem] then w.used[stem] = true end
-    local rows, match_only = own, {}
+    local rows, match_only, family = own, {}, {}
     if MATMUL_ALIASES[stem] then
       match_only, rows = {}, {}
       for _, r in ipairs(own) do match_only[#match_only + 1] = r end
+      -- the aliases' samples: silent when they miss (they belong to the alias's own file)
       for _, al in ipairs(t.feed and MATMUL_ALIASES[stem] or {}) do
         if by_stem[al] then w.used[al] = true end
-        for _, r in ipairs(by_stem[al] or {}) do match_only[#match_only + 1] = r end
+        for _, r in ipairs(by_stem[al] or {}) do family[#family + 1] = r end
+      end
+    elseif t.feed and not a.prof_path then
+      -- a variant's replay may be profiled as another kernel of its family (AddAiCore as Add):
+      -- their samples may update this file's rows, never add any
+      for _, al in ipairs(registry.family(stem)) do
+        if by_stem[al] then
+          w.used[al] = true
+          for _, r in ipairs(by_stem[al]) do family[#family + 1] = r end
+        end
       end
     end
     local prune = a.prune_empty_duration_rows
@@ -527,10 +619,10 @@ local function write_back(a, targets, by_stem, dst, status)
       say(("[KEEP] %s.csv not pruned: %s failed in this run."):format(stem, stem))
     end
     local path = dst .. "/" .. stem .. ".csv"
-    local n = #rows + #match_only
+    local n = #rows + #match_only + #family
     if (isfile(path) and (n > 0 or prune)) or (t.new and n > 0) then
       local res, err = merge.file(path, rows, match_only, { mode = a.update_mode, prune = prune, say = say,
-                                                            stage = w.stage })
+                                                           stage = w.stage, family = family })
       if not res then perf.fail("%s", err) end
       w.results[#w.results + 1] = res
       for _, g in ipairs(res.gaps) do w.gaps[#w.gaps + 1] = g end
@@ -543,16 +635,34 @@ local function write_back(a, targets, by_stem, dst, status)
   return w
 end
 
--- The report's extra sections: rows not replayed, ignored kernel types, files not pruned,
--- leftovers of interrupted writes.
-local function extra_sections(p, ignored, w)
+-- The report's extra sections: rows not replayed (grouped by reason; with full, row by row
+-- too, for the report file), kernel types with no builder, ignored kernel types, files not
+-- pruned, leftovers of interrupted writes.
+local function extra_sections(p, ignored, w, full)
   local extra = {}
   if #p.unreplayable > 0 then
     local t = {}
-    for _, u in ipairs(p.unreplayable) do
-      t[#t + 1] = { u.op, ("%s:%d"):format(u.csv:match("[^/]+$"), u.row), u.shapes or "", u.reason }
+    for _, g in ipairs(report.group_unreplayable(p.unreplayable)) do
+      local u = g.example
+      t[#t + 1] = { u.op, g.count, u.reason, ("%s:%d %s"):format(u.csv:match("[^/]+$"), u.row, u.shapes or "") }
     end
-    extra[#extra + 1] = { "Rows Not Replayed (kept)", report.table({ "Operator", "Row", "Input Shapes", "Reason" }, t) }
+    extra[#extra + 1] = { "Rows Not Replayed (kept), by reason",
+      report.table({ "Operator", "Rows", "Reason", "Example" }, t) }
+    if full then
+      t = {}
+      for _, u in ipairs(p.unreplayable) do
+        t[#t + 1] = { u.op, ("%s:%d"):format(u.csv:match("[^/]+$"), u.row), u.shapes or "", u.reason }
+      end
+      extra[#extra + 1] = { "Rows Not Replayed (kept), row by row",
+        report.table({ "Operator", "Row", "Input Shapes", "Reason" }, t) }
+    end
+  end
+  local nb = report.no_builder_list(p.no_builder)
+  if #nb > 0 then
+    local t = {}
+    for _, x in ipairs(nb) do t[#t + 1] = { x.op, x.rows, x.reason } end
+    extra[#extra + 1] = { "Kernel Types With No Replay Builder (rows kept, not measured)",
+      report.table({ "Kernel Type", "Rows", "Reason" }, t) }
   end
   if #ignored > 0 then
     local t = {}
@@ -576,10 +686,13 @@ end
 -- 4. The report: printed, and written under <dst>/reports/ (markdown, hotspot CSV, JSON).
 -- Returns the exit status (3 when an operator failed).
 local function write_report(a, id, dst, p, status, ignored, w)
+  -- the console gets the grouped sections; the report file every row too
   local text, hot = report.render(w.results, w.gaps, status,
-    { simulated = a.simulate, extra = extra_sections(p, ignored, w) })
+    { simulated = a.simulate, extra = extra_sections(p, ignored, w, true) })
+  local console = report.render(w.results, w.gaps, status,
+    { simulated = a.simulate, extra = extra_sections(p, ignored, w, false) })
   local json = { run_id = id, simulated = a.simulate or false, database = dst, status = status,
-    files = {}, hotspots = #hot, unreplayable = p.unreplayable, ignored = ignored, not_pruned = w.unpruned,
+    files = {}, hotspots = #hot, unreplayable = p.unreplayable, no_builder = p.no_builder, ignored = ignored, not_pruned = w.unpruned,
     recovered = w.recovered }
   for _, r in ipairs(w.results) do
     json.files[#json.files + 1] = { file = r.csv_path, status = r.status or r.skipped, updated = r.updated,
@@ -591,7 +704,7 @@ local function write_report(a, id, dst, p, status, ignored, w)
   if not ok then perf.fail("%s", err) end
   w.lock:release()
   for _, line in ipairs(w.writes) do say(line) end
-  io.stdout:write(text)
+  io.stdout:write(console)
   say("\n[REPORT] " .. md .. "\n[REPORT] " .. csvp)
   if status and #status.failed > 0 then
     io.stderr:write(("perfscript: %d operator(s) failed; see the report\n"):format(#status.failed))
@@ -614,10 +727,9 @@ function M.run(a, script)
   if a.simulate then say("SIMULATED run: durations come from a roofline model, not an NPU.") end
   say(("Database: %s%s"):format(src, dst ~= src and (" -> results into " .. dst) or ""))
 
-  local p, plan_path = make_plan(a, files, run_dir)
+  local p = make_plan(a, files, run_dir)
   if a.plan_only or nothing_missing(a, p, files) then return 0 end
-  local summaries, status = collect(a, p, plan_path, run_dir)
-  local agg = assert(aggregate.files(summaries, { ep_size = a.dispatch_ffn_combine_ep_size }))
+  local agg, status = collect_groups(a, p, run_dir)
   for _, g in ipairs(agg.no_duration) do
     say(("[WARN] %s: %d sample(s) of %s had no valid duration; nothing written for it."):format(g.op, g.count, g.sig))
   end

@@ -5,6 +5,7 @@
 local perf = require "perfscript"
 local shape = require "perfscript.shape"
 local schema = require "perfscript.microbench.schema"
+local registry = require "perfscript.replay.registry"
 
 local M = {}
 
@@ -26,12 +27,28 @@ local function slots(cell_shapes, cell_dtypes)
   return out
 end
 
+-- Gathers (by their base kernel, so the AiCore and V3 variants too): the table (input 1) is
+-- charged for the rows the indices (input 2) pick, not whole.
+local GATHER = { GatherV2 = true }
+
+-- Bytes of input 1 a gather reads: indices count x row width, at most the table.
+local function gathered_bytes(tbl, idx)
+  local rows = tbl.dims[1] or 1
+  if rows <= 0 then return 0 end
+  local width = shape.numel(tbl.dims) // rows
+  local n = math.min(shape.numel(idx.dims), rows)
+  return math.min(shape.nbytes(tbl.dims, tbl.dtype), n * width * (shape.dtype_bytes(tbl.dtype) or 2))
+end
+
 -- The modelled duration in microseconds of a database-style record (column -> value).
 function M.duration_us(op, rec)
   local ins = slots(rec["Input Shapes"], rec["Input Data Types"])
   local outs = slots(rec["Output Shapes"], rec["Output Data Types"])
   local bytes, out_elems = 0, 0
-  for _, s in ipairs(ins) do bytes = bytes + shape.nbytes(s.dims, s.dtype) end
+  local gather = GATHER[registry.ALIAS[op] or op] and #ins >= 2
+  for i, s in ipairs(ins) do
+    bytes = bytes + ((gather and i == 1) and gathered_bytes(s, ins[2]) or shape.nbytes(s.dims, s.dtype))
+  end
   for _, s in ipairs(outs) do
     bytes = bytes + shape.nbytes(s.dims, s.dtype)
     out_elems = out_elems + shape.numel(s.dims)

@@ -1,9 +1,10 @@
 -- DispatchFFNCombine: torch.ops._C_ascend.dispatch_ffn_combine(x=, weight1=[w1], weight2=[w2],
 -- expert_idx=, scale1=[s1], scale2=[s2], probs=, group=<HCCL group>, max_output_size=, out=,
 -- expert_token_nums=) on ep_size ranks (the executor starts them with torchrun: distributed =
--- {ep_size = n}). 7 input and 2 output slots; balanced expert ids; scales 1.0 as float32
+-- {ep_size = n}, n the row's EP Size). 7 input and 2 output slots; balanced expert ids; scales 1.0 as float32
 -- for int8 weights (the Python original compared the wrong spelling and never took that branch).
 local C = require "perfscript.replay.common"
+local num = require "perfscript.num"
 
 local M = {}
 
@@ -21,7 +22,11 @@ local function same(a, b) return table.concat(a, ",") == table.concat(b, ",") en
 
 function M.build(row, ctx)
   return C.guard(function()
-    local ep = (ctx and ctx.ep_size) or 16
+    -- the row's own EP Size; the run's --dispatch-ffn-combine-ep-size where it records none
+    local cell = C.trim(row["EP Size"] or "")
+    local ep = num.int(cell)
+    C.need(cell == "" or (ep and ep >= 1), "EP Size %q is not a positive integer", cell)
+    ep = ep or (ctx and ctx.ep_size) or 16
     local sl = C.must(C.slots(row, "in"))
     local out = C.must(C.slots(row, "out"))
     C.need(sl.n == 7 and #sl.dtypes == 7 and #sl.formats == 7, "expects seven input metadata slots (got %d)", sl.n)

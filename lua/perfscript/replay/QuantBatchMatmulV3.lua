@@ -11,6 +11,8 @@ function M.role(dtype, numel, x, out)
   local m = #x >= 2 and x[#x - 1] or x[1]
   local n = out[#out]
   if dtype == "DT_INT32" then return "bias" end
+  -- a bf16/fp16 bias of N elements (a bf16 or fp16 output's bias; the seed rows' layout)
+  if (dtype == "DT_BF16" or dtype == "DT_FLOAT16") and numel == n then return "bias" end
   if dtype == "DT_FLOAT" and numel == m then return "pertoken_scale" end
   if dtype == "DT_FLOAT" and (numel == 1 or numel == n) then return "offset" end
   return nil, ("cannot tell the role of input 4 (%s, %d elements)"):format(dtype, numel)
