@@ -91,7 +91,7 @@ done
 # --- the replay: a header without input columns, an empty database CSV ----------------------
 mkdir -p dbh && printf 'OP State,Accelerator Core,Average Duration(us)\ndynamic,AI_CORE,\n' > dbh/Add.csv
 out=$(plan dbh)
-expect_contains "no input columns: named" "$out" "reason=the header has no 'Input Shapes' or 'Input Data Types' columns"
+expect_contains "no input columns: named" "$out" "1 row(s): the header has no 'Input Shapes' or 'Input Data Types' columns"
 expect_not_contains "...not the builder's reason" "$out" "needs at least one input"
 mkdir -p dbe && : > dbe/Add.csv && printf 'Input Shapes,Input Data Types,Output Shapes,Output Data Types,Average Duration(us)\n"4,4",DT_BF16,"4,4",DT_BF16,\n' > dbe/SwiGlu.csv
 expect_contains "a 0-byte database CSV: a warning naming it" "$(plan dbe)" "[WARN] $TMP/dbe/Add.csv: empty file (no header, no rows): nothing to replay"

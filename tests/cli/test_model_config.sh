@@ -35,7 +35,7 @@ expect_contains "mixtral: shape-free fields summed up" "$err" "13 fields that do
 expect_not_contains "mixtral: used fields not warned" "$err" "num_local_experts"
 # 4 EP (8, 4, 2, 1 local experts) x 5 TP x 17 token counts x (gate_up, down)
 gmm=$(grep '^GroupedMatmul.csv,' mix.csv)
-expect_contains "mixtral: GroupedMatmul rows appended" "$gmm" ",680,0,0,0,0,0,0,680,appended"
+expect_contains "mixtral: GroupedMatmul rows appended" "$gmm" ",680,0,0,0,0,0,0,0,680,appended"
 rows=$(tail -n +3 "$db/GroupedMatmul.csv")
 # gate_up at TP 1, EP 1: x (t, 4096), weight (8 experts, N 28672 = 2 x 14336, K 4096) in FRACTAL_NZ
 expect_contains "mixtral: gate_up TP 1" "$rows" '"""16,4096;8,896,256,16,32;;8,28672;;;;8;16""",INT8;INT8;;FLOAT;;;;INT64;FLOAT,ND;FRACTAL_NZ;;ND;;;;ND;ND,"""16,28672"""'
