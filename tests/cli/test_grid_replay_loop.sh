@@ -33,6 +33,30 @@ read -r tm ms <<<"$total"
 if [[ -n ${tm:-} && $tm -gt 1000 && $tm == "$ms" ]]; then ok "all $tm appended rows measured"; else not_ok "all rows measured" "$total"; fi
 
 # 2. --no-replayable-only: the rows no builder replays are appended and listed, per kernel, once
+# A Mixtral-style config.json (MoE from num_local_experts): its grid, measured the same way.
+mkdir -p "$TMP/mixtral"
+cat > "$TMP/mixtral/config.json" <<'JSON'
+{"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "_name_or_path": "mistralai/Mixtral-8x7B-v0.1",
+ "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+ "num_hidden_layers": 32, "num_local_experts": 8, "num_experts_per_tok": 2, "head_dim": 128,
+ "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "torch_dtype": "bfloat16", "vocab_size": 32000}
+JSON
+cp -r "$seed" "$TMP/dbm"
+out=$("$PS_BIN" "$SRC/recipes/shape_grid.lua" --database-path "$TMP/dbm" --model-config "$TMP/mixtral/config.json" \
+      --rows 20 2>&1); rc=$?
+expect_eq "mixtral config: grid" "$rc" "0"
+expect_contains "mixtral config: MoE rows" "$out" "GroupedMatmul"
+out=$("$PS_BIN" "$SRC/recipes/microbench.lua" --simulate --update-mode missing-only --database-path "$TMP/dbm" \
+      --output "$TMP/simm" 2>&1); rc=$?
+expect_eq "mixtral config: microbench --simulate" "$rc" "0"
+expect_not_contains "mixtral config: no kernel type without a builder" "$out" "[NO BUILDER]"
+res=$("$PS_BIN" "$check" "$TMP/dbm" "$TMP/simm" "$TMP"/simm/reports/profile_update_report_*.json 2>&1); rc=$?
+expect_eq "mixtral config: every appended row measured or listed" "$rc" "0"
+[[ $rc -eq 0 ]] || echo "$res"
+gm=$(awk '$1 == "GroupedMatmul" {print $2, $3}' <<<"$res")
+read -r tm ms <<<"$gm"
+if [[ -n ${tm:-} && $tm -gt 0 && $tm == "$ms" ]]; then ok "mixtral config: all $tm GroupedMatmul rows measured"; else not_ok "mixtral GroupedMatmul measured" "$gm" "$res"; fi
+
 cp -r "$seed" "$TMP/db2"
 "$PS_BIN" "$SRC/recipes/dsv3_grid.lua" --database-path "$TMP/db2" --rows 5 --no-replayable-only > "$TMP/g2.txt" 2>&1
 expect_eq "dsv3_grid --no-replayable-only" "$?" "0"
