@@ -305,6 +305,11 @@ static void test_fmt6(void **state) {
       assert_string_equal(b, a);
     }
   }
+  /* snprintf's contract: the full length returned, the text truncated to the buffer */
+  assert_int_equal(ps_num_fmt6(b, 5, -12.5), 10);
+  assert_string_equal(b, "-12.");
+  assert_int_equal(ps_num_fmt6(b, 1, 3.0), 8);
+  assert_string_equal(b, "");
   /* random values over the magnitudes statistics take, and exact binary ties */
   uint64_t x = 88172645463325252ULL;
   for (int i = 0; i < 2000000; i++) {
