@@ -149,13 +149,14 @@ end
 ---------------------------------------------------------------------------------------------
 -- Aggregation
 
--- opts.progress(done_bytes, total_bytes, file): called now and then.
+-- opts.progress(done_bytes, total_bytes, file): called now and then; opts.threads: see below.
 -- Returns agg, per-file {counts, absent}; raises perf.fail on a data error.
 function M.aggregate(files, opts)
   opts = opts or {}
-  -- PERFSCRIPT_THREADS=1 reads each file in one thread; PERFSCRIPT_SPLIT_MIN (bytes) lets
-  -- tests split small files (the C core reads no environment).
-  local agg = profile.new { threads = tonumber(os.getenv("PERFSCRIPT_THREADS") or ""),
+  -- opts.threads (or PERFSCRIPT_THREADS): the threads reading a big file, in as many chunks
+  -- (default: one per core); PERFSCRIPT_SPLIT_MIN (bytes) lets tests split small files (the C
+  -- core reads no environment).
+  local agg = profile.new { threads = opts.threads or tonumber(os.getenv("PERFSCRIPT_THREADS") or ""),
                             split_min = tonumber(os.getenv("PERFSCRIPT_SPLIT_MIN") or "") }
   local total, offset = 0, 0
   for _, f in ipairs(files) do total = total + (lfs.attributes(f, "size") or 0) end

@@ -474,23 +474,28 @@ static void add_counts(ps_profile_counts *to, const ps_profile_counts *c) {
   to->fia_rows += c->fia_rows;
 }
 
-/* ---- the second half of a big file, on a second core ---------------------------------- */
+/* ---- a big file in chunks, one thread each ------------------------------------------ */
 
 #define SPLIT_MIN (32u << 20)   /* smaller files are read by one thread */
+#define MAX_CHUNKS 64
 
-typedef struct half {
+/* Chunk k > 0 of a file: [offset, end) read by its own thread into its own groups (end 0: to
+ * the end of the file). Chunk k - 1 confirms that offset is a record start when it gets
+ * there (a quoted newline would not be). */
+typedef struct chunk {
   const char *path;
-  uint64_t offset;
+  uint64_t offset, end;
   run u;
   ps_profile_counts counts;
-  atomic_int cancel;
+  atomic_int *cancel;
   atomic_uint_least64_t done;   /* bytes read, for the progress display */
-  int failed;
-  char err[512];                /* unused: the first thread reads a failed half again */
-} half;
+  int failed;                   /* bad data, no memory, or it ran past its end */
+  char err[512];                /* unused: the first thread reads a failed chunk again */
+  pthread_t thread;
+} chunk;
 
-static void *read_half(void *arg) {
-  half *h = arg;
+static void *read_chunk(void *arg) {
+  chunk *h = arg;
   char err[8];
   ps_scan *r = ps_scan_open_at(h->path, h->offset, err, sizeof err);
   if (r == NULL) {
@@ -498,49 +503,60 @@ static void *read_half(void *arg) {
     return NULL;
   }
   ps_scan_record rec;
-  int st;
+  int st = 1;
   uint64_t n = 0;
-  while ((st = ps_scan_next(r, &rec)) > 0) {
+  for (;;) {
+    if (h->end) {
+      uint64_t off = ps_scan_offset(r);
+      if (off == h->end) break;                 /* the next chunk starts here: done */
+      if (off > h->end) {                       /* the next chunk's start is no record start */
+        st = -1;
+        break;
+      }
+    }
+    if ((st = ps_scan_next(r, &rec)) <= 0) break;
     if (add_row(&h->u, &rec) != 0) {
       st = -1;
       break;
     }
     if ((++n & 4095) == 0) {
       atomic_store(&h->done, ps_scan_bytes_read(r));
-      if (atomic_load(&h->cancel)) break;
+      if (atomic_load(h->cancel)) break;
     }
   }
-  if (st < 0) h->failed = 1;   /* the first thread reads it again and reports the error */
+  if (st < 0 || (st == 0 && h->end)) h->failed = 1;  /* the first thread reads it again */
   atomic_store(&h->done, ps_scan_bytes_read(r));
   ps_scan_close(r);
   return NULL;
 }
 
-/* Where the second half starts: just after the first line end past the middle. The first
- * thread confirms it is a record start when it gets there (a quoted newline would not be). */
-static uint64_t split_point(const ps_profile *p, const char *path, uint64_t size) {
+/* The chunk starts: at[0] = 0, then just after the first line end past each k/n of the file.
+ * Returns the number of chunks (1: read by one thread). */
+static int split_points(const ps_profile *p, const char *path, uint64_t size, uint64_t *at) {
   uint64_t least = p->split_min ? p->split_min : SPLIT_MIN;
-  if (size < least || p->threads == 1 || sysconf(_SC_NPROCESSORS_ONLN) < 2) return 0;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long n = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
+  if (n > MAX_CHUNKS) n = MAX_CHUNKS;
+  at[0] = 0;
+  if (size < least || n < 2) return 1;
   FILE *f = fopen(path, "rb");
-  if (f == NULL) return 0;
-  uint64_t at = 0;
-  if (fseeko(f, (off_t)(size / 2), SEEK_SET) == 0) {
+  if (f == NULL) return 1;
+  int m = 1;
+  for (long k = 1; k < n; k++) {
+    uint64_t pos = size / (uint64_t)n * (uint64_t)k;
+    if (pos < at[m - 1]) pos = at[m - 1];
+    if (fseeko(f, (off_t)pos, SEEK_SET) != 0) break;
     int c;
-    uint64_t pos = size / 2;
-    while ((c = getc(f)) != EOF) {
-      pos++;
-      if (c == '\n') {
-        at = pos;
-        break;
-      }
-    }
+    while ((c = getc(f)) != EOF && c != '\n') pos++;
+    if (c == EOF || pos + 1 >= size) break;
+    if (pos + 1 > at[m - 1]) at[m++] = pos + 1;
   }
   fclose(f);
-  return at < size ? at : 0;
+  return m;
 }
 
-/* Adds the groups of q (the second half) to p, in q's first-seen order. */
-static int merge_half(ps_profile *p, ps_profile *q, long fia_base) {
+/* Adds the groups of q (a later chunk) to p, in q's first-seen order. */
+static int merge_chunk(ps_profile *p, ps_profile *q, long fia_base) {
   for (size_t i = 0; i < q->ngroups; i++) {
     group *b = &q->groups[i];
     uint64_t h[2] = {b->hash, b->hash2};
@@ -624,36 +640,41 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   run u = {p, col, col[C_TASK] >= 0 && col[C_START] >= 0, p->nfiles++, counts, path, err, errsize};
   int rc = 0;
 
-  /* a big file: the second half on another core, into its own groups */
-  uint64_t split = split_point(p, path, ps_scan_file_size(r));
-  half *h = NULL;
-  pthread_t thread;
-  if (split) {
-    h = calloc(1, sizeof *h);
-    ps_profile *q = h ? ps_profile_new() : NULL;
-    if (q) {
-      h->path = path;
-      h->offset = split;
-      h->u = (run){q, col, u.dedup, u.file_index, &h->counts, path, h->err, sizeof h->err};
-      if (pthread_create(&thread, NULL, read_half, h) != 0) {
-        ps_profile_free(q);
-        q = NULL;
-      }
+  /* a big file: chunks 1.. on other cores, each into its own groups; this thread reads
+   * chunk 0 and confirms where chunk 1 starts */
+  uint64_t at[MAX_CHUNKS];
+  int nchunks = split_points(p, path, ps_scan_file_size(r), at);
+  chunk *h = nchunks > 1 ? calloc((size_t)nchunks, sizeof *h) : NULL;
+  atomic_int cancel = 0;
+  int started = 1;                          /* chunks with a running thread: 1..started-1 */
+  for (; h && started < nchunks; started++) {
+    chunk *k = &h[started];
+    ps_profile *q = ps_profile_new();
+    if (q == NULL) break;
+    k->path = path;
+    k->offset = at[started];
+    k->end = started + 1 < nchunks ? at[started + 1] : 0;
+    k->cancel = &cancel;
+    k->u = (run){q, col, u.dedup, u.file_index, &k->counts, path, k->err, sizeof k->err};
+    if (pthread_create(&k->thread, NULL, read_chunk, k) != 0) {
+      ps_profile_free(q);
+      break;
     }
-    if (q == NULL) {
-      free(h);
-      h = NULL;
-      split = 0;
-    }
+  }
+  /* a chunk that could not start: the threads that did are told to stop, this one reads all */
+  uint64_t split = h ? at[1] : 0;
+  if (h && started < nchunks) {
+    atomic_store(&cancel, 1);
+    split = 0;
   }
 
   uint64_t next_report = 0;
   for (;;) {
     if (split) {
       uint64_t off = ps_scan_offset(r);
-      if (off == split) break;                /* the second half starts here: done */
+      if (off == split) break;                /* chunk 1 starts here: done */
       if (off > split) {                      /* split inside a record: read on alone */
-        atomic_store(&h->cancel, 1);
+        atomic_store(&cancel, 1);
         split = 0;
       }
     }
@@ -665,25 +686,33 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
       break;
     }
     if (cb && counts->rows >= next_report) {
-      cb(ud, ps_scan_bytes_read(r) + (h ? atomic_load(&h->done) : 0), ps_scan_file_size(r));
+      uint64_t done = ps_scan_bytes_read(r);
+      for (int k = 1; k < started; k++) done += atomic_load(&h[k].done);
+      cb(ud, done, ps_scan_file_size(r));
       next_report = counts->rows + 4096;
     }
   }
   if (h) {
-    if (rc != 0 || st < 0) atomic_store(&h->cancel, 1);
-    pthread_join(thread, NULL);
-    if (split && rc == 0 && st > 0 && (h->failed || atomic_load(&h->cancel))) split = 0;
-    if (split && rc == 0 && st > 0) {
-      /* the halves agree on the boundary: take the second's groups and counts */
-      long fia_base = (long)counts->fia_rows;
-      if (merge_half(p, h->u.p, fia_base) != 0) {
-        snprintf(err, errsize, "%s: out of memory", path);
-        rc = -1;
+    if (rc != 0 || st < 0) atomic_store(&cancel, 1);
+    int ok = 1;
+    for (int k = 1; k < started; k++) {
+      pthread_join(h[k].thread, NULL);
+      ok &= !h[k].failed;
+    }
+    if (!split || atomic_load(&cancel)) ok = 0;
+    if (ok && rc == 0 && st > 0) {
+      /* every chunk ended where the next began: take their groups and counts, in file order */
+      for (int k = 1; k < started && rc == 0; k++) {
+        long fia_base = (long)counts->fia_rows;
+        if (merge_chunk(p, h[k].u.p, fia_base) != 0) {
+          snprintf(err, errsize, "%s: out of memory", path);
+          rc = -1;
+        }
+        add_counts(counts, &h[k].counts);
       }
-      add_counts(counts, &h->counts);
     } else if (rc == 0 && st > 0) {
-      /* the second half failed (bad data or memory): read it here, where errors get the
-       * right line numbers */
+      /* a chunk failed (bad data, memory, a quoted newline at a split): read the rest here,
+       * where errors get the right line numbers */
       while ((st = ps_scan_next(r, &rec)) > 0) {
         int a = add_row(&u, &rec);
         if (a != 0) {
@@ -693,7 +722,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
         }
       }
     }
-    ps_profile_free(h->u.p);
+    for (int k = 1; k < started; k++) ps_profile_free(h[k].u.p);
     free(h);
   }
   if (rc == 0 && st < 0) {

@@ -64,7 +64,7 @@ typedef void (*ps_profile_progress)(void *ud, uint64_t done, uint64_t total);
 ps_profile *ps_profile_new(void);
 void ps_profile_free(ps_profile *p);
 
-/* threads: 1 reads each file in one thread (0: as many as help, today two halves);
+/* threads: how many threads read a big file, in as many chunks (0: one per online core);
  * split_min: files smaller than this many bytes are read by one thread (0: 32 MiB). */
 void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min);
 

@@ -305,6 +305,11 @@ static void test_fmt6(void **state) {
       assert_string_equal(b, a);
     }
   }
+  /* snprintf's contract: the full length returned, the text truncated to the buffer */
+  assert_int_equal(ps_num_fmt6(b, 5, -12.5), 10);
+  assert_string_equal(b, "-12.");
+  assert_int_equal(ps_num_fmt6(b, 1, 3.0), 8);
+  assert_string_equal(b, "");
   /* random values over the magnitudes statistics take, and exact binary ties */
   uint64_t x = 88172645463325252ULL;
   for (int i = 0; i < 2000000; i++) {
@@ -323,6 +328,59 @@ static void test_fmt6(void **state) {
   }
 }
 
+/* A file read in N chunks by N threads (2..64, so the chunk starts fall on most byte
+ * positions of this small file, inside quoted multi-line cells too) aggregates as one thread
+ * does. Durations and counters are binary fractions, so every sum is exact in any order. */
+static void test_chunks_every_split(void **state) {
+  (void)state;
+  static char text[16384];
+  size_t k = (size_t)snprintf(text, sizeof text, "%s", HEADER_KD);
+  static const char *const types[] = {"Add", "Mul", "FusedInferAttentionScore", "MatMulV2"};
+  for (int i = 0; i < 48; i++) {
+    const char *name = i % 7 == 3 ? "\"multi\nline\n\"\"name\"\"\"" : "n";
+    const char *shape = i % 11 == 5 ? "N/A" : i % 3 == 0 ? "\"\"\"4,8\"\"\"" : "\"2,2\"";
+    k += (size_t)snprintf(text + k, sizeof text - k,
+                          "1,1,%d,2,%s,%s,dynamic,AI_CORE,\"%d.5\t\",%d.25,%s,A,ND,\"%d\",B,ND,%d.5,%s\n",
+                          i + 1, name, types[i % 4], 1000 + i * 3, 1 + i % 9, shape, i % 5,
+                          i % 13, i % 4 == 1 ? "" : "7.75");
+  }
+  const char *path = write_file("chunks.csv", text);
+  char err[512];
+  ps_profile *one = ps_profile_new();
+  ps_profile_set_threads(one, 1, 1);
+  ps_profile_counts c1, cn;
+  assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(c1.rows, 48);
+  for (int n = 2; n <= 64; n++) {
+    ps_profile *p = ps_profile_new();
+    ps_profile_set_threads(p, n, 1);
+    assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
+    assert_memory_equal(&cn, &c1, sizeof cn);
+    assert_int_equal(ps_profile_ngroups(p), ps_profile_ngroups(one));
+    for (size_t i = 0; i < ps_profile_ngroups(one); i++) {
+      ps_profile_group_info a, b;
+      ps_profile_group(one, i, 1, &a);
+      ps_profile_group(p, i, 1, &b);
+      assert_int_equal(a.keylen, b.keylen);
+      assert_memory_equal(a.key, b.key, a.keylen);
+      for (int c = 0; c < PS_PC_NCELLS; c++) assert_string_equal(a.cells[c], b.cells[c]);
+      assert_int_equal(a.count, b.count);
+      assert_true(a.mean == b.mean && a.median == b.median && a.std == b.std);
+      assert_true(a.min == b.min && a.max == b.max);
+      assert_int_equal(a.first_start_ns, b.first_start_ns);
+      assert_int_equal(a.last_start_ns, b.last_start_ns);
+      assert_int_equal(a.fia_file, b.fia_file);
+      assert_int_equal(a.fia_ordinal, b.fia_ordinal);
+      for (int m = 0; m < PS_NCOUNTERS; m++) {
+        assert_int_equal(a.metric_count[m], b.metric_count[m]);
+        assert_true(a.metric_count[m] == 0 || a.metric_mean[m] == b.metric_mean[m]);
+      }
+    }
+    ps_profile_free(p);
+  }
+  ps_profile_free(one);
+}
+
 int main(void) {
   const char *tmp = getenv("PERFSCRIPT_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/profile_c", tmp ? tmp : "/tmp");
@@ -337,6 +395,7 @@ int main(void) {
     cmocka_unit_test(test_fia_ordinals),
     cmocka_unit_test(test_helpers),
     cmocka_unit_test(test_fmt6),
+    cmocka_unit_test(test_chunks_every_split),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

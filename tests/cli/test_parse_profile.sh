@@ -155,6 +155,14 @@ PERFSCRIPT_THREADS=1 run --profiling-path two --database-path one_t > /dev/null 
 PERFSCRIPT_SPLIT_MIN=1 run --profiling-path two --database-path two_t > /dev/null 2>&1
 expect_eq "two threads: same files" "$(ls two_t | wc -l)" "$(ls one_t | wc -l)"
 expect_eq "two threads: same rows and statistics" "$(cat two_t/*.csv | md5sum)" "$(cat one_t/*.csv | md5sum)"
+# --threads N: N chunks, N threads, the same rows; a count outside 1..64 is refused
+for t in 1 3 4; do
+  PERFSCRIPT_SPLIT_MIN=1 run --profiling-path two --database-path "t$t" --threads "$t" > /dev/null 2>&1
+  expect_eq "--threads $t: same rows and statistics" "$(cat "t$t"/*.csv | md5sum)" "$(cat one_t/*.csv | md5sum)"
+done
+out=$(run --profiling-path two --database-path t0 --threads 0 2>&1); rc=$?
+expect_eq "--threads 0: refused" "$rc" 1
+expect_contains "--threads 0: says why" "$out" "--threads: a whole number from 1 to 64, not 0"
 # the middle of this file falls inside a quoted multi-line cell: the split is refused
 mkdir -p mid
 {

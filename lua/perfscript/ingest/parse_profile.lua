@@ -32,6 +32,14 @@ function M.parser()
     "Reject files without the 25 PipeUtilization counters (the original's rule); by default "
     .. "they import with empty counter cells.")
   parser:flag("--dry-run", "Report what would change; write nothing.")
+  parser:option("--threads",
+    "Threads reading a big input file (32 MiB and more), each a chunk of it (default: one per "
+    .. "core; 1: one thread).")
+    :convert(function(s)
+      local n = math.tointeger(tonumber(s))
+      if not n or n < 1 or n > 64 then return nil, "--threads: a whole number from 1 to 64, not " .. s end
+      return n
+    end)
   return parser
 end
 
@@ -53,11 +61,12 @@ function M.inputs(path, require_counters)
 end
 
 -- imp.aggregate over files with a progress bar on their total size.
-function M.aggregate(files)
+function M.aggregate(files, threads)
   local total_size = 0
   for _, f in ipairs(files) do total_size = total_size + (lfs.attributes(f, "size") or 0) end
   local bar = progress.new("Aggregate", total_size, { min_total = 8 << 20 })
   local agg, per_file = imp.aggregate(files, {
+    threads = threads,
     progress = function(done, total, file) bar:update(done, file:match("([^/]+/[^/]+)$")) end,
   })
   bar:finish()
@@ -131,7 +140,7 @@ function M.main(argv)
   local args = M.parser():parse(argv)
   local found, files, empty = M.inputs(args.profiling_path, args.require_counters)
   local dir = options.database_dir(args, { write = not args.dry_run })
-  local agg, per_file = M.aggregate(files)
+  local agg, per_file = M.aggregate(files, args.threads)
   local tables = imp.tables(agg)
   local warnings = imp.attach_fia(agg, tables, files, per_file)
   local results = imp.merge(dir, tables, { mode = args.update_mode, dry_run = args.dry_run })
