@@ -16,11 +16,17 @@ int ps_csv_needs_quote(const char *s, size_t len) {
   return 0;
 }
 
+/* One pass copies the field and tests its bytes (most cells need no quotes, and they are
+ * short: a separate test and memcpy cost more than the copy); a field that needs quotes is
+ * written again over the copy. */
 size_t ps_csv_quote(char *out, const char *s, size_t len) {
-  if (!ps_csv_needs_quote(s, len)) {
-    memcpy(out, s, len);
-    return len;
+  unsigned any = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    out[i] = (char)c;
+    any |= (c == ',') | (c == '"') | (c == '\r') | (c == '\n');
   }
+  if (!any) return len;
   char *o = out;
   *o++ = '"';
   const char *end = s + len;

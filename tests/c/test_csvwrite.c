@@ -185,6 +185,45 @@ static void lock_holder_removes_leftovers_of_dead_writers(void **state) {
   unlink(live), unlink(other), unlink(legacy);
 }
 
+/* ps_csv_quote's one-pass copy and test (and ps_csv_needs_quote) against the byte rule, with
+ * the quoted text built here the slow way: each special byte
+ * (and each byte one off it, and high bytes) at every position of fields of 0..40 bytes, at
+ * every alignment. */
+static void quoter_finds_every_special_byte_at_every_position(void **state) {
+  (void)state;
+  static const unsigned char probe[] = {',', '"', '\r', '\n', ',' - 1, ',' + 1, '"' - 1, '"' + 1,
+                                        '\r' - 1, '\r' + 1, '\n' + 2, 0x80, 0xac, 0xa2, 0x8d, 0x8a, 0xff, 0};
+  char buf[64];
+  for (size_t align = 0; align < 8; align++)
+    for (size_t len = 0; len <= 40; len++)
+      for (size_t pos = 0; pos < len; pos++)
+        for (size_t k = 0; k < sizeof probe; k++) {
+          memset(buf, 'x', sizeof buf);
+          char *s = buf + align;
+          s[pos] = (char)probe[k];
+          if (pos + 1 < len) s[len - 1] = (char)0xab; /* another high byte before the end */
+          int want = 0;
+          for (size_t i = 0; i < len; i++)
+            want |= s[i] == ',' || s[i] == '"' || s[i] == '\r' || s[i] == '\n';
+          assert_int_equal(ps_csv_needs_quote(s, len), want);
+          char out[PS_CSV_QUOTED_MAX(64)], ref[PS_CSV_QUOTED_MAX(64)];
+          size_t r = 0;
+          if (want) ref[r++] = '"';
+          for (size_t i = 0; i < len; i++) {
+            if (s[i] == '"') ref[r++] = '"';
+            ref[r++] = s[i];
+          }
+          if (want) ref[r++] = '"';
+          size_t n = ps_csv_quote(out, s, len);
+          assert_int_equal(n, r);
+          assert_memory_equal(out, ref, r);
+        }
+  /* a special byte just past len is not the field's */
+  memcpy(buf, "abcdefgh,", 9);
+  assert_int_equal(ps_csv_needs_quote(buf, 8), 0);
+  assert_int_equal(ps_csv_needs_quote(buf, 9), 1);
+}
+
 /* The one quoter: minimal quoting as Python's csv writes it, and the row encoder the writer,
  * the write-back merge and perfscript.csv.format_row share. */
 static void quoter_is_minimal_and_reads_back(void **state) {
@@ -250,6 +289,7 @@ int main(void) {
     cmocka_unit_test(abort_leaves_original),
     cmocka_unit_test(unwritable_directory_is_an_error),
     cmocka_unit_test(atomic_write_preserves_mode),
+    cmocka_unit_test(quoter_finds_every_special_byte_at_every_position),
     cmocka_unit_test(directory_lock_excludes_a_second_holder),
     cmocka_unit_test(temporary_file_names_its_writer),
     cmocka_unit_test(lock_holder_removes_leftovers_of_dead_writers),
