@@ -9,7 +9,7 @@ recipe="$PERFSCRIPT_SOURCE_DIR/recipes/dsv3_grid.lua"
 db=perfdb/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5
 
 # captured first: grep -q stops reading at its match, and under pipefail the writer's SIGPIPE
-# (a help text longer than the pipe buffer) would fail the test at random
+# (a write after grep has gone) would fail the test at random
 help=$("$PERFSCRIPT" "$recipe" --help)
 grep -q -- "--max-hbm-gb" <<<"$help"
 "$PERFSCRIPT" "$recipe" --rows 50 > run1.txt
