@@ -6,8 +6,12 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/fs.h> /* FICLONE */
+#endif
 
 static char *dir_of(const char *path) {
   char *copy = strdup(path);
@@ -69,6 +73,66 @@ int ps_atomic_open(ps_atomic *a, const char *path, char *err, size_t errsize) {
   return 0;
 }
 
+/* Copies all of src's bytes to dst (both at offset 0, dst empty): reflink, copy_file_range,
+ * else read/write. 0, or -1 with errno. */
+static int copy_bytes(int src, int dst, off_t size) {
+#ifdef FICLONE
+  if (size > 0 && ioctl(dst, FICLONE, src) == 0) return lseek(dst, 0, SEEK_END) < 0 ? -1 : 0;
+#endif
+  off_t done = 0;
+#ifdef __linux__
+  while (done < size) {
+    ssize_t n = copy_file_range(src, NULL, dst, NULL, (size_t)(size - done), 0);
+    if (n <= 0) break; /* unsupported here (EXDEV, EINVAL, ENOSYS) or short: go on by hand */
+    done += n;
+  }
+#endif
+  if (done < size && (lseek(src, done, SEEK_SET) < 0 || lseek(dst, done, SEEK_SET) < 0)) return -1;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(src, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = write(dst, buf + off, (size_t)(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return -1;
+      off += w;
+    }
+  }
+  return 0;
+}
+
+int ps_atomic_open_append(ps_atomic *a, const char *path, int *last, char *err, size_t errsize) {
+  *last = -1;
+  int src = open(path, O_RDONLY | O_CLOEXEC);
+  if (src < 0 && errno != ENOENT) {
+    snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno));
+    return -1;
+  }
+  if (ps_atomic_open(a, path, err, errsize) != 0) {
+    if (src >= 0) close(src);
+    return -1;
+  }
+  if (src < 0) return 0;
+  struct stat st;
+  unsigned char c;
+  int failed = fstat(src, &st) != 0 || copy_bytes(src, fileno(a->fp), st.st_size) != 0 ||
+               (st.st_size > 0 && pread(src, &c, 1, st.st_size - 1) != 1) ||
+               fseeko(a->fp, 0, SEEK_END) != 0;
+  int saved = errno;
+  close(src);
+  if (failed) {
+    snprintf(err, errsize, "%s: cannot copy it to a temporary file beside it: %s (the original "
+             "is untouched)", path, strerror(saved));
+    ps_atomic_abort(a);
+    return -1;
+  }
+  if (st.st_size > 0) *last = c;
+  return 0;
+}
+
 long ps_atomic_tmp_owner(const char *name) {
   size_t len = strlen(name);
   const size_t suffix = 6; /* mkostemp's XXXXXX */
@@ -105,6 +169,8 @@ void ps_atomic_abort(ps_atomic *a) {
 /* 1 when the two files have the same bytes. */
 static int same_content(const char *p, const char *q) {
   int same = 0;
+  struct stat sp, sq;
+  if (stat(p, &sp) == 0 && stat(q, &sq) == 0 && sp.st_size != sq.st_size) return 0;
   FILE *f = fopen(p, "rb"), *g = fopen(q, "rb");
   if (f && g) {
     char b1[65536], b2[65536];

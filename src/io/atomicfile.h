@@ -21,6 +21,14 @@ enum { PS_ATOMIC_CREATED = 1, PS_ATOMIC_REPLACED = 2, PS_ATOMIC_UNCHANGED = 3 };
 /* 0 on success; -1 with a message in err. */
 int ps_atomic_open(ps_atomic *a, const char *path, char *err, size_t errsize);
 
+/* Append mode: like ps_atomic_open, with the temporary file starting as a copy of the
+ * target's current bytes (none when it does not exist), the stream at its end. The copy is a
+ * reflink (FICLONE) where the filesystem shares blocks, else copy_file_range, else read and
+ * write: the old bytes never pass through the caller. *last gets the last old byte (-1 when
+ * there is none), for a caller that must end an unterminated line first. The target is
+ * untouched until the commit, as with ps_atomic_open. */
+int ps_atomic_open_append(ps_atomic *a, const char *path, int *last, char *err, size_t errsize);
+
 /* Flushes, fsyncs and renames. With if_changed set, a target whose bytes equal the new
  * content is left alone (not even its modification time changes). A target marked read-only
  * (no write permission bit) is refused. Returns one of PS_ATOMIC_CREATED/REPLACED/UNCHANGED,

@@ -2,7 +2,9 @@
  *   fs.lock(dir[, {wait = true, timeout = seconds, quiet = false}]) -> lock (lock:release(),
  *     <close>); once held, the temporary files of writes killed mid-way (dead processes) are
  *     removed and said on stderr (unless quiet); lock:recovered() lists them
- *   fs.write_atomic(path, text[, {if_changed = true, stage = st}]) -> "created"|"replaced"|"unchanged"
+ *   fs.write_atomic(path, text[, {if_changed = true, stage = st, append = false}]) -> "created"|"replaced"|"unchanged"
+ *     append: text goes after the file's current bytes, which are copied into the temporary
+ *     file by the kernel (reflink or copy_file_range: atomicfile.h), not read into Lua
  *   fs.stage() -> st: writes of one run, replaced together (stage.h). Give {stage = st} to
  *     fs.write_atomic, csv writer:commit, csvedit.rewrite and csvedit.merge: the file is written
  *     and fsynced beside its target, and the status says what the commit will do.
@@ -107,18 +109,22 @@ static int fs_write_atomic(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   size_t len;
   const char *text = luaL_checklstring(L, 2, &len);
-  int if_changed = 1;
+  int if_changed = 1, append = 0;
   if (lua_type(L, 3) == LUA_TTABLE) {
     if (lua_getfield(L, 3, "if_changed") != LUA_TNIL) if_changed = lua_toboolean(L, -1);
-    lua_pop(L, 1);
+    if (lua_getfield(L, 3, "append") != LUA_TNIL) append = lua_toboolean(L, -1);
+    lua_pop(L, 2);
   }
   ps_stage *stage = ps_optstage(L, 3);
   char err[600];
-  if (stage == NULL)
+  if (stage == NULL && !append)
     return ps_push_write_result(L, ps_atomic_write(path, text, len, if_changed, err, sizeof err),
                                 err);
   ps_atomic a;
-  if (ps_atomic_open(&a, path, err, sizeof err) != 0) return ps_fail(L, err);
+  int last;
+  if ((append ? ps_atomic_open_append(&a, path, &last, err, sizeof err)
+              : ps_atomic_open(&a, path, err, sizeof err)) != 0)
+    return ps_fail(L, err);
   if (len > 0 && fwrite(text, 1, len, a.fp) != len) {
     snprintf(err, sizeof err, "%s: write failed: %s (the original is untouched)", path,
              strerror(errno));

@@ -165,6 +165,111 @@ static void a_file_size_limit_fails_with_its_cause(void **state) {
   assert_int_equal(temp_files(), 0);
 }
 
+/* Append mode: stages name as its current bytes followed by text; *last: the old last byte. */
+static int stage_append(ps_stage *s, const char *name, const char *text, int *last, char *err,
+                        size_t es) {
+  ps_atomic a;
+  if (ps_atomic_open_append(&a, path_of(name), last, err, es) != 0) return -1;
+  fputs(text, a.fp);
+  a.stage = s;
+  return ps_atomic_commit(&a, 0, err, es);
+}
+
+/* A database-sized file (several copy_file_range chunks and read buffers), no final newline. */
+static char *big_text(size_t *len) {
+  size_t n = 3 * 1024 * 1024 + 17;
+  char *t = malloc(n + 1);
+  assert_non_null(t);
+  for (size_t i = 0; i < n; i++) t[i] = (i % 97 == 96) ? '\n' : (char)('a' + i % 26);
+  t[n - 1] = 'z';
+  t[n] = '\0';
+  *len = n;
+  return t;
+}
+
+static void an_append_equals_a_rewrite(void **state) {
+  (void)state;
+  reset();
+  size_t n;
+  char *old = big_text(&n);
+  write_file("c.csv", old, n);
+  char err[600];
+  ps_stage s;
+  ps_stage_init(&s);
+  int last = 0;
+  assert_int_equal(stage_append(&s, "a.csv", "new row\n", &last, err, sizeof err), PS_ATOMIC_REPLACED);
+  assert_int_equal(last, '\n');
+  assert_int_equal(stage_append(&s, "c.csv", "\nnew row\n", &last, err, sizeof err), PS_ATOMIC_REPLACED);
+  assert_int_equal(last, 'z');
+  /* a file that does not exist yet is created with the appended text only */
+  assert_int_equal(stage_append(&s, "d.csv", "only\n", &last, err, sizeof err), PS_ATOMIC_CREATED);
+  assert_int_equal(last, -1);
+  /* nothing is visible before the commit */
+  assert_content("a.csv", "old a\n");
+  size_t got_len;
+  char *got = read_file(path_of("c.csv"), &got_len);
+  assert_int_equal(got_len, n);
+  assert_memory_equal(got, old, n);
+  free(got);
+  assert_content("d.csv", NULL);
+  assert_int_equal(temp_files(), 3);
+  assert_int_equal(ps_stage_commit(&s, err, sizeof err), 0);
+  ps_stage_free(&s);
+  assert_content("a.csv", "old a\nnew row\n");
+  assert_content("d.csv", "only\n");
+  got = read_file(path_of("c.csv"), &got_len);
+  assert_int_equal(got_len, n + 9);
+  assert_memory_equal(got, old, n);
+  assert_memory_equal(got + n, "\nnew row\n", 9);
+  free(got);
+  assert_int_equal(temp_files(), 0);
+  free(old);
+  unlink(path_of("c.csv"));
+  unlink(path_of("d.csv"));
+}
+
+static void a_failed_append_leaves_every_file_old(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  int last;
+  ps_stage s;
+  ps_stage_init(&s);
+  ps_stage_inject_failure(2, 0);
+  assert_int_equal(stage_append(&s, "a.csv", "new a\n", &last, err, sizeof err), PS_ATOMIC_REPLACED);
+  assert_int_equal(stage_append(&s, "b.csv", "new b\n", &last, err, sizeof err), -1);
+  assert_non_null(strstr(err, "b.csv: write failed: No space left on device"));
+  ps_stage_free(&s);
+  assert_content("a.csv", "old a\n");
+  assert_content("b.csv", "old b\n");
+  assert_int_equal(temp_files(), 0);
+  /* a rename failing in the commit: the files before it new, the rest old */
+  ps_stage_init(&s);
+  ps_stage_inject_failure(0, 2);
+  stage_append(&s, "a.csv", "new a\n", &last, err, sizeof err);
+  stage_append(&s, "b.csv", "new b\n", &last, err, sizeof err);
+  assert_int_equal(ps_stage_commit(&s, err, sizeof err), -1);
+  assert_int_equal(s.done, 1);
+  ps_stage_free(&s);
+  assert_content("a.csv", "old a\nnew a\n");
+  assert_content("b.csv", "old b\n");
+  assert_int_equal(temp_files(), 0);
+}
+
+static void an_unreadable_file_is_not_appended_to(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  int last;
+  ps_atomic a;
+  mkdir(path_of("dir.csv"), 0755);
+  /* a directory opens read-only but cannot be copied: the cause is said, no temporary left */
+  assert_int_equal(ps_atomic_open_append(&a, path_of("dir.csv"), &last, err, sizeof err), -1);
+  assert_non_null(strstr(err, "dir.csv"));
+  assert_int_equal(temp_files(), 0);
+  rmdir(path_of("dir.csv"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(nothing_changes_before_the_commit),
@@ -172,6 +277,9 @@ int main(void) {
     cmocka_unit_test(an_interrupted_commit_says_which_files_are_new),
     cmocka_unit_test(a_read_only_file_is_refused),
     cmocka_unit_test(a_file_size_limit_fails_with_its_cause),
+    cmocka_unit_test(an_append_equals_a_rewrite),
+    cmocka_unit_test(a_failed_append_leaves_every_file_old),
+    cmocka_unit_test(an_unreadable_file_is_not_appended_to),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

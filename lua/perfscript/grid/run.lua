@@ -139,7 +139,6 @@ end
 ---------------------------------------------------------------------------------------------
 -- One file
 
-local read_file = paths.read
 
 -- Reads header, template and the signature set of the existing rows.
 -- The identity of a row's kernel variant: the template cells a generated row inherits.
@@ -397,6 +396,16 @@ local function lines_for(S, header, T, idx)
   return out
 end
 
+-- The file's last byte ("" when empty), to end an unterminated last line before appending.
+local function last_byte(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local size = f:seek("end")
+  local b = size and size > 0 and f:seek("set", size - 1) and f:read(1) or ""
+  f:close()
+  return b
+end
+
 -- parts: { {T = template, S = stage-1 rows, idx = row indices}, ... } in append order.
 local function write_rows(job, csv, parts)
   -- columns the new rows need that the header lacks (e.g. FIA runtime columns, EP Size)
@@ -417,16 +426,17 @@ local function write_rows(job, csv, parts)
   local header = table.move(csv.header, 1, #csv.header, 1, {})
   for _, name in ipairs(extra_cols) do header[#header + 1] = name end
   if #extra_cols == 0 then
-    -- existing bytes kept as they are (BOM, line endings, quoting); rows appended
-    local text, err = read_file(job.path)
-    if not text then return nil, err end
+    -- existing bytes kept as they are (BOM, line endings, quoting), copied by the kernel into
+    -- the staged file (append mode); rows appended after them
+    local last, err = last_byte(job.path)
+    if not last then return nil, err end
     local eol = csv.eol or "\n"
-    local buf = { text, (#text > 0 and text:byte(-1) ~= 10) and eol or "" }  -- ("\n$" would scan)
+    local buf = { (last ~= "" and last ~= "\n") and eol or "" }
     for _, p in ipairs(parts) do
       buf[#buf + 1] = table.concat(lines_for(p.S, header, p.T, p.idx), eol)
       buf[#buf + 1] = eol
     end
-    return perf.fs.write_atomic(job.path, table.concat(buf), { if_changed = false, stage = job.stage })
+    return perf.fs.write_atomic(job.path, table.concat(buf), { if_changed = false, stage = job.stage, append = true })
   end
   -- header extension: existing rows rewritten with empty cells in the new columns
   local r, err = perf.csv.open(job.path, { header = true })
