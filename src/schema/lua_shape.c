@@ -10,7 +10,7 @@
  *   shape.dtype_known(name) -> bool            shape.dtype_consumer(name) -> "INT8" | nil
  *   shape.dtype_consumer_scales(name) -> bool  (the consumer's spelling and scaling, shape.h)
  *   shape.numel(dims) -> n                     shape.nbytes(dims, dtype) -> n (0 for {})
- *   shape.nz_logical(dims) -> {b*c, a*d} for a 4-D FRACTAL_NZ shape, or nil, message
+ *   shape.nz_logical(dims) -> {..., b*c, a*d} for a FRACTAL_NZ shape (..., a, b, c, d), or nil, message
  *   shape.over_limit(cell) -> nil, or why a signature cell is beyond the limits
  *       ("300 slots (the limit is 256)"); shape.MAX_SLOTS, shape.MAX_CELL (shape.h) */
 #include <stdio.h>
@@ -216,19 +216,31 @@ static int l_nbytes(lua_State *L) {
   return 1;
 }
 
+/* (..., n1, k1, k0, n0) -> (..., k1*k0, n1*n0): the last four dims are the NZ blocks, any
+ * before them batch dims (a grouped matmul's experts). */
 static int l_nz_logical(lua_State *L) {
   int64_t d[64];
   size_t r = get_dims(L, 1, d);
-  if (r != 4) {
+  int64_t k, n;
+  if (r < 4) {
     luaL_pushfail(L);
-    lua_pushfstring(L, "Unsupported FRACTAL_NZ shape: rank %d (needs 4 dims)", (int)r);
+    lua_pushfstring(L, "Unsupported FRACTAL_NZ shape: rank %d (needs at least 4 dims)", (int)r);
     return 2;
   }
-  lua_createtable(L, 2, 0);
-  lua_pushinteger(L, (lua_Integer)(d[1] * d[2]));
-  lua_rawseti(L, -2, 1);
-  lua_pushinteger(L, (lua_Integer)(d[0] * d[3]));
-  lua_rawseti(L, -2, 2);
+  if (__builtin_mul_overflow(d[r - 3], d[r - 2], &k) || __builtin_mul_overflow(d[r - 4], d[r - 1], &n)) {
+    luaL_pushfail(L);
+    lua_pushliteral(L, "FRACTAL_NZ shape: the restored dims leave int64");
+    return 2;
+  }
+  lua_createtable(L, (int)r - 2, 0);
+  for (size_t i = 0; i + 4 < r; i++) {
+    lua_pushinteger(L, (lua_Integer)d[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_pushinteger(L, (lua_Integer)k);
+  lua_rawseti(L, -2, (lua_Integer)r - 3);
+  lua_pushinteger(L, (lua_Integer)n);
+  lua_rawseti(L, -2, (lua_Integer)r - 2);
   return 1;
 }
 

@@ -47,6 +47,9 @@ function TestShape:test_dtypes()
   lu.assertEquals(shape.nz_logical { 2, 3, 4, 5 }, { 12, 10 })
   lu.assertEquals(shape.nz_logical { 256, 32, 16, 16 }, { 512, 4096 })
   lu.assertNil(shape.nz_logical { 2, 3 })
+  -- leading dims are batch dims: a grouped matmul's (E, n1, k1, k0, n0) -> (E, K, N)
+  lu.assertEquals(shape.nz_logical { 32, 224, 8, 16, 32 }, { 32, 128, 7168 })
+  lu.assertNil(shape.nz_logical { 1, 1 << 62, 4, 1 })
 end
 
 TestSig = {}

@@ -1,7 +1,7 @@
 -- GroupedMatmul: torch_npu.npu_grouped_matmul(x=[x], weight=[w], split_item=2, group_list_type=0,
 -- group_type=0, group_list=, [scale=[s]], [per_token_scale=[p]], [output_dtype=]).
 -- Slots: 0 x, 1 weight, 2 bias (ignored), 3 scale, 7 group_list, 8 per_token_scale. A 5-D
--- FRACTAL_NZ weight (E, n1, k1, k0, n0) is restored to (E, K, N) (common.nz_logical).
+-- FRACTAL_NZ weight (E, n1, k1, k0, n0) is restored to (E, K, N) (perfscript.shape.nz_logical).
 local C = require "perfscript.replay.common"
 
 local DT = { DT_FLOAT = "float32", DT_FLOAT16 = "float16", DT_BF16 = "bfloat16", DT_INT8 = "int8",

@@ -42,18 +42,6 @@ end
 
 M.dtype = shape.dtype_normalize
 
--- The logical shape of a recorded FRACTAL_NZ shape: (*batch, n1, k1, k0, n0) -> (*batch,
--- k1*k0, n1*n0); the leading dims of a 5-D or higher shape are batch dims (a grouped
--- matmul's experts), the last four the NZ blocks (perfscript.shape.nz_logical).
-function M.nz_logical(dims)
-  if #dims <= 4 then return shape.nz_logical(dims) end
-  local logical, err = shape.nz_logical(table.move(dims, #dims - 3, #dims, 1, {}))
-  if not logical then return nil, err end
-  local out = table.move(dims, 1, #dims - 4, 1, {})
-  out[#out + 1], out[#out + 2] = logical[1], logical[2]
-  return out
-end
-
 M.TORCH_DTYPES = { DT_FLOAT = true, DT_FLOAT16 = true, DT_BF16 = true, DT_DOUBLE = true,
   DT_INT8 = true, DT_UINT8 = true, DT_INT16 = true, DT_INT32 = true, DT_INT64 = true, DT_BOOL = true }
 
@@ -72,7 +60,7 @@ function M.tensor(sl, i, opts)
   if fmt == "" then fmt = opts.default_format or "ND" end
   local t = { shape = dims, dtype = dt, format = fmt }
   if fmt == "FRACTAL_NZ" and not opts.no_nz_expand then
-    local logical, err = M.nz_logical(dims)
+    local logical, err = shape.nz_logical(dims)  -- batch dims kept
     if not logical then return nil, err end
     t.shape = logical
   end
