@@ -297,7 +297,11 @@ int ps_merge_append(ps_merge *m, const char *const *fields, const size_t *lens, 
 }
 
 int ps_merge_commit(ps_merge *m, char *err, size_t es) {
-  if (!m->res.changed) return PS_ATOMIC_UNCHANGED; /* the writer is dropped by ps_merge_free */
+  if (!m->res.changed) { /* nothing to replace: drop the temporary now, not at ps_merge_free */
+    if (m->wopen) ps_csv_writer_abort(&m->w);
+    m->wopen = 0;
+    return PS_ATOMIC_UNCHANGED;
+  }
   m->wopen = 0;
   return ps_csv_writer_commit(&m->w, 1, err, es);
 }
