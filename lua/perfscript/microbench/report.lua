@@ -83,7 +83,8 @@ end
 local function f6(v) return string.format("%.6f", v) end
 
 -- results: per-file results of merge.file; gaps: all gap records; status: {success=, failed=,
--- skipped=} or nil; opts.simulated adds the SIMULATED banner; opts.extra: {title, text} sections.
+-- skipped=} or nil; opts.simulated adds the SIMULATED banner; opts.extra: {title, text} sections;
+-- opts.hot: the hotspots of an earlier render of the same gaps (not sorted again).
 function M.render(results, gaps, status, opts)
   opts = opts or {}
   local out = { "# Profile Update Report" }
@@ -101,7 +102,7 @@ function M.render(results, gaps, status, opts)
     add("- Skipped: " .. #status.skipped)
     for _, f in ipairs(status.failed) do add(("  - FAILED: %s: %s"):format(f.op, f.reason)) end
   end
-  local hot = M.hotspots(gaps)
+  local hot = opts.hot or M.hotspots(gaps)  -- the second rendering of a run reuses the first's
   local sum = { updated = 0, added = 0, deleted = 0, unchanged = 0, dups = 0, missing = 0 }
   for _, r in ipairs(results) do
     sum.updated = sum.updated + r.updated

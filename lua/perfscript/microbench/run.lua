@@ -690,7 +690,7 @@ local function write_report(a, id, dst, p, status, ignored, w)
   local text, hot = report.render(w.results, w.gaps, status,
     { simulated = a.simulate, extra = extra_sections(p, ignored, w, true) })
   local console = report.render(w.results, w.gaps, status,
-    { simulated = a.simulate, extra = extra_sections(p, ignored, w, false) })
+    { simulated = a.simulate, extra = extra_sections(p, ignored, w, false), hot = hot })
   local json = { run_id = id, simulated = a.simulate or false, database = dst, status = status,
     files = {}, hotspots = #hot, unreplayable = p.unreplayable, no_builder = p.no_builder, ignored = ignored, not_pruned = w.unpruned,
     recovered = w.recovered }
