@@ -139,8 +139,27 @@ static int library_dir(lua_State *L) {
   return 1;
 }
 
+/* library.list("perfscript/replay/golden") -> {"__init__.py", ...}: the names of the files
+ * embedded directly in that library directory, sorted (the replay writes the executor's golden
+ * package beside it; the live tree's own files are listed by the caller). */
+static int library_list(lua_State *L) {
+  lua_pushfstring(L, "lua/%s/", luaL_checkstring(L, 1));
+  size_t plen;
+  const char *prefix = lua_tolstring(L, -1, &plen);
+  lua_newtable(L);
+  lua_Integer n = 0;
+  for (const ps_embedded_file *e = ps_embedded_files; e->path; e++) {
+    if (strncmp(e->path, prefix, plen) == 0 && !strchr(e->path + plen, '/')) {
+      lua_pushstring(L, e->path + plen);
+      lua_rawseti(L, -2, ++n);
+    }
+  }
+  return 1;  /* the embedded table is generated sorted (cmake/embed_lua.cmake) */
+}
+
 static int luaopen_library(lua_State *L) {
-  static const luaL_Reg funcs[] = {{"read", library_read}, {"dir", library_dir}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"read", library_read}, {"dir", library_dir},
+                                   {"list", library_list}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

@@ -61,10 +61,36 @@ M.builder = registry.builder
 -- Writes the replay executor (perfscript/replay/executor.py: the user's own under --lua-dir,
 -- else the copy embedded in the binary) to path, so that an installed binary needs no source
 -- tree and the executor always matches the plan format of this binary.
-function M.write_executor(path)
-  local text, origin = require("perfscript.library").read("perfscript/replay/executor.py")
+-- opts.golden: also the golden package (perfscript/replay/golden/*.py, the live tree's files
+-- and the embedded ones) into golden/ beside it, for --device cpu|meta.
+function M.write_executor(path, opts)
+  local library = require "perfscript.library"
+  local text, origin = library.read("perfscript/replay/executor.py")
   if not text then return nil, origin end
-  return perf.fs.write_atomic(path, text)
+  local ok, err = perf.fs.write_atomic(path, text)
+  if not ok or not (opts and opts.golden) then return ok, err end
+  local rel = "perfscript/replay/golden"
+  local names, seen = {}, {}
+  local function add(n)
+    if n:match("^[%w_]+%.py$") and not seen[n] then seen[n] = true; names[#names + 1] = n end
+  end
+  for _, n in ipairs(library.list(rel)) do add(n) end
+  local live = library.dir()
+  if live and require("perfscript.path").isdir(live .. "/" .. rel) then
+    for n in require("lfs").dir(live .. "/" .. rel) do add(n) end
+  end
+  if not seen["__init__.py"] then return nil, rel .. "/__init__.py: not in the perfscript library" end
+  table.sort(names)
+  local dir = path:gsub("[^/]*$", "") .. "golden"
+  ok, err = perf.fs.mkdir_p(dir)
+  if not ok then return nil, err end
+  for _, n in ipairs(names) do
+    local t, why = library.read(rel .. "/" .. n)
+    if not t then return nil, why end
+    ok, err = perf.fs.write_atomic(dir .. "/" .. n, t)
+    if not ok then return nil, err end
+  end
+  return true
 end
 
 local RECORD = { "OP State", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
@@ -82,8 +108,25 @@ local function missing_inputs(header)
   return ("the header has no %s column%s"):format(table.concat(miss, " or "), #miss > 1 and "s" or "")
 end
 
+-- The row's output slots as the executor's golden check reads them: {{shape = {..}, dtype =
+-- "DT_.."}, ...} (an empty slot has no shape: not checked), or nil, reason.
+function M.outputs(row)
+  local shape = require "perfscript.shape"
+  local slots, err = shape.parse(row["Output Shapes"] or "")
+  if not slots then return nil, "Output Shapes: " .. tostring(err) end
+  local dtypes = shape.split(row["Output Data Types"] or "")
+  local out = {}
+  for i, dims in ipairs(slots) do
+    local o = { dtype = shape.dtype_normalize(dtypes[i] or "") }
+    if #dims > 0 then o.shape = dims end
+    out[i] = o
+  end
+  return out
+end
+
 -- files: list of {op=, path=}. opts: mode, ep_size (DispatchFFNCombine's EP where a row
--- records none), builder (op -> builder | nil, reason), say.
+-- records none), builder (op -> builder | nil, reason), say, outputs (each case carries its
+-- row's parsed output slots, M.outputs, for the golden check of --validate).
 -- p.no_builder[op] = {rows = n, reason = why}: the rows to measure of a kernel type no builder
 -- replays (counted, not listed row by row).
 -- p.warnings: files with nothing to read (empty), as "path: why".
@@ -135,6 +178,7 @@ function M.build(files, opts)
           local rec = {}
           for _, c in ipairs(RECORD) do rec[c] = row[c] end
           case.record = rec
+          if opts.outputs then case.outputs, case.outputs_error = M.outputs(row) end
           p.cases[#p.cases + 1] = case
           ncase = ncase + 1
         else

@@ -88,6 +88,14 @@ function M.parser()
   p:flag("--keep-workdir --keep-profiler-output", "Keep the work directory <work-dir>/perfscript-microbench-"
     .. "<run id> when the run ends (it is removed otherwise, whatever the outcome); its path is printed.")
   p:flag("--plan-only", "Write the replay plan into the work directory, keep it, and stop.")
+  p:option("--validate", "Write nothing and replay nothing on an NPU: run every planned row through "
+    .. "the golden functions of the executor (plain torch; `meta`: shapes and dtypes only, every row at "
+    .. "its real size; `cpu`: real values, rows over --max-elements on meta) and report per operator the "
+    .. "rows valid, rejected (with the reason) and not replayable. The interpreter is --python when "
+    .. "given, else the first of python3 and /usr/bin/python3 that imports torch.")
+    :args("?"):choices { "meta", "cpu" }
+  p:option("--max-elements", "With --validate cpu: rows building more input elements run on meta "
+    .. "(0: no cap).", "4194304"):convert(math.tointeger)
   return p
 end
 
@@ -716,6 +724,7 @@ end
 -- One run on parsed arguments; script is the recipe's path (it finds the seed database).
 -- Returns the exit status.
 function M.run(a, script)
+  if a.validate then return require("perfscript.microbench.validate").run(a, script or "recipes/microbench.lua") end
   local ops = check_args(a)
   local src, dst = databases(a, script or "recipes/microbench.lua")
   local files = drop_unrunnable(a, ops, (target_files(src, ops, a.prof_path)))
@@ -742,6 +751,9 @@ function M.run(a, script)
   local ignored = ignored_types(a, agg, w.used, dst, new_db)
   return write_report(a, id, dst, p, status, ignored, w)
 end
+
+-- Shared with --validate (perfscript.microbench.validate).
+M.check_args, M.target_files, M.workdir, M.run_id, M.say = check_args, target_files, workdir, run_id, say
 
 -- The recipe's entry: parses argv (the recipe's `arg`) and runs; returns the exit status.
 function M.main(argv, script)

@@ -4,11 +4,20 @@ recipes/microbench.lua) on an Ascend NPU with torch and torch_npu, under msprof.
 
     python3 executor.py PLAN [--ops A,B] [--status FILE] [--repeat-count N] [--warmup N]
     python3 executor.py PLAN --check      # validate the plan only (no torch needed)
+    python3 executor.py PLAN --device cpu|meta [--max-elements N] [--status FILE]
+                                          # run every case through the golden functions of
+                                          # golden/ (plain torch, no NPU): valid or rejected
 
 Each operator runs in its own child process (one crash cannot lose the others' results);
 a case builds its tensors once (seeded), warms up, calls the API --repeat-count times with a
 device synchronize after each call, and records its status. The database is never touched:
 failures go to the status file, and write-back decides what to do with them.
+
+With --device cpu or meta nothing of torch_npu is imported: each torch_npu API a case names
+runs as its golden (golden/<module>.py, plain torch, the same arguments; an API with no golden
+rejects the case), plain torch APIs run as they are, on cpu (real values; cases with more than
+--max-elements input elements run on meta) or on meta (shapes and dtypes only), and every
+output is checked against the shapes and dtypes the row records.
 """
 import argparse
 import json
@@ -116,11 +125,13 @@ def resolve(torch, torch_npu, path):
     return obj
 
 
-def build_tensor(torch, torch_npu, t, gen):
+def build_tensor(torch, torch_npu, t, gen, device="npu"):
     shape = as_list(t["shape"])
     dtype = getattr(torch, DTYPES[t["dtype"]])
     init = t.get("init", "empty")
-    if init == "data":
+    if device == "meta" and not t.get("host"):
+        x = torch.empty(shape, dtype=dtype, device="meta")  # no values: shapes and dtypes only
+    elif init == "data":
         x = torch.tensor(as_list(t["data"]), dtype=dtype).reshape(shape)
     elif init == "arange":
         x = (torch.arange(int(torch.tensor(shape).prod().item()) if shape else 1) % max(1, t.get("high", 1 << 62))).to(dtype).reshape(shape)
@@ -146,13 +157,18 @@ def build_tensor(torch, torch_npu, t, gen):
         x = torch.randint(0, t.get("high", 8), shape, generator=gen, dtype=torch.int64).to(dtype)
     if t.get("host"):
         return x
-    x = x.npu()
+    if device == "npu":
+        x = x.npu()
     if t.get("transpose"):
         x = x.t()
     if t.get("transpose_last2"):
         x = x.transpose(-1, -2)
     if t.get("nz"):
-        x = torch_npu.npu_format_cast(x, FRACTAL_NZ_FORMAT_ID)
+        if device == "npu":
+            x = torch_npu.npu_format_cast(x, FRACTAL_NZ_FORMAT_ID)
+        else:  # the golden gets the ND (logical) tensor, marked
+            from golden import mark_format
+            x = mark_format(x, "FRACTAL_NZ")
     return x
 
 
@@ -205,34 +221,41 @@ def prepare(kind):
         raise RuntimeError(f"Unable to import vllm_ascend. Searched: {searched}")
 
 
-def build_value(torch, torch_npu, v, gen):
+# The communicator name a golden gets: one process stands for every rank.
+GOLDEN_GROUP = "perfscript-golden-group"
+
+
+def build_value(torch, torch_npu, v, gen, device="npu"):
     if isinstance(v, dict) and v.get("hccl_group"):
-        return hccl_group_name(torch, torch_npu)
+        return hccl_group_name(torch, torch_npu) if device == "npu" else GOLDEN_GROUP
     if isinstance(v, dict) and "tensor" in v:
-        return build_tensor(torch, torch_npu, v["tensor"], gen)
+        return build_tensor(torch, torch_npu, v["tensor"], gen, device)
     if isinstance(v, dict) and "torch_attr" in v:
         return getattr(torch, v["torch_attr"])
     if isinstance(v, dict) and v.get("list_of") is not None:
-        return [build_value(torch, torch_npu, x, gen) for x in as_list(v["list_of"])]
+        return [build_value(torch, torch_npu, x, gen, device) for x in as_list(v["list_of"])]
     if isinstance(v, dict):
-        return {k: build_value(torch, torch_npu, x, gen) for k, x in v.items()}
+        return {k: build_value(torch, torch_npu, x, gen, device) for k, x in v.items()}
     if isinstance(v, list):
-        return [build_value(torch, torch_npu, x, gen) for x in v]
+        return [build_value(torch, torch_npu, x, gen, device) for x in v]
     return v
 
 
-def make_call(torch, torch_npu, a, gen):
-    args = [build_value(torch, torch_npu, x, gen) for x in as_list(a.get("args", []))]
-    kwargs = {k: build_value(torch, torch_npu, x, gen) for k, x in (a.get("kwargs") or {}).items()}
+def make_call(torch, torch_npu, a, gen, device="npu", goldens=None):
+    """The case's call as a function of no arguments. device cpu/meta: the API resolves to its
+    golden (goldens) or, for a plain torch API, to torch itself."""
+    fn = None if a.get("method") or a.get("index") or device == "npu" else resolve_golden(torch, goldens, a["api"])
+    args = [build_value(torch, torch_npu, x, gen, device) for x in as_list(a.get("args", []))]
+    kwargs = {k: build_value(torch, torch_npu, x, gen, device) for k, x in (a.get("kwargs") or {}).items()}
     if a.get("method"):
         fn = getattr(args[0], a["method"])
         args = args[1:]
     elif a.get("index"):
         src, idx = args[0], args[1]
         return lambda: src[idx]
-    else:
+    elif fn is None:
         fn = resolve(torch, torch_npu, a["api"])
-    if a.get("graph") == "torchair":
+    if a.get("graph") == "torchair" and device == "npu":  # a golden is the same call
         try:
             import torchair
         except ImportError:
@@ -297,6 +320,144 @@ def run_op(plan_path, op, repeat, warmup, seed):
     return results
 
 
+# ---- golden validation on cpu / meta (no NPU, no torch_npu) --------------------------------
+
+class Rejected(Exception):
+    """A case the goldens refuse, with the reason."""
+
+
+def resolve_golden(torch, goldens, path):
+    """The function a cpu/meta run calls for api path: its golden, else a plain torch API."""
+    if path in goldens:
+        return goldens[path]
+    if path.startswith("torch."):
+        try:
+            return resolve(torch, None, path)
+        except Exception:  # torch.ops.<custom library>.x: not in plain torch
+            pass
+    raise Rejected(f"no golden for {path}")
+
+
+def spec_elements(v):
+    """Elements of every tensor a case builds."""
+    if isinstance(v, dict) and "tensor" in v:
+        n = 1
+        for d in as_list(v["tensor"].get("shape")):
+            n *= d
+        return n
+    if isinstance(v, dict):
+        return sum(spec_elements(x) for x in v.values())
+    if isinstance(v, list):
+        return sum(spec_elements(x) for x in v)
+    return 0
+
+
+def flatten_result(y):
+    if isinstance(y, (tuple, list)):
+        out = []
+        for x in y:
+            out.extend(flatten_result(x) if isinstance(x, (tuple, list)) else [x])
+        return out
+    return [y]
+
+
+# An output the row records as DT_INT32 may come back as int64: the torch API widens the
+# kernel's int32 indices (torch.sort, torch.argmax, torch.cumsum of int32).
+WIDER = {"int32": ("int32", "int64")}
+
+
+def check_outputs(torch, y, outputs):
+    """y against the row's output slots [{shape, dtype}] (a slot without a shape is not checked)."""
+    got = flatten_result(y)
+    for i, o in enumerate(as_list(outputs)):
+        shape = as_list(o.get("shape"))
+        if not shape:
+            continue
+        if i >= len(got) or got[i] is None:
+            raise Rejected(f"output {i + 1}: the row records ({','.join(map(str, shape))}), the call returns "
+                           f"{len([g for g in got if g is not None])} output(s) and nothing in this place")
+        t = got[i]
+        if not isinstance(t, torch.Tensor):
+            raise Rejected(f"output {i + 1}: the call returns {type(t).__name__}, not a tensor")
+        if list(t.shape) != shape:
+            raise Rejected(f"output {i + 1}: shape ({','.join(map(str, t.shape))}), the row records "
+                           f"({','.join(map(str, shape))})")
+        want = DTYPES.get(o.get("dtype") or "")
+        have = str(t.dtype).replace("torch.", "")
+        if want and have not in WIDER.get(want, (want,)):
+            raise Rejected(f"output {i + 1}: dtype {have}, the row records {o.get('dtype')}")
+
+
+def validate_case(torch, goldens, c, device, max_elements, seed):
+    """One case through the goldens: {id, op, status: valid|rejected, reason, device}."""
+    from golden import GoldenError
+    res = {"id": c["id"], "op": c["op"], "device": device}
+    if device == "cpu" and max_elements and spec_elements([c.get("args"), c.get("kwargs"), c.get("attempts")]) > max_elements:
+        res["device"] = device = "meta"
+        res["note"] = f"over --max-elements {max_elements}: run on meta"
+    if "outputs" not in c:
+        res.update(status="rejected", reason=c.get("outputs_error") or "the plan carries no parsed output "
+                   "shapes (plans made by `microbench.lua --validate` do)")
+        return res
+    attempts = as_list(c.get("attempts")) or [c]
+    if c.get("fallback"):
+        attempts = attempts + [c["fallback"]]
+    reason = None
+    for a in attempts:
+        gen = torch.Generator().manual_seed(seed)
+        try:
+            call = make_call(torch, None, a, gen, device, goldens)
+            y = call()
+            check_outputs(torch, y, c["outputs"])
+            res.update(status="valid", api=a.get("api") or a.get("method") or "index")
+            return res
+        except Rejected as e:
+            reason = str(e)
+            if not reason.startswith("no golden for "):
+                break
+        except GoldenError as e:
+            reason = f"{a.get('api')}: {e}"
+            break
+        except MemoryError:
+            reason = f"out of memory on {device} (lower --max-elements)"
+            break
+        except Exception as e:  # torch refused the arguments: the builder's fault, or the golden's
+            reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            break
+    res.update(status="rejected", reason=reason)
+    return res
+
+
+def validate(plan_path, device, max_elements, ops, seed, status_path):
+    """Every case of the plan (of ops when given) through the goldens; writes the per-case
+    status; returns 0 when every case is valid, 1 otherwise."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch
+    from golden import load_goldens
+    goldens = load_goldens()
+    _, cases = check_plan(plan_path)
+    results = {}
+    for _, c in cases:
+        if ops and c["op"] not in ops:
+            continue
+        r = validate_case(torch, goldens, c, device, max_elements, seed)
+        results[c["id"]] = r
+        if r["status"] == "valid":
+            print(f"[VALID] {c['id']} ({r['device']})")
+        else:
+            print(f"[REJECTED] {c['id']} ({r['device']}): {r['reason']}")
+    n_bad = sum(1 for r in results.values() if r["status"] != "valid")
+    print(f"[GOLDEN] {len(results) - n_bad} valid, {n_bad} rejected of {len(results)} case(s) on {device}; "
+          f"torch {torch.__version__} ({sys.executable})", flush=True)
+    if status_path:
+        tmp = f"{status_path}.tmp.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"device": device, "python": sys.executable, "torch": torch.__version__,
+                       "cases": results}, f)
+        os.replace(tmp, status_path)
+    return 1 if n_bad else 0
+
+
 def torchrun_command(cmd, d):
     """The worker under torch.distributed.run with ep_size ranks (nproc_per_node x nnodes)."""
     ep = int(d["ep_size"])
@@ -325,6 +486,11 @@ def main(argv=None):
     ap.add_argument("--status", help="write the per-operator status JSON here")
     ap.add_argument("--repeat-count", type=int)
     ap.add_argument("--warmup", type=int)
+    ap.add_argument("--device", choices=("npu", "cpu", "meta"), default="npu",
+                    help="npu (default): torch_npu on an Ascend NPU; cpu or meta: the golden functions "
+                         "of golden/ in plain torch, each output checked against the row")
+    ap.add_argument("--max-elements", type=int, default=1 << 22,
+                    help="with --device cpu: cases building more input elements run on meta (0: no cap)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:
@@ -335,6 +501,9 @@ def main(argv=None):
     if args.check:
         print(f"plan OK: {len(cases)} case(s), ops {', '.join(header.get('ops') or []) or '-'}")
         return 0
+    if args.device != "npu":
+        wanted = set(args.ops.split(",")) if args.ops else None
+        return validate(args.plan, args.device, args.max_elements, wanted, header.get("seed", 0), args.status)
     repeat = args.repeat_count or header.get("repeat_count") or 1
     warmup = header.get("warmup", 1) if args.warmup is None else args.warmup
     if repeat <= 0:
