@@ -193,7 +193,7 @@ end
 
 -- One representative row per operator: every builder produces a case that the executor accepts.
 function SAMPLES_DFC()
-  return row("4,16;2,16,8;2,8,16;4,2;2,8;2,16;4,2", rep("DT_BF16", 3) .. ";INT32;FLOAT;FLOAT;FLOAT",
+  return row("4,16;2,16,8;2,4,16;4,2;2,8;2,16;4,2", rep("DT_BF16", 3) .. ";INT32;FLOAT;FLOAT;FLOAT",
     rep("ND", 7), "4,16;1,2", "DT_BF16;INT32", { ["Output Formats"] = "ND;ND" })
 end
 local SAMPLES = {
@@ -321,6 +321,10 @@ local B = {
   BatchMatMulNd = { row("16,32,128;16,128,512", "DT_BF16;DT_BF16", "ND;ND", "16,32,512", "DT_BF16"), row("16,32,128;16,100,512", "DT_BF16;DT_BF16", "ND;ND", "16,32,512", "DT_BF16"), "not compatible" },
   reshape_and_cache_200000000 = { row("16,8,128;16,8,128;128,128,8,128;128,128,8,128;16", rep("DT_BF16", 4) .. ";INT32", rep("ND", 5), "128,128,8,128;128,128,8,128", "DT_BF16;DT_BF16"),
     row("16,8,128;16,8,128;128,128,8,128;128,128,8,128", rep("DT_BF16", 4), rep("ND", 4), "", ""), "expects exactly 5 inputs" },
+  -- w2 must hold half of w1's columns: gate and up halves go through SwiGLU (the golden of
+  -- dispatch_ffn_combine refused this row; the builder accepted it)
+  DispatchFFNCombine = { SAMPLES_DFC(), row("4,16;2,16,8;2,8,16;4,2;2,8;2,16;4,2", rep("DT_BF16", 3) .. ";INT32;FLOAT;FLOAT;FLOAT",
+    rep("ND", 7), "4,16;1,2", "DT_BF16;INT32", { ["Output Formats"] = "ND;ND" }), "half of w1's 8 columns" },
   -- the rows microbench refused before (issue 12)
   GroupedMatmul = { row("16,7168;32,128,448,16,32;;32,4096;;;;32;16", "INT8;INT8;;FLOAT;;;;INT64;FLOAT", "ND;FRACTAL_NZ;;ND;;;;ND;ND", "16,4096", "DT_BF16"),
     row("16,7168;32,128,448,16;;32,4096;;;;32;16", "INT8;INT8;;FLOAT;;;;INT64;FLOAT", "ND;FRACTAL_NZ;;ND;;;;ND;ND", "16,4096", "DT_BF16"), "disagrees with x 16,7168 on K" },

@@ -1,8 +1,9 @@
 -- DispatchFFNCombine: torch.ops._C_ascend.dispatch_ffn_combine(x=, weight1=[w1], weight2=[w2],
 -- expert_idx=, scale1=[s1], scale2=[s2], probs=, group=<HCCL group>, max_output_size=, out=,
 -- expert_token_nums=) on ep_size ranks (the executor starts them with torchrun: distributed =
--- {ep_size = n}, n the row's EP Size). 7 input and 2 output slots; balanced expert ids; scales 1.0 as float32
--- for int8 weights (the Python original compared the wrong spelling and never took that branch).
+-- {ep_size = n}, n the row's EP Size). 7 input and 2 output slots (w1 (E,H,I), w2 (E,I/2,H));
+-- balanced expert ids; scales 1.0 as float32 for int8 weights (the Python original compared the
+-- wrong spelling and never took that branch).
 local C = require "perfscript.replay.common"
 local num = require "perfscript.num"
 
@@ -37,6 +38,8 @@ function M.build(row, ctx)
     C.need(#x == 2 and #w1 == 3 and #w2 == 3, "x must be 2-D, w1 and w2 3-D")
     local T, H, E, I = x[1], x[2], w1[1], w1[3]
     C.need(w1[2] == H and w2[1] == E and w2[3] == H, "w1 (E,H,I) / w2 (E,*,H) disagree with x (T,H)")
+    -- the FFN is gate+up (w1's I columns), SwiGLU, down: w2 takes I/2 rows
+    C.need(I % 2 == 0 and w2[2] * 2 == I, "w2 (E,%d,H) must hold half of w1's %d columns (SwiGLU of gate and up)", w2[2], I)
     C.need(#ei == 2 and same(ei, probs) and ei[1] == T, "expert_idx and probs must be equal (T, topk)")
     C.need(same(out.shapes[1], x), "out must equal x")
     local etn = out.shapes[2]
