@@ -399,7 +399,10 @@ class MoE(Case):
         self.rejects(f, dict(gate(), k=20), "k", "<= 16")
         self.rejects(f, dict(gate(), bias=rnd(32)), "bias", "(64,)")
         self.rejects(f, dict(gate(), group_count=7), "group_count", "does not divide")
-        self.rejects(f, dict(gate(), renorm=1), "renorm")
+        self.rejects(f, dict(gate(), renorm=2), "renorm")
+        self.rejects(f, dict(gate(), x=rnd(4, 4096), bias=rnd(4096), group_count=8), "x", "at most 2048")
+        self.rejects(f, dict(gate(), x=rnd(4, 16), bias=rnd(16), group_count=16, k_group=8), "group_count", "hold 1 each")
+        self.rejects(f, dict(gate(), x=rnd(4, 2048), bias=rnd(2048), group_count=128, k_group=2), "group_count", "32-aligned")
         self.rejects(f, dict(gate(), x=rnd(4, 64, dtype=torch.int32)), "x", "int32")
 
     def test_permute_then_unpermute_restores_the_tokens(self):

@@ -8,13 +8,14 @@ single-process model of its result on one rank when every rank holds the same in
 replay seeds every rank alike): each (token, k) pair goes to global expert e, whose FFN is the
 local expert e mod E_local of the rank that owns it, and those weights are the same on every
 rank. Contracts from op-plugin (MoeGatingTopKKernelNpuOpApi.cpp, the meta registrations of
-npu_moe_token_(un)permute and their reference test) and the aclnnMoeGatingTopK reference."""
+npu_moe_token_(un)permute and their reference test) and the aclnnMoeGatingTopK reference
+(ops-transformer moe/moe_gating_top_k/docs: its constraints, and outOut shaped as x)."""
 import torch
 
 from ._attn import (FLOAT, HALF, INT, expect, expect_dtype, expect_rank, expect_shape, integer, is_meta,
                     out_tensor, shape, tensor)
 
-MAX_EXPERTS = 2048   # aclnnMoeGatingTopK: x's last dim (the expert count) at most 2048
+MAX_EXPERTS = 2048   # aclnnMoeGatingTopK: at most 2048 experts, also once each group is 32-aligned
 
 
 def npu_moe_gating_top_k(x, k, bias=None, input_ids=None, tid2eid=None, k_group=1, group_count=1,
@@ -31,11 +32,13 @@ def npu_moe_gating_top_k(x, k, bias=None, input_ids=None, tid2eid=None, k_group=
     per = e // group_count
     integer("k", k, lo=1, hi=per * k_group)
     integer("group_select_mode", group_select_mode, allowed=(0, 1))
-    if group_select_mode == 1 and group_count > 1:
-        expect(per >= 2, f"group_count: mode 1 sums each group's top 2, but {group_count} groups of {e} experts "
-                         f"hold {per} each")
-    integer("renorm", renorm, allowed=(0,))
-    integer("norm_type", norm_type, allowed=(0, 1))
+    expect(per > group_select_mode, f"group_count: {group_count} groups of the {e} experts hold {per} each, "
+                                    f"group_select_mode {group_select_mode} needs more")
+    aligned = -(-per // 32) * 32 * group_count
+    expect(aligned <= MAX_EXPERTS, f"group_count: {group_count} groups of {per} experts, 32-aligned, make {aligned} "
+                                   f"(at most {MAX_EXPERTS})")
+    integer("norm_type", norm_type, allowed=(0, 1, 2))
+    integer("renorm", renorm, allowed=(0, 1))  # read with softmax (norm_type 0) only
     expect((input_ids is None) == (tid2eid is None), "input_ids: input_ids and tid2eid come together")
     expect(input_ids is None, "input_ids: the hash-routing form (input_ids, tid2eid) is not modelled by the golden")
     if bias is not None:
@@ -48,7 +51,12 @@ def npu_moe_gating_top_k(x, k, bias=None, input_ids=None, tid2eid=None, k_group=
     if is_meta(x, bias):
         return y, idx, out
     xf = x.float()
-    norm = torch.softmax(xf, dim=-1) if norm_type == 0 else torch.sigmoid(xf)
+    if norm_type == 0:
+        norm = torch.softmax(xf, dim=-1)
+    elif norm_type == 1:
+        norm = torch.sigmoid(xf)
+    else:
+        norm = torch.sqrt(torch.nn.functional.softplus(xf))
     score = norm + bias.float() if bias is not None else norm.clone()
     if group_count > 1:
         g = score.reshape(t, group_count, per)
@@ -58,7 +66,7 @@ def npu_moe_gating_top_k(x, k, bias=None, input_ids=None, tid2eid=None, k_group=
         score = score.masked_fill(~keep.repeat_interleave(per, 1), float("-inf"))
     top = score.topk(k, dim=-1).indices
     w = norm.gather(1, top)
-    if norm_type == 1:
+    if norm_type != 0 or renorm == 1:
         w = w / (w.sum(-1, keepdim=True) + eps) * routed_scaling_factor
     y.copy_(w.to(x.dtype))
     idx.copy_(top.to(torch.int32))
