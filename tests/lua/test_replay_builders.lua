@@ -126,6 +126,18 @@ function TestDerivations:test_D14_to_D18()
   lu.assertEquals(R.chunks(100, 2, 512), { 100, 0 })
 end
 
+-- MoeGatingTopK's grouping (not recorded): DeepSeek-V3's 8 groups / 4 chosen where each group
+-- then holds more experts than group_select_mode 1 needs (its top 2), else one group; the
+-- golden of npu_moe_gating_top_k refused 8 experts in 8 groups of 1 (aclnnMoeGatingTopK:
+-- experts / group_count > group_select_mode).
+function TestDerivations:test_moe_gating_groups()
+  local G = require "perfscript.replay.MoeGatingTopK"
+  lu.assertEquals({ G.groups(256, 8) }, { 8, 4 })
+  lu.assertEquals({ G.groups(16, 8) }, { 8, 4 })
+  lu.assertEquals({ G.groups(8, 2) }, { 1, 1 })
+  lu.assertEquals({ G.groups(256, 200) }, { 1, 1 })
+end
+
 function TestDerivations:test_D19_to_D24()
   local R = require "perfscript.replay.RINGMLAPrefillBF16Kernel"
   local s, d = R.parse("1,2;;UNDEFINED;n/a;3", "DT_BF16;;dt_undefined;NULL;FLOAT")

@@ -1,13 +1,14 @@
 -- MoeGatingTopK: torch_npu.npu_moe_gating_top_k(x, k, bias=, k_group=, group_count=,
 -- group_select_mode=1, renorm=0, norm_type=1) with k the output's last dim. The grouping is
 -- not recorded: group_count 8 and k_group 4 (DeepSeek-V3's) where the expert count allows
--- them (k <= E / group_count * k_group), else one group.
+-- them (k <= E / group_count * k_group, and each group holds more than the 1 expert that
+-- group_select_mode 1's top-2 sum needs), else one group.
 local C = require "perfscript.replay.common"
 
 local M = {}
 
 function M.groups(E, k)
-  if E % 8 == 0 and k <= E // 8 * 4 then return 8, 4 end
+  if E % 8 == 0 and E // 8 > 1 and k <= E // 8 * 4 then return 8, 4 end
   return 1, 1
 end
 
