@@ -110,6 +110,11 @@ for dev in cpu meta; do
   expect_eq "executor $dev: the status file" "$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["device"], sorted((k, v["status"]) for k, v in d["cases"].items()))' "$TMP/st.json")" \
     "$dev [('Bar:2', 'rejected'), ('Foo:2', 'rejected'), ('MatMulV2:2', 'valid'), ('MatMulV2:3', 'rejected'), ('SwiGlu:2', 'rejected')]"
 done
+printf '%s\n' '{"kind":"perfscript-replay-plan","version":1,"cases":1}' \
+  '{"id":"X:2","op":"X","api":"torch_npu.npu_a","args":[],"fallback":{"when":"x","api":"torch_npu.npu_b","args":[]},"outputs":[]}' \
+  > "$TMP/fb.jsonl"
+out=$("$PY" "$SRC/lua/perfscript/replay/executor.py" "$TMP/fb.jsonl" --device meta 2>&1)
+expect_contains "executor: a fallback without a golden either" "$out" "no golden for torch_npu.npu_a, nor for torch_npu.npu_b"
 out=$("$PY" "$SRC/lua/perfscript/replay/executor.py" "$TMP/plan.jsonl" --device cpu --max-elements 1000 2>&1)
 expect_contains "executor cpu: a case over --max-elements runs on meta" "$out" "[VALID] MatMulV2:2 (meta)"
 

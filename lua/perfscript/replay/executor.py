@@ -412,9 +412,11 @@ def validate_case(torch, goldens, c, device, max_elements, seed):
             res.update(status="valid", api=a.get("api") or a.get("method") or "index")
             return res
         except Rejected as e:
-            reason = str(e)
-            if not reason.startswith("no golden for "):
+            if not str(e).startswith("no golden for "):
+                reason = str(e)
                 break
+            # the next attempt (a fallback) may have one; the reason names every API tried
+            reason = str(e) if reason is None else f"{reason}, nor for {str(e)[len('no golden for '):]}"
         except GoldenError as e:
             reason = f"{a.get('api')}: {e}"
             break
