@@ -98,15 +98,16 @@ cat > "$TMP/plan.jsonl" <<'EOF'
 {"id":"Bar:2","op":"Bar","api":"torch.ops._C_ascend.bogus","args":[],"outputs":[]}
 {"id":"SwiGlu:2","op":"SwiGlu","api":"torch_npu.npu_swiglu","args":[{"tensor":{"shape":[4,64],"dtype":"DT_BF16"}}],"kwargs":{"dim":-1},"outputs":[{"shape":[4,64],"dtype":"DT_BF16"}]}
 EOF
+# (cpu runs each case on meta first: a rejection is found there, without computing anything)
 for dev in cpu meta; do
   out=$("$PY" "$SRC/lua/perfscript/replay/executor.py" "$TMP/plan.jsonl" --device $dev --status "$TMP/st.json" 2>&1); rc=$?
   expect_eq "executor $dev: a rejected case exits 1" "$rc" "1"
   expect_contains "executor $dev: the right case is valid" "$out" "[VALID] MatMulV2:2 ($dev)"
   expect_contains "executor $dev: the untransposed weight is named" "$out" \
-    "[REJECTED] MatMulV2:3 ($dev): torch.mm: mat2: expected shape (64, *) (K of input (16, 64)), got (32, 64)"
-  expect_contains "executor $dev: no golden" "$out" "[REJECTED] Foo:2 ($dev): no golden for torch_npu.npu_bogus"
-  expect_contains "executor $dev: no golden for a custom op" "$out" "[REJECTED] Bar:2 ($dev): no golden for torch.ops._C_ascend.bogus"
-  expect_contains "executor $dev: a wrong output shape" "$out" "[REJECTED] SwiGlu:2 ($dev): output 1: shape (4,32), the row records (4,64)"
+    "[REJECTED] MatMulV2:3 (meta): torch.mm: mat2: expected shape (64, *) (K of input (16, 64)), got (32, 64)"
+  expect_contains "executor $dev: no golden" "$out" "[REJECTED] Foo:2 (meta): no golden for torch_npu.npu_bogus"
+  expect_contains "executor $dev: no golden for a custom op" "$out" "[REJECTED] Bar:2 (meta): no golden for torch.ops._C_ascend.bogus"
+  expect_contains "executor $dev: a wrong output shape" "$out" "[REJECTED] SwiGlu:2 (meta): output 1: shape (4,32), the row records (4,64)"
   expect_eq "executor $dev: the status file" "$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["device"], sorted((k, v["status"]) for k, v in d["cases"].items()))' "$TMP/st.json")" \
     "$dev [('Bar:2', 'rejected'), ('Foo:2', 'rejected'), ('MatMulV2:2', 'valid'), ('MatMulV2:3', 'rejected'), ('SwiGlu:2', 'rejected')]"
 done

@@ -449,11 +449,9 @@ local function make_plan(a, files, run_dir)
     end
   end
   -- once, grouped by reason with a count and one example; every row is in the report file
-  for _, grp in ipairs(report.group_unreplayable(p.unreplayable)) do
-    local u = grp.example
-    say(("[%s] %s: %d row(s): %s (e.g. %s:%d shapes=%s)"):format(u.kind == "skipped" and "SKIP" or "INVALID",
-      u.op, grp.count, u.reason, u.csv:match("[^/]+$"), u.row, u.shapes or ""))
-  end
+  for _, line in ipairs(report.grouped_lines(p.unreplayable, function(u)
+    return u.kind == "skipped" and "SKIP" or "INVALID"
+  end)) do say(line) end
   for _, nb in ipairs(report.no_builder_list(p.no_builder)) do
     say(("[NO BUILDER] %s: %d row(s) to measure: %s"):format(nb.op, nb.rows, nb.reason))
   end
