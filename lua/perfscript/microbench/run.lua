@@ -94,7 +94,7 @@ function M.parser()
     .. "rows valid, rejected (with the reason) and not replayable. The interpreter is --python when "
     .. "given, else the first of python3 and /usr/bin/python3 that imports torch.")
     :args("?"):choices { "meta", "cpu" }
-  p:option("--max-elements", "With --validate cpu: rows building more input elements run on meta "
+  p:option("--max-elements", "With --validate cpu: rows with more input and output elements stay on meta "
     .. "(0: no cap).", "4194304"):convert(math.tointeger)
   return p
 end

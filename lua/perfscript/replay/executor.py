@@ -15,9 +15,9 @@ failures go to the status file, and write-back decides what to do with them.
 
 With --device cpu or meta nothing of torch_npu is imported: each torch_npu API a case names
 runs as its golden (golden/<module>.py, plain torch, the same arguments; an API with no golden
-rejects the case), plain torch APIs run as they are, on cpu (real values; cases with more than
---max-elements input elements run on meta) or on meta (shapes and dtypes only), and every
-output is checked against the shapes and dtypes the row records.
+rejects the case), plain torch APIs run as they are, on meta (shapes and dtypes only) or on cpu
+(real values, after meta; cases with more than --max-elements input and output elements stay on
+meta), and every output is checked against the shapes and dtypes the row records.
 """
 import argparse
 import json
@@ -506,7 +506,7 @@ def main(argv=None):
                     help="npu (default): torch_npu on an Ascend NPU; cpu or meta: the golden functions "
                          "of golden/ in plain torch, each output checked against the row")
     ap.add_argument("--max-elements", type=int, default=1 << 22,
-                    help="with --device cpu: cases building more input elements run on meta (0: no cap)")
+                    help="with --device cpu: cases with more input and output elements stay on meta (0: no cap)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:
