@@ -111,6 +111,25 @@ for dev in cpu meta; do
   expect_eq "executor $dev: the status file" "$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["device"], sorted((k, v["status"]) for k, v in d["cases"].items()))' "$TMP/st.json")" \
     "$dev [('Bar:2', 'rejected'), ('Foo:2', 'rejected'), ('MatMulV2:2', 'valid'), ('MatMulV2:3', 'rejected'), ('SwiGlu:2', 'rejected')]"
 done
+# an in-place golden (it returns None, as the API): the arguments it writes are the outputs
+out=$(cd "$SRC/lua/perfscript/replay" && "$PY" - <<'PY' 2>&1
+import torch, executor as e
+from golden import inplace
+@inplace(0, "cache")
+def fill(x, *, cache):
+    x.fill_(1)
+    cache.zero_()
+case = {"id": "C:2", "op": "C", "api": "torch_npu.npu_fill_cache", "args": [{"tensor": {"shape": [4, 8], "dtype": "DT_BF16"}}],
+        "kwargs": {"cache": {"tensor": {"shape": [2, 3], "dtype": "DT_FLOAT"}}},
+        "outputs": [{"shape": [4, 8], "dtype": "DT_BF16"}, {"shape": [2, 3], "dtype": "DT_FLOAT"}]}
+g = {"torch_npu.npu_fill_cache": fill}
+print(e.validate_case(torch, g, case, "cpu", 0, 0)["status"])
+case["outputs"][1]["shape"] = [2, 4]
+print(e.validate_case(torch, g, case, "cpu", 0, 0)["reason"])
+PY
+)
+expect_eq "executor: an in-place golden's written arguments are its outputs" "$out" \
+  "valid"$'\n'"output 2: shape (2,3), the row records (2,4)"
 printf '%s\n' '{"kind":"perfscript-replay-plan","version":1,"cases":1}' \
   '{"id":"X:2","op":"X","api":"torch_npu.npu_a","args":[],"fallback":{"when":"x","api":"torch_npu.npu_b","args":[]},"outputs":[]}' \
   > "$TMP/fb.jsonl"
