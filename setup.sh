@@ -15,6 +15,7 @@ PACKAGES=(
   liblua5.4-dev lua-filesystem-dev lua-cjson-dev lua-yaml lua-argparse lua-unit
   libxxhash-dev libyajl-dev libreadline-dev libcmocka-dev
   python3 tmux chromium
+  python3-torch  # the replay goldens (executor.py --device cpu|meta, microbench.lua --validate) and their tests
 )
 
 # the fuzz targets need clang and its libFuzzer runtime (only for ./setup.sh fuzz)

@@ -69,6 +69,19 @@ function M.group_unreplayable(list)
   return groups
 end
 
+-- The console lines of rows grouped by reason (M.group_unreplayable): one per reason with its
+-- count and an example, "[TAG] op: n row(s): reason (e.g. file:row shapes=...)"; tag is a
+-- string or a function of the example row.
+function M.grouped_lines(list, tag)
+  local out = {}
+  for _, grp in ipairs(M.group_unreplayable(list)) do
+    local u = grp.example
+    out[#out + 1] = ("[%s] %s: %d row(s): %s (e.g. %s:%d shapes=%s)"):format(type(tag) == "function" and tag(u) or tag,
+      u.op, grp.count, u.reason, u.csv:match("[^/]+$"), u.row, u.shapes or "")
+  end
+  return out
+end
+
 -- p.no_builder as a list {op=, rows=, reason=}, most rows first.
 function M.no_builder_list(map)
   local out = {}

@@ -94,7 +94,7 @@ function M.parser()
     .. "rows valid, rejected (with the reason) and not replayable. The interpreter is --python when "
     .. "given, else the first of python3 and /usr/bin/python3 that imports torch.")
     :args("?"):choices { "meta", "cpu" }
-  p:option("--max-elements", "With --validate cpu: rows building more input elements run on meta "
+  p:option("--max-elements", "With --validate cpu: rows with more input and output elements stay on meta "
     .. "(0: no cap).", "4194304"):convert(math.tointeger)
   return p
 end
@@ -449,11 +449,9 @@ local function make_plan(a, files, run_dir)
     end
   end
   -- once, grouped by reason with a count and one example; every row is in the report file
-  for _, grp in ipairs(report.group_unreplayable(p.unreplayable)) do
-    local u = grp.example
-    say(("[%s] %s: %d row(s): %s (e.g. %s:%d shapes=%s)"):format(u.kind == "skipped" and "SKIP" or "INVALID",
-      u.op, grp.count, u.reason, u.csv:match("[^/]+$"), u.row, u.shapes or ""))
-  end
+  for _, line in ipairs(report.grouped_lines(p.unreplayable, function(u)
+    return u.kind == "skipped" and "SKIP" or "INVALID"
+  end)) do say(line) end
   for _, nb in ipairs(report.no_builder_list(p.no_builder)) do
     say(("[NO BUILDER] %s: %d row(s) to measure: %s"):format(nb.op, nb.rows, nb.reason))
   end

@@ -144,16 +144,8 @@ function M.run(a, script)
   if meta > 0 then
     say(("[META] %d row(s) over --max-elements %d ran on meta (shapes and dtypes only)"):format(meta, a.max_elements))
   end
-  for _, grp in ipairs(report.group_unreplayable(rejected)) do
-    local u = grp.example
-    say(("[REJECTED] %s: %d row(s): %s (e.g. %s:%d shapes=%s)"):format(u.op, grp.count, u.reason,
-      u.csv:match("[^/]+$"), u.row, u.shapes or ""))
-  end
-  for _, grp in ipairs(report.group_unreplayable(p.unreplayable)) do
-    local u = grp.example
-    say(("[NOT REPLAYABLE] %s: %d row(s): %s (e.g. %s:%d shapes=%s)"):format(u.op, grp.count, u.reason,
-      u.csv:match("[^/]+$"), u.row, u.shapes or ""))
-  end
+  for _, line in ipairs(report.grouped_lines(rejected, "REJECTED")) do say(line) end
+  for _, line in ipairs(report.grouped_lines(p.unreplayable, "NOT REPLAYABLE")) do say(line) end
   for _, nb in ipairs(report.no_builder_list(p.no_builder)) do
     say(("[NO BUILDER] %s: %d row(s): %s"):format(nb.op, nb.rows, nb.reason))
   end

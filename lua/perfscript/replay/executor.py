@@ -15,9 +15,9 @@ failures go to the status file, and write-back decides what to do with them.
 
 With --device cpu or meta nothing of torch_npu is imported: each torch_npu API a case names
 runs as its golden (golden/<module>.py, plain torch, the same arguments; an API with no golden
-rejects the case), plain torch APIs run as they are, on cpu (real values; cases with more than
---max-elements input elements run on meta) or on meta (shapes and dtypes only), and every
-output is checked against the shapes and dtypes the row records.
+rejects the case), plain torch APIs run as they are, on meta (shapes and dtypes only) or on cpu
+(real values, after meta; cases with more than --max-elements input and output elements stay on
+meta), and every output is checked against the shapes and dtypes the row records.
 """
 import argparse
 import json
@@ -255,6 +255,12 @@ def make_call(torch, torch_npu, a, gen, device="npu", goldens=None):
         return lambda: src[idx]
     elif fn is None:
         fn = resolve(torch, torch_npu, a["api"])
+    if device != "npu" and getattr(fn, "inplace_outputs", None):
+        # an in-place API returns nothing: its outputs are the arguments it writes
+        def inplace_call():
+            fn(*args, **kwargs)
+            return tuple(args[p] if isinstance(p, int) else kwargs.get(p) for p in fn.inplace_outputs)
+        return inplace_call
     if a.get("graph") == "torchair" and device == "npu":  # a golden is the same call
         try:
             import torchair
@@ -388,17 +394,10 @@ def check_outputs(torch, y, outputs):
             raise Rejected(f"output {i + 1}: dtype {have}, the row records {o.get('dtype')}")
 
 
-def validate_case(torch, goldens, c, device, max_elements, seed):
-    """One case through the goldens: {id, op, status: valid|rejected, reason, device}."""
+def run_case(torch, goldens, c, device, seed):
+    """The case's attempts (a fallback included) on device through the goldens, the outputs
+    checked: (None, api, elements of the outputs) when valid, else (reason, None, 0)."""
     from golden import GoldenError
-    res = {"id": c["id"], "op": c["op"], "device": device}
-    if device == "cpu" and max_elements and spec_elements([c.get("args"), c.get("kwargs"), c.get("attempts")]) > max_elements:
-        res["device"] = device = "meta"
-        res["note"] = f"over --max-elements {max_elements}: run on meta"
-    if "outputs" not in c:
-        res.update(status="rejected", reason=c.get("outputs_error") or "the plan carries no parsed output "
-                   "shapes (plans made by `microbench.lua --validate` do)")
-        return res
     attempts = as_list(c.get("attempts")) or [c]
     if c.get("fallback"):
         attempts = attempts + [c["fallback"]]
@@ -406,25 +405,48 @@ def validate_case(torch, goldens, c, device, max_elements, seed):
     for a in attempts:
         gen = torch.Generator().manual_seed(seed)
         try:
-            call = make_call(torch, None, a, gen, device, goldens)
-            y = call()
+            y = make_call(torch, None, a, gen, device, goldens)()
             check_outputs(torch, y, c["outputs"])
-            res.update(status="valid", api=a.get("api") or a.get("method") or "index")
-            return res
+            n = sum(t.numel() for t in flatten_result(y) if isinstance(t, torch.Tensor))
+            return None, a.get("api") or a.get("method") or "index", n
         except Rejected as e:
-            reason = str(e)
-            if not reason.startswith("no golden for "):
-                break
+            if not str(e).startswith("no golden for "):
+                return str(e), None, 0
+            # the next attempt (a fallback) may have one; the reason names every API tried
+            reason = str(e) if reason is None else f"{reason}, nor for {str(e)[len('no golden for '):]}"
         except GoldenError as e:
-            reason = f"{a.get('api')}: {e}"
-            break
+            return f"{a.get('api')}: {e}", None, 0
         except MemoryError:
-            reason = f"out of memory on {device} (lower --max-elements)"
-            break
+            return f"out of memory on {device} (lower --max-elements)", None, 0
         except Exception as e:  # torch refused the arguments: the builder's fault, or the golden's
-            reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-            break
-    res.update(status="rejected", reason=reason)
+            msg = str(e).strip()
+            return f"{type(e).__name__}: {msg.splitlines()[0] if msg else ''}", None, 0
+    return reason, None, 0
+
+
+def validate_case(torch, goldens, c, device, max_elements, seed):
+    """One case through the goldens: {id, op, status: valid|rejected, reason, device, note}.
+    cpu: the case runs on meta first (cheap: the checks and the output sizes), then on cpu when
+    its input and output elements together are within max_elements, else it stays on meta."""
+    res = {"id": c["id"], "op": c["op"], "device": device}
+    if "outputs" not in c:
+        res.update(status="rejected", reason=c.get("outputs_error") or "the plan carries no parsed output "
+                   "shapes (plans made by `microbench.lua --validate` do)")
+        return res
+    reason, api, n_out = run_case(torch, goldens, c, "meta", seed)
+    if device == "cpu":
+        n = spec_elements([c.get("args"), c.get("kwargs")]) + n_out
+        if reason is None and max_elements and n > max_elements:
+            res["note"] = f"{n} elements over --max-elements {max_elements}: run on meta"
+            res["device"] = "meta"
+        elif reason is None:
+            reason, api, _ = run_case(torch, goldens, c, "cpu", seed)
+        else:
+            res["device"] = "meta"
+    if reason is None:
+        res.update(status="valid", api=api)
+    else:
+        res.update(status="rejected", reason=reason)
     return res
 
 
@@ -443,9 +465,9 @@ def validate(plan_path, device, max_elements, ops, seed, status_path):
         r = validate_case(torch, goldens, c, device, max_elements, seed)
         results[c["id"]] = r
         if r["status"] == "valid":
-            print(f"[VALID] {c['id']} ({r['device']})")
+            print(f"[VALID] {c['id']} ({r['device']})", flush=True)
         else:
-            print(f"[REJECTED] {c['id']} ({r['device']}): {r['reason']}")
+            print(f"[REJECTED] {c['id']} ({r['device']}): {r['reason']}", flush=True)
     n_bad = sum(1 for r in results.values() if r["status"] != "valid")
     print(f"[GOLDEN] {len(results) - n_bad} valid, {n_bad} rejected of {len(results)} case(s) on {device}; "
           f"torch {torch.__version__} ({sys.executable})", flush=True)
@@ -490,7 +512,7 @@ def main(argv=None):
                     help="npu (default): torch_npu on an Ascend NPU; cpu or meta: the golden functions "
                          "of golden/ in plain torch, each output checked against the row")
     ap.add_argument("--max-elements", type=int, default=1 << 22,
-                    help="with --device cpu: cases building more input elements run on meta (0: no cap)")
+                    help="with --device cpu: cases with more input and output elements stay on meta (0: no cap)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:

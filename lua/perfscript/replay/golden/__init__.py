@@ -6,6 +6,9 @@ value), computes the result in plain torch on the device of its inputs (cpu: rea
 meta: shapes and dtypes only, no data-dependent step) and returns what the NPU API returns:
 the same structure, shapes and dtypes.
 
+An in-place API's golden returns None like the API and says which arguments it writes
+(@inplace(2, 3), or fn.inplace_outputs = (2, 3)): the executor checks those as the outputs.
+
 Each module golden/<name>.py (other than this one) defines GOLDENS = {"torch_npu.npu_xxx": fn};
 load_goldens() merges them (an API defined twice is an error). A tensor the plan built as
 FRACTAL_NZ stays ND (its logical shape) and is marked: tensor_format(t) == "FRACTAL_NZ".
@@ -90,6 +93,16 @@ def mark_format(t, fmt):
 def is_meta(*ts):
     """Whether any of the tensors is on the meta device (no values: shape logic only)."""
     return any(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in ts)
+
+
+def inplace(*outputs):
+    """Marks the golden of an in-place API (one that returns None): the outputs the row records
+    are the arguments it writes, at these positions (int: positional, str: keyword), in order.
+    The same as setting fn.inplace_outputs = (2, 3)."""
+    def mark(fn):
+        fn.inplace_outputs = tuple(outputs)
+        return fn
+    return mark
 
 
 def load_goldens():

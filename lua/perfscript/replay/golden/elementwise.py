@@ -4,7 +4,7 @@ npu_slice (Slice), npu_scatter_nd_update (ScatterNdUpdate). The other generic bu
 generic.lua / shaped.lua tables) call plain torch, which runs as it is."""
 import torch
 
-from . import dtype_name, expect, expect_dtype, expect_rank, expect_shape, expect_tensor, is_meta
+from . import expect, expect_dtype, expect_shape, expect_tensor, is_meta
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -49,9 +49,10 @@ def npu_scatter_nd_update(input, indices, updates):
     if not is_meta(input, indices, updates):
         idx = indices.reshape(-1, k).to(torch.int64)
         for d in range(k):
-            bad = (idx[:, d] < 0) | (idx[:, d] >= input.shape[d])
-            expect(not bool(bad.any()), f"indices: column {d} holds {int(idx[bad.nonzero()[0, 0], d])}, "
-                                        f"outside input dim {d} of size {input.shape[d]}")
+            bad = ((idx[:, d] < 0) | (idx[:, d] >= input.shape[d])).nonzero()
+            if len(bad):
+                expect(False, f"indices: column {d} holds {int(idx[bad[0, 0], d])}, "
+                              f"outside input dim {d} of size {input.shape[d]}")
         out[tuple(idx[:, d] for d in range(k))] = updates.reshape(-1, *input.shape[k:])
     return out
 

@@ -21,7 +21,7 @@ def mm(input, mat2):
     expect_dtype("mat2", mat2, input.dtype)
     k = input.shape[1]
     expect(mat2.shape[0] == k, f"mat2: expected shape ({k}, *) (K of input {_shape(input)}), got {_shape(mat2)}")
-    return torch.mm(input, mat2)
+    return torch.mm(input.float(), mat2.float()).to(input.dtype)  # float32 accumulation, as the cube unit
 
 
 def matmul(input, other):
@@ -34,7 +34,7 @@ def matmul(input, other):
     bi, bo = _shape(input)[:-2], _shape(other)[:-2]
     for a, b in zip(reversed(bi), reversed(bo)):
         expect(a == b or a == 1 or b == 1, f"other: batch dims {bo} do not broadcast with input's {bi}")
-    return torch.matmul(input, other)
+    return torch.matmul(input.float(), other.float()).to(input.dtype)
 
 
 def npu_transpose_batchmatmul(input, weight, *, bias=None, scale=None, perm_x1=None, perm_x2=None, perm_y=None,
