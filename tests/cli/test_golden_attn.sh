@@ -20,8 +20,7 @@ expect_contains "the golden unit tests pass" "$out" $'\nOK'
 [[ $out == *$'\nOK'* ]] || echo "$out" | tail -30
 
 # seed-style rows, one CSV per kernel type (ReshapeAndCacheNdKernel is in-place: its golden
-# returns None as the API does, and the executor's output check has no in-place outputs yet;
-# golden_attn_cases.py checks its results)
+# returns None as the API does, and the rows' outputs are the caches it writes)
 cat > "$TMP/mk.lua" <<'LUA'
 local perf = require "perfscript"
 local dir = arg[1]
@@ -46,6 +45,8 @@ local ROWS = {
     { "64,4,128;64,4,64;64,4,128;64,4,64;64,4,128", rep("DT_BF16", 5), "64,4,128;4,64", "DT_BF16;FLOAT" },
     { "64,4,128;64,4,64;64,4,128;64,4,64;64,4,128;512,512;;;;;;;;64,4,128;4,64", rep("DT_BF16", 6) .. ";;;;;;;;DT_BF16;FLOAT",
       "64,4,128;4,64", "DT_BF16;FLOAT" } },
+  ReshapeAndCacheNdKernel = { { "4,1,128;4,1,128;16,128,1,128;16,128,1,128;4", rep("DT_BF16", 4) .. ";INT32",
+    "16,128,1,128;16,128,1,128", "DT_BF16;DT_BF16" } },
   PagedCacheLoadNdKernel = { { "16,16,1,512;16,16,1,64;4,8;4;16,1,512;16,1,64;4", "DT_BF16;DT_BF16;INT32;INT32;DT_BF16;DT_BF16;INT32",
     "16,1,512;16,1,64", "DT_BF16;DT_BF16" } },
   InterleaveRope = { { "4,8,1,64;4,1,1,64;4,1,1,64", rep("DT_BF16", 3), "4,8,1,64", "DT_BF16" } },
@@ -76,22 +77,21 @@ print(n .. " rows")
 LUA
 mkdir -p "$TMP/db"
 out=$("$PS_BIN" "$TMP/mk.lua" "$TMP/db" 2>&1)
-expect_eq "the sample database is written" "$out" "14 rows"
+expect_eq "the sample database is written" "$out" "15 rows"
 OPS=FusedInferAttentionScore,SparseFlashAttention,LightningIndexer,RINGMLAPrefillBF16Kernel,PagedCacheLoadNdKernel
 OPS=$OPS,InterleaveRope,KvRmsNormRopeCache,split_qkv_rmsnorm_rope_kernel,MoeGatingTopK,MoeTokenPermute,MoeTokenUnpermute
-OPS=$OPS,DispatchFFNCombine
+OPS=$OPS,DispatchFFNCombine,ReshapeAndCacheNdKernel
 out=$("$PS_BIN" "$SRC/recipes/microbench.lua" --validate cpu --max-elements 0 --python "$PY" \
   --database-path "$TMP/db" --ops "$OPS" 2>&1)
-expect_contains "every sample row is valid on cpu" "$out" "[SUMMARY] 14 row(s): 14 valid, 0 rejected, 0 not replayable"
+expect_contains "every sample row is valid on cpu" "$out" "[SUMMARY] 15 row(s): 15 valid, 0 rejected, 0 not replayable"
 expect_not_contains "no sample row falls back to meta" "$out" "[META]"
-[[ $out == *"14 valid, 0 rejected"* ]] || echo "$out" | grep -v '^\[SKIP\]'
+[[ $out == *"15 valid, 0 rejected"* ]] || echo "$out" | grep -v '^\[SKIP\]'
 
-# the seed database on meta: MoeGatingTopK's row records a third output (16) where both
-# torch_npu and vllm-ascend return (T, E) float32; the reshape_and_cache rows are in-place
+# the seed database on meta: MoeGatingTopK's row records a third output (16) where torch_npu,
+# vllm-ascend and aclnnMoeGatingTopK's reference return the norm output shaped as x, (T, E)
 seed="$SRC/data/seed_db/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
 out=$("$PS_BIN" "$SRC/recipes/microbench.lua" --validate meta --python "$PY" --database-path "$seed" \
-  --ops "$OPS,ReshapeAndCacheNdKernel,reshape_and_cache_200000000,split_qkv_rmsnorm_rope_kernel_0" 2>&1)
-expect_contains "the seed rows: 7 valid, 3 rejected" "$out" "[SUMMARY] 10 row(s): 7 valid, 3 rejected, 0 not replayable"
+  --ops "$OPS,reshape_and_cache_200000000,split_qkv_rmsnorm_rope_kernel_0" 2>&1)
+expect_contains "the seed rows: 9 valid, 1 rejected" "$out" "[SUMMARY] 10 row(s): 9 valid, 1 rejected, 0 not replayable"
 expect_contains "MoeGatingTopK's third output" "$out" "[REJECTED] MoeGatingTopK: 1 row(s): output 3: shape (16,256), the row records (16)"
-expect_contains "reshape_and_cache is in-place" "$out" "[REJECTED] ReshapeAndCacheNdKernel: 1 row(s): output 1: the row records (128,128,8,128), the call returns 0 output(s)"
 finish

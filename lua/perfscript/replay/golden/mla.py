@@ -6,6 +6,7 @@
 constraints (op_plugin/python/atb/_atb_api_docs.py)."""
 import torch
 
+from . import inplace
 from ._attn import (HALF, attend, causal_mask, check_block_table, choice, dtname, expect, expect_dtype,
                     expect_rank, expect_shape, gather_paged, int_list, integer, is_meta, out_tensor, shape, tensor)
 
@@ -162,6 +163,7 @@ def npu_paged_cache_load(key_cache, value_cache, block_table, context_lens, *, s
     return k_out, v_out
 
 
+@inplace(2, 3)  # the row's outputs are the two caches it writes
 def _npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices):
     for nm, t in (("key", key), ("value", value), ("key_cache", key_cache), ("value_cache", value_cache),
                   ("slot_indices", slot_indices)):
@@ -192,9 +194,6 @@ def _npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices):
                 value_cache[s // bs, s % bs] = value[i]
     return None
 
-
-# in-place operators: which positional arguments hold the results the row's Output Shapes describe
-_npu_reshape_and_cache.inplace_outputs = (2, 3)
 
 GOLDENS = {
     "torch_npu.atb.npu_ring_mla": npu_ring_mla,
