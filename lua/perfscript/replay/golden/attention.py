@@ -89,6 +89,18 @@ def _out_shape(layout, b, s, n, dv, t):
             "NSD": (n, s, dv), "TND": (t, n, dv), "NTD": (n, t, dv)}[layout]
 
 
+def _batch_lengths(name, lens, b, limit):
+    """Per-batch lengths of a B-major layout: one per batch (or one for all), each within the
+    tensor's limit; the limit for every batch when not given."""
+    if lens is None:
+        return [limit] * b
+    expect(len(lens) in (1, b), f"{name}: expected {b} lengths (one per batch), got {len(lens)}")
+    lens = lens * b if len(lens) == 1 else lens
+    for i, n in enumerate(lens):
+        expect(0 <= n <= limit, f"{name}: batch {i} length {n} outside [0, {limit}]")
+    return lens
+
+
 def _kv_paged(name, key, layout_q, kv_heads, d, block_size):
     """A paged key/value cache: 3-D (blocks, block_size, kv_heads*d) or 4-D (blocks, kv_heads,
     block_size, d). Returns (gather layout, blocks, per-head d)."""
@@ -207,13 +219,7 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
             qlens = per_batch("actual_seq_lengths", qlens, s)
         b = len(qlens) if qlens is not None else None
     else:
-        if qlens is not None:
-            expect(len(qlens) in (1, b), f"actual_seq_lengths: expected {b} lengths (one per batch), got {len(qlens)}")
-            qlens = qlens * b if len(qlens) == 1 else qlens
-            for i, q in enumerate(qlens):
-                expect(0 <= q <= s, f"actual_seq_lengths: batch {i} length {q} outside [0, {s}]")
-        else:
-            qlens = [s] * b
+        qlens = _batch_lengths("actual_seq_lengths", qlens, b, s)
     # key and value: paged or dense
     kvlens = int_list("actual_seq_lengths_kv", actual_seq_lengths_kv)
     paged = block_table is not None
@@ -257,13 +263,8 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
                 kvlens = per_batch("actual_seq_lengths_kv", kvlens, skv)
                 if qlens is not None:
                     expect(len(kvlens) == len(qlens), f"actual_seq_lengths_kv: {len(kvlens)} sequences, the query has {len(qlens)}")
-        elif kvlens is not None:
-            expect(len(kvlens) in (1, b), f"actual_seq_lengths_kv: expected {b} lengths, got {len(kvlens)}")
-            kvlens = kvlens * b if len(kvlens) == 1 else kvlens
-            for i, L in enumerate(kvlens):
-                expect(0 <= L <= skv, f"actual_seq_lengths_kv: batch {i} length {L} outside [0, {skv}]")
         else:
-            kvlens = [skv] * b
+            kvlens = _batch_lengths("actual_seq_lengths_kv", kvlens, b, skv)
         lmax = skv
     mask = _fia_mask(atten_mask, sparse_mode, max(qlens) if qlens else s, max(kvlens) if kvlens else lmax, b)
     if sparse_mode in (2, 3) and qlens is not None and kvlens is not None and sparse_mode == 3:
@@ -307,6 +308,31 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
     return out, lse
 
 
+def _sparse_lengths(layout_query, t, bq, sq, block_table, lens_q, kv_name, lens_kv, bs, blocks):
+    """SparseFlashAttention's and LightningIndexer's paged sequences: the block table's rows are
+    the batch; (per-batch query lengths, per-batch kv lengths), None where a meta tensor hides
+    them. TND queries give cumulative lengths (the last = t), BSND ones sq each."""
+    tensor("block_table", block_table)
+    expect_rank("block_table", block_table, 2)
+    batch = block_table.shape[0]
+    tensor(kv_name, lens_kv)
+    expect_shape(kv_name, lens_kv, (batch,))
+    kvlens = int_list(kv_name, lens_kv, (torch.int32,))
+    if layout_query == "TND":
+        tensor("actual_seq_lengths_query", lens_q)
+        expect_shape("actual_seq_lengths_query", lens_q, (batch,))
+        cum = int_list("actual_seq_lengths_query", lens_q, (torch.int32,))
+        qlens = per_batch("actual_seq_lengths_query", cum, t) if cum is not None else None
+    else:
+        expect(bq == batch, f"block_table: {batch} rows for a query batch of {bq}")
+        qlens = [sq] * bq
+    if kvlens is not None:
+        check_block_table("block_table", block_table, kvlens, bs, blocks)
+    else:
+        expect_dtype("block_table", block_table, (torch.int32,))
+    return qlens, kvlens
+
+
 # ---- SparseFlashAttention (vllm-ascend 0.18.0) -------------------------------------------
 
 def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, sparse_block_size, *,
@@ -327,6 +353,7 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, s
     if layout_query == "TND":
         expect_rank("query", query, 3)
         t, n, d = shape(query)
+        bq = sq = None
     else:
         expect_rank("query", query, 4)
         bq, sq, n, d = shape(query)
@@ -347,24 +374,8 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, s
         expect_dtype("key_rope", key_rope, (query.dtype,))
         expect_shape("query_rope", query_rope, shape(query)[:-1] + (None,))
         expect_shape("key_rope", key_rope, (blocks, bs, nk, query_rope.shape[-1]))
-    tensor("block_table", block_table)
-    expect_rank("block_table", block_table, 2)
-    batch = block_table.shape[0]
-    tensor("actual_seq_lengths_kv", actual_seq_lengths_kv)
-    expect_shape("actual_seq_lengths_kv", actual_seq_lengths_kv, (batch,))
-    kvlens = int_list("actual_seq_lengths_kv", actual_seq_lengths_kv, (torch.int32,))
-    if layout_query == "TND":
-        tensor("actual_seq_lengths_query", actual_seq_lengths_query)
-        expect_shape("actual_seq_lengths_query", actual_seq_lengths_query, (batch,))
-        cum = int_list("actual_seq_lengths_query", actual_seq_lengths_query, (torch.int32,))
-        qlens = per_batch("actual_seq_lengths_query", cum, t) if cum is not None else None
-    else:
-        expect(bq == batch, f"block_table: {batch} rows for a query batch of {bq}")
-        qlens = [sq] * bq
-    if kvlens is not None:
-        check_block_table("block_table", block_table, kvlens, bs, blocks)
-    else:
-        expect_dtype("block_table", block_table, (torch.int32,))
+    qlens, kvlens = _sparse_lengths(layout_query, t, bq, sq, block_table, actual_seq_lengths_query,
+                                    "actual_seq_lengths_kv", actual_seq_lengths_kv, bs, blocks)
     out = torch.empty(shape(query), dtype=query.dtype, device=query.device)
     if is_meta(query, key, sparse_indices, block_table) or qlens is None or kvlens is None:
         return out
@@ -411,6 +422,7 @@ def npu_lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None,
     if layout_query == "TND":
         expect_rank("query", query, 3)
         t, n, d = shape(query)
+        bq = sq = None
         expect_shape("weights", weights, (t, n))
     else:
         expect_rank("query", query, 4)
@@ -421,24 +433,8 @@ def npu_lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None,
     blocks, bs, nk, dk = shape(key)
     expect(dk == d, f"key: last dim {dk} differs from the query's {d}")
     expect(nk >= 1 and n % nk == 0, f"key: {nk} key heads do not divide the query's {n} heads")
-    tensor("block_table", block_table)
-    expect_rank("block_table", block_table, 2)
-    batch = block_table.shape[0]
-    tensor("actual_seq_lengths_key", actual_seq_lengths_key)
-    expect_shape("actual_seq_lengths_key", actual_seq_lengths_key, (batch,))
-    klens = int_list("actual_seq_lengths_key", actual_seq_lengths_key, (torch.int32,))
-    if layout_query == "TND":
-        tensor("actual_seq_lengths_query", actual_seq_lengths_query)
-        expect_shape("actual_seq_lengths_query", actual_seq_lengths_query, (batch,))
-        cum = int_list("actual_seq_lengths_query", actual_seq_lengths_query, (torch.int32,))
-        qlens = per_batch("actual_seq_lengths_query", cum, t) if cum is not None else None
-    else:
-        expect(bq == batch, f"block_table: {batch} rows for a query batch of {bq}")
-        qlens = [sq] * bq
-    if klens is not None:
-        check_block_table("block_table", block_table, klens, bs, blocks)
-    else:
-        expect_dtype("block_table", block_table, (torch.int32,))
+    qlens, klens = _sparse_lengths(layout_query, t, bq, sq, block_table, actual_seq_lengths_query,
+                                   "actual_seq_lengths_key", actual_seq_lengths_key, bs, blocks)
     oshape = (t, nk, sparse_count) if layout_query == "TND" else (bq, sq, nk, sparse_count)
     idx_out = torch.full(oshape, -1, dtype=torch.int32, device=query.device)
     val_out = (torch.zeros(oshape, dtype=query.dtype, device=query.device) if return_value
