@@ -102,6 +102,7 @@ class MatMul(Base):
         self.assertTrue(torch.allclose(y.float(), (x.float() @ w.float()) * 0.5, rtol=1e-2, atol=1e-1))
         self.rejects("torch_npu.npu_quant_matmul", "x2", x, w.t(), scale, output_dtype=bf)
         self.rejects("torch_npu.npu_quant_matmul", "x1", x.to(bf), w, scale, output_dtype=bf)
+        self.rejects("torch_npu.npu_quant_matmul", "x1", mark_format(x.clone(), "FRACTAL_NZ"), w, scale, output_dtype=bf)
         self.rejects("torch_npu.npu_quant_matmul", "scale", x, w, torch.rand(7), output_dtype=bf)
         self.rejects("torch_npu.npu_quant_matmul", "pertoken_scale", x, w, scale, pertoken_scale=torch.rand(9))
         self.rejects("torch_npu.npu_quant_matmul", "bias", x, w, scale, bias=rnd(31), output_dtype=bf)
@@ -136,6 +137,8 @@ class MatMul(Base):
         self.rejects("torch_npu.npu_grouped_matmul", "weight[0]", x=[x], weight=[w.transpose(1, 2)], group_list=gl,
                      scale=[scale], **kw)
         self.rejects("torch_npu.npu_grouped_matmul", "scale", x=[x], weight=[w], group_list=gl, **kw)
+        self.rejects("torch_npu.npu_grouped_matmul", "x[0]", x=[mark_format(x.clone(), "FRACTAL_NZ")], weight=[w],
+                     group_list=gl, scale=[scale], **kw)
         self.rejects("torch_npu.npu_grouped_matmul", "scale[0]", x=[x], weight=[w], group_list=gl,
                      scale=[scale.t()], **kw)
 
@@ -152,6 +155,8 @@ class MatMul(Base):
                      weight_scale=ws.t(), x_scale=xs)
         self.rejects("torch_npu.npu_grouped_matmul_swiglu_quant", "x", x=x.to(bf), weight=w, group_list=gl,
                      weight_scale=ws, x_scale=xs)
+        self.rejects("torch_npu.npu_grouped_matmul_swiglu_quant", "x", x=mark_format(x.clone(), "FRACTAL_NZ"), weight=w,
+                     group_list=gl, weight_scale=ws, x_scale=xs)
 
     def test_meta(self):
         x = torch.empty(4099, 7168, dtype=bf, device="meta")

@@ -89,10 +89,11 @@ function M.parser()
     .. "<run id> when the run ends (it is removed otherwise, whatever the outcome); its path is printed.")
   p:flag("--plan-only", "Write the replay plan into the work directory, keep it, and stop.")
   p:option("--validate", "Write nothing and replay nothing on an NPU: run every planned row through "
-    .. "the golden functions of the executor (plain torch; `meta`: shapes and dtypes only, every row at "
-    .. "its real size; `cpu`: real values, rows over --max-elements on meta) and report per operator the "
-    .. "rows valid, rejected (with the reason) and not replayable. The interpreter is --python when "
-    .. "given, else the first of python3 and /usr/bin/python3 that imports torch.")
+    .. "the golden functions of the executor (plain torch; `meta`, the default: shapes and dtypes only, "
+    .. "every row at its real size; `cpu`: real values, rows over --max-elements stay on meta) and report "
+    .. "per operator the rows valid, rejected (with the reason) and not replayable; exit status 3 when "
+    .. "a row is rejected. The interpreter is --python when given, else the first of python3 and "
+    .. "/usr/bin/python3 that imports torch. (--device is the database's device folder.)")
     :args("?"):choices { "meta", "cpu" }
   p:option("--max-elements", "With --validate cpu: rows with more input and output elements stay on meta "
     .. "(0: no cap).", "4194304"):convert(math.tointeger)

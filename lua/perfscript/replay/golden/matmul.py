@@ -5,13 +5,18 @@ npu_grouped_matmul (GroupedMatmul) and npu_grouped_matmul_swiglu_quant
 (GroupedMatmulSwigluQuant). A FRACTAL_NZ weight arrives as its ND (logical) tensor."""
 import torch
 
-from . import dtype_name, expect, expect_dtype, expect_rank, expect_shape, expect_tensor, is_meta
+from . import dtype_name, expect, expect_dtype, expect_rank, expect_shape, expect_tensor, is_meta, tensor_format
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32)
 
 
 def _shape(t):
     return tuple(int(d) for d in t.shape)
+
+
+def _nd(name, t):
+    """Only a weight may be FRACTAL_NZ: the activations are ND."""
+    expect(tensor_format(t) == "ND", f"{name}: expected format ND, got {tensor_format(t)} (only the weight may be FRACTAL_NZ)")
 
 
 def mm(input, mat2):
@@ -90,6 +95,7 @@ def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=No
     """int8 x1 (..., M, K) @ int8 x2 (..., K, N), dequantised by scale (and pertoken_scale), plus bias."""
     expect_dtype("x1", x1, torch.int8)
     expect_dtype("x2", x2, torch.int8)
+    _nd("x1", x1)
     expect_rank("x1", x1, (2, 3, 4, 5, 6))
     expect_rank("x2", x2, (2, 3, 4, 5, 6))
     m, k = x1.shape[-2], x1.shape[-1]
@@ -172,6 +178,8 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     expect(act_type == 0, f"act_type: only 0 (no activation) has a golden, got {act_type!r}")
     grouped = group_type == 0
     x0, w0 = xs[0], ws[0]
+    for i, xi in enumerate(xs):
+        _nd(f"x[{i}]", xi)
     quant = x0.dtype == torch.int8
     antiquant = not quant and w0.dtype in (torch.int8,)
     if quant:
@@ -264,6 +272,7 @@ def npu_grouped_matmul_swiglu_quant(x, weight, group_list, weight_scale, x_scale
     then per-row int8: (y int8 (M, N/2), scale float32 (M,), offset (empty))."""
     expect_dtype("x", x, torch.int8)
     expect_rank("x", x, 2)
+    _nd("x", x)
     expect_dtype("weight", weight, torch.int8)
     expect_rank("weight", weight, 3)
     m, k = _shape(x)
