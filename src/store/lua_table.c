@@ -30,6 +30,7 @@
 
 #define TABLE "perfscript.table"
 #define INDEX "perfscript.table.index"
+#define SLOTIX "perfscript.table.slots"
 #define KEYBUF 65536
 #define BAD (PS_SID_NONE - 1)
 
@@ -357,12 +358,7 @@ static int t_key(lua_State *L) {
 
 /* Parses shapes text (FRACTAL_NZ restored by formats when f is not NULL) and pushes
  * {{d, ...}, {scalar = true}, ...}; or pushes nil, why. Returns the count pushed. */
-static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, size_t flen) {
-  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
-  char err[256];
-  int n = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
-  if (n < 0) return ps_fail(L, err);
-  if (f && ps_lookup_key_restore(sh, n, f, flen, err, sizeof err) != 0) return ps_fail(L, err);
+static void push_parsed(lua_State *L, const ps_lookup_key_shape *sh, int n) {
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     if (sh[i].rank < 0) {
@@ -378,6 +374,15 @@ static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, s
     }
     lua_rawseti(L, -2, i + 1);
   }
+}
+
+static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, size_t flen) {
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  char err[256];
+  int n = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
+  if (n < 0) return ps_fail(L, err);
+  if (f && ps_lookup_key_restore(sh, n, f, flen, err, sizeof err) != 0) return ps_fail(L, err);
+  push_parsed(L, sh, n);
   return 1;
 }
 
@@ -391,17 +396,15 @@ static int t_shapes(lua_State *L) {
 }
 
 
-/* Pushes the list of a cell as perfscript.db.match.list makes it: the non-empty runs between
+/* The next part of a list cell as perfscript.db.match.list makes it: the non-empty runs between
  * ';', those holding a space or '"' trimmed of leading and trailing spaces and quotes, empty
- * results dropped. */
-static void push_list(lua_State *L, const char *s, size_t len) {
-  lua_newtable(L);
-  lua_Integer k = 0;
-  const char *p = s, *end = s + len;
-  while (p < end) {
-    const char *q = memchr(p, ';', (size_t)(end - p));
+ * results dropped. *p walks the cell; 0 when no part is left. */
+static int list_part(const char **p, const char *end, const char **part, size_t *plen) {
+  while (*p < end) {
+    const char *q = memchr(*p, ';', (size_t)(end - *p));
     if (q == NULL) q = end;
-    const char *a = p, *b = q;
+    const char *a = *p, *b = q;
+    *p = q + 1;
     int trim = 0;
     for (const char *c = a; c < b; c++)
       if (*c == '"' || ps_is_space(*c)) { trim = 1; break; }
@@ -409,11 +412,19 @@ static void push_list(lua_State *L, const char *s, size_t len) {
       while (a < b && (*a == '"' || ps_is_space(*a))) a++;
       while (b > a && (b[-1] == '"' || ps_is_space(b[-1]))) b--;
     }
-    if (b > a) {
-      lua_pushlstring(L, a, (size_t)(b - a));
-      lua_rawseti(L, -2, ++k);
-    }
-    p = q + 1;
+    if (b > a) { *part = a; *plen = (size_t)(b - a); return 1; }
+  }
+  return 0;
+}
+
+static void push_list(lua_State *L, const char *s, size_t len) {
+  lua_newtable(L);
+  lua_Integer k = 0;
+  const char *p = s, *part;
+  size_t plen;
+  while (list_part(&p, s + len, &part, &plen)) {
+    lua_pushlstring(L, part, plen);
+    lua_rawseti(L, -2, ++k);
   }
 }
 
@@ -429,11 +440,11 @@ static int t_inputs(lua_State *L) {
   int cf = -1, cd = -1;
   if (lua_toboolean(L, 4) && (cf = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
   if (lua_toboolean(L, 5) && (cd = column_arg(L, t, 5)) < 0) return luaL_argerror(L, 5, "no such column");
-  size_t len, flen = 0;
-  const char *s = ps_table_str(t, ps_table_cell(t, r, (size_t)cs), &len);
-  const char *f = cf >= 0 ? ps_table_str(t, ps_table_cell(t, r, (size_t)cf), &flen) : NULL;
-  int n = push_shapes(L, s, len, f, flen);
-  if (n != 1) return n;
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  char err[256];
+  int n = ps_table_inputs(t, r, cs, cf, 0, sh, err, sizeof err);
+  if (n < 0) return ps_fail(L, err);
+  push_parsed(L, sh, n);
   if (cd >= 0) {
     size_t dlen;
     const char *d = ps_table_str(t, ps_table_cell(t, r, (size_t)cd), &dlen);
@@ -686,12 +697,205 @@ static int ix_skipped(lua_State *L) {
   return 1;
 }
 
+
+/* ---- the consumer's input rules (lookup_key.h), for perfscript.db.match -------------------- */
+
+/* A shape as perfscript.db.match holds it ({d, ...} or {scalar = true}) into sh; 0 when it
+ * cannot be one (a dimension that is not an integer, more than PS_LOOKUP_KEY_MAXRANK). */
+static int shape_from(lua_State *L, int i, ps_lookup_key_shape *sh) {
+  if (lua_type(L, i) != LUA_TTABLE) return 0;
+  lua_getfield(L, i, "scalar");
+  int scalar = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (scalar) { sh->rank = -1; return 1; }
+  lua_Unsigned r = lua_rawlen(L, i);
+  if (r > PS_LOOKUP_KEY_MAXRANK) return 0;
+  sh->rank = (int)r;
+  for (int d = 0; d < sh->rank; d++) {
+    int ok;
+    lua_rawgeti(L, i, d + 1);
+    sh->dims[d] = (int64_t)lua_tointegerx(L, -1, &ok);
+    lua_pop(L, 1);
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+/* Reads two shape arguments; 0 when one is a table that cannot be a row's shape (more than 16
+ * dimensions, one not an integer), which then matches nothing. */
+static int shape_args(lua_State *L, int i, ps_lookup_key_shape *a, ps_lookup_key_shape *b) {
+  luaL_checktype(L, i, LUA_TTABLE);
+  luaL_checktype(L, i + 1, LUA_TTABLE);
+  return shape_from(L, i, a) && shape_from(L, i + 1, b);
+}
+
+/* T.rule(kind, i, tc, csv) -> the rule's name or nil (kind: T.KIND_* bits). */
+static int m_rule(lua_State *L) {
+  unsigned kind = (unsigned)luaL_checkinteger(L, 1);
+  lua_Integer i = luaL_checkinteger(L, 2);
+  ps_lookup_key_shape tc, csv;
+  const char *name = NULL;
+  if (shape_args(L, 3, &tc, &csv))
+    name = ps_lookup_rule_name(ps_lookup_rule(kind, i > INT32_MAX ? INT32_MAX : i < INT32_MIN ? INT32_MIN : (int)i,
+                                              &tc, &csv));
+  if (name) lua_pushstring(L, name);
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* T.padded(tc, csv) -> whether the dimension tc is csv block-padded. */
+static int m_padded(lua_State *L) {
+  lua_pushboolean(L, ps_lookup_padded((int64_t)luaL_checkinteger(L, 1), (int64_t)luaL_checkinteger(L, 2)));
+  return 1;
+}
+
+/* T.pads(tc, csv) -> every dimension equal or block-padded, at least one padded. */
+static int m_pads(lua_State *L) {
+  ps_lookup_key_shape tc, csv;
+  lua_pushboolean(L, shape_args(L, 1, &tc, &csv) && ps_lookup_pads(&tc, &csv));
+  return 1;
+}
+
+/* ---- the slot search of an exact lookup ---------------------------------------------------
+ *   local x = t:slot_index(n, shapes_col [, formats_col])
+ *   x:rows(pairs, upto, qshapes, qdtypes | nil, kind, float_group, dtypes_col | nil) -> {rows}
+ * pairs = {j1, shape1, j2, shape2, ...}: the rows before upto (1-based) whose slot j is the
+ * shape, in that order (each row once), that the compute exact match of a kernel without a
+ * query rewrite (match.normalize) accepts: as many input slots as qshapes, each dtype in the
+ * group of the query's (when qdtypes), each input matched by a rule. The rows others drop
+ * could not be candidates; the caller still checks the rows it gets. */
+typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; } slot_ud;
+
+static int sx_gc(lua_State *L) {
+  slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
+  ps_slotix_free(u->x);
+  u->x = NULL;
+  return 0;
+}
+
+static int t_slot_index(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  int cs = column_arg(L, t, 3);
+  if (cs < 0) return luaL_argerror(L, 3, "no such column");
+  int cf = -1;
+  if (lua_toboolean(L, 4) && (cf = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
+  slot_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  u->x = NULL;
+  luaL_setmetatable(L, SLOTIX);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);  /* the index keeps its table alive */
+  u->scol = cs;
+  u->fcol = cf;
+  u->n = n < 0 || n > PS_LOOKUP_KEY_MAXSLOTS ? 0 : (int)n;
+  u->x = ps_slotix_build(t, cs, cf, u->n);
+  if (u->x == NULL) return luaL_error(L, "out of memory building a slot index");
+  return 1;
+}
+
+/* The query's dtypes group name as match.lua's group(): DT_BF16 and FLOAT are one. */
+static int same_group(const char *a, size_t alen, const char *b, size_t blen, int fg) {
+  if (alen == blen && memcmp(a, b, alen) == 0) return 1;
+  if (!fg) return 0;
+  int af = (alen == 7 && memcmp(a, "DT_BF16", 7) == 0) || (alen == 5 && memcmp(a, "FLOAT", 5) == 0);
+  int bf = (blen == 7 && memcmp(b, "DT_BF16", 7) == 0) || (blen == 5 && memcmp(b, "FLOAT", 5) == 0);
+  return af && bf;
+}
+
+static int sx_rows(lua_State *L) {
+  slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
+  if (u->x == NULL) return luaL_error(L, "attempt to use a freed slot index");
+  lua_getiuservalue(L, 1, 1);
+  ps_table *t = check_table(L, -1);
+  lua_pop(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer upto = luaL_checkinteger(L, 3);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  int has_dt = lua_toboolean(L, 5);
+  if (has_dt) luaL_checktype(L, 5, LUA_TTABLE);
+  unsigned kind = (unsigned)luaL_checkinteger(L, 6);
+  int fg = lua_toboolean(L, 7);
+  int cd = -1;
+  if (lua_toboolean(L, 8) && (cd = column_arg(L, t, 8)) < 0) return luaL_argerror(L, 8, "no such column");
+  /* the query */
+  lua_Integer nq = (lua_Integer)lua_rawlen(L, 4);
+  lua_newtable(L);  /* the result */
+  if (nq > PS_LOOKUP_KEY_MAXSLOTS) return 1;  /* no row has more slots */
+  ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
+  for (int i = 0; i < nq; i++) {
+    lua_rawgeti(L, 4, i + 1);
+    int ok = shape_from(L, lua_gettop(L), &q[i]);
+    lua_pop(L, 1);
+    if (!ok) return luaL_error(L, "slot search: query shape %d is not a shape", i + 1);
+  }
+  const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
+  size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
+  for (int i = 0; has_dt && i < nq; i++) {
+    lua_rawgeti(L, 5, i + 1);
+    qd[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[i]) : NULL;
+    lua_pop(L, 1);  /* the strings stay alive in the query table */
+  }
+  size_t nrows = ps_table_nrows(t);
+  unsigned char *seen = NULL;
+  lua_Integer k = 0, np = (lua_Integer)lua_rawlen(L, 2);
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  char err[256];
+  for (lua_Integer p = 1; p + 1 <= np; p += 2) {
+    lua_rawgeti(L, 2, p);
+    lua_Integer j = lua_tointeger(L, -1);
+    lua_rawgeti(L, 2, p + 1);
+    ps_lookup_key_shape v;
+    int ok = shape_from(L, lua_gettop(L), &v);
+    lua_pop(L, 2);
+    if (!ok || j < 1 || j > PS_LOOKUP_KEY_MAXSLOTS) continue;  /* no row's slot is that */
+    for (long e = ps_slotix_find(u->x, (int)j - 1, &v); e >= 0; e = ps_slotix_next(u->x, e)) {
+      size_t row = ps_slotix_row(u->x, e);
+      if ((lua_Integer)row + 1 >= upto) break;
+      if (seen && seen[row]) continue;
+      int ns = ps_table_inputs(t, row, u->scol, u->fcol, u->n, sh, err, sizeof err);
+      if (ns < (int)j) continue;
+      /* the slot itself (a hash collision would differ), then the row as match.row sees it */
+      ps_lookup_key_shape *s = &sh[j - 1];
+      if (s->rank != v.rank || (v.rank > 0 && memcmp(s->dims, v.dims, (size_t)v.rank * sizeof *v.dims)))
+        continue;
+      if (seen == NULL && (seen = calloc(nrows ? nrows : 1, 1)) == NULL) return luaL_error(L, "out of memory");
+      seen[row] = 1;
+      if (ns != nq) continue;
+      int good = 1;
+      if (has_dt) {
+        size_t dlen = 0;
+        const char *d = cd >= 0 ? ps_table_str(t, ps_table_cell(t, row, (size_t)cd), &dlen) : "";
+        const char *dp = d, *part;
+        size_t plen;
+        for (int i = 0; i < ns && good; i++) {
+          if (!list_part(&dp, d + dlen, &part, &plen) || qd[i] == NULL ||
+              !same_group(qd[i], qdl[i], part, plen, fg))
+            good = 0;
+        }
+      }
+      for (int i = 0; i < ns && good; i++)
+        if (ps_lookup_rule(kind, i + 1, &q[i], &sh[i]) == PS_RULE_NONE) good = 0;
+      if (!good) continue;
+      lua_pushinteger(L, (lua_Integer)row + 1);
+      lua_rawseti(L, -2, ++k);
+    }
+  }
+  free(seen);
+  return 1;
+}
+
+static int sx_memory(lua_State *L) {
+  slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
+  lua_pushinteger(L, u->x ? (lua_Integer)ps_slotix_memory(u->x) : 0);
+  return 1;
+}
+
 static const luaL_Reg table_methods[] = {
   {"ncols", t_ncols}, {"path", t_path}, {"memory", t_memory}, {"columns", t_columns},
   {"column", t_column}, {"cell", t_cell}, {"num", t_num}, {"nums", t_nums}, {"strs", t_strs},
   {"record", t_record}, {"line", t_line}, {"nfields", t_nfields}, {"index", t_index},
   {"key", t_key}, {"shapes", t_shapes}, {"inputs", t_inputs}, {"unquoted", t_unquoted},
-  {"shapes_key", t_shapes_key}, {"shapes_label", t_shapes_label},
+  {"shapes_key", t_shapes_key}, {"shapes_label", t_shapes_label}, {"slot_index", t_slot_index},
   {"free", t_gc}, {NULL, NULL}
 };
 
@@ -706,11 +910,25 @@ static const luaL_Reg table_meta[] = {
 
 static const luaL_Reg index_meta[] = { {"__gc", ix_gc}, {"__close", ix_gc}, {NULL, NULL} };
 
+static const luaL_Reg slot_methods[] = { {"rows", sx_rows}, {"memory", sx_memory}, {NULL, NULL} };
+static const luaL_Reg slot_meta[] = { {"__gc", sx_gc}, {"__close", sx_gc}, {NULL, NULL} };
+
+static const luaL_Reg module_functions[] = {
+  {"load", t_load}, {"rule", m_rule}, {"padded", m_padded}, {"pads", m_pads}, {NULL, NULL}
+};
+
 int luaopen_perfscript_table(lua_State *L) {
   ps_newclass(L, TABLE, table_meta, table_methods);
   ps_newclass(L, INDEX, index_meta, index_methods);
-  lua_newtable(L);
-  lua_pushcfunction(L, t_load);
-  lua_setfield(L, -2, "load");
+  ps_newclass(L, SLOTIX, slot_meta, slot_methods);
+  luaL_newlib(L, module_functions);
+  static const struct { const char *name; int v; } kinds[] = {
+    {"KIND_MATMUL", PS_RULE_KIND_MATMUL}, {"KIND_FLATTEN_3D", PS_RULE_KIND_FLATTEN_3D},
+    {"KIND_MERGE_LAST", PS_RULE_KIND_MERGE_LAST}, {"KIND_INDEX", PS_RULE_KIND_INDEX}
+  };
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+    lua_pushinteger(L, kinds[i].v);
+    lua_setfield(L, -2, kinds[i].name);
+  }
   return 1;
 }

@@ -10,6 +10,7 @@
 #include "csvread.h"
 #include "grow.h"
 #include "num.h"
+#include "u64map.h"
 
 struct ps_table {
   char *path;
@@ -353,4 +354,106 @@ const ps_sid *ps_index_group_key(const ps_index *ix, size_t g) {
 size_t ps_index_nskipped(const ps_index *ix) { return ix->nskipped; }
 size_t ps_index_skipped(const ps_index *ix, size_t i) {
   return i < ix->nskipped ? ix->skipped[i] : 0;
+}
+
+/* ---- input slots ------------------------------------------------------------------------ */
+
+int ps_table_inputs(const ps_table *t, size_t row, int scol, int fcol, int n,
+                    ps_lookup_key_shape *out, char *err, size_t errsize) {
+  size_t len, flen = 0;
+  const char *s = ps_table_str(t, ps_table_cell(t, row, (size_t)scol), &len);
+  int k = ps_lookup_key_parse_shapes(s, len, out, PS_LOOKUP_KEY_MAXSLOTS, err, errsize);
+  if (k < 0) return -1;
+  if (fcol >= 0) {
+    const char *f = ps_table_str(t, ps_table_cell(t, row, (size_t)fcol), &flen);
+    if (ps_lookup_key_restore(out, k, f, flen, err, errsize) != 0) return -1;
+  }
+  return n > 0 && k > n ? n : k;
+}
+
+struct ps_slotix {
+  ps_u64map groups;         /* hash of (slot, shape) -> group */
+  uint32_t *head, *tail;    /* per group: first and last entry */
+  size_t ngroups, groups_cap;
+  uint32_t *row, *next;     /* per entry (one per row and slot): its row, the next entry */
+  size_t nentries, entries_cap;
+};
+
+#define SLOT_END UINT32_MAX
+
+static uint64_t slot_hash(int j, const ps_lookup_key_shape *sh) {
+  int64_t buf[PS_LOOKUP_KEY_MAXRANK + 2];
+  buf[0] = j;
+  buf[1] = sh->rank;
+  int r = sh->rank > 0 ? sh->rank : 0;
+  memcpy(buf + 2, sh->dims, (size_t)r * sizeof *buf);
+  return XXH3_64bits(buf, (size_t)(r + 2) * sizeof *buf);
+}
+
+void ps_slotix_free(ps_slotix *x) {
+  if (x == NULL) return;
+  ps_u64map_free(&x->groups);
+  free(x->head);
+  free(x->tail);
+  free(x->row);
+  free(x->next);
+  free(x);
+}
+
+ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n) {
+  ps_slotix *x = calloc(1, sizeof *x);
+  if (x == NULL) return NULL;
+  ps_u64map_init(&x->groups, 1024);
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  char err[256];
+  if (t->nrows >= SLOT_END) goto oom;
+  for (size_t row = 0; row < t->nrows; row++) {
+    int k = ps_table_inputs(t, row, scol, fcol, n, sh, err, sizeof err);
+    for (int j = 0; j < k; j++) {
+      size_t e = x->nentries, g = x->ngroups;
+      if (e >= SLOT_END - 1) goto oom;
+      size_t cap = x->entries_cap;
+      if (ps_grow((void **)&x->row, &cap, e + 1, sizeof *x->row) != 0) goto oom;
+      cap = x->entries_cap;
+      if (ps_grow((void **)&x->next, &cap, e + 1, sizeof *x->next) != 0) goto oom;
+      x->entries_cap = cap;
+      x->row[e] = (uint32_t)row;
+      x->next[e] = SLOT_END;
+      int st = ps_u64map_put(&x->groups, slot_hash(j, &sh[j]), &g);
+      if (st < 0) goto oom;
+      if (st == 1) {
+        size_t gc = x->groups_cap;
+        if (ps_grow((void **)&x->head, &gc, g + 1, sizeof *x->head) != 0) goto oom;
+        gc = x->groups_cap;
+        if (ps_grow((void **)&x->tail, &gc, g + 1, sizeof *x->tail) != 0) goto oom;
+        x->groups_cap = gc;
+        x->head[g] = (uint32_t)e;
+        x->ngroups++;
+      } else {
+        x->next[x->tail[g]] = (uint32_t)e;
+      }
+      x->tail[g] = (uint32_t)e;
+      x->nentries++;
+    }
+  }
+  return x;
+oom:
+  ps_slotix_free(x);
+  return NULL;
+}
+
+long ps_slotix_find(const ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
+  size_t g = ps_u64map_get(&x->groups, slot_hash(j, sh));
+  return g == PS_U64MAP_NONE ? -1 : (long)x->head[g];
+}
+
+long ps_slotix_next(const ps_slotix *x, long e) {
+  uint32_t n = e >= 0 && (size_t)e < x->nentries ? x->next[e] : SLOT_END;
+  return n == SLOT_END ? -1 : (long)n;
+}
+
+size_t ps_slotix_row(const ps_slotix *x, long e) { return x->row[e]; }
+
+size_t ps_slotix_memory(const ps_slotix *x) {
+  return x->groups.size * sizeof(ps_u64map_slot) + x->groups_cap * 8 + x->entries_cap * 8;
 }

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lookup_key.h"
+
 typedef uint32_t ps_sid;            /* interned string id; 0 is the empty string */
 #define PS_SID_NONE UINT32_MAX      /* "no such string" */
 #define PS_INDEX_MAXKEY 8
@@ -60,5 +62,24 @@ size_t ps_index_group_size(const ps_index *ix, size_t g);
 const ps_sid *ps_index_group_key(const ps_index *ix, size_t g);
 size_t ps_index_nskipped(const ps_index *ix);
 size_t ps_index_skipped(const ps_index *ix, size_t i);  /* row left out */
+
+/* A row's input shapes as the lookup compares them: the cell of scol parsed, FRACTAL_NZ slots
+ * restored by the cell of fcol (-1: no formats column), then cut to the first n slots (0: all).
+ * Returns the slot count (at most PS_LOOKUP_KEY_MAXSLOTS), or -1 with a reason in err. */
+int ps_table_inputs(const ps_table *t, size_t row, int scol, int fcol, int n,
+                    ps_lookup_key_shape *out, char *err, size_t errsize);
+
+/* The rows by the shape of each of their input slots (ps_table_inputs), for the slot search of
+ * an exact lookup: "which rows have shape s at slot j", in file order. Keys are 64-bit hashes
+ * of (j, shape): a walk may meet a row whose slot only collides, so callers compare. */
+typedef struct ps_slotix ps_slotix;
+ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n);
+void ps_slotix_free(ps_slotix *x);
+/* First entry of slot j (0-based) with shape sh, or -1; ps_slotix_next walks the entry chain
+ * (rows ascending), ps_slotix_row gives an entry's row. */
+long ps_slotix_find(const ps_slotix *x, int j, const ps_lookup_key_shape *sh);
+long ps_slotix_next(const ps_slotix *x, long e);
+size_t ps_slotix_row(const ps_slotix *x, long e);
+size_t ps_slotix_memory(const ps_slotix *x);
 
 #endif
