@@ -802,6 +802,22 @@ static int same_group(const char *a, size_t alen, const char *b, size_t blen, in
   return af && bf;
 }
 
+/* Per call: the verdict on each slot group and each dtypes cell met, so that a walk over many
+ * rows judges each distinct slot and dtypes cell once. Open addressing, key + 1 (0 = empty). */
+typedef struct memo { uint32_t key[512]; unsigned char val[512]; } memo;
+
+static int memo_get(const memo *m, uint32_t k, int *v) {
+  for (uint32_t j = (k * 2654435761u) & 511, n = 0; n < 512 && m->key[j]; j = (j + 1) & 511, n++)
+    if (m->key[j] == k + 1) { *v = m->val[j]; return 1; }
+  return 0;
+}
+
+static void memo_put(memo *m, uint32_t k, int v) {
+  for (uint32_t j = (k * 2654435761u) & 511, n = 0; n < 512; j = (j + 1) & 511, n++)
+    if (!m->key[j]) { m->key[j] = k + 1; m->val[j] = (unsigned char)v; return; }
+  /* full: not remembered, judged again next time */
+}
+
 static int sx_rows(lua_State *L) {
   slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
   if (u->x == NULL) return luaL_error(L, "attempt to use a freed slot index");
@@ -817,7 +833,6 @@ static int sx_rows(lua_State *L) {
   int fg = lua_toboolean(L, 7);
   int cd = -1;
   if (lua_toboolean(L, 8) && (cd = column_arg(L, t, 8)) < 0) return luaL_argerror(L, 8, "no such column");
-  /* the query */
   lua_Integer nq = (lua_Integer)lua_rawlen(L, 4);
   lua_newtable(L);  /* the result */
   if (nq > PS_LOOKUP_KEY_MAXSLOTS) return 1;  /* no row has more slots */
@@ -826,7 +841,7 @@ static int sx_rows(lua_State *L) {
     lua_rawgeti(L, 4, i + 1);
     int ok = shape_from(L, lua_gettop(L), &q[i]);
     lua_pop(L, 1);
-    if (!ok) return luaL_error(L, "slot search: query shape %d is not a shape", i + 1);
+    if (!ok) return 1;  /* a query shape no row's can equal */
   }
   const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
   size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
@@ -835,11 +850,10 @@ static int sx_rows(lua_State *L) {
     qd[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[i]) : NULL;
     lua_pop(L, 1);  /* the strings stay alive in the query table */
   }
-  size_t nrows = ps_table_nrows(t);
-  unsigned char *seen = NULL;
+  memo *slots = calloc(2, sizeof *slots);
+  if (slots == NULL) return luaL_error(L, "out of memory");
+  memo *dts = slots + 1;
   lua_Integer k = 0, np = (lua_Integer)lua_rawlen(L, 2);
-  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
-  char err[256];
   for (lua_Integer p = 1; p + 1 <= np; p += 2) {
     lua_rawgeti(L, 2, p);
     lua_Integer j = lua_tointeger(L, -1);
@@ -848,39 +862,52 @@ static int sx_rows(lua_State *L) {
     int ok = shape_from(L, lua_gettop(L), &v);
     lua_pop(L, 2);
     if (!ok || j < 1 || j > PS_LOOKUP_KEY_MAXSLOTS) continue;  /* no row's slot is that */
-    for (long e = ps_slotix_find(u->x, (int)j - 1, &v); e >= 0; e = ps_slotix_next(u->x, e)) {
-      size_t row = ps_slotix_row(u->x, e);
-      if ((lua_Integer)row + 1 >= upto) break;
-      if (seen && seen[row]) continue;
-      int ns = ps_table_inputs(t, row, u->scol, u->fcol, u->n, sh, err, sizeof err);
-      if (ns < (int)j) continue;
-      /* the slot itself (a hash collision would differ), then the row as match.row sees it */
-      ps_lookup_key_shape *s = &sh[j - 1];
-      if (s->rank != v.rank || (v.rank > 0 && memcmp(s->dims, v.dims, (size_t)v.rank * sizeof *v.dims)))
-        continue;
-      if (seen == NULL && (seen = calloc(nrows ? nrows : 1, 1)) == NULL) return luaL_error(L, "out of memory");
-      seen[row] = 1;
-      if (ns != nq) continue;
+    size_t nr;
+    const uint32_t *rows = ps_slotix_rows(u->x, ps_slotix_group(u->x, (int)j - 1, &v), &nr);
+    for (size_t ri = 0; ri < nr && (lua_Integer)rows[ri] + 1 < upto; ri++) {
+      size_t row = rows[ri], ns;
+      const uint32_t *gs = ps_slotix_slots(u->x, row, &ns);
+      if ((lua_Integer)ns != nq) continue;
       int good = 1;
-      if (has_dt) {
-        size_t dlen = 0;
-        const char *d = cd >= 0 ? ps_table_str(t, ps_table_cell(t, row, (size_t)cd), &dlen) : "";
-        const char *dp = d, *part;
-        size_t plen;
-        for (int i = 0; i < ns && good; i++) {
-          if (!list_part(&dp, d + dlen, &part, &plen) || qd[i] == NULL ||
-              !same_group(qd[i], qdl[i], part, plen, fg))
-            good = 0;
+      for (size_t i = 0; i < ns && good; i++) {
+        int verdict;
+        if (!memo_get(slots, gs[i], &verdict)) {
+          ps_lookup_key_shape sh;
+          ps_slotix_shape(u->x, gs[i], &sh);
+          verdict = ps_lookup_rule(kind, (int)i + 1, &q[i], &sh) != PS_RULE_NONE;
+          memo_put(slots, gs[i], verdict);
+        }
+        good = verdict;
+      }
+      if (good && has_dt) {
+        ps_sid dsid = cd >= 0 ? ps_table_cell(t, row, (size_t)cd) : 0;
+        if (!memo_get(dts, dsid, &good)) {
+          size_t dlen = 0;
+          const char *d = cd >= 0 ? ps_table_str(t, dsid, &dlen) : "";
+          const char *dp = d, *part;
+          size_t plen;
+          for (size_t i = 0; i < ns && good; i++)
+            if (!list_part(&dp, d + dlen, &part, &plen) || qd[i] == NULL ||
+                !same_group(qd[i], qdl[i], part, plen, fg))
+              good = 0;
+          memo_put(dts, dsid, good);
         }
       }
-      for (int i = 0; i < ns && good; i++)
-        if (ps_lookup_rule(kind, i + 1, &q[i], &sh[i]) == PS_RULE_NONE) good = 0;
       if (!good) continue;
+      /* each row once (a row found by two slots); the rows kept are few */
+      lua_Integer m = 1;
+      for (; m <= k; m++) {
+        lua_rawgeti(L, -1, m);
+        lua_Integer seen = lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        if (seen == (lua_Integer)row + 1) break;
+      }
+      if (m <= k) continue;
       lua_pushinteger(L, (lua_Integer)row + 1);
       lua_rawseti(L, -2, ++k);
     }
   }
-  free(seen);
+  free(slots);
   return 1;
 }
 

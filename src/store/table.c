@@ -371,15 +371,22 @@ int ps_table_inputs(const ps_table *t, size_t row, int scol, int fcol, int n,
   return n > 0 && k > n ? n : k;
 }
 
+/* Each distinct (slot, shape) is a group with its shape; each row lists its slots' groups
+ * (slotgroup[rowoff[r] .. rowoff[r + 1])) and each group its rows, ascending (CSR: grows
+ * [gstart[g] .. gstart[g + 1])). A lookup walks a group's rows and judges their other slots by
+ * group, once per group. */
 struct ps_slotix {
-  ps_u64map groups;         /* hash of (slot, shape) -> group */
-  uint32_t *head, *tail;    /* per group: first and last entry */
-  size_t ngroups, groups_cap;
-  uint32_t *row, *next;     /* per entry (one per row and slot): its row, the next entry */
-  size_t nentries, entries_cap;
+  ps_u64map map;                /* hash of (slot, shape) -> group (shapes compared) */
+  size_t ngroups, gcap;
+  uint32_t *gshape;             /* per group: offset of its shape in dims (rank, slot, dims...) */
+  uint32_t *gstart;             /* ngroups + 1 */
+  int64_t *dims; size_t ndims, dcap;
+  uint32_t *rowoff;             /* nrows + 1 */
+  uint32_t *slotgroup, *grows; size_t nentries, ecap;
+  size_t nrows;
 };
 
-#define SLOT_END UINT32_MAX
+#define SLOT_MAX UINT32_MAX
 
 static uint64_t slot_hash(int j, const ps_lookup_key_shape *sh) {
   int64_t buf[PS_LOOKUP_KEY_MAXRANK + 2];
@@ -392,68 +399,114 @@ static uint64_t slot_hash(int j, const ps_lookup_key_shape *sh) {
 
 void ps_slotix_free(ps_slotix *x) {
   if (x == NULL) return;
-  ps_u64map_free(&x->groups);
-  free(x->head);
-  free(x->tail);
-  free(x->row);
-  free(x->next);
+  ps_u64map_free(&x->map);
+  free(x->gshape);
+  free(x->gstart);
+  free(x->dims);
+  free(x->rowoff);
+  free(x->slotgroup);
+  free(x->grows);
   free(x);
+}
+
+static int group_is(const ps_slotix *x, size_t g, int j, const ps_lookup_key_shape *sh) {
+  const int64_t *d = x->dims + x->gshape[g];
+  int r = sh->rank > 0 ? sh->rank : 0;
+  return d[0] == sh->rank && d[1] == j && memcmp(d + 2, sh->dims, (size_t)r * sizeof *d) == 0;
+}
+
+long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
+  uint64_t h = slot_hash(j, sh);
+  size_t cursor = 0, g;
+  while ((g = ps_u64map_next(&x->map, h, &cursor)) != PS_U64MAP_NONE)
+    if (group_is(x, g, j, sh)) return (long)g;
+  return -1;
+}
+
+/* The group of (j, sh), made when new; PS_U64MAP_NONE when memory runs out. */
+static size_t group_of(ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
+  long found = ps_slotix_group(x, j, sh);
+  if (found >= 0) return (size_t)found;
+  size_t g = x->ngroups, r = sh->rank > 0 ? (size_t)sh->rank : 0;
+  if (g >= SLOT_MAX - 1 || x->ndims + r + 2 >= SLOT_MAX) return PS_U64MAP_NONE;
+  size_t cap = x->gcap;
+  if (ps_grow((void **)&x->gshape, &cap, g + 2, sizeof *x->gshape) != 0) return PS_U64MAP_NONE;
+  cap = x->gcap;
+  if (ps_grow((void **)&x->gstart, &cap, g + 2, sizeof *x->gstart) != 0) return PS_U64MAP_NONE;
+  x->gcap = cap;
+  if (ps_grow((void **)&x->dims, &x->dcap, x->ndims + r + 2, sizeof *x->dims) != 0) return PS_U64MAP_NONE;
+  if (ps_u64map_add(&x->map, slot_hash(j, sh), g) != 0) return PS_U64MAP_NONE;
+  x->gshape[g] = (uint32_t)x->ndims;
+  x->dims[x->ndims] = sh->rank;
+  x->dims[x->ndims + 1] = j;
+  memcpy(x->dims + x->ndims + 2, sh->dims, r * sizeof *x->dims);
+  x->ndims += r + 2;
+  x->gstart[g] = 0;  /* counts first, prefix sums after the pass */
+  x->ngroups++;
+  return g;
 }
 
 ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n) {
   ps_slotix *x = calloc(1, sizeof *x);
   if (x == NULL) return NULL;
-  ps_u64map_init(&x->groups, 1024);
+  ps_u64map_init(&x->map, 1024);
+  x->nrows = t->nrows;
   ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
   char err[256];
-  if (t->nrows >= SLOT_END) goto oom;
+  if (t->nrows >= SLOT_MAX || (x->rowoff = malloc((t->nrows + 1) * sizeof *x->rowoff)) == NULL) goto oom;
   for (size_t row = 0; row < t->nrows; row++) {
+    x->rowoff[row] = (uint32_t)x->nentries;
     int k = ps_table_inputs(t, row, scol, fcol, n, sh, err, sizeof err);
+    if (k > 0 && x->nentries + (size_t)k >= SLOT_MAX) goto oom;
+    if (k > 0 && ps_grow((void **)&x->slotgroup, &x->ecap, x->nentries + (size_t)k, sizeof *x->slotgroup) != 0)
+      goto oom;
     for (int j = 0; j < k; j++) {
-      size_t e = x->nentries, g = x->ngroups;
-      if (e >= SLOT_END - 1) goto oom;
-      size_t cap = x->entries_cap;
-      if (ps_grow((void **)&x->row, &cap, e + 1, sizeof *x->row) != 0) goto oom;
-      cap = x->entries_cap;
-      if (ps_grow((void **)&x->next, &cap, e + 1, sizeof *x->next) != 0) goto oom;
-      x->entries_cap = cap;
-      x->row[e] = (uint32_t)row;
-      x->next[e] = SLOT_END;
-      int st = ps_u64map_put(&x->groups, slot_hash(j, &sh[j]), &g);
-      if (st < 0) goto oom;
-      if (st == 1) {
-        size_t gc = x->groups_cap;
-        if (ps_grow((void **)&x->head, &gc, g + 1, sizeof *x->head) != 0) goto oom;
-        gc = x->groups_cap;
-        if (ps_grow((void **)&x->tail, &gc, g + 1, sizeof *x->tail) != 0) goto oom;
-        x->groups_cap = gc;
-        x->head[g] = (uint32_t)e;
-        x->ngroups++;
-      } else {
-        x->next[x->tail[g]] = (uint32_t)e;
-      }
-      x->tail[g] = (uint32_t)e;
-      x->nentries++;
+      size_t g = group_of(x, j, &sh[j]);
+      if (g == PS_U64MAP_NONE) goto oom;
+      x->slotgroup[x->nentries++] = (uint32_t)g;
+      x->gstart[g]++;
     }
   }
+  x->rowoff[t->nrows] = (uint32_t)x->nentries;
+  /* counts -> starts; then each row into its groups, rows ascending */
+  uint32_t sum = 0;
+  for (size_t g = 0; g < x->ngroups; g++) { uint32_t c = x->gstart[g]; x->gstart[g] = sum; sum += c; }
+  if (x->gstart) x->gstart[x->ngroups] = sum;
+  if ((x->grows = malloc((x->nentries ? x->nentries : 1) * sizeof *x->grows)) == NULL) goto oom;
+  uint32_t *fill = malloc((x->ngroups ? x->ngroups : 1) * sizeof *fill);
+  if (fill == NULL) goto oom;
+  if (x->ngroups) memcpy(fill, x->gstart, x->ngroups * sizeof *fill);
+  for (size_t row = 0; row < t->nrows; row++)
+    for (uint32_t e = x->rowoff[row]; e < x->rowoff[row + 1]; e++)
+      x->grows[fill[x->slotgroup[e]]++] = (uint32_t)row;
+  free(fill);
   return x;
 oom:
   ps_slotix_free(x);
   return NULL;
 }
 
-long ps_slotix_find(const ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
-  size_t g = ps_u64map_get(&x->groups, slot_hash(j, sh));
-  return g == PS_U64MAP_NONE ? -1 : (long)x->head[g];
+size_t ps_slotix_ngroups(const ps_slotix *x) { return x->ngroups; }
+
+const uint32_t *ps_slotix_rows(const ps_slotix *x, long g, size_t *n) {
+  if (g < 0 || (size_t)g >= x->ngroups) { *n = 0; return NULL; }
+  *n = x->gstart[g + 1] - x->gstart[g];
+  return x->grows + x->gstart[g];
 }
 
-long ps_slotix_next(const ps_slotix *x, long e) {
-  uint32_t n = e >= 0 && (size_t)e < x->nentries ? x->next[e] : SLOT_END;
-  return n == SLOT_END ? -1 : (long)n;
+const uint32_t *ps_slotix_slots(const ps_slotix *x, size_t row, size_t *n) {
+  if (row >= x->nrows) { *n = 0; return NULL; }
+  *n = x->rowoff[row + 1] - x->rowoff[row];
+  return x->slotgroup + x->rowoff[row];
 }
 
-size_t ps_slotix_row(const ps_slotix *x, long e) { return x->row[e]; }
+void ps_slotix_shape(const ps_slotix *x, size_t g, ps_lookup_key_shape *sh) {
+  const int64_t *d = x->dims + x->gshape[g];
+  sh->rank = (int)d[0];
+  if (sh->rank > 0) memcpy(sh->dims, d + 2, (size_t)sh->rank * sizeof *d);
+}
 
 size_t ps_slotix_memory(const ps_slotix *x) {
-  return x->groups.size * sizeof(ps_u64map_slot) + x->groups_cap * 8 + x->entries_cap * 8;
+  return x->map.size * sizeof(ps_u64map_slot) + x->gcap * 8 + x->dcap * 8 + (x->nrows + 1) * 4 +
+         x->ecap * 4 + x->nentries * 4;
 }

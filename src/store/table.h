@@ -70,16 +70,16 @@ int ps_table_inputs(const ps_table *t, size_t row, int scol, int fcol, int n,
                     ps_lookup_key_shape *out, char *err, size_t errsize);
 
 /* The rows by the shape of each of their input slots (ps_table_inputs), for the slot search of
- * an exact lookup: "which rows have shape s at slot j", in file order. Keys are 64-bit hashes
- * of (j, shape): a walk may meet a row whose slot only collides, so callers compare. */
+ * an exact lookup: each distinct (slot j, shape) is a group; "which rows have shape s at slot
+ * j" is a group's rows (ascending), and a row's slots are a list of groups. */
 typedef struct ps_slotix ps_slotix;
 ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n);
 void ps_slotix_free(ps_slotix *x);
-/* First entry of slot j (0-based) with shape sh, or -1; ps_slotix_next walks the entry chain
- * (rows ascending), ps_slotix_row gives an entry's row. */
-long ps_slotix_find(const ps_slotix *x, int j, const ps_lookup_key_shape *sh);
-long ps_slotix_next(const ps_slotix *x, long e);
-size_t ps_slotix_row(const ps_slotix *x, long e);
+long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh);  /* -1: none */
+size_t ps_slotix_ngroups(const ps_slotix *x);
+const uint32_t *ps_slotix_rows(const ps_slotix *x, long g, size_t *n);      /* rows of group g */
+const uint32_t *ps_slotix_slots(const ps_slotix *x, size_t row, size_t *n); /* groups of a row */
+void ps_slotix_shape(const ps_slotix *x, size_t g, ps_lookup_key_shape *sh);
 size_t ps_slotix_memory(const ps_slotix *x);
 
 #endif
