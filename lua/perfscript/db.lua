@@ -650,18 +650,18 @@ local function scan_slots(S, upto)
   for _, i in ipairs(rows) do scan_row(S, i) end
 end
 
--- Every row before `upto`, group by group in order of their first row (a group's other rows
--- only when its first matched, or when explaining), then the rows the index skipped.
+-- Every row before `upto`, group by group in order of their first row, then the rows the
+-- index skipped. Rows of a group share the key, not the verdict: the first may have no valid
+-- latency or another EP Size, or differ from the others by the leading 1 the key strips (which
+-- padding, 1 -> 16, and the transposes see), so each row is checked.
 local function scan_groups(S, ix, upto)
   for g = 1, ix:ngroups() do
     local size, first = ix:group(g)
     if first >= upto then break end
-    local r = scan_row(S, first)
-    if size > 1 then
-      local rows = ix:rows(g)
-      for j = 2, #rows do
-        if r.ok or S.opts.explain then scan_row(S, rows[j]) end
-      end
+    if size == 1 then
+      scan_row(S, first)
+    else
+      for _, i in ipairs(ix:rows(g)) do scan_row(S, i) end
     end
   end
   for _, i in ipairs(ix:skipped()) do scan_row(S, i) end
