@@ -78,6 +78,12 @@ static size_t row_arg(lua_State *L, ps_table *t, int i) {
   return (size_t)r - 1;
 }
 
+static void push_cell(lua_State *L, const ps_table *t, size_t row, size_t col) {
+  size_t len;
+  const char *s = ps_table_text(t, row, col, &len);
+  lua_pushlstring(L, s, len);
+}
+
 static void push_sid(lua_State *L, ps_table *t, ps_sid id) {
   size_t len;
   const char *s = ps_table_str(t, id, &len);
@@ -158,7 +164,7 @@ static int t_cell(lua_State *L) {
   size_t r = row_arg(L, t, 2);
   int c = column_arg(L, t, 3);
   if (c < 0) return luaL_argerror(L, 3, "no such column");
-  push_sid(L, t, ps_table_cell(t, r, (size_t)c));
+  push_cell(L, t, r, (size_t)c);
   return 1;
 }
 
@@ -167,7 +173,7 @@ static int t_num(lua_State *L) {
   size_t r = row_arg(L, t, 2);
   int c = column_arg(L, t, 3);
   if (c < 0) return luaL_argerror(L, 3, "no such column");
-  double v = ps_table_num(t, ps_table_cell(t, r, (size_t)c));
+  double v = ps_table_cell_num(t, r, (size_t)c);
   if (isnan(v)) lua_pushnil(L);
   else lua_pushnumber(L, v);
   return 1;
@@ -181,7 +187,7 @@ static int t_nums(lua_State *L) {
   size_t n = ps_table_nrows(t);
   lua_createtable(L, (int)n, 0);
   for (size_t r = 0; r < n; r++) {
-    double v = ps_table_num(t, ps_table_cell(t, r, (size_t)c));
+    double v = ps_table_cell_num(t, r, (size_t)c);
     if (isnan(v)) lua_pushboolean(L, 0);
     else lua_pushnumber(L, v);
     lua_rawseti(L, -2, (lua_Integer)r + 1);
@@ -196,7 +202,7 @@ static int t_strs(lua_State *L) {
   size_t n = ps_table_nrows(t);
   lua_createtable(L, (int)n, 0);
   for (size_t r = 0; r < n; r++) {
-    push_sid(L, t, ps_table_cell(t, r, (size_t)c));
+    push_cell(L, t, r, (size_t)c);
     lua_rawseti(L, -2, (lua_Integer)r + 1);
   }
   return 1;
@@ -208,7 +214,7 @@ static int t_record(lua_State *L) {
   size_t n = ps_table_ncols(t);
   lua_createtable(L, 0, (int)n);
   for (size_t c = 0; c < n; c++) {
-    push_sid(L, t, ps_table_cell(t, r, c));
+    push_cell(L, t, r, c);
     lua_setfield(L, -2, ps_table_colname(t, c));
   }
   return 1;
@@ -282,14 +288,17 @@ typedef struct keyctx {
 
 static ps_sid row_component(ps_table *t, size_t row, const component *c, char *buf,
                             ps_sid *cache_b, ps_sid *cache_v, size_t ncache) {
+  if (c->col < 0 && c->kind == K_RAW) return 0;
+  if (c->kind == K_RAW) return ps_table_cell_interned(t, row, (size_t)c->col);
+  /* cell values (ids, or offsets in a plain column) stand for their texts within a column */
   ps_sid a = c->col >= 0 ? ps_table_cell(t, row, (size_t)c->col) : 0;
-  if (c->kind == K_RAW) return ps_table_interned(t, a);
-  ps_sid b = c->fcol >= 0 && c->kind == K_SHAPES ? ps_table_cell(t, row, (size_t)c->fcol) : 0;
+  int fmt = c->fcol >= 0 && c->kind == K_SHAPES;
+  ps_sid b = fmt ? ps_table_cell(t, row, (size_t)c->fcol) : 0;
   if (a < ncache && cache_v[a] != PS_SID_NONE && cache_b[a] == b) return cache_v[a];
   ps_sid v;
-  size_t len, flen;
-  const char *s = ps_table_str(t, a, &len);
-  const char *f = ps_table_str(t, b, &flen);
+  size_t len = 0, flen = 0;
+  const char *s = c->col >= 0 ? ps_table_text(t, row, (size_t)c->col, &len) : "";
+  const char *f = fmt ? ps_table_text(t, row, (size_t)c->fcol, &flen) : "";
   char err[256];
   long n = canon(c, s, len, c->fcol >= 0 ? f : NULL, flen, buf, err, sizeof err);
   v = n < 0 ? BAD : ps_table_intern(t, buf, (size_t)n);
@@ -447,7 +456,7 @@ static int t_inputs(lua_State *L) {
   push_parsed(L, sh, n);
   if (cd >= 0) {
     size_t dlen;
-    const char *d = ps_table_str(t, ps_table_cell(t, r, (size_t)cd), &dlen);
+    const char *d = ps_table_text(t, r, (size_t)cd, &dlen);
     push_list(L, d, dlen);
   } else {
     lua_newtable(L);
@@ -463,7 +472,7 @@ static int t_unquoted(lua_State *L) {
   int c = column_arg(L, t, 3);
   if (c < 0) return luaL_argerror(L, 3, "no such column");
   size_t len;
-  const char *s = ps_table_str(t, ps_table_cell(t, r, (size_t)c), &len);
+  const char *s = ps_table_text(t, r, (size_t)c, &len);
   const char *a = s, *b = s + len;
   while (a < b && *a == '"') a++;
   while (b > a && b[-1] == '"') b--;
@@ -883,7 +892,7 @@ static int sx_rows(lua_State *L) {
         ps_sid dsid = cd >= 0 ? ps_table_cell(t, row, (size_t)cd) : 0;
         if (!memo_get(dts, dsid, &good)) {
           size_t dlen = 0;
-          const char *d = cd >= 0 ? ps_table_str(t, dsid, &dlen) : "";
+          const char *d = cd >= 0 ? ps_table_text(t, row, (size_t)cd, &dlen) : "";
           const char *dp = d, *part;
           size_t plen;
           for (size_t i = 0; i < ns && good; i++)

@@ -28,21 +28,28 @@ size_t ps_table_ncols(const ps_table *t);
 const char *ps_table_path(const ps_table *t);
 const char *ps_table_colname(const ps_table *t, size_t col);
 int ps_table_column(const ps_table *t, const char *name);        /* exact name; -1 if absent */
+/* A cell's value: its string id, or in a plain column (ps_table_plain) the offset of its text
+ * in the column's pool; 0 is the empty text either way, and equal values in one column are
+ * equal texts. ps_table_text gives the text of any cell. */
 ps_sid ps_table_cell(const ps_table *t, size_t row, size_t col); /* 0 for a short row */
+int ps_table_plain(const ps_table *t, size_t col);
+const char *ps_table_text(const ps_table *t, size_t row, size_t col, size_t *len);
+/* The string id of the cell's text, interned now for a plain cell; PS_SID_NONE: no memory. */
+ps_sid ps_table_cell_interned(ps_table *t, size_t row, size_t col);
+/* The number in the cell (ps_num_parse: Python float()), NaN when empty or not a number. */
+double ps_table_cell_num(const ps_table *t, size_t row, size_t col);
 long ps_table_line(const ps_table *t, size_t row);               /* physical line of the record */
 size_t ps_table_nfields(const ps_table *t, size_t row);          /* fields the record had */
 
 const char *ps_table_str(const ps_table *t, ps_sid id, size_t *len);
 size_t ps_table_nstrings(const ps_table *t);
-/* Interns s (for derived keys); PS_SID_NONE when out of memory. Cells of mostly-distinct
- * columns (latencies) are stored plain, not interned: ps_table_find_str does not see them. */
+/* Interns s (for derived keys); PS_SID_NONE when out of memory. Cells of plain columns are not
+ * interned: ps_table_find_str does not see them. */
 ps_sid ps_table_intern(ps_table *t, const char *s, size_t len);
-/* The interned id of the same text as id (id itself unless it is a plain cell). */
-ps_sid ps_table_interned(ps_table *t, ps_sid id);
 /* The id of s if it is interned, else PS_SID_NONE (a query key nobody has cannot match). */
 ps_sid ps_table_find_str(const ps_table *t, const char *s, size_t len);
 
-/* The number in a cell's text (ps_num_parse: Python float()), NaN when empty or not a number. */
+/* The number in a string's text (ps_num_parse: Python float()), NaN when empty or not one. */
 double ps_table_num(ps_table *t, ps_sid id);
 
 size_t ps_table_memory(const ps_table *t);  /* bytes held, roughly */
