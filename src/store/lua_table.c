@@ -23,6 +23,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <xxhash.h>
+
 #include "lookup_key.h"
 #include "luabind.h"
 #include "table.h"
@@ -40,15 +42,21 @@ typedef struct table_ud { ps_table *t; char *keybuf; } table_ud;
 
 enum { K_RAW, K_LIST, K_SHAPES };
 
+/* slot: where the component's key starts in the C index's key; hashed: a shapes or list key of
+ * a plain column (a text per row, nearly all distinct) is held as the 64-bit hash of its
+ * canonical text in two slots instead of an interned string, which would cost the text, an
+ * id and a hash entry per row. Rows whose texts collide in 64 bits share a group. */
 typedef struct component {
-  int col, fcol, kind, n;
+  int col, fcol, kind, n, slot, hashed;
   unsigned flags;
 } component;
 
+#define MAXCOMP 8
+
 typedef struct index_ud {
   ps_index *ix;
-  size_t nkey;
-  component comp[PS_INDEX_MAXKEY];
+  size_t nkey, nslots;
+  component comp[MAXCOMP];
 } index_ud;
 
 static ps_table *check_table(lua_State *L, int i) {
@@ -283,7 +291,7 @@ typedef struct keyctx {
   index_ud *u;
   char *buf;
   size_t ncache;
-  ps_sid *cache_b[PS_INDEX_MAXKEY], *cache_v[PS_INDEX_MAXKEY];
+  ps_sid *cache_b[MAXCOMP], *cache_v[MAXCOMP];
 } keyctx;
 
 static ps_sid row_component(ps_table *t, size_t row, const component *c, char *buf,
@@ -306,12 +314,34 @@ static ps_sid row_component(ps_table *t, size_t row, const component *c, char *b
   return v;
 }
 
+static void put_hash(ps_sid *key, uint64_t h) {
+  key[0] = (ps_sid)(h & 0xffffffffu);
+  key[1] = (ps_sid)(h >> 32);
+}
+
+/* The canonical text of component c of a row into buf; its length or -1. */
+static long row_text(ps_table *t, size_t row, const component *c, char *buf) {
+  size_t len = 0, flen = 0;
+  int fmt = c->fcol >= 0 && c->kind == K_SHAPES;
+  const char *s = c->col >= 0 ? ps_table_text(t, row, (size_t)c->col, &len) : "";
+  const char *f = fmt ? ps_table_text(t, row, (size_t)c->fcol, &flen) : "";
+  char err[256];
+  return canon(c, s, len, c->fcol >= 0 ? f : NULL, flen, buf, err, sizeof err);
+}
+
 static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
   keyctx *k = ud;
   for (size_t i = 0; i < k->u->nkey; i++) {
-    key[i] = row_component(t, row, &k->u->comp[i], k->buf, k->cache_b[i], k->cache_v[i],
-                           k->ncache);
-    if (key[i] == BAD || key[i] == PS_SID_NONE) return 0;
+    const component *c = &k->u->comp[i];
+    if (c->hashed) {
+      long n = row_text(t, row, c, k->buf);
+      if (n < 0) return 0;
+      put_hash(key + c->slot, XXH3_64bits(k->buf, (size_t)n));
+      continue;
+    }
+    ps_sid v = row_component(t, row, c, k->buf, k->cache_b[i], k->cache_v[i], k->ncache);
+    if (v == BAD || v == PS_SID_NONE) return 0;
+    key[c->slot] = v;
   }
   return 1;
 }
@@ -320,7 +350,7 @@ static int t_index(lua_State *L) {
   ps_table *t = check_table(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   size_t n = lua_rawlen(L, 2);
-  luaL_argcheck(L, n >= 1 && n <= PS_INDEX_MAXKEY, 2, "1 to 8 key components");
+  luaL_argcheck(L, n >= 1 && n <= MAXCOMP, 2, "1 to 8 key components");
   index_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
   memset(u, 0, sizeof *u);
   luaL_setmetatable(L, INDEX);
@@ -329,19 +359,23 @@ static int t_index(lua_State *L) {
   u->nkey = n;
   for (size_t i = 0; i < n; i++) {
     lua_rawgeti(L, 2, (lua_Integer)i + 1);
-    parse_component(L, t, lua_gettop(L), &u->comp[i], 0);
+    component *c = &u->comp[i];
+    parse_component(L, t, lua_gettop(L), c, 0);
     lua_pop(L, 1);
+    c->hashed = c->kind != K_RAW && c->col >= 0 && ps_table_plain(t, (size_t)c->col);
+    c->slot = (int)u->nslots;
+    u->nslots += c->hashed ? 2 : 1;
   }
   keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0} };
   int ok = k.buf != NULL;
   for (size_t i = 0; i < n && ok; i++) {
-    if (u->comp[i].kind == K_RAW) continue;
+    if (u->comp[i].kind == K_RAW || u->comp[i].hashed) continue;
     k.cache_b[i] = malloc(k.ncache * sizeof(ps_sid));
     k.cache_v[i] = malloc(k.ncache * sizeof(ps_sid));
     ok = k.cache_b[i] && k.cache_v[i];
     if (ok) memset(k.cache_v[i], 0xff, k.ncache * sizeof(ps_sid));
   }
-  if (ok) u->ix = ps_index_build(t, n, keyfn, &k);
+  if (ok) u->ix = ps_index_build(t, u->nslots, keyfn, &k);
   free(k.buf);
   for (size_t i = 0; i < n; i++) { free(k.cache_b[i]); free(k.cache_v[i]); }
   if (u->ix == NULL) return luaL_error(L, "out of memory building an index");
@@ -585,15 +619,23 @@ static ps_table *index_table(lua_State *L, int i) {
   return t;
 }
 
-/* Reads the key texts at args 2..n+1; 0 when one of them is not interned (no row has it). */
+/* The key slots of component c for a query text; 0 when no row can have it (a text that is
+ * not interned). */
+static int text_key(ps_table *t, const component *c, const char *s, size_t len, ps_sid *key) {
+  if (c->hashed) { put_hash(key + c->slot, XXH3_64bits(s, len)); return 1; }
+  key[c->slot] = ps_table_find_str(t, s, len);
+  return key[c->slot] != PS_SID_NONE;
+}
+
+/* Reads the key texts at args 2..n+1; 0 when no row can have them. */
 static int key_args(lua_State *L, index_ud *u, ps_table *t, ps_sid *key) {
+  int ok = 1;
   for (size_t i = 0; i < u->nkey; i++) {
     size_t len;
     const char *s = luaL_checklstring(L, (int)i + 2, &len);
-    key[i] = ps_table_find_str(t, s, len);
-    if (key[i] == PS_SID_NONE) return 0;
+    ok = text_key(t, &u->comp[i], s, len, key) && ok;
   }
-  return 1;
+  return ok;
 }
 
 static int ix_find(lua_State *L) {
@@ -624,8 +666,7 @@ static int ix_find_keys(lua_State *L) {
   if (u->nkey == 2) {
     size_t len;
     const char *s = luaL_checklstring(L, 3, &len);
-    key[1] = ps_table_find_str(t, s, len);
-    have_rest = key[1] != PS_SID_NONE;
+    have_rest = text_key(t, &u->comp[1], s, len, key);
   }
   lua_Integer nk = (lua_Integer)lua_rawlen(L, 2);
   lua_newtable(L);
@@ -635,9 +676,9 @@ static int ix_find_keys(lua_State *L) {
     lua_rawgeti(L, 2, j);
     const char *s = lua_tolstring(L, -1, &len);
     if (s == NULL) return luaL_error(L, "find_keys: key %d is not a string", (int)j);
-    key[0] = have_rest ? ps_table_find_str(t, s, len) : PS_SID_NONE;
+    int ok = have_rest && text_key(t, &u->comp[0], s, len, key);
     lua_pop(L, 1);
-    if (key[0] == PS_SID_NONE) continue;
+    if (!ok) continue;
     for (long r = ps_index_find(u->ix, key); r >= 0; r = ps_index_next(u->ix, (size_t)r)) {
       lua_pushinteger(L, r + 1);
       lua_rawseti(L, -2, ++i);
@@ -660,7 +701,15 @@ static int ix_group(lua_State *L) {
   lua_pushinteger(L, ps_index_group_first(u->ix, (size_t)g - 1) + 1);
   const ps_sid *key = ps_index_group_key(u->ix, (size_t)g - 1);
   luaL_checkstack(L, (int)u->nkey, "key too long");
-  for (size_t i = 0; i < u->nkey; i++) push_sid(L, t, key[i]);
+  for (size_t i = 0; i < u->nkey; i++) {
+    const component *c = &u->comp[i];
+    if (!c->hashed) { push_sid(L, t, key[c->slot]); continue; }
+    /* a hashed key's text, made again from the group's first row */
+    luaL_Buffer b;
+    char *buf = luaL_buffinitsize(L, &b, KEYBUF);
+    long n = row_text(t, (size_t)ps_index_group_first(u->ix, (size_t)g - 1), c, buf);
+    luaL_pushresultsize(&b, n < 0 ? 0 : (size_t)n);
+  }
   return 2 + (int)u->nkey;
 }
 

@@ -13,7 +13,7 @@
 
 typedef uint32_t ps_sid;            /* interned string id; 0 is the empty string */
 #define PS_SID_NONE UINT32_MAX      /* "no such string" */
-#define PS_INDEX_MAXKEY 8
+#define PS_INDEX_MAXKEY 16
 
 typedef struct ps_table ps_table;
 typedef struct ps_index ps_index;
