@@ -822,12 +822,15 @@ static int m_pads(lua_State *L) {
  * query rewrite (match.normalize) accepts: as many input slots as qshapes, each dtype in the
  * group of the query's (when qdtypes), each input matched by a rule. The rows others drop
  * could not be candidates; the caller still checks the rows it gets. */
-typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; } slot_ud;
+typedef struct memo memo;
+typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; memo *memo; } slot_ud;
 
 static int sx_gc(lua_State *L) {
   slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
   ps_slotix_free(u->x);
   u->x = NULL;
+  free(u->memo);
+  u->memo = NULL;
   return 0;
 }
 
@@ -840,6 +843,7 @@ static int t_slot_index(lua_State *L) {
   if (lua_toboolean(L, 4) && (cf = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
   slot_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
   u->x = NULL;
+  u->memo = NULL;
   luaL_setmetatable(L, SLOTIX);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);  /* the index keeps its table alive */
@@ -860,20 +864,29 @@ static int same_group(const char *a, size_t alen, const char *b, size_t blen, in
   return af && bf;
 }
 
-/* Per call: the verdict on each slot group and each dtypes cell met, so that a walk over many
- * rows judges each distinct slot and dtypes cell once. Open addressing, key + 1 (0 = empty). */
-typedef struct memo { uint32_t key[512]; unsigned char val[512]; } memo;
+/* The verdicts of one call on each slot group and each dtypes cell met, so that a walk over
+ * many rows judges each distinct slot and dtypes cell once: open addressing over MEMO entries
+ * stamped with the call's number (no clearing between calls), probes cut short (an entry not
+ * found is judged again). */
+enum { MEMO = 4096, MEMO_PROBES = 8 };
+typedef struct memo { uint32_t key[MEMO], gen[MEMO]; unsigned char val[MEMO]; uint32_t now; } memo;
 
 static int memo_get(const memo *m, uint32_t k, int *v) {
-  for (uint32_t j = (k * 2654435761u) & 511, n = 0; n < 512 && m->key[j]; j = (j + 1) & 511, n++)
-    if (m->key[j] == k + 1) { *v = m->val[j]; return 1; }
+  for (uint32_t j = (k * 2654435761u) & (MEMO - 1), n = 0; n < MEMO_PROBES; j = (j + 1) & (MEMO - 1), n++) {
+    if (m->gen[j] != m->now) return 0;
+    if (m->key[j] == k) { *v = m->val[j]; return 1; }
+  }
   return 0;
 }
 
 static void memo_put(memo *m, uint32_t k, int v) {
-  for (uint32_t j = (k * 2654435761u) & 511, n = 0; n < 512; j = (j + 1) & 511, n++)
-    if (!m->key[j]) { m->key[j] = k + 1; m->val[j] = (unsigned char)v; return; }
-  /* full: not remembered, judged again next time */
+  for (uint32_t j = (k * 2654435761u) & (MEMO - 1), n = 0; n < MEMO_PROBES; j = (j + 1) & (MEMO - 1), n++)
+    if (m->gen[j] != m->now) { m->gen[j] = m->now; m->key[j] = k; m->val[j] = (unsigned char)v; return; }
+}
+
+/* A new call: every entry stale (the stamp wraps after 2^32 calls: then cleared). */
+static void memo_reset(memo *m) {
+  if (++m->now == 0) { memset(m->gen, 0, sizeof m->gen); m->now = 1; }
 }
 
 static int sx_rows(lua_State *L) {
@@ -908,9 +921,10 @@ static int sx_rows(lua_State *L) {
     qd[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[i]) : NULL;
     lua_pop(L, 1);  /* the strings stay alive in the query table */
   }
-  memo *slots = calloc(2, sizeof *slots);
-  if (slots == NULL) return luaL_error(L, "out of memory");
-  memo *dts = slots + 1;
+  if (u->memo == NULL && (u->memo = calloc(2, sizeof *u->memo)) == NULL) return luaL_error(L, "out of memory");
+  memo *slots = u->memo, *dts = u->memo + 1;
+  memo_reset(slots);
+  memo_reset(dts);
   lua_Integer k = 0, np = (lua_Integer)lua_rawlen(L, 2);
   for (lua_Integer p = 1; p + 1 <= np; p += 2) {
     lua_rawgeti(L, 2, p);
@@ -965,7 +979,6 @@ static int sx_rows(lua_State *L) {
       lua_rawseti(L, -2, ++k);
     }
   }
-  free(slots);
   return 1;
 }
 
