@@ -252,33 +252,16 @@ function Kmethods:_lookup_index(n)
   return s.lix[n]
 end
 
--- Rows by the shape of each input slot (FRACTAL_NZ restored), for the slots the lookup
--- compares (first n): {["j\0shape"] = {rows}}; inmemo: the lookup's parsed rows.
-function Kmethods:_slot_index(n, inmemo)
+-- The rows by the shape of each input slot (FRACTAL_NZ restored, first n slots): the C slot
+-- index of the lookup's slot search (perfscript.table's t:slot_index).
+function Kmethods:_slot_index(n)
   local s = self._
   s.slotix = s.slotix or {}
-  if s.slotix[n] then return s.slotix[n] end
-  local six = {}
-  for i = 1, #self:table() do
-    local memo = inmemo[i]
-    if memo == nil then
-      local shapes_i, dtypes_i = self:_inputs(i)
-      if shapes_i and n > 0 then
-        for j = n + 1, #shapes_i do shapes_i[j] = nil end
-        for j = n + 1, #dtypes_i do dtypes_i[j] = nil end
-      end
-      memo = { shapes_i, dtypes_i }
-      inmemo[i] = memo
-    end
-    for j, sh in ipairs(memo[1] or {}) do
-      local k = j .. "\0" .. match.shapes_text({ sh })
-      local l = six[k]
-      if not l then l = {}; six[k] = l end
-      l[#l + 1] = i
-    end
+  if not s.slotix[n] then
+    local t = self:table()
+    s.slotix[n] = t:slot_index(n, t:column(M.IS), t:column(M.IF) or false)
   end
-  s.slotix[n] = six
-  return six
+  return s.slotix[n]
 end
 
 -- Input shapes (FRACTAL_NZ restored, as the consumer compares them) and dtypes of row i.
@@ -650,29 +633,35 @@ end
 -- strip, transpose, flatten, ...): one of its slots has a key of the query's slot variants, so
 -- only the rows the slot index gives for those need a check.
 local function scan_slots(S, upto)
-  local six = S.k:_slot_index(S.n, S.inmemo)
-  local seen = {}
+  local name, t = S.k.name, S.t
+  local pairs_ = {}
   for j, tc in ipairs(S.q.shapes) do
-    for _, v in ipairs(match.slot_variants(S.k.name, j, tc)) do
-      for _, i in ipairs(six[j .. "\0" .. match.shapes_text({ v })] or {}) do
-        if i < upto and not seen[i] then seen[i] = true; scan_row(S, i) end
-      end
+    for _, v in ipairs(match.slot_variants(name, j, tc)) do
+      pairs_[#pairs_ + 1] = j
+      pairs_[#pairs_ + 1] = v
     end
   end
+  if #pairs_ == 0 then return end
+  -- the C search drops the rows match.row would refuse (a kernel without a query rewrite:
+  -- scan_bound's by_slots); scan_row still checks the others
+  if upto > #t then upto = #t + 1 end
+  local rows = S.k:_slot_index(S.n):rows(pairs_, upto, S.q.shapes, S.q.dtypes, match.kind(name),
+                                         match.FLOAT_GROUP[name] or false, t:column(M.IDT) or false)
+  for _, i in ipairs(rows) do scan_row(S, i) end
 end
 
--- Every row before `upto`, group by group in order of their first row (a group's other rows
--- only when its first matched, or when explaining), then the rows the index skipped.
+-- Every row before `upto`, group by group in order of their first row, then the rows the
+-- index skipped. Rows of a group share the key, not the verdict: the first may have no valid
+-- latency or another EP Size, or differ from the others by the leading 1 the key strips (which
+-- padding, 1 -> 16, and the transposes see), so each row is checked.
 local function scan_groups(S, ix, upto)
   for g = 1, ix:ngroups() do
     local size, first = ix:group(g)
     if first >= upto then break end
-    local r = scan_row(S, first)
-    if size > 1 then
-      local rows = ix:rows(g)
-      for j = 2, #rows do
-        if r.ok or S.opts.explain then scan_row(S, rows[j]) end
-      end
+    if size == 1 then
+      scan_row(S, first)
+    else
+      for _, i in ipairs(ix:rows(g)) do scan_row(S, i) end
     end
   end
   for _, i in ipairs(ix:skipped()) do scan_row(S, i) end

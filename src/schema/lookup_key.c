@@ -177,3 +177,88 @@ long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t
   }
   return (long)b.len;
 }
+
+/* ---- input rules ------------------------------------------------------------------------ */
+
+const char *ps_lookup_rule_name(int rule) {
+  static const char *const names[] = {
+    NULL, "identity", "batch_strip", "singleton_axis_transpose", "transpose",
+    "batched_transpose", "padding", "batch_strip+padding", "flatten_3d", "flatten_3d+padding",
+    "merge_last_dims", "merge_last_dims+padding"
+  };
+  return rule > 0 && rule < (int)(sizeof names / sizeof *names) ? names[rule] : NULL;
+}
+
+/* Lua's integer operators: + and * wrap around, // floors. */
+static int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static int64_t fdiv(int64_t a, int64_t b) {  /* b > 0 */
+  int64_t q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+static int64_t up(int64_t csv, int64_t block) { return wmul(fdiv(wadd(csv, block - 1), block), block); }
+
+int ps_lookup_padded(int64_t tc, int64_t csv) {
+  if (tc <= csv || (int64_t)((uint64_t)tc - (uint64_t)csv) >= 64) return 0;
+  return tc == up(csv, 16) || tc == up(csv, 32) || tc == up(csv, 64) || (csv >= 64 && tc == up(csv, 8));
+}
+
+static int eq(const ps_lookup_key_shape *a, const ps_lookup_key_shape *b) {
+  if (a->rank < 0 || b->rank < 0) return a->rank < 0 && b->rank < 0;
+  if (a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++) if (a->dims[i] != b->dims[i]) return 0;
+  return 1;
+}
+
+static void strip1(const ps_lookup_key_shape *s, ps_lookup_key_shape *out) {
+  if (s->rank <= 1 || s->dims[0] != 1) { *out = *s; return; }
+  out->rank = s->rank - 1;
+  memcpy(out->dims, s->dims + 1, (size_t)out->rank * sizeof *out->dims);
+}
+
+int ps_lookup_pads(const ps_lookup_key_shape *tc, const ps_lookup_key_shape *csv) {
+  if (tc->rank < 0 || csv->rank < 0 || tc->rank != csv->rank) return 0;
+  int any = 0;
+  for (int i = 0; i < tc->rank; i++) {
+    if (tc->dims[i] == csv->dims[i]) continue;
+    if (!ps_lookup_padded(tc->dims[i], csv->dims[i])) return 0;
+    any = 1;
+  }
+  return any;
+}
+
+int ps_lookup_rule(unsigned kind, int i, const ps_lookup_key_shape *tc,
+                   const ps_lookup_key_shape *csv) {
+  if (eq(tc, csv)) return PS_RULE_IDENTITY;
+  ps_lookup_key_shape st, sc;
+  strip1(tc, &st);
+  strip1(csv, &sc);
+  if (eq(&st, &sc) || eq(&st, csv)) return PS_RULE_BATCH_STRIP;
+  if (tc->rank < 0 || csv->rank < 0) return PS_RULE_NONE;
+  const int64_t *t = tc->dims, *c = csv->dims, *s = st.dims;
+  if ((kind & PS_RULE_KIND_INDEX) && tc->rank == 2 && csv->rank == 2 && t[0] == 1 && c[1] == 1 &&
+      c[0] == t[1])
+    return PS_RULE_SINGLETON_AXIS_TRANSPOSE;
+  if ((kind & PS_RULE_KIND_MATMUL) && i >= 2) {
+    if (st.rank == 2 && csv->rank == 2 && s[0] == c[1] && s[1] == c[0]) return PS_RULE_TRANSPOSE;
+    if (st.rank == 3 && csv->rank == 3 && s[0] == c[0] && s[1] == c[2] && s[2] == c[1])
+      return PS_RULE_BATCHED_TRANSPOSE;
+  }
+  if (ps_lookup_pads(&st, csv)) return PS_RULE_PADDING;
+  if (ps_lookup_pads(&st, &sc)) return PS_RULE_BATCH_STRIP_PADDING;
+  if ((kind & PS_RULE_KIND_FLATTEN_3D) && csv->rank == 2) {
+    const ps_lookup_key_shape *s3 = st.rank == 3 ? &st : tc->rank == 3 ? tc : NULL;
+    if (s3) {
+      ps_lookup_key_shape f = { 2, { wmul(s3->dims[0], s3->dims[1]), s3->dims[2] } };
+      if (eq(&f, csv)) return PS_RULE_FLATTEN_3D;
+      if (ps_lookup_pads(&f, csv)) return PS_RULE_FLATTEN_3D_PADDING;
+      if (kind & PS_RULE_KIND_MERGE_LAST) {
+        f.dims[0] = s3->dims[0];
+        f.dims[1] = wmul(s3->dims[1], s3->dims[2]);
+        if (eq(&f, csv)) return PS_RULE_MERGE_LAST_DIMS;
+        if (ps_lookup_pads(&f, csv)) return PS_RULE_MERGE_LAST_DIMS_PADDING;
+      }
+    }
+  }
+  return PS_RULE_NONE;
+}

@@ -57,4 +57,38 @@ long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *
 long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t flen, int n,
                      unsigned flags, char *out, size_t cap, char *err, size_t errsize);
 
+/* ---- the consumer's per-input shape rules (docs/rules.md, Lookups) ------------------------
+ * The one home of _inputs_match's conditions; perfscript.db.match calls them (match.rule,
+ * match.padded) and the table's slot search filters rows with them. Kinds of kernel that
+ * enable a rule (the kernel sets stay in match.lua): */
+enum {
+  PS_RULE_KIND_MATMUL = 1,      /* transpose, batched_transpose of inputs 2.. */
+  PS_RULE_KIND_FLATTEN_3D = 2,  /* flatten_3d */
+  PS_RULE_KIND_MERGE_LAST = 4,  /* merge_last_dims */
+  PS_RULE_KIND_INDEX = 8,       /* singleton_axis_transpose */
+};
+
+enum {
+  PS_RULE_NONE, PS_RULE_IDENTITY, PS_RULE_BATCH_STRIP, PS_RULE_SINGLETON_AXIS_TRANSPOSE,
+  PS_RULE_TRANSPOSE, PS_RULE_BATCHED_TRANSPOSE, PS_RULE_PADDING, PS_RULE_BATCH_STRIP_PADDING,
+  PS_RULE_FLATTEN_3D, PS_RULE_FLATTEN_3D_PADDING, PS_RULE_MERGE_LAST_DIMS,
+  PS_RULE_MERGE_LAST_DIMS_PADDING
+};
+
+/* The rule's name as the consumer reports it ("identity", "batch_strip+padding", ...); NULL
+ * for PS_RULE_NONE. */
+const char *ps_lookup_rule_name(int rule);
+
+/* tc is the csv dimension block-padded (by 16, 32 or 64; by 8 from 64 up); Lua integer
+ * arithmetic (wrap-around, floor division). */
+int ps_lookup_padded(int64_t tc, int64_t csv);
+
+/* Every dimension of tc equal to csv's or block-padded from it, at least one padded. */
+int ps_lookup_pads(const ps_lookup_key_shape *tc, const ps_lookup_key_shape *csv);
+
+/* The first rule that makes TC input i (1-based) match the row's shape csv, or PS_RULE_NONE.
+ * A rank-0 shape that is not the scalar is allowed (an empty dimension list). */
+int ps_lookup_rule(unsigned kind, int i, const ps_lookup_key_shape *tc,
+                   const ps_lookup_key_shape *csv);
+
 #endif

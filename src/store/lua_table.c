@@ -23,6 +23,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <xxhash.h>
+
 #include "lookup_key.h"
 #include "luabind.h"
 #include "table.h"
@@ -30,6 +32,7 @@
 
 #define TABLE "perfscript.table"
 #define INDEX "perfscript.table.index"
+#define SLOTIX "perfscript.table.slots"
 #define KEYBUF 65536
 #define BAD (PS_SID_NONE - 1)
 
@@ -39,15 +42,21 @@ typedef struct table_ud { ps_table *t; char *keybuf; } table_ud;
 
 enum { K_RAW, K_LIST, K_SHAPES };
 
+/* slot: where the component's key starts in the C index's key; hashed: a shapes or list key of
+ * a plain column (a text per row, nearly all distinct) is held as the 64-bit hash of its
+ * canonical text in two slots instead of an interned string, which would cost the text, an
+ * id and a hash entry per row. Rows whose texts collide in 64 bits share a group. */
 typedef struct component {
-  int col, fcol, kind, n;
+  int col, fcol, kind, n, slot, hashed;
   unsigned flags;
 } component;
 
+#define MAXCOMP 8
+
 typedef struct index_ud {
   ps_index *ix;
-  size_t nkey;
-  component comp[PS_INDEX_MAXKEY];
+  size_t nkey, nslots;
+  component comp[MAXCOMP];
 } index_ud;
 
 static ps_table *check_table(lua_State *L, int i) {
@@ -75,6 +84,12 @@ static size_t row_arg(lua_State *L, ps_table *t, int i) {
   lua_Integer r = luaL_checkinteger(L, i);
   luaL_argcheck(L, r >= 1 && (size_t)r <= ps_table_nrows(t), i, "row out of range");
   return (size_t)r - 1;
+}
+
+static void push_cell(lua_State *L, const ps_table *t, size_t row, size_t col) {
+  size_t len;
+  const char *s = ps_table_text(t, row, col, &len);
+  lua_pushlstring(L, s, len);
 }
 
 static void push_sid(lua_State *L, ps_table *t, ps_sid id) {
@@ -157,7 +172,7 @@ static int t_cell(lua_State *L) {
   size_t r = row_arg(L, t, 2);
   int c = column_arg(L, t, 3);
   if (c < 0) return luaL_argerror(L, 3, "no such column");
-  push_sid(L, t, ps_table_cell(t, r, (size_t)c));
+  push_cell(L, t, r, (size_t)c);
   return 1;
 }
 
@@ -166,7 +181,7 @@ static int t_num(lua_State *L) {
   size_t r = row_arg(L, t, 2);
   int c = column_arg(L, t, 3);
   if (c < 0) return luaL_argerror(L, 3, "no such column");
-  double v = ps_table_num(t, ps_table_cell(t, r, (size_t)c));
+  double v = ps_table_cell_num(t, r, (size_t)c);
   if (isnan(v)) lua_pushnil(L);
   else lua_pushnumber(L, v);
   return 1;
@@ -180,7 +195,7 @@ static int t_nums(lua_State *L) {
   size_t n = ps_table_nrows(t);
   lua_createtable(L, (int)n, 0);
   for (size_t r = 0; r < n; r++) {
-    double v = ps_table_num(t, ps_table_cell(t, r, (size_t)c));
+    double v = ps_table_cell_num(t, r, (size_t)c);
     if (isnan(v)) lua_pushboolean(L, 0);
     else lua_pushnumber(L, v);
     lua_rawseti(L, -2, (lua_Integer)r + 1);
@@ -195,7 +210,7 @@ static int t_strs(lua_State *L) {
   size_t n = ps_table_nrows(t);
   lua_createtable(L, (int)n, 0);
   for (size_t r = 0; r < n; r++) {
-    push_sid(L, t, ps_table_cell(t, r, (size_t)c));
+    push_cell(L, t, r, (size_t)c);
     lua_rawseti(L, -2, (lua_Integer)r + 1);
   }
   return 1;
@@ -207,7 +222,7 @@ static int t_record(lua_State *L) {
   size_t n = ps_table_ncols(t);
   lua_createtable(L, 0, (int)n);
   for (size_t c = 0; c < n; c++) {
-    push_sid(L, t, ps_table_cell(t, r, c));
+    push_cell(L, t, r, c);
     lua_setfield(L, -2, ps_table_colname(t, c));
   }
   return 1;
@@ -276,19 +291,22 @@ typedef struct keyctx {
   index_ud *u;
   char *buf;
   size_t ncache;
-  ps_sid *cache_b[PS_INDEX_MAXKEY], *cache_v[PS_INDEX_MAXKEY];
+  ps_sid *cache_b[MAXCOMP], *cache_v[MAXCOMP];
 } keyctx;
 
 static ps_sid row_component(ps_table *t, size_t row, const component *c, char *buf,
                             ps_sid *cache_b, ps_sid *cache_v, size_t ncache) {
+  if (c->col < 0 && c->kind == K_RAW) return 0;
+  if (c->kind == K_RAW) return ps_table_cell_interned(t, row, (size_t)c->col);
+  /* cell values (ids, or offsets in a plain column) stand for their texts within a column */
   ps_sid a = c->col >= 0 ? ps_table_cell(t, row, (size_t)c->col) : 0;
-  if (c->kind == K_RAW) return ps_table_interned(t, a);
-  ps_sid b = c->fcol >= 0 && c->kind == K_SHAPES ? ps_table_cell(t, row, (size_t)c->fcol) : 0;
+  int fmt = c->fcol >= 0 && c->kind == K_SHAPES;
+  ps_sid b = fmt ? ps_table_cell(t, row, (size_t)c->fcol) : 0;
   if (a < ncache && cache_v[a] != PS_SID_NONE && cache_b[a] == b) return cache_v[a];
   ps_sid v;
-  size_t len, flen;
-  const char *s = ps_table_str(t, a, &len);
-  const char *f = ps_table_str(t, b, &flen);
+  size_t len = 0, flen = 0;
+  const char *s = c->col >= 0 ? ps_table_text(t, row, (size_t)c->col, &len) : "";
+  const char *f = fmt ? ps_table_text(t, row, (size_t)c->fcol, &flen) : "";
   char err[256];
   long n = canon(c, s, len, c->fcol >= 0 ? f : NULL, flen, buf, err, sizeof err);
   v = n < 0 ? BAD : ps_table_intern(t, buf, (size_t)n);
@@ -296,12 +314,34 @@ static ps_sid row_component(ps_table *t, size_t row, const component *c, char *b
   return v;
 }
 
+static void put_hash(ps_sid *key, uint64_t h) {
+  key[0] = (ps_sid)(h & 0xffffffffu);
+  key[1] = (ps_sid)(h >> 32);
+}
+
+/* The canonical text of component c of a row into buf; its length or -1. */
+static long row_text(ps_table *t, size_t row, const component *c, char *buf) {
+  size_t len = 0, flen = 0;
+  int fmt = c->fcol >= 0 && c->kind == K_SHAPES;
+  const char *s = c->col >= 0 ? ps_table_text(t, row, (size_t)c->col, &len) : "";
+  const char *f = fmt ? ps_table_text(t, row, (size_t)c->fcol, &flen) : "";
+  char err[256];
+  return canon(c, s, len, c->fcol >= 0 ? f : NULL, flen, buf, err, sizeof err);
+}
+
 static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
   keyctx *k = ud;
   for (size_t i = 0; i < k->u->nkey; i++) {
-    key[i] = row_component(t, row, &k->u->comp[i], k->buf, k->cache_b[i], k->cache_v[i],
-                           k->ncache);
-    if (key[i] == BAD || key[i] == PS_SID_NONE) return 0;
+    const component *c = &k->u->comp[i];
+    if (c->hashed) {
+      long n = row_text(t, row, c, k->buf);
+      if (n < 0) return 0;
+      put_hash(key + c->slot, XXH3_64bits(k->buf, (size_t)n));
+      continue;
+    }
+    ps_sid v = row_component(t, row, c, k->buf, k->cache_b[i], k->cache_v[i], k->ncache);
+    if (v == BAD || v == PS_SID_NONE) return 0;
+    key[c->slot] = v;
   }
   return 1;
 }
@@ -310,7 +350,7 @@ static int t_index(lua_State *L) {
   ps_table *t = check_table(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   size_t n = lua_rawlen(L, 2);
-  luaL_argcheck(L, n >= 1 && n <= PS_INDEX_MAXKEY, 2, "1 to 8 key components");
+  luaL_argcheck(L, n >= 1 && n <= MAXCOMP, 2, "1 to 8 key components");
   index_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
   memset(u, 0, sizeof *u);
   luaL_setmetatable(L, INDEX);
@@ -319,19 +359,23 @@ static int t_index(lua_State *L) {
   u->nkey = n;
   for (size_t i = 0; i < n; i++) {
     lua_rawgeti(L, 2, (lua_Integer)i + 1);
-    parse_component(L, t, lua_gettop(L), &u->comp[i], 0);
+    component *c = &u->comp[i];
+    parse_component(L, t, lua_gettop(L), c, 0);
     lua_pop(L, 1);
+    c->hashed = c->kind != K_RAW && c->col >= 0 && ps_table_plain(t, (size_t)c->col);
+    c->slot = (int)u->nslots;
+    u->nslots += c->hashed ? 2 : 1;
   }
   keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0} };
   int ok = k.buf != NULL;
   for (size_t i = 0; i < n && ok; i++) {
-    if (u->comp[i].kind == K_RAW) continue;
+    if (u->comp[i].kind == K_RAW || u->comp[i].hashed) continue;
     k.cache_b[i] = malloc(k.ncache * sizeof(ps_sid));
     k.cache_v[i] = malloc(k.ncache * sizeof(ps_sid));
     ok = k.cache_b[i] && k.cache_v[i];
     if (ok) memset(k.cache_v[i], 0xff, k.ncache * sizeof(ps_sid));
   }
-  if (ok) u->ix = ps_index_build(t, n, keyfn, &k);
+  if (ok) u->ix = ps_index_build(t, u->nslots, keyfn, &k);
   free(k.buf);
   for (size_t i = 0; i < n; i++) { free(k.cache_b[i]); free(k.cache_v[i]); }
   if (u->ix == NULL) return luaL_error(L, "out of memory building an index");
@@ -357,12 +401,7 @@ static int t_key(lua_State *L) {
 
 /* Parses shapes text (FRACTAL_NZ restored by formats when f is not NULL) and pushes
  * {{d, ...}, {scalar = true}, ...}; or pushes nil, why. Returns the count pushed. */
-static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, size_t flen) {
-  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
-  char err[256];
-  int n = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
-  if (n < 0) return ps_fail(L, err);
-  if (f && ps_lookup_key_restore(sh, n, f, flen, err, sizeof err) != 0) return ps_fail(L, err);
+static void push_parsed(lua_State *L, const ps_lookup_key_shape *sh, int n) {
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     if (sh[i].rank < 0) {
@@ -378,6 +417,15 @@ static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, s
     }
     lua_rawseti(L, -2, i + 1);
   }
+}
+
+static int push_shapes(lua_State *L, const char *s, size_t len, const char *f, size_t flen) {
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  char err[256];
+  int n = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
+  if (n < 0) return ps_fail(L, err);
+  if (f && ps_lookup_key_restore(sh, n, f, flen, err, sizeof err) != 0) return ps_fail(L, err);
+  push_parsed(L, sh, n);
   return 1;
 }
 
@@ -391,17 +439,15 @@ static int t_shapes(lua_State *L) {
 }
 
 
-/* Pushes the list of a cell as perfscript.db.match.list makes it: the non-empty runs between
+/* The next part of a list cell as perfscript.db.match.list makes it: the non-empty runs between
  * ';', those holding a space or '"' trimmed of leading and trailing spaces and quotes, empty
- * results dropped. */
-static void push_list(lua_State *L, const char *s, size_t len) {
-  lua_newtable(L);
-  lua_Integer k = 0;
-  const char *p = s, *end = s + len;
-  while (p < end) {
-    const char *q = memchr(p, ';', (size_t)(end - p));
+ * results dropped. *p walks the cell; 0 when no part is left. */
+static int list_part(const char **p, const char *end, const char **part, size_t *plen) {
+  while (*p < end) {
+    const char *q = memchr(*p, ';', (size_t)(end - *p));
     if (q == NULL) q = end;
-    const char *a = p, *b = q;
+    const char *a = *p, *b = q;
+    *p = q + 1;
     int trim = 0;
     for (const char *c = a; c < b; c++)
       if (*c == '"' || ps_is_space(*c)) { trim = 1; break; }
@@ -409,11 +455,19 @@ static void push_list(lua_State *L, const char *s, size_t len) {
       while (a < b && (*a == '"' || ps_is_space(*a))) a++;
       while (b > a && (b[-1] == '"' || ps_is_space(b[-1]))) b--;
     }
-    if (b > a) {
-      lua_pushlstring(L, a, (size_t)(b - a));
-      lua_rawseti(L, -2, ++k);
-    }
-    p = q + 1;
+    if (b > a) { *part = a; *plen = (size_t)(b - a); return 1; }
+  }
+  return 0;
+}
+
+static void push_list(lua_State *L, const char *s, size_t len) {
+  lua_newtable(L);
+  lua_Integer k = 0;
+  const char *p = s, *part;
+  size_t plen;
+  while (list_part(&p, s + len, &part, &plen)) {
+    lua_pushlstring(L, part, plen);
+    lua_rawseti(L, -2, ++k);
   }
 }
 
@@ -429,14 +483,14 @@ static int t_inputs(lua_State *L) {
   int cf = -1, cd = -1;
   if (lua_toboolean(L, 4) && (cf = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
   if (lua_toboolean(L, 5) && (cd = column_arg(L, t, 5)) < 0) return luaL_argerror(L, 5, "no such column");
-  size_t len, flen = 0;
-  const char *s = ps_table_str(t, ps_table_cell(t, r, (size_t)cs), &len);
-  const char *f = cf >= 0 ? ps_table_str(t, ps_table_cell(t, r, (size_t)cf), &flen) : NULL;
-  int n = push_shapes(L, s, len, f, flen);
-  if (n != 1) return n;
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  char err[256];
+  int n = ps_table_inputs(t, r, cs, cf, 0, sh, err, sizeof err);
+  if (n < 0) return ps_fail(L, err);
+  push_parsed(L, sh, n);
   if (cd >= 0) {
     size_t dlen;
-    const char *d = ps_table_str(t, ps_table_cell(t, r, (size_t)cd), &dlen);
+    const char *d = ps_table_text(t, r, (size_t)cd, &dlen);
     push_list(L, d, dlen);
   } else {
     lua_newtable(L);
@@ -452,7 +506,7 @@ static int t_unquoted(lua_State *L) {
   int c = column_arg(L, t, 3);
   if (c < 0) return luaL_argerror(L, 3, "no such column");
   size_t len;
-  const char *s = ps_table_str(t, ps_table_cell(t, r, (size_t)c), &len);
+  const char *s = ps_table_text(t, r, (size_t)c, &len);
   const char *a = s, *b = s + len;
   while (a < b && *a == '"') a++;
   while (b > a && b[-1] == '"') b--;
@@ -565,15 +619,23 @@ static ps_table *index_table(lua_State *L, int i) {
   return t;
 }
 
-/* Reads the key texts at args 2..n+1; 0 when one of them is not interned (no row has it). */
+/* The key slots of component c for a query text; 0 when no row can have it (a text that is
+ * not interned). */
+static int text_key(ps_table *t, const component *c, const char *s, size_t len, ps_sid *key) {
+  if (c->hashed) { put_hash(key + c->slot, XXH3_64bits(s, len)); return 1; }
+  key[c->slot] = ps_table_find_str(t, s, len);
+  return key[c->slot] != PS_SID_NONE;
+}
+
+/* Reads the key texts at args 2..n+1; 0 when no row can have them. */
 static int key_args(lua_State *L, index_ud *u, ps_table *t, ps_sid *key) {
+  int ok = 1;
   for (size_t i = 0; i < u->nkey; i++) {
     size_t len;
     const char *s = luaL_checklstring(L, (int)i + 2, &len);
-    key[i] = ps_table_find_str(t, s, len);
-    if (key[i] == PS_SID_NONE) return 0;
+    ok = text_key(t, &u->comp[i], s, len, key) && ok;
   }
-  return 1;
+  return ok;
 }
 
 static int ix_find(lua_State *L) {
@@ -604,8 +666,7 @@ static int ix_find_keys(lua_State *L) {
   if (u->nkey == 2) {
     size_t len;
     const char *s = luaL_checklstring(L, 3, &len);
-    key[1] = ps_table_find_str(t, s, len);
-    have_rest = key[1] != PS_SID_NONE;
+    have_rest = text_key(t, &u->comp[1], s, len, key);
   }
   lua_Integer nk = (lua_Integer)lua_rawlen(L, 2);
   lua_newtable(L);
@@ -615,9 +676,9 @@ static int ix_find_keys(lua_State *L) {
     lua_rawgeti(L, 2, j);
     const char *s = lua_tolstring(L, -1, &len);
     if (s == NULL) return luaL_error(L, "find_keys: key %d is not a string", (int)j);
-    key[0] = have_rest ? ps_table_find_str(t, s, len) : PS_SID_NONE;
+    int ok = have_rest && text_key(t, &u->comp[0], s, len, key);
     lua_pop(L, 1);
-    if (key[0] == PS_SID_NONE) continue;
+    if (!ok) continue;
     for (long r = ps_index_find(u->ix, key); r >= 0; r = ps_index_next(u->ix, (size_t)r)) {
       lua_pushinteger(L, r + 1);
       lua_rawseti(L, -2, ++i);
@@ -640,7 +701,15 @@ static int ix_group(lua_State *L) {
   lua_pushinteger(L, ps_index_group_first(u->ix, (size_t)g - 1) + 1);
   const ps_sid *key = ps_index_group_key(u->ix, (size_t)g - 1);
   luaL_checkstack(L, (int)u->nkey, "key too long");
-  for (size_t i = 0; i < u->nkey; i++) push_sid(L, t, key[i]);
+  for (size_t i = 0; i < u->nkey; i++) {
+    const component *c = &u->comp[i];
+    if (!c->hashed) { push_sid(L, t, key[c->slot]); continue; }
+    /* a hashed key's text, made again from the group's first row */
+    luaL_Buffer b;
+    char *buf = luaL_buffinitsize(L, &b, KEYBUF);
+    long n = row_text(t, (size_t)ps_index_group_first(u->ix, (size_t)g - 1), c, buf);
+    luaL_pushresultsize(&b, n < 0 ? 0 : (size_t)n);
+  }
   return 2 + (int)u->nkey;
 }
 
@@ -686,12 +755,245 @@ static int ix_skipped(lua_State *L) {
   return 1;
 }
 
+
+/* ---- the consumer's input rules (lookup_key.h), for perfscript.db.match -------------------- */
+
+/* A shape as perfscript.db.match holds it ({d, ...} or {scalar = true}) into sh; 0 when it
+ * cannot be one (a dimension that is not an integer, more than PS_LOOKUP_KEY_MAXRANK). */
+static int shape_from(lua_State *L, int i, ps_lookup_key_shape *sh) {
+  if (lua_type(L, i) != LUA_TTABLE) return 0;
+  lua_getfield(L, i, "scalar");
+  int scalar = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (scalar) { sh->rank = -1; return 1; }
+  lua_Unsigned r = lua_rawlen(L, i);
+  if (r > PS_LOOKUP_KEY_MAXRANK) return 0;
+  sh->rank = (int)r;
+  for (int d = 0; d < sh->rank; d++) {
+    int ok;
+    lua_rawgeti(L, i, d + 1);
+    sh->dims[d] = (int64_t)lua_tointegerx(L, -1, &ok);
+    lua_pop(L, 1);
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+/* Reads two shape arguments; 0 when one is a table that cannot be a row's shape (more than 16
+ * dimensions, one not an integer), which then matches nothing. */
+static int shape_args(lua_State *L, int i, ps_lookup_key_shape *a, ps_lookup_key_shape *b) {
+  luaL_checktype(L, i, LUA_TTABLE);
+  luaL_checktype(L, i + 1, LUA_TTABLE);
+  return shape_from(L, i, a) && shape_from(L, i + 1, b);
+}
+
+/* T.rule(kind, i, tc, csv) -> the rule's name or nil (kind: T.KIND_* bits). */
+static int m_rule(lua_State *L) {
+  unsigned kind = (unsigned)luaL_checkinteger(L, 1);
+  lua_Integer i = luaL_checkinteger(L, 2);
+  ps_lookup_key_shape tc, csv;
+  const char *name = NULL;
+  if (shape_args(L, 3, &tc, &csv))
+    name = ps_lookup_rule_name(ps_lookup_rule(kind, i > INT32_MAX ? INT32_MAX : i < INT32_MIN ? INT32_MIN : (int)i,
+                                              &tc, &csv));
+  if (name) lua_pushstring(L, name);
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* T.padded(tc, csv) -> whether the dimension tc is csv block-padded. */
+static int m_padded(lua_State *L) {
+  lua_pushboolean(L, ps_lookup_padded((int64_t)luaL_checkinteger(L, 1), (int64_t)luaL_checkinteger(L, 2)));
+  return 1;
+}
+
+/* T.pads(tc, csv) -> every dimension equal or block-padded, at least one padded. */
+static int m_pads(lua_State *L) {
+  ps_lookup_key_shape tc, csv;
+  lua_pushboolean(L, shape_args(L, 1, &tc, &csv) && ps_lookup_pads(&tc, &csv));
+  return 1;
+}
+
+/* ---- the slot search of an exact lookup ---------------------------------------------------
+ *   local x = t:slot_index(n, shapes_col [, formats_col])
+ *   x:rows(pairs, upto, qshapes, qdtypes | nil, kind, float_group, dtypes_col | nil) -> {rows}
+ * pairs = {j1, shape1, j2, shape2, ...}: the rows before upto (1-based) whose slot j is the
+ * shape, in that order (each row once), that the compute exact match of a kernel without a
+ * query rewrite (match.normalize) accepts: as many input slots as qshapes, each dtype in the
+ * group of the query's (when qdtypes), each input matched by a rule. The rows others drop
+ * could not be candidates; the caller still checks the rows it gets. */
+typedef struct memo memo;
+typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; memo *memo; } slot_ud;
+
+static int sx_gc(lua_State *L) {
+  slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
+  ps_slotix_free(u->x);
+  u->x = NULL;
+  free(u->memo);
+  u->memo = NULL;
+  return 0;
+}
+
+static int t_slot_index(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  int cs = column_arg(L, t, 3);
+  if (cs < 0) return luaL_argerror(L, 3, "no such column");
+  int cf = -1;
+  if (lua_toboolean(L, 4) && (cf = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
+  slot_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  u->x = NULL;
+  u->memo = NULL;
+  luaL_setmetatable(L, SLOTIX);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);  /* the index keeps its table alive */
+  u->scol = cs;
+  u->fcol = cf;
+  u->n = n < 0 || n > PS_LOOKUP_KEY_MAXSLOTS ? 0 : (int)n;
+  u->x = ps_slotix_build(t, cs, cf, u->n);
+  if (u->x == NULL) return luaL_error(L, "out of memory building a slot index");
+  return 1;
+}
+
+/* The query's dtypes group name as match.lua's group(): DT_BF16 and FLOAT are one. */
+static int same_group(const char *a, size_t alen, const char *b, size_t blen, int fg) {
+  if (alen == blen && memcmp(a, b, alen) == 0) return 1;
+  if (!fg) return 0;
+  int af = (alen == 7 && memcmp(a, "DT_BF16", 7) == 0) || (alen == 5 && memcmp(a, "FLOAT", 5) == 0);
+  int bf = (blen == 7 && memcmp(b, "DT_BF16", 7) == 0) || (blen == 5 && memcmp(b, "FLOAT", 5) == 0);
+  return af && bf;
+}
+
+/* The verdicts of one call on each slot group and each dtypes cell met, so that a walk over
+ * many rows judges each distinct slot and dtypes cell once: open addressing over MEMO entries
+ * stamped with the call's number (no clearing between calls), probes cut short (an entry not
+ * found is judged again). */
+enum { MEMO = 4096, MEMO_PROBES = 8 };
+typedef struct memo { uint32_t key[MEMO], gen[MEMO]; unsigned char val[MEMO]; uint32_t now; } memo;
+
+static int memo_get(const memo *m, uint32_t k, int *v) {
+  for (uint32_t j = (k * 2654435761u) & (MEMO - 1), n = 0; n < MEMO_PROBES; j = (j + 1) & (MEMO - 1), n++) {
+    if (m->gen[j] != m->now) return 0;
+    if (m->key[j] == k) { *v = m->val[j]; return 1; }
+  }
+  return 0;
+}
+
+static void memo_put(memo *m, uint32_t k, int v) {
+  for (uint32_t j = (k * 2654435761u) & (MEMO - 1), n = 0; n < MEMO_PROBES; j = (j + 1) & (MEMO - 1), n++)
+    if (m->gen[j] != m->now) { m->gen[j] = m->now; m->key[j] = k; m->val[j] = (unsigned char)v; return; }
+}
+
+/* A new call: every entry stale (the stamp wraps after 2^32 calls: then cleared). */
+static void memo_reset(memo *m) {
+  if (++m->now == 0) { memset(m->gen, 0, sizeof m->gen); m->now = 1; }
+}
+
+static int sx_rows(lua_State *L) {
+  slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
+  if (u->x == NULL) return luaL_error(L, "attempt to use a freed slot index");
+  lua_getiuservalue(L, 1, 1);
+  ps_table *t = check_table(L, -1);
+  lua_pop(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer upto = luaL_checkinteger(L, 3);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  int has_dt = lua_toboolean(L, 5);
+  if (has_dt) luaL_checktype(L, 5, LUA_TTABLE);
+  unsigned kind = (unsigned)luaL_checkinteger(L, 6);
+  int fg = lua_toboolean(L, 7);
+  int cd = -1;
+  if (lua_toboolean(L, 8) && (cd = column_arg(L, t, 8)) < 0) return luaL_argerror(L, 8, "no such column");
+  lua_Integer nq = (lua_Integer)lua_rawlen(L, 4);
+  lua_newtable(L);  /* the result */
+  if (nq > PS_LOOKUP_KEY_MAXSLOTS) return 1;  /* no row has more slots */
+  ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
+  for (int i = 0; i < nq; i++) {
+    lua_rawgeti(L, 4, i + 1);
+    int ok = shape_from(L, lua_gettop(L), &q[i]);
+    lua_pop(L, 1);
+    if (!ok) return 1;  /* a query shape no row's can equal */
+  }
+  const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
+  size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
+  for (int i = 0; has_dt && i < nq; i++) {
+    lua_rawgeti(L, 5, i + 1);
+    qd[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[i]) : NULL;
+    lua_pop(L, 1);  /* the strings stay alive in the query table */
+  }
+  if (u->memo == NULL && (u->memo = calloc(2, sizeof *u->memo)) == NULL) return luaL_error(L, "out of memory");
+  memo *slots = u->memo, *dts = u->memo + 1;
+  memo_reset(slots);
+  memo_reset(dts);
+  lua_Integer k = 0, np = (lua_Integer)lua_rawlen(L, 2);
+  for (lua_Integer p = 1; p + 1 <= np; p += 2) {
+    lua_rawgeti(L, 2, p);
+    lua_Integer j = lua_tointeger(L, -1);
+    lua_rawgeti(L, 2, p + 1);
+    ps_lookup_key_shape v;
+    int ok = shape_from(L, lua_gettop(L), &v);
+    lua_pop(L, 2);
+    if (!ok || j < 1 || j > PS_LOOKUP_KEY_MAXSLOTS) continue;  /* no row's slot is that */
+    size_t nr;
+    const uint32_t *rows = ps_slotix_rows(u->x, ps_slotix_group(u->x, (int)j - 1, &v), &nr);
+    for (size_t ri = 0; ri < nr && (lua_Integer)rows[ri] + 1 < upto; ri++) {
+      size_t row = rows[ri], ns;
+      const uint32_t *gs = ps_slotix_slots(u->x, row, &ns);
+      if ((lua_Integer)ns != nq) continue;
+      int good = 1;
+      for (size_t i = 0; i < ns && good; i++) {
+        int verdict;
+        if (!memo_get(slots, gs[i], &verdict)) {
+          ps_lookup_key_shape sh;
+          ps_slotix_shape(u->x, gs[i], &sh);
+          verdict = ps_lookup_rule(kind, (int)i + 1, &q[i], &sh) != PS_RULE_NONE;
+          memo_put(slots, gs[i], verdict);
+        }
+        good = verdict;
+      }
+      if (good && has_dt) {
+        ps_sid dsid = cd >= 0 ? ps_table_cell(t, row, (size_t)cd) : 0;
+        if (!memo_get(dts, dsid, &good)) {
+          size_t dlen = 0;
+          const char *d = cd >= 0 ? ps_table_text(t, row, (size_t)cd, &dlen) : "";
+          const char *dp = d, *part;
+          size_t plen;
+          for (size_t i = 0; i < ns && good; i++)
+            if (!list_part(&dp, d + dlen, &part, &plen) || qd[i] == NULL ||
+                !same_group(qd[i], qdl[i], part, plen, fg))
+              good = 0;
+          memo_put(dts, dsid, good);
+        }
+      }
+      if (!good) continue;
+      /* each row once (a row found by two slots); the rows kept are few */
+      lua_Integer m = 1;
+      for (; m <= k; m++) {
+        lua_rawgeti(L, -1, m);
+        lua_Integer seen = lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        if (seen == (lua_Integer)row + 1) break;
+      }
+      if (m <= k) continue;
+      lua_pushinteger(L, (lua_Integer)row + 1);
+      lua_rawseti(L, -2, ++k);
+    }
+  }
+  return 1;
+}
+
+static int sx_memory(lua_State *L) {
+  slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
+  lua_pushinteger(L, u->x ? (lua_Integer)ps_slotix_memory(u->x) : 0);
+  return 1;
+}
+
 static const luaL_Reg table_methods[] = {
   {"ncols", t_ncols}, {"path", t_path}, {"memory", t_memory}, {"columns", t_columns},
   {"column", t_column}, {"cell", t_cell}, {"num", t_num}, {"nums", t_nums}, {"strs", t_strs},
   {"record", t_record}, {"line", t_line}, {"nfields", t_nfields}, {"index", t_index},
   {"key", t_key}, {"shapes", t_shapes}, {"inputs", t_inputs}, {"unquoted", t_unquoted},
-  {"shapes_key", t_shapes_key}, {"shapes_label", t_shapes_label},
+  {"shapes_key", t_shapes_key}, {"shapes_label", t_shapes_label}, {"slot_index", t_slot_index},
   {"free", t_gc}, {NULL, NULL}
 };
 
@@ -706,11 +1008,25 @@ static const luaL_Reg table_meta[] = {
 
 static const luaL_Reg index_meta[] = { {"__gc", ix_gc}, {"__close", ix_gc}, {NULL, NULL} };
 
+static const luaL_Reg slot_methods[] = { {"rows", sx_rows}, {"memory", sx_memory}, {NULL, NULL} };
+static const luaL_Reg slot_meta[] = { {"__gc", sx_gc}, {"__close", sx_gc}, {NULL, NULL} };
+
+static const luaL_Reg module_functions[] = {
+  {"load", t_load}, {"rule", m_rule}, {"padded", m_padded}, {"pads", m_pads}, {NULL, NULL}
+};
+
 int luaopen_perfscript_table(lua_State *L) {
   ps_newclass(L, TABLE, table_meta, table_methods);
   ps_newclass(L, INDEX, index_meta, index_methods);
-  lua_newtable(L);
-  lua_pushcfunction(L, t_load);
-  lua_setfield(L, -2, "load");
+  ps_newclass(L, SLOTIX, slot_meta, slot_methods);
+  luaL_newlib(L, module_functions);
+  static const struct { const char *name; int v; } kinds[] = {
+    {"KIND_MATMUL", PS_RULE_KIND_MATMUL}, {"KIND_FLATTEN_3D", PS_RULE_KIND_FLATTEN_3D},
+    {"KIND_MERGE_LAST", PS_RULE_KIND_MERGE_LAST}, {"KIND_INDEX", PS_RULE_KIND_INDEX}
+  };
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+    lua_pushinteger(L, kinds[i].v);
+    lua_setfield(L, -2, kinds[i].name);
+  }
   return 1;
 }

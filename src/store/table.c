@@ -10,13 +10,14 @@
 #include "csvread.h"
 #include "grow.h"
 #include "num.h"
+#include "u64map.h"
 
 struct ps_table {
   char *path;
   size_t ncols, nrows, rows_cap;
   char **colnames;
   ps_sid *cells;            /* row-major, nrows * ncols */
-  long *lines;
+  uint32_t *lines;                  /* physical line of each record */
   uint32_t *nfields;
 
   /* string pool */
@@ -26,7 +27,11 @@ struct ps_table {
   uint32_t *slots; size_t nslots;   /* sid + 1, open addressing */
 
 
-  unsigned char *col_plain;         /* per column: cells appended, not interned (unique-ish) */
+  /* Columns of mostly distinct cells (latencies, counters) are plain: a cell is the offset of
+   * its NUL-terminated text in the column's own pool (0: the empty text), not a string id, so
+   * it costs its text and 4 bytes. */
+  unsigned char *col_plain;
+  struct { char *p; size_t len, cap; } *cpool;
 };
 
 struct ps_index {
@@ -114,16 +119,73 @@ const char *ps_table_str(const ps_table *t, ps_sid id, size_t *len) {
 
 size_t ps_table_nstrings(const ps_table *t) { return t->nstr; }
 
-ps_sid ps_table_interned(ps_table *t, ps_sid id) {
-  if (id >= t->nstr || t->shash[id] != 0) return id;
-  return ps_table_intern(t, t->pool + t->soff[id], t->slen[id]);
-}
-
 double ps_table_num(ps_table *t, ps_sid id) {
   if (id >= t->nstr) return NAN;
   /* parsed per call: cheaper than a cache sized to every string of a million-row table */
   double v;
   return ps_num_parse(t->pool + t->soff[id], t->slen[id], &v) == 0 ? v : NAN;
+}
+
+/* ---- plain columns ---------------------------------------------------------------------- */
+
+/* Appends a cell's text to column c's pool; its offset, or PS_SID_NONE (out of memory, or a
+ * pool past 4 GB). */
+static ps_sid plain_add(ps_table *t, size_t c, const char *s, size_t len) {
+  __typeof__(t->cpool[0]) *cp = &t->cpool[c];
+  if (cp->len == 0) {  /* offset 0 is the empty text */
+    if (ps_grow((void **)&cp->p, &cp->cap, 1, 1) != 0) return PS_SID_NONE;
+    cp->p[0] = '\0';
+    cp->len = 1;
+  }
+  if (cp->len + len + 1 >= PS_SID_NONE) return PS_SID_NONE;
+  if (ps_grow((void **)&cp->p, &cp->cap, cp->len + len + 1, 1) != 0) return PS_SID_NONE;
+  ps_sid off = (ps_sid)cp->len;
+  memcpy(cp->p + off, s, len);
+  cp->p[off + len] = '\0';
+  cp->len += len + 1;
+  return off;
+}
+
+/* After the sample: the columns that go plain, their cells so far moved into their pools. */
+static int go_plain(ps_table *t, const size_t *fresh) {
+  for (size_t c = 0; c < t->ncols; c++) {
+    if (fresh[c] <= t->nrows / 2) continue;
+    t->col_plain[c] = 1;
+    for (size_t r = 0; r < t->nrows; r++) {
+      ps_sid *cell = &t->cells[r * t->ncols + c];
+      if (*cell == 0) continue;
+      ps_sid off = plain_add(t, c, t->pool + t->soff[*cell], t->slen[*cell]);
+      if (off == PS_SID_NONE) return -1;
+      *cell = off;
+    }
+  }
+  return 0;
+}
+
+const char *ps_table_text(const ps_table *t, size_t row, size_t col, size_t *len) {
+  ps_sid v = ps_table_cell(t, row, col);
+  if (col < t->ncols && t->col_plain[col]) {
+    const char *s = v ? t->cpool[col].p + v : "";
+    if (len) *len = strlen(s);
+    return s;
+  }
+  return ps_table_str(t, v, len);
+}
+
+int ps_table_plain(const ps_table *t, size_t col) { return col < t->ncols && t->col_plain[col]; }
+
+ps_sid ps_table_cell_interned(ps_table *t, size_t row, size_t col) {
+  if (!ps_table_plain(t, col)) return ps_table_cell(t, row, col);
+  size_t len;
+  const char *s = ps_table_text(t, row, col, &len);
+  return ps_table_intern(t, s, len);
+}
+
+double ps_table_cell_num(const ps_table *t, size_t row, size_t col) {
+  size_t len;
+  const char *s = ps_table_text(t, row, col, &len);
+  double v;
+  return len && ps_num_parse(s, len, &v) == 0 ? v : NAN;
 }
 
 /* ---- load ------------------------------------------------------------------------------- */
@@ -141,6 +203,8 @@ void ps_table_free(ps_table *t) {
   free(t->shash);
   free(t->slots);
   free(t->col_plain);
+  for (size_t c = 0; t->cpool && c < t->ncols; c++) free(t->cpool[c].p);
+  free(t->cpool);
   free(t->path);
   free(t);
 }
@@ -163,15 +227,16 @@ ps_table *ps_table_load(const char *path, char *err, size_t errsize) {
   if ((t->colnames = calloc(t->ncols ? t->ncols : 1, sizeof *t->colnames)) == NULL) goto oom;
   for (size_t i = 0; i < t->ncols; i++)
     if ((t->colnames[i] = strdup(rec.fields[i])) == NULL) goto oom;
-  /* Columns that are mostly distinct (latencies, counters) are stored without interning: after
-   * SAMPLE rows, a column whose cells made more than half new strings goes plain. */
+  /* Columns that are mostly distinct (latencies, counters) are stored plain: after SAMPLE
+   * rows, a column whose cells made more than half new strings goes plain (its cells so far
+   * are copied into its pool). */
   enum { SAMPLE = 1024 };
   if ((fresh = calloc(t->ncols, sizeof *fresh)) == NULL ||
-      (t->col_plain = calloc(t->ncols, 1)) == NULL)
+      (t->col_plain = calloc(t->ncols, 1)) == NULL ||
+      (t->cpool = calloc(t->ncols, sizeof *t->cpool)) == NULL)
     goto oom;
   while ((st = ps_csv_next(r, &rec)) > 0) {
-    if (t->nrows == SAMPLE)
-      for (size_t c = 0; c < t->ncols; c++) t->col_plain[c] = fresh[c] > SAMPLE / 2;
+    if (t->nrows == SAMPLE && go_plain(t, fresh) != 0) goto oom;
     size_t cap = t->rows_cap;
     if (ps_grow((void **)&t->lines, &cap, t->nrows + 1, sizeof *t->lines) != 0) goto oom;
     cap = t->rows_cap;
@@ -180,20 +245,29 @@ ps_table *ps_table_load(const char *path, char *err, size_t errsize) {
     if (ps_grow((void **)&t->cells, &cap, t->nrows + 1, t->ncols * sizeof *t->cells) != 0) goto oom;
     t->rows_cap = cap;
     ps_sid *row = t->cells + t->nrows * t->ncols;
+    const ps_sid *prev = t->nrows ? row - t->ncols : NULL;
     for (size_t c = 0; c < t->ncols; c++) {
-      if (c >= rec.nfields || rec.lens[c] == 0) { row[c] = 0; continue; }
+      size_t len = c < rec.nfields ? rec.lens[c] : 0;
+      if (len == 0) { row[c] = 0; continue; }
       ps_sid id;
       if (t->col_plain[c]) {
-        id = add_string(t, rec.fields[c], rec.lens[c], 0);
+        id = plain_add(t, c, rec.fields[c], len);
+      } else if (prev && prev[c] < t->nstr && t->slen[prev[c]] == len &&
+                 memcmp(t->pool + t->soff[prev[c]], rec.fields[c], len) == 0) {
+        id = prev[c];  /* the cell above again: no hash */
       } else {
         size_t before = t->nstr;
-        id = ps_table_intern(t, rec.fields[c], rec.lens[c]);
+        id = ps_table_intern(t, rec.fields[c], len);
         fresh[c] += t->nstr > before;
       }
       if (id == PS_SID_NONE) goto oom;
       row[c] = id;
     }
-    t->lines[t->nrows] = rec.line;
+    if (rec.line < 0 || (unsigned long)rec.line > UINT32_MAX || rec.nfields > UINT32_MAX) {
+      snprintf(err, errsize, "%s:%ld: too many lines or fields for the table", path, rec.line);
+      goto fail;
+    }
+    t->lines[t->nrows] = (uint32_t)rec.line;
     t->nfields[t->nrows] = (uint32_t)rec.nfields;
     t->nrows++;
   }
@@ -231,14 +305,16 @@ ps_sid ps_table_cell(const ps_table *t, size_t row, size_t col) {
   return t->cells[row * t->ncols + col];
 }
 
-long ps_table_line(const ps_table *t, size_t row) { return row < t->nrows ? t->lines[row] : 0; }
+long ps_table_line(const ps_table *t, size_t row) { return row < t->nrows ? (long)t->lines[row] : 0; }
 size_t ps_table_nfields(const ps_table *t, size_t row) {
   return row < t->nrows ? t->nfields[row] : 0;
 }
 
 size_t ps_table_memory(const ps_table *t) {
-  return t->rows_cap * (t->ncols * sizeof(ps_sid) + sizeof(long) + sizeof(uint32_t)) +
-         t->pool_cap + t->str_cap * (8 + 4 + 8) + t->nslots * 4;
+  size_t plain = 0;
+  for (size_t c = 0; c < t->ncols; c++) plain += t->cpool[c].cap;
+  return t->rows_cap * (t->ncols * sizeof(ps_sid) + sizeof *t->lines + sizeof *t->nfields) +
+         t->pool_cap + t->str_cap * (8 + 4 + 8) + t->nslots * 4 + plain;
 }
 
 /* ---- index ------------------------------------------------------------------------------ */
@@ -353,4 +429,159 @@ const ps_sid *ps_index_group_key(const ps_index *ix, size_t g) {
 size_t ps_index_nskipped(const ps_index *ix) { return ix->nskipped; }
 size_t ps_index_skipped(const ps_index *ix, size_t i) {
   return i < ix->nskipped ? ix->skipped[i] : 0;
+}
+
+/* ---- input slots ------------------------------------------------------------------------ */
+
+int ps_table_inputs(const ps_table *t, size_t row, int scol, int fcol, int n,
+                    ps_lookup_key_shape *out, char *err, size_t errsize) {
+  size_t len, flen = 0;
+  const char *s = ps_table_text(t, row, (size_t)scol, &len);
+  int k = ps_lookup_key_parse_shapes(s, len, out, PS_LOOKUP_KEY_MAXSLOTS, err, errsize);
+  if (k < 0) return -1;
+  if (fcol >= 0) {
+    const char *f = ps_table_text(t, row, (size_t)fcol, &flen);
+    if (ps_lookup_key_restore(out, k, f, flen, err, errsize) != 0) return -1;
+  }
+  return n > 0 && k > n ? n : k;
+}
+
+/* Each distinct (slot, shape) is a group with its shape; each row lists its slots' groups
+ * (slotgroup[rowoff[r] .. rowoff[r + 1])) and each group its rows, ascending (CSR: grows
+ * [gstart[g] .. gstart[g + 1])). A lookup walks a group's rows and judges their other slots by
+ * group, once per group. */
+struct ps_slotix {
+  ps_u64map map;                /* hash of (slot, shape) -> group (shapes compared) */
+  size_t ngroups, gcap;
+  uint32_t *gshape;             /* per group: offset of its shape in dims (rank, slot, dims...) */
+  uint32_t *gstart;             /* ngroups + 1 */
+  int64_t *dims; size_t ndims, dcap;
+  uint32_t *rowoff;             /* nrows + 1 */
+  uint32_t *slotgroup, *grows; size_t nentries, ecap;
+  size_t nrows;
+};
+
+#define SLOT_MAX UINT32_MAX
+
+static uint64_t slot_hash(int j, const ps_lookup_key_shape *sh) {
+  int64_t buf[PS_LOOKUP_KEY_MAXRANK + 2];
+  buf[0] = j;
+  buf[1] = sh->rank;
+  int r = sh->rank > 0 ? sh->rank : 0;
+  memcpy(buf + 2, sh->dims, (size_t)r * sizeof *buf);
+  return XXH3_64bits(buf, (size_t)(r + 2) * sizeof *buf);
+}
+
+void ps_slotix_free(ps_slotix *x) {
+  if (x == NULL) return;
+  ps_u64map_free(&x->map);
+  free(x->gshape);
+  free(x->gstart);
+  free(x->dims);
+  free(x->rowoff);
+  free(x->slotgroup);
+  free(x->grows);
+  free(x);
+}
+
+static int group_is(const ps_slotix *x, size_t g, int j, const ps_lookup_key_shape *sh) {
+  const int64_t *d = x->dims + x->gshape[g];
+  int r = sh->rank > 0 ? sh->rank : 0;
+  return d[0] == sh->rank && d[1] == j && memcmp(d + 2, sh->dims, (size_t)r * sizeof *d) == 0;
+}
+
+long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
+  uint64_t h = slot_hash(j, sh);
+  size_t cursor = 0, g;
+  while ((g = ps_u64map_next(&x->map, h, &cursor)) != PS_U64MAP_NONE)
+    if (group_is(x, g, j, sh)) return (long)g;
+  return -1;
+}
+
+/* The group of (j, sh), made when new; PS_U64MAP_NONE when memory runs out. */
+static size_t group_of(ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
+  long found = ps_slotix_group(x, j, sh);
+  if (found >= 0) return (size_t)found;
+  size_t g = x->ngroups, r = sh->rank > 0 ? (size_t)sh->rank : 0;
+  if (g >= SLOT_MAX - 1 || x->ndims + r + 2 >= SLOT_MAX) return PS_U64MAP_NONE;
+  size_t cap = x->gcap;
+  if (ps_grow((void **)&x->gshape, &cap, g + 2, sizeof *x->gshape) != 0) return PS_U64MAP_NONE;
+  cap = x->gcap;
+  if (ps_grow((void **)&x->gstart, &cap, g + 2, sizeof *x->gstart) != 0) return PS_U64MAP_NONE;
+  x->gcap = cap;
+  if (ps_grow((void **)&x->dims, &x->dcap, x->ndims + r + 2, sizeof *x->dims) != 0) return PS_U64MAP_NONE;
+  if (ps_u64map_add(&x->map, slot_hash(j, sh), g) != 0) return PS_U64MAP_NONE;
+  x->gshape[g] = (uint32_t)x->ndims;
+  x->dims[x->ndims] = sh->rank;
+  x->dims[x->ndims + 1] = j;
+  memcpy(x->dims + x->ndims + 2, sh->dims, r * sizeof *x->dims);
+  x->ndims += r + 2;
+  x->gstart[g] = 0;  /* counts first, prefix sums after the pass */
+  x->ngroups++;
+  return g;
+}
+
+ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n) {
+  ps_slotix *x = calloc(1, sizeof *x);
+  if (x == NULL) return NULL;
+  ps_u64map_init(&x->map, 1024);
+  x->nrows = t->nrows;
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  char err[256];
+  if (t->nrows >= SLOT_MAX || (x->rowoff = malloc((t->nrows + 1) * sizeof *x->rowoff)) == NULL) goto oom;
+  for (size_t row = 0; row < t->nrows; row++) {
+    x->rowoff[row] = (uint32_t)x->nentries;
+    int k = ps_table_inputs(t, row, scol, fcol, n, sh, err, sizeof err);
+    if (k > 0 && x->nentries + (size_t)k >= SLOT_MAX) goto oom;
+    if (k > 0 && ps_grow((void **)&x->slotgroup, &x->ecap, x->nentries + (size_t)k, sizeof *x->slotgroup) != 0)
+      goto oom;
+    for (int j = 0; j < k; j++) {
+      size_t g = group_of(x, j, &sh[j]);
+      if (g == PS_U64MAP_NONE) goto oom;
+      x->slotgroup[x->nentries++] = (uint32_t)g;
+      x->gstart[g]++;
+    }
+  }
+  x->rowoff[t->nrows] = (uint32_t)x->nentries;
+  /* counts -> starts; then each row into its groups, rows ascending */
+  uint32_t sum = 0;
+  for (size_t g = 0; g < x->ngroups; g++) { uint32_t c = x->gstart[g]; x->gstart[g] = sum; sum += c; }
+  if (x->gstart) x->gstart[x->ngroups] = sum;
+  if ((x->grows = malloc((x->nentries ? x->nentries : 1) * sizeof *x->grows)) == NULL) goto oom;
+  uint32_t *fill = malloc((x->ngroups ? x->ngroups : 1) * sizeof *fill);
+  if (fill == NULL) goto oom;
+  if (x->ngroups) memcpy(fill, x->gstart, x->ngroups * sizeof *fill);
+  for (size_t row = 0; row < t->nrows; row++)
+    for (uint32_t e = x->rowoff[row]; e < x->rowoff[row + 1]; e++)
+      x->grows[fill[x->slotgroup[e]]++] = (uint32_t)row;
+  free(fill);
+  return x;
+oom:
+  ps_slotix_free(x);
+  return NULL;
+}
+
+size_t ps_slotix_ngroups(const ps_slotix *x) { return x->ngroups; }
+
+const uint32_t *ps_slotix_rows(const ps_slotix *x, long g, size_t *n) {
+  if (g < 0 || (size_t)g >= x->ngroups) { *n = 0; return NULL; }
+  *n = x->gstart[g + 1] - x->gstart[g];
+  return x->grows + x->gstart[g];
+}
+
+const uint32_t *ps_slotix_slots(const ps_slotix *x, size_t row, size_t *n) {
+  if (row >= x->nrows) { *n = 0; return NULL; }
+  *n = x->rowoff[row + 1] - x->rowoff[row];
+  return x->slotgroup + x->rowoff[row];
+}
+
+void ps_slotix_shape(const ps_slotix *x, size_t g, ps_lookup_key_shape *sh) {
+  const int64_t *d = x->dims + x->gshape[g];
+  sh->rank = (int)d[0];
+  if (sh->rank > 0) memcpy(sh->dims, d + 2, (size_t)sh->rank * sizeof *d);
+}
+
+size_t ps_slotix_memory(const ps_slotix *x) {
+  return x->map.size * sizeof(ps_u64map_slot) + x->gcap * 8 + x->dcap * 8 + (x->nrows + 1) * 4 +
+         x->ecap * 4 + x->nentries * 4;
 }

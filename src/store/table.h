@@ -9,9 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lookup_key.h"
+
 typedef uint32_t ps_sid;            /* interned string id; 0 is the empty string */
 #define PS_SID_NONE UINT32_MAX      /* "no such string" */
-#define PS_INDEX_MAXKEY 8
+#define PS_INDEX_MAXKEY 16
 
 typedef struct ps_table ps_table;
 typedef struct ps_index ps_index;
@@ -26,21 +28,28 @@ size_t ps_table_ncols(const ps_table *t);
 const char *ps_table_path(const ps_table *t);
 const char *ps_table_colname(const ps_table *t, size_t col);
 int ps_table_column(const ps_table *t, const char *name);        /* exact name; -1 if absent */
+/* A cell's value: its string id, or in a plain column (ps_table_plain) the offset of its text
+ * in the column's pool; 0 is the empty text either way, and equal values in one column are
+ * equal texts. ps_table_text gives the text of any cell. */
 ps_sid ps_table_cell(const ps_table *t, size_t row, size_t col); /* 0 for a short row */
+int ps_table_plain(const ps_table *t, size_t col);
+const char *ps_table_text(const ps_table *t, size_t row, size_t col, size_t *len);
+/* The string id of the cell's text, interned now for a plain cell; PS_SID_NONE: no memory. */
+ps_sid ps_table_cell_interned(ps_table *t, size_t row, size_t col);
+/* The number in the cell (ps_num_parse: Python float()), NaN when empty or not a number. */
+double ps_table_cell_num(const ps_table *t, size_t row, size_t col);
 long ps_table_line(const ps_table *t, size_t row);               /* physical line of the record */
 size_t ps_table_nfields(const ps_table *t, size_t row);          /* fields the record had */
 
 const char *ps_table_str(const ps_table *t, ps_sid id, size_t *len);
 size_t ps_table_nstrings(const ps_table *t);
-/* Interns s (for derived keys); PS_SID_NONE when out of memory. Cells of mostly-distinct
- * columns (latencies) are stored plain, not interned: ps_table_find_str does not see them. */
+/* Interns s (for derived keys); PS_SID_NONE when out of memory. Cells of plain columns are not
+ * interned: ps_table_find_str does not see them. */
 ps_sid ps_table_intern(ps_table *t, const char *s, size_t len);
-/* The interned id of the same text as id (id itself unless it is a plain cell). */
-ps_sid ps_table_interned(ps_table *t, ps_sid id);
 /* The id of s if it is interned, else PS_SID_NONE (a query key nobody has cannot match). */
 ps_sid ps_table_find_str(const ps_table *t, const char *s, size_t len);
 
-/* The number in a cell's text (ps_num_parse: Python float()), NaN when empty or not a number. */
+/* The number in a string's text (ps_num_parse: Python float()), NaN when empty or not one. */
 double ps_table_num(ps_table *t, ps_sid id);
 
 size_t ps_table_memory(const ps_table *t);  /* bytes held, roughly */
@@ -60,5 +69,24 @@ size_t ps_index_group_size(const ps_index *ix, size_t g);
 const ps_sid *ps_index_group_key(const ps_index *ix, size_t g);
 size_t ps_index_nskipped(const ps_index *ix);
 size_t ps_index_skipped(const ps_index *ix, size_t i);  /* row left out */
+
+/* A row's input shapes as the lookup compares them: the cell of scol parsed, FRACTAL_NZ slots
+ * restored by the cell of fcol (-1: no formats column), then cut to the first n slots (0: all).
+ * Returns the slot count (at most PS_LOOKUP_KEY_MAXSLOTS), or -1 with a reason in err. */
+int ps_table_inputs(const ps_table *t, size_t row, int scol, int fcol, int n,
+                    ps_lookup_key_shape *out, char *err, size_t errsize);
+
+/* The rows by the shape of each of their input slots (ps_table_inputs), for the slot search of
+ * an exact lookup: each distinct (slot j, shape) is a group; "which rows have shape s at slot
+ * j" is a group's rows (ascending), and a row's slots are a list of groups. */
+typedef struct ps_slotix ps_slotix;
+ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n);
+void ps_slotix_free(ps_slotix *x);
+long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh);  /* -1: none */
+size_t ps_slotix_ngroups(const ps_slotix *x);
+const uint32_t *ps_slotix_rows(const ps_slotix *x, long g, size_t *n);      /* rows of group g */
+const uint32_t *ps_slotix_slots(const ps_slotix *x, size_t row, size_t *n); /* groups of a row */
+void ps_slotix_shape(const ps_slotix *x, size_t g, ps_lookup_key_shape *sh);
+size_t ps_slotix_memory(const ps_slotix *x);
 
 #endif

@@ -2,9 +2,21 @@
 --   db_bench.lua gen DIR ROWS   write DIR/MatMulV2.csv with ROWS distinct matmul signatures
 --                               (profiler-style triple-quoted shapes, 12 columns) and a small
 --                               RmsNorm.csv beside it
---   db_bench.lua first DIR ROWS open + first query (CPU time)
---   db_bench.lua run DIR ROWS   the same, then exact lookup latency and a full-scan baseline
+--   db_bench.lua first DIR ROWS open + first query (CPU time) and peak RSS
+--   db_bench.lua run DIR ROWS   the same, then exact lookup latency (20,000 distinct existing
+--                               signatures spread over the file, CPU time per lookup), a
+--                               full-scan baseline from the same run and the peak RSS
+-- Targets (issue 14, 1M rows): open + first query <= 1 s, lookup <= 10 us, peak RSS <= 200 MB.
 local perf = require "perfscript"
+
+-- Peak resident memory of this process so far (VmHWM), in MB.
+local function peak_rss_mb()
+  local f = io.open("/proc/self/status", "r")
+  if not f then return 0 end
+  local s = f:read("a")
+  f:close()
+  return (tonumber(s:match("VmHWM:%s*(%d+)")) or 0) / 1024
+end
 local mode, dir, rows = arg[1], arg[2], tonumber(arg[3] or "1000000")
 
 local function shape(i)  -- distinct (m, k, n) per i
@@ -45,8 +57,8 @@ local first = db:lookup("MatMulV2", string.format("%d,%d;%d,%d", m, k, n, k), "D
 local t_first = os.clock() - t0
 assert(first.latency, "first lookup missed")
 local mem, nstr = db.MatMulV2:table():memory()
-print(string.format("open+first query: %.3f s CPU (%d rows, table %.0f MB, %d strings; target < 2 s)",
-                    t_first, rows, mem / 1e6, nstr))
+print(string.format("open+first query: %.3f s CPU (%d rows, table %.0f MB, %d strings; peak RSS %.0f MB; " ..
+                    "targets <= 1 s, <= 200 MB)", t_first, rows, mem / 1e6, nstr, peak_rss_mb()))
 if mode == "first" then return end
 
 -- exact lookups of existing signatures, spread over the table
@@ -64,7 +76,7 @@ for j = 1, N do
   if r.latency then hits = hits + 1 end
 end
 local per = (os.clock() - t0) / N * 1e6
-print(string.format("exact lookup: %.1f us per lookup (%d lookups, %d hits; target < 50 us)", per, N, hits))
+print(string.format("exact lookup: %.1f us per lookup (%d lookups, %d hits; target <= 10 us)", per, N, hits))
 
 -- the consumer's cost structure as a baseline in the same run: one pass over every row per
 -- lookup (what its DataFrame iterrows scan does), here with the table already in memory
@@ -79,3 +91,4 @@ end
 local scan = (os.clock() - t0) / SCANS * 1e6
 print(string.format("baseline full-scan lookup (consumer's O(rows) per query): %.0f us per lookup; indexed is %.0fx faster",
                     scan, scan / per))
+print(string.format("peak RSS: %.0f MB (target <= 200 MB)", peak_rss_mb()))

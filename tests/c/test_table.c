@@ -86,12 +86,12 @@ static void test_list_keys(void **state) {
 static int key_inputs(ps_table *t, size_t row, ps_sid *key, void *ud) {
   (void)ud;
   size_t len;
-  const char *s = ps_table_str(t, ps_table_cell(t, row, 0), &len);
+  const char *s = ps_table_text(t, row, 0, &len);
   char buf[256], err[64];
   long n = ps_lookup_key_shapes(s, len, NULL, 0, 0, 0, buf, sizeof buf, err, sizeof err);
   if (n < 0) return 0;
   key[0] = ps_table_intern(t, buf, (size_t)n);
-  key[1] = ps_table_interned(t, ps_table_cell(t, row, 1));
+  key[1] = ps_table_cell_interned(t, row, 1);
   return 1;
 }
 
@@ -115,8 +115,10 @@ static void test_table_and_index(void **state) {
   assert_int_equal(ps_table_nfields(t, 3), 2);
   assert_int_equal(ps_table_cell(t, 3, 2), 0);  /* short row: empty */
   assert_true(ps_table_num(t, ps_table_cell(t, 0, 2)) == 10.5);
+  assert_true(ps_table_cell_num(t, 0, 2) == 10.5);
   assert_true(ps_table_num(t, ps_table_cell(t, 1, 2)) == 11.0);  /* TAB guard trimmed */
   assert_true(isnan(ps_table_num(t, ps_table_cell(t, 4, 2))));
+  assert_true(isnan(ps_table_cell_num(t, 3, 2)));
   assert_true(isnan(ps_table_num(t, 0)));
   assert_int_equal(ps_table_cell(t, 0, 1), ps_table_cell(t, 1, 1));  /* interned */
 
@@ -152,12 +154,79 @@ static void test_plain_columns(void **state) {
   free(csv);
   assert_non_null(t);
   assert_int_equal(ps_table_nrows(t), 2000);
-  assert_true(ps_table_num(t, ps_table_cell(t, 1999, 1)) == 1999.25);
+  assert_true(ps_table_plain(t, 1));
+  assert_false(ps_table_plain(t, 0));
+  assert_true(ps_table_cell_num(t, 1999, 1) == 1999.25);
+  assert_true(ps_table_cell_num(t, 3, 1) == 3.25);  /* a sample row, moved into the pool */
   size_t n;
-  assert_string_equal(ps_table_str(t, ps_table_cell(t, 1500, 0), &n), "3,16");
-  ps_sid a = ps_table_interned(t, ps_table_cell(t, 1500, 1));
+  assert_string_equal(ps_table_text(t, 1500, 0, &n), "3,16");
+  assert_string_equal(ps_table_text(t, 1500, 1, &n), "1500.25");
+  assert_int_equal(n, 7);
+  assert_string_equal(ps_table_text(t, 10, 1, &n), "10.25");
+  assert_int_equal(ps_table_find_str(t, "1500.25", 7), PS_SID_NONE);  /* plain: not interned */
+  ps_sid a = ps_table_cell_interned(t, 1500, 1);
   assert_int_equal(a, ps_table_find_str(t, "1500.25", 7));
+  /* the slot index: slot 1 of rows with shape (3,16) are rows 2, 9, 16, ... */
+  ps_slotix *x = ps_slotix_build(t, 0, -1, 0);
+  assert_non_null(x);
+  assert_int_equal(ps_slotix_ngroups(x), 7);
+  ps_lookup_key_shape sh = { 2, { 3, 16 } };
+  long g = ps_slotix_group(x, 0, &sh);
+  assert_true(g >= 0);
+  size_t nr, ns;
+  const uint32_t *rows = ps_slotix_rows(x, g, &nr);
+  assert_int_equal(nr, 286);
+  assert_int_equal(rows[0], 2);
+  assert_int_equal(rows[1], 9);
+  const uint32_t *gs = ps_slotix_slots(x, 9, &ns);
+  assert_int_equal(ns, 1);
+  assert_int_equal(gs[0], (uint32_t)g);
+  ps_lookup_key_shape back;
+  ps_slotix_shape(x, (size_t)g, &back);
+  assert_int_equal(back.rank, 2);
+  assert_int_equal(back.dims[1], 16);
+  assert_int_equal(ps_slotix_group(x, 1, &sh), -1);   /* no second slot */
+  sh.dims[0] = 8;
+  assert_int_equal(ps_slotix_group(x, 0, &sh), -1);
+  ps_slotix_free(x);
   ps_table_free(t);
+}
+
+static ps_lookup_key_shape S(int rank, int64_t a, int64_t b, int64_t c) {
+  ps_lookup_key_shape s = { rank, { a, b, c } };
+  return s;
+}
+
+static const char *rule(unsigned kind, int i, ps_lookup_key_shape tc, ps_lookup_key_shape csv) {
+  const char *n = ps_lookup_rule_name(ps_lookup_rule(kind, i, &tc, &csv));
+  return n ? n : "none";
+}
+
+static void test_input_rules(void **state) {
+  (void)state;
+  unsigned mm = PS_RULE_KIND_MATMUL, fl = PS_RULE_KIND_FLATTEN_3D | PS_RULE_KIND_MERGE_LAST;
+  assert_string_equal(rule(0, 1, S(2, 128, 64, 0), S(2, 128, 64, 0)), "identity");
+  assert_string_equal(rule(0, 1, S(3, 1, 128, 64), S(2, 128, 64, 0)), "batch_strip");
+  assert_string_equal(rule(0, 1, S(-1, 0, 0, 0), S(-1, 0, 0, 0)), "identity");
+  assert_string_equal(rule(0, 1, S(-1, 0, 0, 0), S(1, 1, 0, 0)), "none");
+  assert_string_equal(rule(mm, 2, S(2, 64, 128, 0), S(2, 128, 64, 0)), "transpose");
+  assert_string_equal(rule(mm, 1, S(2, 64, 128, 0), S(2, 128, 64, 0)), "none");  /* not input 1 */
+  assert_string_equal(rule(mm, 2, S(3, 4, 64, 128), S(3, 4, 128, 64)), "batched_transpose");
+  assert_string_equal(rule(0, 1, S(2, 144, 64, 0), S(2, 136, 64, 0)), "padding");
+  assert_string_equal(rule(0, 1, S(2, 16, 64, 0), S(3, 1, 1, 64)), "batch_strip+padding");
+  assert_string_equal(rule(0, 1, S(2, 16, 64, 0), S(2, 1, 64, 0)), "padding");  /* 1 -> 16 */
+  assert_string_equal(rule(0, 1, S(2, 200, 64, 0), S(2, 136, 64, 0)), "none");  /* 64 or more */
+  assert_string_equal(rule(fl, 1, S(3, 4, 8, 64), S(2, 32, 64, 0)), "flatten_3d");
+  assert_string_equal(rule(fl, 1, S(3, 4, 8, 64), S(2, 4, 512, 0)), "merge_last_dims");
+  assert_string_equal(rule(PS_RULE_KIND_INDEX, 1, S(2, 1, 7, 0), S(2, 7, 1, 0)), "singleton_axis_transpose");
+  /* Lua's integers: wrap-around and floor division, so no overflow at the limits */
+  assert_false(ps_lookup_padded(INT64_MAX, INT64_MIN));
+  assert_false(ps_lookup_padded(INT64_MIN + 16, INT64_MIN));
+  assert_true(ps_lookup_padded(0, -15));
+  assert_true(ps_lookup_padded(16, 9));    /* 9 -> 16 is a pad of 16 ... */
+  assert_true(ps_lookup_padded(16, 1));    /* ... and so is 1 -> 16 */
+  assert_true(ps_lookup_padded(72, 65));   /* by 8 from 64 up */
+  assert_false(ps_lookup_padded(8, 1));
 }
 
 static void test_load_errors(void **state) {
@@ -178,6 +247,7 @@ int main(void) {
     cmocka_unit_test(test_list_keys),
     cmocka_unit_test(test_table_and_index),
     cmocka_unit_test(test_plain_columns),
+    cmocka_unit_test(test_input_rules),
     cmocka_unit_test(test_load_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,6 +2,7 @@
 -- that explain can say which input failed and why: dtype check (exact, or the FLOAT group for
 -- the kernels that relax it), then the first shape rule that holds.
 local M = {}
+local C = require "perfscript.table"  -- the input rules' home (src/schema/lookup_key.c)
 
 local function set(list) local s = {}; for _, v in ipairs(list) do s[v] = true end; return s end
 
@@ -77,26 +78,12 @@ function M.strip1(s)
   return table.move(s, 2, #s, 1, {})
 end
 
--- tc is the csv dimension block-padded (TC is the padded side).
-function M.padded(tc, csv)
-  if tc <= csv or tc - csv >= 64 then return false end  -- no block of 64 or less pads that far
-  return tc == (csv + 15) // 16 * 16 or tc == (csv + 31) // 32 * 32 or tc == (csv + 63) // 64 * 64 or
-         (csv >= 64 and tc == (csv + 7) // 8 * 8)
-end
-
-local function dims_padded(tc, csv)
-  if tc.scalar or csv.scalar or #tc ~= #csv then return false end
-  local any = false
-  for i = 1, #tc do
-    if tc[i] ~= csv[i] then
-      if not M.padded(tc[i], csv[i]) then return false end
-      any = true
-    end
-  end
-  return any
-end
+-- tc is the csv dimension block-padded (TC is the padded side): by 16, 32 or 64, or by 8 from
+-- 64 up (ps_lookup_padded).
+M.padded = C.padded
 
 -- Every dimension of tc equal to csv's or block-padded from it, at least one padded.
+local dims_padded = C.pads
 M.pads = dims_padded
 
 -- Two attention T values answer each other when equal or block-padded either way
@@ -130,39 +117,27 @@ function M.out_rule(target, csv)
   return ", flattened to 2-D"
 end
 
+-- The kind bits of a kernel for the input rules (which of them apply to it).
+local kinds = {}
+function M.kind(kernel)
+  local k = kinds[kernel]
+  if not k then
+    k = (M.MATMUL[kernel] and C.KIND_MATMUL or 0) | (M.FLATTEN_3D[kernel] and C.KIND_FLATTEN_3D or 0) |
+        (M.MERGE_LAST[kernel] and C.KIND_MERGE_LAST or 0) | (kernel == "Index" and C.KIND_INDEX or 0)
+    kinds[kernel] = k
+  end
+  return k
+end
+
 -- The rule that makes TC input i (1-based) match the row's shape, or nil: the consumer's
 -- _inputs_match conditions in its order (the stripped TC shape against the row's shape for
--- the transposes and padding; a 3-D stripped or unstripped TC shape for flatten and merge).
+-- the transposes and padding; a 3-D stripped or unstripped TC shape for flatten and merge):
+-- identity, batch_strip, singleton_axis_transpose (Index), transpose and batched_transpose
+-- (matmul inputs 2..), padding, batch_strip+padding, flatten_3d(+padding), merge_last_dims
+-- (+padding). One home in C (ps_lookup_rule), which the slot search also filters with.
+local crule = C.rule
 function M.rule(kernel, i, tc, csv)
-  if eq(tc, csv) then return "identity" end
-  local st, sc = M.strip1(tc), M.strip1(csv)
-  if eq(st, sc) or eq(st, csv) then return "batch_strip" end
-  if tc.scalar or csv.scalar then return nil end
-  if kernel == "Index" and #tc == 2 and #csv == 2 and tc[1] == 1 and csv[2] == 1 and csv[1] == tc[2] then
-    return "singleton_axis_transpose"
-  end
-  if M.MATMUL[kernel] and i >= 2 then
-    if #st == 2 and #csv == 2 and st[1] == csv[2] and st[2] == csv[1] then return "transpose" end
-    if #st == 3 and #csv == 3 and st[1] == csv[1] and st[2] == csv[3] and st[3] == csv[2] then
-      return "batched_transpose"
-    end
-  end
-  if dims_padded(st, csv) then return "padding" end
-  if dims_padded(st, sc) then return "batch_strip+padding" end
-  if M.FLATTEN_3D[kernel] and #csv == 2 then
-    local s3 = #st == 3 and st or #tc == 3 and tc or nil
-    if s3 then
-      local f = { s3[1] * s3[2], s3[3] }
-      if eq(f, csv) then return "flatten_3d" end
-      if dims_padded(f, csv) then return "flatten_3d+padding" end
-      if M.MERGE_LAST[kernel] then
-        f = { s3[1], s3[2] * s3[3] }
-        if eq(f, csv) then return "merge_last_dims" end
-        if dims_padded(f, csv) then return "merge_last_dims+padding" end
-      end
-    end
-  end
-  return nil
+  return crule(kinds[kernel] or M.kind(kernel), i, tc, csv)
 end
 
 -- The rule the consumer reports after input rule r, given the rule so far: padding only
