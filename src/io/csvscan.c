@@ -66,6 +66,20 @@ ps_scan *ps_scan_open_at(const char *path, uint64_t offset, char *err, size_t er
 }
 
 uint64_t ps_scan_offset(const ps_scan *s) { return s->base + s->pos; }
+long ps_scan_line(const ps_scan *s) { return s->line; }
+
+int ps_scan_seek(ps_scan *s, uint64_t offset, long line) {
+  if (offset == 0 || lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
+    set_error(s, 0, "cannot seek to offset %llu", (unsigned long long)offset);
+    return -1;
+  }
+  s->pos = s->end = 0;
+  s->eof = s->first = s->failed = 0;
+  s->base = offset;
+  s->line = line;
+  s->error[0] = 0;
+  return 0;
+}
 
 ps_scan *ps_scan_open(const char *path, char *err, size_t errsize) {
   return ps_scan_openf(path, 0, err, errsize);
