@@ -74,6 +74,7 @@ static void free_groups(struct group *g, size_t cap);
 struct ps_profile {
   int threads;                /* 1: read every file in one thread */
   uint64_t split_min;         /* files below this size are read by one thread */
+  uint64_t block;             /* block size (0: BLOCK; tests make it small) */
   group *groups;
   size_t ngroups, capgroups;
   slot *slots;                /* open addressing on the key hash */
@@ -102,6 +103,8 @@ void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min) {
   p->threads = threads;
   p->split_min = split_min;
 }
+
+void ps_profile_set_block(ps_profile *p, uint64_t bytes) { p->block = bytes; }
 
 void ps_profile_free(ps_profile *p) {
   if (p == NULL) return;
@@ -611,6 +614,11 @@ static void walk_block(pass *x, block *b) {
   counts->rows += b->nrec + b->bad_rows;
   for (size_t i = 0; i < b->nrec; i++) {
     rowrec *r = &b->recs[i];
+    if (i + 8 < b->nrec && p->seen[0] && b->recs[i + 8].check_dup) {
+      size_t h = (size_t)(b->recs[i + 8].dup ? b->recs[i + 8].dup : 1) & (DUP_SLOTS - 1);
+      __builtin_prefetch(&p->seen[0][h]);
+      __builtin_prefetch(&p->seen[1][h]);
+    }
     if (r->kind == K_NOTYPE) {
       counts->no_type++;
       r->kind = K_SKIP;
@@ -655,14 +663,36 @@ static void serial_step(pass *x) {
 /* Step 3: the used rows of share t, in file order. */
 static void share_step(pass *x, int t) {
   ps_profile *p = x->p, *q = x->q[t];
+  uint64_t T = (uint64_t)x->T;
+  size_t mask = p->nslots - 1;
+#define MINE(r) ((r)->kind == K_USE && (T == 1 || (r)->h1 % T == (uint64_t)t))
   for (size_t j = 0; j < x->nround; j++) {
     const block *b = &x->blk[j];
+    /* Rows land on random groups: the slot of row i + 16 and the group of row i + 8 are
+     * fetched ahead (ring: the groups found), and the duration slot of row i + 2. */
+    group *ring[16] = {0};
     for (size_t i = 0; i < b->nrec; i++) {
+      if (i + 16 < b->nrec && MINE(&b->recs[i + 16]))
+        __builtin_prefetch(&p->slots[(size_t)b->recs[i + 16].h0 & mask]);
+      if (i + 8 < b->nrec) {
+        const rowrec *a = &b->recs[i + 8];
+        group *ga = NULL;
+        if (MINE(a)) {
+          uint64_t ha[2] = {a->h0, a->h1};
+          if ((ga = find(p, ha)) != NULL)
+            for (int l = 0; l < 6; l++) __builtin_prefetch((char *)ga + 64 * l, 1);
+        }
+        ring[(i + 8) & 15] = ga;
+      }
+      if (i + 2 < b->nrec && ring[(i + 2) & 15]) {
+        group *gc = ring[(i + 2) & 15];
+        if (gc->durs) __builtin_prefetch(gc->durs + gc->ndur, 1);
+      }
       const rowrec *r = &b->recs[i];
-      if (r->kind != K_USE || (x->T > 1 && r->h1 % (uint64_t)x->T != (uint64_t)t)) continue;
+      if (!MINE(r)) continue;
       uint64_t h[2] = {r->h0, r->h1};
       int created = 0;
-      group *g = find(p, h);
+      group *g = i >= 8 ? ring[i & 15] : find(p, h);
       if (g == NULL) {
         g = find_or_add(q, b->arena + r->off, r->keylen, h, &created);
         if (g == NULL) goto oom;
@@ -696,6 +726,7 @@ static void share_step(pass *x, int t) {
     }
   }
   return;
+#undef MINE
 oom:
   atomic_store(&x->oom, 1);
 }
@@ -838,7 +869,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   ps_scan_close(r);
   uint64_t data = size > x->data_start ? size - x->data_start : 0;
   int T = threads_for(p, size);
-  uint64_t bs = BLOCK;
+  uint64_t bs = p->block ? p->block : BLOCK;
   if (T > 1 && (data + (uint64_t)T - 1) / (uint64_t)T < bs) bs = (data + (uint64_t)T - 1) / (uint64_t)T;
   if (bs == 0) bs = 1;
   x->bsize = bs;

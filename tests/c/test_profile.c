@@ -447,6 +447,21 @@ static void test_threads_same_bits(void **state) {
     ps_profile_free(p);
     ps_profile_free(one);
   }
+  /* many rounds (small blocks): groups of earlier rounds are found and updated in place */
+  for (int n = 1; n <= 4; n++)
+    for (uint64_t block = 97; block < 20000; block = block * 3 + 1) {
+      one = ps_profile_new();
+      ps_profile_set_threads(one, 1, 1);
+      assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
+      ps_profile *p = ps_profile_new();
+      ps_profile_set_threads(p, n, 1);
+      ps_profile_set_block(p, block);
+      assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
+      assert_memory_equal(&cn, &c1, sizeof cn);
+      assert_same_groups(one, p);
+      ps_profile_free(p);
+      ps_profile_free(one);
+    }
 }
 
 /* A data error in a file read by several threads: the message and line of one thread, and
