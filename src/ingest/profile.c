@@ -534,11 +534,7 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   int bad = ps_num_finite(cell[C_DURATION], len[C_DURATION], &r->dur) != 0;
   r->kind = na ? K_NA : no_dims ? K_NODIMS : bad ? K_BAD : K_USE;
   if (r->kind == K_USE) {
-    unsigned valid = 0;
-    for (int m = 0; m < PS_NCOUNTERS; m++)
-      if (len[C_METRIC0 + m] && ps_num_finite(cell[C_METRIC0 + m], len[C_METRIC0 + m], &r->mv[m]) == 0)
-        valid |= 1u << m;
-    r->valid = valid;
+    r->valid = ps_num_finite_n(cell + C_METRIC0, len + C_METRIC0, PS_NCOUNTERS, r->mv);
     r->keylen = (uint32_t)keylen;
     if (arena_put(b, key, keylen, &r->off) == NULL) return ROW_OOM;
     r->clen[PS_PC_TYPE] = (uint32_t)tlen;
