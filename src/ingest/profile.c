@@ -83,7 +83,6 @@ struct ps_profile {
   size_t nseen;
   ps_profile_counts totals;
   long nfiles;
-  ps_import_key *keys;
 };
 
 ps_profile *ps_profile_new(void) {
@@ -91,8 +90,7 @@ ps_profile *ps_profile_new(void) {
   if (p == NULL) return NULL;
   p->nslots = 1024;
   p->slots = calloc(p->nslots, sizeof *p->slots);
-  p->keys = ps_import_key_new();
-  if (p->slots == NULL || p->keys == NULL) {
+  if (p->slots == NULL) {
     ps_profile_free(p);
     return NULL;
   }
@@ -118,7 +116,6 @@ void ps_profile_free(ps_profile *p) {
   free(p->slots);
   free(p->seen[0]);
   free(p->seen[1]);
-  ps_import_key_free(p->keys);
   free(p);
 }
 
