@@ -216,22 +216,36 @@ static inline unsigned mask_sse2(const char *p, char quote_or_comma) {
 #define MASK_Q(p) mask_table(p, stop_q)
 #endif
 
-/* The first byte at or after p that ends an unquoted run (the sentinel at the end at last). */
-static inline size_t next_stop(const char *b, size_t p, int simd) {
+/* The first of the bytes c0..c3 in b[p, end), or end: a long run is left to the C library's
+ * search (a 4 MiB quoted field took the unoptimised fuzzing build a second). */
+static size_t first_of(const char *b, size_t p, size_t end, const char c[4]) {
+  for (int i = 0; i < 4; i++) {
+    const char *x = memchr(b + p, c[i], end - p);
+    if (x != NULL) end = (size_t)(x - b);
+  }
+  return end;
+}
+
+/* The first byte at or after p that ends an unquoted run (the sentinel at e at last). */
+static inline size_t next_stop(const char *b, size_t p, size_t e, int simd) {
   (void)simd;
-  for (;; p += 16) {
+  for (int k = 0; k < 4; k++, p += 16) {
     unsigned m = MASK_U(b + p);
     if (m) return p + (size_t)__builtin_ctz(m);
   }
+  static const char stops[4] = {',', '\r', '\n', 0};
+  return first_of(b, p, e + 1, stops);   /* no sentinel within 64 bytes: p < e */
 }
 
 /* The first quote, CR, LF or NUL at or after p. */
-static inline size_t next_quoted_stop(const char *b, size_t p, int simd) {
+static inline size_t next_quoted_stop(const char *b, size_t p, size_t e, int simd) {
   (void)simd;
-  for (;; p += 16) {
+  for (int k = 0; k < 4; k++, p += 16) {
     unsigned m = MASK_Q(b + p);
     if (m) return p + (size_t)__builtin_ctz(m);
   }
+  static const char stops[4] = {'"', '\r', '\n', 0};
+  return first_of(b, p, e + 1, stops);
 }
 
 /* Scans one record from s->pos without changing the data: field spans, the position after
@@ -248,7 +262,7 @@ static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *l
     if (p < e && b[p] == '"') {
       f->start = ++p;
       for (;;) {
-        size_t q = next_quoted_stop(b, p, simd);
+        size_t q = next_quoted_stop(b, p, e, simd);
         char c = b[q];
         if (c == '"') {
           p = q + 1;
@@ -276,12 +290,12 @@ static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *l
       if (p < e && !stop[(unsigned char)b[p]]) {
         /* text after the closing quote belongs to the field (Python's csv) */
         f->unescape = 1;
-        p = next_stop(b, p, simd);
+        p = next_stop(b, p, e, simd);
         f->end = p;
       }
     } else {
       f->start = p;
-      p = next_stop(b, p, simd);  /* the NUL sentinel ends it at e */
+      p = next_stop(b, p, e, simd);  /* the NUL sentinel ends it at e */
       f->end = p;
     }
     if (p >= e) {

@@ -287,6 +287,7 @@ static void same_both_ways(const char *path) {
 /* The SSE2 scan and the portable byte loop read alike: every quirk and bad input at every
  * position against the 16-byte loads (0 to 31 blank lines before it), random CSV-like bytes,
  * and a file bigger than the buffer. */
+#define L64 "0123456789abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ;:"
 static void test_simd_matches_portable(void **state) {
   (void)state;
   static const char *const cases[] = {
@@ -299,15 +300,20 @@ static void test_simd_matches_portable(void **state) {
     "a,b\n1,\"open\n", "a,b\n\"x\"yz,w\n", "a,b\n\"x\"yz\"q\"\r", "\"p\nq\r\nr\rs\",\"t\r\"\r\n",
     "a,b\n\"a quoted field longer than sixteen bytes, with \"\"doubled\"\" quotes\",\"\"\n",
     "0123456789abcdefghijklmnopqrstuvwxyz,0123456789abcdefghijklmnopqrstuvwxyz\n",
+    /* runs longer than 64 bytes: the C library's search takes over */
+    "a,\"" L64 L64 "\n" L64 "\r\n" L64 "\"\"" L64 "\",b\r\n" L64 L64 ",\"" L64 "\"" L64 "x,y\n",
+    L64 L64 "\r" L64 ",\"" L64 L64 "\"\"\"" L64 "\n\"" L64 L64 L64,
   };
-  static const char nuls[][24] = {"a,b\n1,2\n3\0,4\n", "a,b\n1,2\n3,\"x\ny\0z\"\n5,6\n",
-                                  "a,\"b\0c\n", "a,b\n1\0"};
-  static const size_t nul_lens[] = {13, 23, 7, 6};
-  char name[64], text[4096];
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0] + 4; i++)
+  static const char nuls[][200] = {"a,b\n1,2\n3\0,4\n", "a,b\n1,2\n3,\"x\ny\0z\"\n5,6\n",
+                                  "a,\"b\0c\n", "a,b\n1\0", "a,\"" L64 L64 "\0\"\n",
+                                  "a," L64 L64 "\0,b\n"};
+  static const size_t nul_lens[] = {13, 23, 7, 6, 3 + 128 + 3, 2 + 128 + 4};
+  char name[64], text[8192];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0] + sizeof nuls / sizeof nuls[0]; i++)
     for (int k = 0; k < 32; k++) {
-      const char *c = i < 15 ? cases[i] : nuls[i - 15];
-      size_t n = i < 15 ? strlen(c) : nul_lens[i - 15];
+      const size_t nc = sizeof cases / sizeof cases[0];
+      const char *c = i < nc ? cases[i] : nuls[i - nc];
+      size_t n = i < nc ? strlen(c) : nul_lens[i - nc];
       memset(text, '\n', (size_t)k);
       memcpy(text + k, c, n);
       snprintf(name, sizeof name, "align%zu_%d.csv", i, k);
@@ -331,6 +337,33 @@ static void test_simd_matches_portable(void **state) {
                          i % 5 ? "plain" : "two\nlines \"\"q\"\"", i % 3 ? "\r\n" : "\n");
   same_both_ways(write_file("big2.csv", big, n));
   free(big);
+}
+
+/* Past 64 bytes both scans hand over to the C library's search: what it finds, by hand. */
+static void test_long_runs(void **state) {
+  (void)state;
+  static const char text[] = "a,\"" L64 L64 "\r" L64 "\"\"" L64 "\",b\r\n" L64 L64 ",c\n\"" L64 L64 "x";
+  const char *p = write_file("long.csv", text, sizeof text - 1);
+  for (int portable = 0; portable < 2; portable++) {
+    char err[700];
+    ps_scan_set_portable(portable);
+    ps_scan *s = ps_scan_open(p, err, sizeof err);
+    ps_scan_record r;
+    assert_int_equal(ps_scan_next(s, &r), 1);
+    assert_int_equal(r.line, 1);
+    assert_int_equal(r.nfields, 3);
+    assert_string_equal(r.fields[1], L64 L64 "\r" L64 "\"" L64);
+    assert_string_equal(r.fields[2], "b");
+    assert_int_equal(ps_scan_next(s, &r), 1);
+    assert_int_equal(r.line, 3);   /* the quoted lone CR is a line */
+    assert_int_equal(r.nfields, 2);
+    assert_string_equal(r.fields[0], L64 L64);
+    assert_string_equal(r.fields[1], "c");
+    assert_int_equal(ps_scan_next(s, &r), -1);
+    assert_non_null(strstr(ps_scan_error(s), "long.csv:4: unterminated quoted field"));
+    ps_scan_close(s);
+  }
+  ps_scan_set_portable(0);
 }
 
 static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -374,6 +407,7 @@ int main(void) {
     cmocka_unit_test(test_style),
     cmocka_unit_test(test_big_file),
     cmocka_unit_test(test_simd_matches_portable),
+    cmocka_unit_test(test_long_runs),
     cmocka_unit_test(test_real_exports),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
