@@ -16,7 +16,7 @@
 
 #define BUFSIZE (4u << 20)
 #define MINBUF (64u << 10)
-#define PAD 16   /* zero bytes after the data: room for a 16-byte load at the sentinel */
+#define PAD 64   /* zero bytes after the data: room for a 64-byte load at the sentinel */
 
 typedef struct span { size_t start, end; int unescape; } span;
 
@@ -226,15 +226,31 @@ static size_t first_of(const char *b, size_t p, size_t end, const char c[4]) {
   return end;
 }
 
-/* The first byte at or after p that ends an unquoted run (the sentinel at e at last). */
-static inline size_t next_stop(const char *b, size_t p, size_t e, int simd) {
+/* The stop bytes of an unquoted run in the 64 bytes at base, one bit each: one mask serves
+ * the several fields it covers. */
+typedef struct window { size_t base; uint64_t bits; } window;
+
+static inline uint64_t mask64_u(const char *p, int simd) {
   (void)simd;
-  for (int k = 0; k < 4; k++, p += 16) {
-    unsigned m = MASK_U(b + p);
-    if (m) return p + (size_t)__builtin_ctz(m);
+  return (uint64_t)MASK_U(p) | (uint64_t)MASK_U(p + 16) << 16 | (uint64_t)MASK_U(p + 32) << 32 |
+         (uint64_t)MASK_U(p + 48) << 48;
+}
+
+/* The first byte at or after p that ends an unquoted run (the sentinel at e at last). */
+static inline size_t next_stop(const char *b, size_t p, size_t e, window *w, int simd) {
+  size_t off = p - w->base;
+  if (off < 64) {
+    uint64_t m = w->bits >> off;
+    if (m) return p + (size_t)__builtin_ctzll(m);
+    p = w->base + 64;
+  }
+  for (int k = 0; k < 2; k++, p += 64) {
+    w->base = p;
+    w->bits = mask64_u(b + p, simd);
+    if (w->bits) return p + (size_t)__builtin_ctzll(w->bits);
   }
   static const char stops[4] = {',', '\r', '\n', 0};
-  return first_of(b, p, e + 1, stops);   /* no sentinel within 64 bytes: p < e */
+  return first_of(b, p, e + 1, stops);   /* no sentinel within 128 bytes: p < e */
 }
 
 /* The first quote, CR, LF or NUL at or after p. */
@@ -254,6 +270,7 @@ static inline size_t next_quoted_stop(const char *b, size_t p, size_t e, int sim
 static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *lines, int simd) {
   const char *b = s->buf;
   size_t p = s->pos, e = s->end, n = 0;
+  window w = {p + 64, 0};   /* none yet: p - base wraps past 64 */
   *lines = 0;
   for (;;) {
     if (n == s->capfields && grow_fields(s) != 0) return SCAN_NOMEM;
@@ -290,12 +307,12 @@ static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *l
       if (p < e && !stop[(unsigned char)b[p]]) {
         /* text after the closing quote belongs to the field (Python's csv) */
         f->unescape = 1;
-        p = next_stop(b, p, e, simd);
+        p = next_stop(b, p, e, &w, simd);
         f->end = p;
       }
     } else {
       f->start = p;
-      p = next_stop(b, p, e, simd);  /* the NUL sentinel ends it at e */
+      p = next_stop(b, p, e, &w, simd);  /* the NUL sentinel ends it at e */
       f->end = p;
     }
     if (p >= e) {
