@@ -270,7 +270,7 @@ static inline size_t next_quoted_stop(const char *b, size_t p, size_t e, int sim
 static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *lines, int simd) {
   const char *b = s->buf;
   size_t p = s->pos, e = s->end, n = 0;
-  window w = {p + 64, 0};   /* none yet: p - base wraps past 64 */
+  window w = {p, mask64_u(b + p, simd)};
   *lines = 0;
   for (;;) {
     if (n == s->capfields && grow_fields(s) != 0) return SCAN_NOMEM;
