@@ -66,23 +66,24 @@ static const char *write_file(const char *name, const char *text, size_t n) {
   return path;
 }
 
+static const char *const quirks[] = {
+  "a,b,c\n1,2,3\n",
+  "\xEF\xBB\xBFType,Start Time(us)\r\nAdd,\"1736413971558972.912\t\"\r\nMul,1736412474730135.222\t\r\n",
+  "a,b\n\"\"\"81920,4096;8192,512\"\"\",x\n\"\"\"\"\"\",\"\"\"; \"\"\"\n",
+  "a,b\n\"multi\nline\r\nfield\",2\n3,4",
+  "a,b,c\nshort\n1,2,3,4,5\n\n\r\n  \n",
+  "a,b\n1,2,\n,\n",
+  "a,b\nab\"c,d\n",
+  "a\r\n1\r\n2\r",
+  "a,b\n\" padded \" , plain \n",
+};
+
 static void test_quirks(void **state) {
   (void)state;
-  static const char *const cases[] = {
-    "a,b,c\n1,2,3\n",
-    "\xEF\xBB\xBFType,Start Time(us)\r\nAdd,\"1736413971558972.912\t\"\r\nMul,1736412474730135.222\t\r\n",
-    "a,b\n\"\"\"81920,4096;8192,512\"\"\",x\n\"\"\"\"\"\",\"\"\"; \"\"\"\n",
-    "a,b\n\"multi\nline\r\nfield\",2\n3,4",
-    "a,b,c\nshort\n1,2,3,4,5\n\n\r\n  \n",
-    "a,b\n1,2,\n,\n",
-    "a,b\nab\"c,d\n",
-    "a\r\n1\r\n2\r",
-    "a,b\n\" padded \" , plain \n",
-  };
   char name[32];
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < sizeof quirks / sizeof quirks[0]; i++) {
     snprintf(name, sizeof name, "quirk%zu.csv", i);
-    same_records(write_file(name, cases[i], strlen(cases[i])));
+    same_records(write_file(name, quirks[i], strlen(quirks[i])));
   }
 }
 
@@ -290,13 +291,7 @@ static void same_both_ways(const char *path) {
 #define L64 "0123456789abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ;:"
 static void test_simd_matches_portable(void **state) {
   (void)state;
-  static const char *const cases[] = {
-    "a,b,c\n1,2,3\n",
-    "\xEF\xBB\xBFType,Start Time(us)\r\nAdd,\"1736413971558972.912\t\"\r\nMul,1736412474730135.222\t\r\n",
-    "a,b\n\"\"\"81920,4096;8192,512\"\"\",x\n\"\"\"\"\"\",\"\"\"; \"\"\"\n",
-    "a,b\n\"multi\nline\r\nfield\",2\n3,4",
-    "a,b,c\nshort\n1,2,3,4,5\n\n\r\n  \n",
-    "a,b\n1,2,\n,\n", "a,b\nab\"c,d\n", "a\r\n1\r\n2\r", "a,b\n\" padded \" , plain \n",
+  static const char *const more[] = {   /* besides the quirks */
     "a,b\n1,\"open\n", "a,b\n\"x\"yz,w\n", "a,b\n\"x\"yz\"q\"\r", "\"p\nq\r\nr\rs\",\"t\r\"\r\n",
     "a,b\n\"a quoted field longer than sixteen bytes, with \"\"doubled\"\" quotes\",\"\"\n",
     "0123456789abcdefghijklmnopqrstuvwxyz,0123456789abcdefghijklmnopqrstuvwxyz\n",
@@ -309,11 +304,11 @@ static void test_simd_matches_portable(void **state) {
                                   "a," L64 L64 "\0,b\n"};
   static const size_t nul_lens[] = {13, 23, 7, 6, 3 + 128 + 3, 2 + 128 + 4};
   char name[64], text[8192];
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0] + sizeof nuls / sizeof nuls[0]; i++)
+  const size_t nq = sizeof quirks / sizeof quirks[0], nm = sizeof more / sizeof more[0];
+  for (size_t i = 0; i < nq + nm + sizeof nuls / sizeof nuls[0]; i++)
     for (int k = 0; k < 32; k++) {
-      const size_t nc = sizeof cases / sizeof cases[0];
-      const char *c = i < nc ? cases[i] : nuls[i - nc];
-      size_t n = i < nc ? strlen(c) : nul_lens[i - nc];
+      const char *c = i < nq ? quirks[i] : i < nq + nm ? more[i - nq] : nuls[i - nq - nm];
+      size_t n = i < nq + nm ? strlen(c) : nul_lens[i - nq - nm];
       memset(text, '\n', (size_t)k);
       memcpy(text + k, c, n);
       snprintf(name, sizeof name, "align%zu_%d.csv", i, k);

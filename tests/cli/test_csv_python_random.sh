@@ -49,18 +49,6 @@ mkdir -p "$TMP/gen"
 python3 "$TMP/gen.py" "$TMP/gen" 300
 find "$TMP/gen" -name '*.csv' -size +0 | sort > "$TMP/files"
 
-cat > "$TMP/dump.lua" <<'LUA'
-local csv, cjson = require "perfscript.csv", require "cjson"
-for path in io.lines(arg[1]) do
-  local r, err = csv.open(path, {header = false, reuse = false})
-  local rows = setmetatable({}, cjson.array_mt)
-  local ok = r ~= nil
-  if r then
-    ok, err = pcall(function() for f in r:lines() do rows[#rows + 1] = f end end)
-  end
-  print(cjson.encode(ok and {path, rows} or {path, cjson.null, err}))
-end
-LUA
 cat > "$TMP/compare.py" <<'PY'
 import csv, json, sys
 bad = 0
@@ -80,7 +68,7 @@ for line in open(sys.argv[1], encoding="utf-8"):
               f"  perfscript {rows[i] if i < len(rows) else 'end'}\n  python     {want[i] if i < len(want) else 'end'}")
 print(f"{n} files, {bad} differ")
 PY
-"$PS_BIN" "$TMP/dump.lua" "$TMP/files" > "$TMP/ps.jsonl"
+"$PS_BIN" "$(dirname "$0")/csv_dump.lua" "$TMP/files" > "$TMP/ps.jsonl"
 res=$(python3 "$TMP/compare.py" "$TMP/ps.jsonl")
 expect_eq "generated files read as Python's csv reads them" "$(tail -1 <<< "$res")" "300 files, 0 differ"
 [[ $(tail -1 <<< "$res") == "300 files, 0 differ" ]] || head -20 <<< "$res"
