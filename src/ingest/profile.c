@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ typedef struct group {
   double msum[PS_NCOUNTERS];
   int64_t first_ns, last_ns;
   long fia_file, fia_ordinal;
+  uint64_t first_row;                    /* its first row in the file (ordering a pass's new groups) */
   uint64_t hash, hash2;
   char *key;
   size_t keylen;
@@ -72,6 +74,7 @@ static void free_groups(struct group *g, size_t cap);
 struct ps_profile {
   int threads;                /* 1: read every file in one thread */
   uint64_t split_min;         /* files below this size are read by one thread */
+  uint64_t block;             /* block size (0: BLOCK; tests make it small) */
   group *groups;
   size_t ngroups, capgroups;
   slot *slots;                /* open addressing on the key hash */
@@ -80,7 +83,6 @@ struct ps_profile {
   size_t nseen;
   ps_profile_counts totals;
   long nfiles;
-  ps_import_key *keys;
 };
 
 ps_profile *ps_profile_new(void) {
@@ -88,8 +90,7 @@ ps_profile *ps_profile_new(void) {
   if (p == NULL) return NULL;
   p->nslots = 1024;
   p->slots = calloc(p->nslots, sizeof *p->slots);
-  p->keys = ps_import_key_new();
-  if (p->slots == NULL || p->keys == NULL) {
+  if (p->slots == NULL) {
     ps_profile_free(p);
     return NULL;
   }
@@ -100,6 +101,8 @@ void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min) {
   p->threads = threads;
   p->split_min = split_min;
 }
+
+void ps_profile_set_block(ps_profile *p, uint64_t bytes) { p->block = bytes; }
 
 void ps_profile_free(ps_profile *p) {
   if (p == NULL) return;
@@ -113,7 +116,6 @@ void ps_profile_free(ps_profile *p) {
   free(p->slots);
   free(p->seen[0]);
   free(p->seen[1]);
-  ps_import_key_free(p->keys);
   free(p);
 }
 
@@ -235,13 +237,6 @@ static int in_table(const uint64_t *t, uint64_t hash) {
   return 0;
 }
 
-static void prefetch_seen(const ps_profile *p, uint64_t hash) {
-  if (p->seen[0] == NULL) return;
-  size_t h = (size_t)(hash ? hash : 1) & (DUP_SLOTS - 1);
-  __builtin_prefetch(&p->seen[0][h]);
-  __builtin_prefetch(&p->seen[1][h]);
-}
-
 /* Duplicate rows: 1 when hash was seen within the window, else records it. */
 static int seen_before(ps_profile *p, uint64_t hash) {
   if (hash == 0) hash = 1;
@@ -332,137 +327,6 @@ static int usable_id(const char *s, size_t len) {
   return len > 0 && !(len == 3 && memcmp(s, "N/A", 3) == 0);
 }
 
-/* One file's reading state, shared by the row function and the threads. */
-typedef struct run {
-  ps_profile *p;
-  const int *col;
-  int dedup;
-  long file_index;
-  ps_profile_counts *counts;
-  const char *path;
-  char *err;                  /* a data error of add_row (ROW_BAD) */
-  size_t errsize;
-} run;
-
-enum { ROW_OOM = -1, ROW_BAD = -2 };
-
-/* A signature cell beyond shape.h's limits is damaged data: an error naming it. */
-static int cell_limits(run *u, const ps_scan_record *rec, const char *const *cell, const size_t *len) {
-  for (int c = PS_PC_IN_SHAPES; c < PS_PC_NCELLS; c++) {
-    char why[96];
-    if (len[c] >= PS_SHAPE_MAX_SLOTS && ps_shape_over_limit(cell[c], len[c], why, sizeof why)) {
-      snprintf(u->err, u->errsize, "%s:%ld: %s cell of %s", u->path, rec->line, column_names[c], why);
-      return ROW_BAD;
-    }
-  }
-  return 0;
-}
-
-/* Aggregates one record. Returns 0, ROW_OOM when out of memory, or ROW_BAD with the reason in
- * u->err. */
-static int add_row(run *u, const ps_scan_record *rec) {
-  ps_profile *p = u->p;
-  ps_profile_counts *counts = u->counts;
-  const char *cell[C_N];
-  size_t len[C_N];
-  static const char empty[] = "";
-  counts->rows++;
-  for (int c = 0; c < C_N; c++) {
-    int i = u->col[c];
-    if (i >= 0 && (size_t)i < rec->nfields) cell[c] = rec->fields[i], len[c] = rec->lens[i];
-    else cell[c] = empty, len[c] = 0;
-  }
-  size_t tlen = len[PS_PC_TYPE];
-  const char *type = ps_profile_kernel_type(cell[PS_PC_TYPE], &tlen);
-  if (tlen == 0) {
-    counts->no_type++;
-    return 0;
-  }
-  if (cell_limits(u, rec, cell, len) != 0) return ROW_BAD;
-  /* The tables a row probes are far apart in memory: their slots are prefetched first and
-   * the parsing below hides the wait. */
-  size_t keylen;
-  uint64_t kh[2];
-  const char *key = ps_import_key_build(p->keys, type, tlen, cell + PS_PC_IN_SHAPES,
-                                        len + PS_PC_IN_SHAPES, &keylen, kh);
-  if (key == NULL) return -1;
-  __builtin_prefetch(&p->slots[(size_t)kh[0] & (p->nslots - 1)]);
-  int64_t start_ns = INT64_MIN;
-  int have_start = ps_num_us_to_ns(cell[C_START], len[C_START], &start_ns) == 0;
-  uint64_t dup_hash = 0;
-  int check_dup = u->dedup && have_start && usable_id(cell[C_TASK], len[C_TASK]);
-  if (check_dup) {
-    char buf[256];
-    size_t k = 0;
-    for (int c = C_TASK; c <= C_DEVICE; c++) {
-      size_t l = len[c] < 64 ? len[c] : 64;
-      memcpy(buf + k, cell[c], l);
-      k += l;
-      buf[k++] = '\x1f';
-    }
-    dup_hash = XXH3_64bits_withSeed(buf, k, (uint64_t)start_ns);
-    prefetch_seen(p, dup_hash);
-  }
-  long fia_ordinal = -1;
-  int is_fia = tlen == sizeof PS_PROFILE_FIA_TYPE - 1 && memcmp(type, PS_PROFILE_FIA_TYPE, tlen) == 0;
-  int na = ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
-           ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES]);
-  int no_dims = !na && ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]);
-  double d;
-  int bad = ps_num_finite(cell[C_DURATION], len[C_DURATION], &d) != 0;
-  if (check_dup && seen_before(p, dup_hash)) {
-    counts->duplicates++;
-    return 0;
-  }
-  if (is_fia) fia_ordinal = (long)counts->fia_rows++;
-  if (na) {
-    counts->na_shapes++;
-    return 0;
-  }
-  if (no_dims) {
-    counts->no_shapes++;
-    return 0;
-  }
-  if (bad) {
-    counts->bad_duration++;
-    return 0;
-  }
-  int created = 0;
-  group *g = find_or_add(p, key, keylen, kh, &created);
-  if (g == NULL) return -1;
-  __builtin_prefetch(g);
-  __builtin_prefetch((char *)g + 64);
-  __builtin_prefetch((char *)g + 128);
-  /* the counters, parsed while the group comes into the cache */
-  double mv[PS_NCOUNTERS];
-  unsigned valid = 0;
-  for (int m = 0; m < PS_NCOUNTERS; m++)
-    if (len[C_METRIC0 + m] && ps_num_finite(cell[C_METRIC0 + m], len[C_METRIC0 + m], &mv[m]) == 0)
-      valid |= 1u << m;
-  if (add_duration(g, d) != 0) return -1;
-  /* the first non-empty value of each cell */
-  if (created && set_cell(g, PS_PC_TYPE, type, tlen) != 0) return -1;
-  if (g->filled != (1u << PS_PC_NCELLS) - 1)
-    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
-      if (!(g->filled & (1u << c)) && (created || len[c]) && set_cell(g, c, cell[c], len[c]) != 0)
-        return -1;
-  for (int m = 0; m < PS_NCOUNTERS; m++)
-    if (valid & (1u << m)) {
-      g->msum[m] += mv[m];
-      g->mcount[m]++;
-    }
-  if (have_start) {
-    if (g->first_ns == INT64_MIN || start_ns < g->first_ns) g->first_ns = start_ns;
-    if (g->last_ns == INT64_MIN || start_ns > g->last_ns) g->last_ns = start_ns;
-  }
-  if (fia_ordinal >= 0 && g->fia_file < 0) {
-    g->fia_file = u->file_index;
-    g->fia_ordinal = fia_ordinal;
-  }
-  counts->used++;
-  return 0;
-}
-
 static void add_counts(ps_profile_counts *to, const ps_profile_counts *c) {
   to->rows += c->rows;
   to->used += c->used;
@@ -474,124 +338,462 @@ static void add_counts(ps_profile_counts *to, const ps_profile_counts *c) {
   to->fia_rows += c->fia_rows;
 }
 
-/* ---- a big file in chunks, one thread each ------------------------------------------ */
-
-#define SPLIT_MIN (32u << 20)   /* smaller files are read by one thread */
-#define MAX_CHUNKS 64
-
-/* Chunk k > 0 of a file: [offset, end) read by its own thread into its own groups (end 0: to
- * the end of the file). Chunk k - 1 confirms that offset is a record start when it gets
- * there (a quoted newline would not be). */
-typedef struct chunk {
-  const char *path;
-  uint64_t offset, end;
-  run u;
-  ps_profile_counts counts;
-  atomic_int *cancel;
-  atomic_uint_least64_t done;   /* bytes read, for the progress display */
-  int failed;                   /* bad data, no memory, or it ran past its end */
-  char err[512];                /* unused: the first thread reads a failed chunk again */
-  pthread_t thread;
-} chunk;
-
-static void *read_chunk(void *arg) {
-  chunk *h = arg;
-  char err[8];
-  ps_scan *r = ps_scan_open_at(h->path, h->offset, err, sizeof err);
-  if (r == NULL) {
-    h->failed = 1;
-    return NULL;
-  }
-  ps_scan_record rec;
-  int st = 1;
-  uint64_t n = 0;
-  for (;;) {
-    if (h->end) {
-      uint64_t off = ps_scan_offset(r);
-      if (off == h->end) break;                 /* the next chunk starts here: done */
-      if (off > h->end) {                       /* the next chunk's start is no record start */
-        st = -1;
-        break;
-      }
-    }
-    if ((st = ps_scan_next(r, &rec)) <= 0) break;
-    if (add_row(&h->u, &rec) != 0) {
-      st = -1;
-      break;
-    }
-    if ((++n & 4095) == 0) {
-      atomic_store(&h->done, ps_scan_bytes_read(r));
-      if (atomic_load(h->cancel)) break;
-    }
-  }
-  if (st < 0 || (st == 0 && h->end)) h->failed = 1;  /* the first thread reads it again */
-  atomic_store(&h->done, ps_scan_bytes_read(r));
-  ps_scan_close(r);
+/* The group of a key already in p, or NULL (read only: the threads of step 3 share it). */
+static group *find(const ps_profile *p, const uint64_t hash[2]) {
+  for (size_t h = (size_t)hash[0] & (p->nslots - 1); p->slots[h].idx; h = (h + 1) & (p->nslots - 1))
+    if (p->slots[h].h0 == hash[0] && p->slots[h].h1 == hash[1]) return &p->groups[p->slots[h].idx - 1];
   return NULL;
 }
 
-/* The chunk starts: at[0] = 0, then just after the first line end past each k/n of the file.
- * Returns the number of chunks (1: read by one thread). */
-static int split_points(const ps_profile *p, const char *path, uint64_t size, uint64_t *at) {
-  uint64_t least = p->split_min ? p->split_min : SPLIT_MIN;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  long n = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
-  if (n > MAX_CHUNKS) n = MAX_CHUNKS;
-  at[0] = 0;
-  if (size < least || n < 2) return 1;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return 1;
-  int m = 1;
-  for (long k = 1; k < n; k++) {
-    uint64_t pos = size / (uint64_t)n * (uint64_t)k;
-    if (pos < at[m - 1]) pos = at[m - 1];
-    if (fseeko(f, (off_t)pos, SEEK_SET) != 0) break;
-    int c;
-    while ((c = getc(f)) != EOF && c != '\n') pos++;
-    if (c == EOF || pos + 1 >= size) break;
-    if (pos + 1 > at[m - 1]) at[m++] = pos + 1;
+/* Moves group src (of a share's table) into p. */
+static int adopt(ps_profile *p, const group *src) {
+  if (p->ngroups >= UINT32_MAX - 1) return -1;
+  if (p->ngroups == p->capgroups) {
+    size_t c = p->capgroups ? p->capgroups * 2 : 256;
+    group *ng = grow_groups(p->groups, p->capgroups, c);
+    if (ng == NULL) return -1;
+    p->groups = ng;
+    p->capgroups = c;
   }
-  fclose(f);
-  return m;
+  size_t h = (size_t)src->hash & (p->nslots - 1);
+  while (p->slots[h].idx) h = (h + 1) & (p->nslots - 1);
+  p->groups[p->ngroups] = *src;
+  p->slots[h] = (slot){src->hash, src->hash2, (uint32_t)++p->ngroups};
+  if (p->ngroups * 2 > p->nslots && grow_table(p) != 0) return -1;
+  return 0;
 }
 
-/* Adds the groups of q (a later chunk) to p, in q's first-seen order. */
-static int merge_chunk(ps_profile *p, ps_profile *q, long fia_base) {
-  for (size_t i = 0; i < q->ngroups; i++) {
-    group *b = &q->groups[i];
-    uint64_t h[2] = {b->hash, b->hash2};
-    int created;
-    group *g = find_or_add(p, b->key, b->keylen, h, &created);
-    if (g == NULL) return -1;
-    if (g->ndur + b->ndur > g->capdur) {
-      double *d = realloc(g->durs, (g->ndur + b->ndur) * sizeof *d);
-      if (d == NULL) return -1;
-      g->durs = d;
-      g->capdur = g->ndur + b->ndur;
-    }
-    memcpy(g->durs + g->ndur, b->durs, b->ndur * sizeof *b->durs);
-    g->ndur += b->ndur;
-    g->count += b->count;
-    g->sum += b->sum;
-    if (b->min < g->min) g->min = b->min;
-    if (b->max > g->max) g->max = b->max;
-    for (int m = 0; m < PS_NCOUNTERS; m++) {
-      g->msum[m] += b->msum[m];
-      g->mcount[m] += b->mcount[m];
-    }
-    if (b->first_ns != INT64_MIN && (g->first_ns == INT64_MIN || b->first_ns < g->first_ns)) g->first_ns = b->first_ns;
-    if (b->last_ns != INT64_MIN && (g->last_ns == INT64_MIN || b->last_ns > g->last_ns)) g->last_ns = b->last_ns;
-    for (int c = 0; c < PS_PC_NCELLS; c++)
-      if (!(g->filled & (1u << c)) && b->cells[c] && (created || b->cells[c][0]) &&
-          set_cell(g, c, b->cells[c], strlen(b->cells[c])) != 0)
-        return -1;
-    if (g->fia_file < 0 && b->fia_file >= 0) {
-      g->fia_file = b->fia_file;
-      g->fia_ordinal = b->fia_ordinal + fia_base;
+/* ---- one file in blocks ------------------------------------------------------------------
+ *
+ * A file is read in blocks of up to BLOCK bytes, T blocks a round, one per thread (T = 1 for
+ * small files or --threads 1). A round has three steps:
+ *   1. each thread parses its block into row records (the costly part: CSV, numbers, keys);
+ *      a block k > 0 starts at the first line start at or after its nominal start;
+ *   2. the calling thread checks that each block started where the one before it ended (a
+ *      quoted newline can fool the guess; the block is then read again from the right place,
+ *      with the right line numbers, as is a block that hit an error), and walks the records
+ *      in file order for what is sequential: the duplicate window, the FIA ordinals, the
+ *      counts;
+ *   3. each thread adds the rows of its share of the groups (by key hash), in file order.
+ * So every group sees its rows in file order, whatever the thread count: the sums, hence the
+ * means, are those of one thread, bit for bit, and a duplicate pair across a block boundary
+ * is caught. Memory holds T blocks' records and the groups, never the file. */
+
+#define BLOCK ((4u << 20) - (128u << 10))   /* a little under the scanner's 4 MiB buffer */
+#define MAX_THREADS 64
+#define SPLIT_MIN (32u << 20)   /* smaller files are read by one thread */
+
+enum { K_NOTYPE, K_NA, K_NODIMS, K_BAD, K_USE, K_SKIP };
+
+/* A parsed row. The key and the cells of a used row are copied to the block's arena. */
+typedef struct rowrec {
+  uint64_t h0, h1, dup;
+  int64_t start_ns;
+  double dur;
+  long fia_ordinal;                      /* set by step 2 */
+  uint32_t valid;                        /* bit m: mv[m] holds a number */
+  uint32_t off, keylen, clen[PS_PC_NCELLS];
+  uint8_t kind, check_dup, have_start, is_fia;
+  double mv[PS_NCOUNTERS];
+} rowrec;
+
+enum { B_OK, B_BAD, B_SCAN, B_OOM, B_GUESS };
+
+typedef struct block {
+  uint64_t nominal_end;                  /* records starting before it are the block's */
+  uint64_t start, end;                   /* where it was read from and where it stopped */
+  long lines;                            /* physical lines read */
+  int status;                            /* B_OK, or why it stopped */
+  uint64_t bad_rows;                     /* 1 when a damaged row stopped it (counted as read) */
+  uint64_t first_row;                    /* rows of the file before it (step 2) */
+  rowrec *recs;
+  size_t nrec, caprec;
+  char *arena;
+  size_t narena, caparena;
+} block;
+
+/* A thread's parser: its scanner, key builder and error text. */
+typedef struct worker {
+  ps_scan *scan;
+  ps_import_key *keys;
+  char err[1024];
+} worker;
+
+typedef struct pass {
+  ps_profile *p;
+  const char *path;
+  const int *col;
+  int dedup, T;
+  long file_index;
+  uint64_t data_start, size, bsize;
+  size_t nblocks, round, nround;
+  block blk[MAX_THREADS];
+  worker w[MAX_THREADS];
+  ps_profile *q[MAX_THREADS];            /* each share's groups first seen in this round */
+  pthread_barrier_t bar;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int go;                                /* threads 1..T-1 start when set */
+  long line0;                            /* line of the first data record */
+  atomic_int oom;
+  int done, rc;
+  uint64_t expect;                       /* where the next block must start */
+  long line;                             /* its line number */
+  ps_profile_counts *counts;
+  ps_profile_progress cb;
+  void *ud;
+  char *err;
+  size_t errsize;
+} pass;
+
+/* A signature cell beyond shape.h's limits is damaged data: an error naming it. */
+static int cell_limits(worker *w, const char *path, long line, const char *const *cell,
+                       const size_t *len) {
+  for (int c = PS_PC_IN_SHAPES; c < PS_PC_NCELLS; c++) {
+    char why[96];
+    if (len[c] >= PS_SHAPE_MAX_SLOTS && ps_shape_over_limit(cell[c], len[c], why, sizeof why)) {
+      snprintf(w->err, sizeof w->err, "%s:%ld: %s cell of %s", path, line, column_names[c], why);
+      return -1;
     }
   }
   return 0;
 }
+
+static char *arena_put(block *b, const char *s, size_t len, uint32_t *off) {
+  if (b->narena + len > b->caparena) {
+    size_t c = b->caparena ? b->caparena : 1u << 20;
+    while (c < b->narena + len) c *= 2;
+    char *a = realloc(b->arena, c);
+    if (a == NULL) return NULL;
+    b->arena = a;
+    b->caparena = c;
+  }
+  char *d = b->arena + b->narena;
+  if (off) *off = (uint32_t)b->narena;
+  memcpy(d, s, len);
+  b->narena += len;
+  return d;
+}
+
+enum { ROW_OOM = -1, ROW_BAD = -2 };
+
+/* Step 1 for one record: everything a row's fate and statistics need, in r. */
+static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record *rec) {
+  if (b->nrec == b->caprec) {
+    size_t c = b->caprec ? b->caprec * 2 : 4096;
+    rowrec *n = realloc(b->recs, c * sizeof *n);
+    if (n == NULL) return ROW_OOM;
+    b->recs = n;
+    b->caprec = c;
+  }
+  rowrec *r = &b->recs[b->nrec];
+  const char *cell[C_N];
+  size_t len[C_N];
+  static const char empty[] = "";
+  for (int c = 0; c < C_N; c++) {
+    int i = x->col[c];
+    if (i >= 0 && (size_t)i < rec->nfields) cell[c] = rec->fields[i], len[c] = rec->lens[i];
+    else cell[c] = empty, len[c] = 0;
+  }
+  size_t tlen = len[PS_PC_TYPE];
+  const char *type = ps_profile_kernel_type(cell[PS_PC_TYPE], &tlen);
+  if (tlen == 0) {
+    r->kind = K_NOTYPE;
+    b->nrec++;
+    return 0;
+  }
+  if (cell_limits(w, x->path, rec->line, cell, len) != 0) return ROW_BAD;
+  size_t keylen;
+  uint64_t kh[2];
+  const char *key = ps_import_key_build(w->keys, type, tlen, cell + PS_PC_IN_SHAPES,
+                                        len + PS_PC_IN_SHAPES, &keylen, kh);
+  if (key == NULL) return ROW_OOM;
+  r->h0 = kh[0];
+  r->h1 = kh[1];
+  r->start_ns = INT64_MIN;
+  r->have_start = ps_num_us_to_ns(cell[C_START], len[C_START], &r->start_ns) == 0;
+  r->check_dup = x->dedup && r->have_start && usable_id(cell[C_TASK], len[C_TASK]);
+  if (r->check_dup) {
+    char buf[256];
+    size_t k = 0;
+    for (int c = C_TASK; c <= C_DEVICE; c++) {
+      size_t l = len[c] < 64 ? len[c] : 64;
+      memcpy(buf + k, cell[c], l);
+      k += l;
+      buf[k++] = '\x1f';
+    }
+    r->dup = XXH3_64bits_withSeed(buf, k, (uint64_t)r->start_ns);
+  }
+  r->is_fia = tlen == sizeof PS_PROFILE_FIA_TYPE - 1 && memcmp(type, PS_PROFILE_FIA_TYPE, tlen) == 0;
+  int na = ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
+           ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES]);
+  int no_dims = !na && ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]);
+  int bad = ps_num_finite(cell[C_DURATION], len[C_DURATION], &r->dur) != 0;
+  r->kind = na ? K_NA : no_dims ? K_NODIMS : bad ? K_BAD : K_USE;
+  if (r->kind == K_USE) {
+    r->valid = ps_num_finite_n(cell + C_METRIC0, len + C_METRIC0, PS_NCOUNTERS, r->mv);
+    r->keylen = (uint32_t)keylen;
+    if (arena_put(b, key, keylen, &r->off) == NULL) return ROW_OOM;
+    r->clen[PS_PC_TYPE] = (uint32_t)tlen;
+    if (arena_put(b, type, tlen, NULL) == NULL) return ROW_OOM;
+    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
+      r->clen[c] = (uint32_t)len[c];
+      if (arena_put(b, cell[c], len[c], NULL) == NULL) return ROW_OOM;
+    }
+  }
+  b->nrec++;
+  return 0;
+}
+
+/* Step 1: parses the records of b that start in [start, b->nominal_end), lines numbered from
+ * line. Sets b->status, b->end and b->lines; an error's text is in w->err. */
+static void parse_block(const pass *x, worker *w, block *b, uint64_t start, long line) {
+  b->start = start;
+  b->nrec = b->narena = 0;
+  b->bad_rows = 0;
+  b->status = B_OK;
+  b->end = start;
+  b->lines = 0;
+  if (ps_scan_seek(w->scan, start, line) != 0) {
+    snprintf(w->err, sizeof w->err, "%s", ps_scan_error(w->scan));
+    b->status = B_SCAN;
+    return;
+  }
+  ps_scan_record rec;
+  int st = 1;
+  while (ps_scan_offset(w->scan) < b->nominal_end && (st = ps_scan_next(w->scan, &rec)) > 0) {
+    int a = prepare_row(x, w, b, &rec);
+    if (a != 0) {
+      if (a == ROW_BAD) b->bad_rows = 1, b->status = B_BAD;
+      else b->status = B_OOM, snprintf(w->err, sizeof w->err, "%s: out of memory", x->path);
+      break;
+    }
+  }
+  if (b->status == B_OK && st < 0) {
+    snprintf(w->err, sizeof w->err, "%s", ps_scan_error(w->scan));
+    b->status = B_SCAN;
+  }
+  b->end = ps_scan_offset(w->scan);
+  b->lines = ps_scan_line(w->scan) - line;
+}
+
+/* Step 1 for block k of the file: its start guessed at the first line start at or after
+ * its nominal start (step 2 checks it). */
+static void guess_and_parse(const pass *x, worker *w, block *b, size_t k) {
+  uint64_t nominal = x->data_start + (uint64_t)k * x->bsize;
+  b->nominal_end = k + 1 == x->nblocks ? UINT64_MAX : nominal + x->bsize;
+  uint64_t start = nominal;
+  if (k > 0) {
+    char buf[65536];
+    int fd = open(x->path, O_RDONLY);
+    ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof buf, (off_t)(nominal - 1));
+    if (fd >= 0) close(fd);
+    const char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
+    if (nl == NULL) {   /* no line end near: step 2 reads it */
+      b->status = B_GUESS;
+      b->nrec = 0;
+      return;
+    }
+    start = nominal + (uint64_t)(nl - buf);
+  }
+  parse_block(x, w, b, start, k == 0 ? x->line0 : 1);
+}
+
+/* Step 2 for one block, in file order: the duplicate window, FIA ordinals and counts. */
+static void walk_block(pass *x, block *b) {
+  ps_profile *p = x->p;
+  ps_profile_counts *counts = x->counts;
+  b->first_row = counts->rows;
+  counts->rows += b->nrec + b->bad_rows;
+  for (size_t i = 0; i < b->nrec; i++) {
+    rowrec *r = &b->recs[i];
+    if (i + 8 < b->nrec && p->seen[0] && b->recs[i + 8].check_dup) {
+      size_t h = (size_t)(b->recs[i + 8].dup ? b->recs[i + 8].dup : 1) & (DUP_SLOTS - 1);
+      __builtin_prefetch(&p->seen[0][h]);
+      __builtin_prefetch(&p->seen[1][h]);
+    }
+    if (r->kind == K_NOTYPE) {
+      counts->no_type++;
+      r->kind = K_SKIP;
+      continue;
+    }
+    if (r->check_dup && seen_before(p, r->dup)) {
+      counts->duplicates++;
+      r->kind = K_SKIP;
+      continue;
+    }
+    r->fia_ordinal = r->is_fia ? (long)counts->fia_rows++ : -1;
+    switch (r->kind) {
+    case K_NA: counts->na_shapes++, r->kind = K_SKIP; break;
+    case K_NODIMS: counts->no_shapes++, r->kind = K_SKIP; break;
+    case K_BAD: counts->bad_duration++, r->kind = K_SKIP; break;
+    default: counts->used++; break;
+    }
+  }
+}
+
+static void serial_step(pass *x) {
+  x->nround = 0;
+  for (int j = 0; j < x->T; j++) {
+    size_t k = x->round * (size_t)x->T + (size_t)j;
+    if (k >= x->nblocks) break;
+    block *b = &x->blk[j];
+    if (b->status != B_OK || b->start != x->expect) parse_block(x, &x->w[0], b, x->expect, x->line);
+    walk_block(x, b);
+    x->nround++;
+    x->expect = b->end;
+    x->line += b->lines;
+    if (b->status != B_OK) {   /* read again from the right place: the error is real */
+      snprintf(x->err, x->errsize, "%s", x->w[0].err);
+      x->rc = -1;
+      x->done = 1;
+      break;
+    }
+  }
+  if (x->round * (size_t)x->T + x->nround >= x->nblocks) x->done = 1;
+}
+
+/* Step 3: the used rows of share t, in file order. */
+static void share_step(pass *x, int t) {
+  ps_profile *p = x->p, *q = x->q[t];
+  uint64_t T = (uint64_t)x->T;
+  size_t mask = p->nslots - 1;
+#define MINE(r) ((r)->kind == K_USE && (T == 1 || (r)->h1 % T == (uint64_t)t))
+  for (size_t j = 0; j < x->nround; j++) {
+    const block *b = &x->blk[j];
+    /* Rows land on random groups: the slot of row i + 16 and the group of row i + 8 are
+     * fetched ahead (ring: the groups found), and the duration slot of row i + 2. */
+    group *ring[16] = {0};
+    for (size_t i = 0; i < b->nrec; i++) {
+      if (i + 16 < b->nrec && MINE(&b->recs[i + 16]))
+        __builtin_prefetch(&p->slots[(size_t)b->recs[i + 16].h0 & mask]);
+      if (i + 8 < b->nrec) {
+        const rowrec *a = &b->recs[i + 8];
+        group *ga = NULL;
+        if (MINE(a)) {
+          uint64_t ha[2] = {a->h0, a->h1};
+          if ((ga = find(p, ha)) != NULL)
+            for (int l = 0; l < 6; l++) __builtin_prefetch((char *)ga + 64 * l, 1);
+        }
+        ring[(i + 8) & 15] = ga;
+      }
+      if (i + 2 < b->nrec && ring[(i + 2) & 15]) {
+        group *gc = ring[(i + 2) & 15];
+        if (gc->durs) __builtin_prefetch(gc->durs + gc->ndur, 1);
+      }
+      const rowrec *r = &b->recs[i];
+      if (!MINE(r)) continue;
+      uint64_t h[2] = {r->h0, r->h1};
+      int created = 0;
+      group *g = i >= 8 ? ring[i & 15] : find(p, h);
+      if (g == NULL) {
+        g = find_or_add(q, b->arena + r->off, r->keylen, h, &created);
+        if (g == NULL) goto oom;
+        if (created) g->first_row = b->first_row + i;
+      }
+      if (add_duration(g, r->dur) != 0) goto oom;
+      /* the first non-empty value of each cell */
+      const char *cs = b->arena + r->off + r->keylen;
+      if (created && set_cell(g, PS_PC_TYPE, cs, r->clen[PS_PC_TYPE]) != 0) goto oom;
+      if (g->filled != (1u << PS_PC_NCELLS) - 1) {
+        const char *c0 = cs + r->clen[PS_PC_TYPE];
+        for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
+          if (!(g->filled & (1u << c)) && (created || r->clen[c]) && set_cell(g, c, c0, r->clen[c]) != 0)
+            goto oom;
+          c0 += r->clen[c];
+        }
+      }
+      for (int m = 0; m < PS_NCOUNTERS; m++)
+        if (r->valid & (1u << m)) {
+          g->msum[m] += r->mv[m];
+          g->mcount[m]++;
+        }
+      if (r->have_start) {
+        if (g->first_ns == INT64_MIN || r->start_ns < g->first_ns) g->first_ns = r->start_ns;
+        if (g->last_ns == INT64_MIN || r->start_ns > g->last_ns) g->last_ns = r->start_ns;
+      }
+      if (r->fia_ordinal >= 0 && g->fia_file < 0) {
+        g->fia_file = x->file_index;
+        g->fia_ordinal = r->fia_ordinal;
+      }
+    }
+  }
+  return;
+#undef MINE
+oom:
+  atomic_store(&x->oom, 1);
+}
+
+static int by_first_row(const void *a, const void *b) {
+  uint64_t x = (*(group *const *)a)->first_row, y = (*(group *const *)b)->first_row;
+  return (x > y) - (x < y);
+}
+
+/* After step 3: the groups first seen this round join p in the order of their first rows. */
+static int adopt_step(pass *x) {
+  size_t n = 0;
+  for (int t = 0; t < x->T; t++) n += x->q[t]->ngroups;
+  if (n == 0) return 0;
+  group **order = malloc(n * sizeof *order);
+  if (order == NULL) return -1;
+  n = 0;
+  for (int t = 0; t < x->T; t++)
+    for (size_t i = 0; i < x->q[t]->ngroups; i++) order[n++] = &x->q[t]->groups[i];
+  qsort(order, n, sizeof *order, by_first_row);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) rc = adopt(x->p, order[i]);
+  free(order);
+  for (int t = 0; t < x->T; t++) {   /* p owns their memory now */
+    ps_profile *q = x->q[t];
+    q->ngroups = 0;
+    memset(q->slots, 0, q->nslots * sizeof *q->slots);
+  }
+  return rc;
+}
+
+static void run_pass(pass *x, int t) {
+  for (;;) {
+    size_t k = x->round * (size_t)x->T + (size_t)t;
+    if (k < x->nblocks) guess_and_parse(x, &x->w[t], &x->blk[t], k);
+    pthread_barrier_wait(&x->bar);
+    if (t == 0) serial_step(x);
+    pthread_barrier_wait(&x->bar);
+    share_step(x, t);
+    pthread_barrier_wait(&x->bar);
+    if (t == 0) {
+      if (atomic_load(&x->oom) || adopt_step(x) != 0) {
+        if (x->rc == 0) snprintf(x->err, x->errsize, "%s: out of memory", x->path);
+        x->rc = -1;
+        x->done = 1;
+      }
+      x->round++;
+      if (x->cb) x->cb(x->ud, x->expect < x->size ? x->expect : x->size, x->size);
+    }
+    pthread_barrier_wait(&x->bar);
+    if (x->done) return;
+  }
+}
+
+typedef struct thread_arg { pass *x; int t; } thread_arg;
+
+static void *pass_thread(void *arg) {
+  thread_arg *a = arg;
+  pthread_mutex_lock(&a->x->mu);
+  while (!a->x->go) pthread_cond_wait(&a->x->cv, &a->x->mu);
+  pthread_mutex_unlock(&a->x->mu);
+  if (a->t >= a->x->T) return NULL;
+  run_pass(a->x, a->t);
+  return NULL;
+}
+
+static int threads_for(const ps_profile *p, uint64_t size) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long n = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
+  if (n > MAX_THREADS) n = MAX_THREADS;
+  uint64_t least = p->split_min ? p->split_min : SPLIT_MIN;
+  return size < least ? 1 : (int)n;
+}
+
 
 int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *counts,
                         char *absent, size_t absentsize, ps_profile_progress cb, void *ud,
@@ -637,100 +839,79 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     memset(p->seen[1], 0, DUP_SLOTS * sizeof(uint64_t));
   }
   p->nseen = 0;
-  run u = {p, col, col[C_TASK] >= 0 && col[C_START] >= 0, p->nfiles++, counts, path, err, errsize};
-  int rc = 0;
-
-  /* a big file: chunks 1.. on other cores, each into its own groups; this thread reads
-   * chunk 0 and confirms where chunk 1 starts */
-  uint64_t at[MAX_CHUNKS];
-  int nchunks = split_points(p, path, ps_scan_file_size(r), at);
-  chunk *h = nchunks > 1 ? calloc((size_t)nchunks, sizeof *h) : NULL;
-  atomic_int cancel = 0;
-  int started = 1;                          /* chunks with a running thread: 1..started-1 */
-  for (; h && started < nchunks; started++) {
-    chunk *k = &h[started];
-    ps_profile *q = ps_profile_new();
-    if (q == NULL) break;
-    k->path = path;
-    k->offset = at[started];
-    k->end = started + 1 < nchunks ? at[started + 1] : 0;
-    k->cancel = &cancel;
-    k->u = (run){q, col, u.dedup, u.file_index, &k->counts, path, k->err, sizeof k->err};
-    if (pthread_create(&k->thread, NULL, read_chunk, k) != 0) {
-      ps_profile_free(q);
-      break;
-    }
+  uint64_t size = ps_scan_file_size(r);
+  pass *x = calloc(1, sizeof *x);
+  if (x == NULL) {
+    snprintf(err, errsize, "%s: out of memory", path);
+    ps_scan_close(r);
+    return -1;
   }
-  /* a chunk that could not start: the threads that did are told to stop, this one reads all */
-  uint64_t split = h ? at[1] : 0;
-  if (h && started < nchunks) {
-    atomic_store(&cancel, 1);
-    split = 0;
-  }
-
-  uint64_t next_report = 0;
-  for (;;) {
-    if (split) {
-      uint64_t off = ps_scan_offset(r);
-      if (off == split) break;                /* chunk 1 starts here: done */
-      if (off > split) {                      /* split inside a record: read on alone */
-        atomic_store(&cancel, 1);
-        split = 0;
-      }
-    }
-    if ((st = ps_scan_next(r, &rec)) <= 0) break;
-    int a = add_row(&u, &rec);
-    if (a != 0) {
-      if (a == ROW_OOM) snprintf(err, errsize, "%s: out of memory", path);
-      rc = -1;
-      break;
-    }
-    if (cb && counts->rows >= next_report) {
-      uint64_t done = ps_scan_bytes_read(r);
-      for (int k = 1; k < started; k++) done += atomic_load(&h[k].done);
-      cb(ud, done, ps_scan_file_size(r));
-      next_report = counts->rows + 4096;
-    }
-  }
-  if (h) {
-    if (rc != 0 || st < 0) atomic_store(&cancel, 1);
-    int ok = 1;
-    for (int k = 1; k < started; k++) {
-      pthread_join(h[k].thread, NULL);
-      ok &= !h[k].failed;
-    }
-    if (!split || atomic_load(&cancel)) ok = 0;
-    if (ok && rc == 0 && st > 0) {
-      /* every chunk ended where the next began: take their groups and counts, in file order */
-      for (int k = 1; k < started && rc == 0; k++) {
-        long fia_base = (long)counts->fia_rows;
-        if (merge_chunk(p, h[k].u.p, fia_base) != 0) {
-          snprintf(err, errsize, "%s: out of memory", path);
-          rc = -1;
-        }
-        add_counts(counts, &h[k].counts);
-      }
-    } else if (rc == 0 && st > 0) {
-      /* a chunk failed (bad data, memory, a quoted newline at a split): read the rest here,
-       * where errors get the right line numbers */
-      while ((st = ps_scan_next(r, &rec)) > 0) {
-        int a = add_row(&u, &rec);
-        if (a != 0) {
-          if (a == ROW_OOM) snprintf(err, errsize, "%s: out of memory", path);
-          rc = -1;
-          break;
-        }
-      }
-    }
-    for (int k = 1; k < started; k++) ps_profile_free(h[k].u.p);
-    free(h);
-  }
-  if (rc == 0 && st < 0) {
-    snprintf(err, errsize, "%s", ps_scan_error(r));
-    rc = -1;
-  }
-  if (cb) cb(ud, ps_scan_file_size(r), ps_scan_file_size(r));
+  x->p = p;
+  x->path = path;
+  x->col = col;
+  x->dedup = col[C_TASK] >= 0 && col[C_START] >= 0;
+  x->file_index = p->nfiles++;
+  x->data_start = x->expect = ps_scan_offset(r);
+  x->line0 = x->line = ps_scan_line(r);
+  x->size = size;
+  x->counts = counts;
+  x->cb = cb;
+  x->ud = ud;
+  x->err = err;
+  x->errsize = errsize;
   ps_scan_close(r);
+  uint64_t data = size > x->data_start ? size - x->data_start : 0;
+  int T = threads_for(p, size);
+  uint64_t bs = p->block ? p->block : BLOCK;
+  if (T > 1 && (data + (uint64_t)T - 1) / (uint64_t)T < bs) bs = (data + (uint64_t)T - 1) / (uint64_t)T;
+  if (bs == 0) bs = 1;
+  x->bsize = bs;
+  x->nblocks = data ? (size_t)((data + bs - 1) / bs) : 1;
+  if ((size_t)T > x->nblocks) T = (int)x->nblocks;
+  int ready = 1;
+  for (int t = 0; t < T && ready; t++) {
+    x->w[t].scan = ps_scan_open(path, err, errsize);
+    x->w[t].keys = ps_import_key_new();
+    x->q[t] = ps_profile_new();
+    ready = x->w[t].scan && x->w[t].keys && x->q[t];
+  }
+  int rc = 0;
+  if (!ready) {
+    if (x->w[0].scan) snprintf(err, errsize, "%s: out of memory", path);
+    rc = -1;
+  } else {
+    /* threads 1..T-1 wait for the go: if one cannot start, the pass runs with fewer */
+    pthread_t th[MAX_THREADS];
+    thread_arg args[MAX_THREADS];
+    int started = 1;
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    for (; started < T; started++) {
+      args[started] = (thread_arg){x, started};
+      if (pthread_create(&th[started], NULL, pass_thread, &args[started]) != 0) break;
+    }
+    x->T = started;
+    pthread_barrier_init(&x->bar, NULL, (unsigned)started);
+    pthread_mutex_lock(&x->mu);
+    x->go = 1;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    run_pass(x, 0);
+    for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&x->bar);
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
+    rc = x->rc;
+  }
+  for (int t = 0; t < MAX_THREADS; t++) {
+    ps_scan_close(x->w[t].scan);
+    ps_import_key_free(x->w[t].keys);
+    ps_profile_free(x->q[t]);
+    free(x->blk[t].recs);
+    free(x->blk[t].arena);
+  }
+  free(x);
+  if (cb) cb(ud, size, size);
   add_counts(&p->totals, counts);
   return rc;
 }

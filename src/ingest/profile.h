@@ -64,9 +64,12 @@ typedef void (*ps_profile_progress)(void *ud, uint64_t done, uint64_t total);
 ps_profile *ps_profile_new(void);
 void ps_profile_free(ps_profile *p);
 
-/* threads: how many threads read a big file, in as many chunks (0: one per online core);
- * split_min: files smaller than this many bytes are read by one thread (0: 32 MiB). */
+/* threads: how many threads read a big file, a block of about 4 MiB each at a time (0: one per
+ * online core); the results are the same bits for any count. split_min: files smaller than
+ * this many bytes are read by one thread (0: 32 MiB). */
 void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min);
+/* Tests: the most bytes a thread parses per round (0: about 4 MiB), small to make many. */
+void ps_profile_set_block(ps_profile *p, uint64_t bytes);
 
 /* Aggregates one file. On success returns 0 and fills *counts (this file only) and the
  * names of the optional columns the file lacks, comma-separated, in absent (may be NULL).

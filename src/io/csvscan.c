@@ -10,9 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define BUFSIZE (4u << 20)
 #define MINBUF (64u << 10)
+#define PAD 64   /* zero bytes after the data: room for a 64-byte load at the sentinel */
 
 typedef struct span { size_t start, end; int unescape; } span;
 
@@ -62,6 +66,20 @@ ps_scan *ps_scan_open_at(const char *path, uint64_t offset, char *err, size_t er
 }
 
 uint64_t ps_scan_offset(const ps_scan *s) { return s->base + s->pos; }
+long ps_scan_line(const ps_scan *s) { return s->line; }
+
+int ps_scan_seek(ps_scan *s, uint64_t offset, long line) {
+  if (offset == 0 || lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
+    set_error(s, 0, "cannot seek to offset %llu", (unsigned long long)offset);
+    return -1;
+  }
+  s->pos = s->end = 0;
+  s->eof = s->first = s->failed = 0;
+  s->base = offset;
+  s->line = line;
+  s->error[0] = 0;
+  return 0;
+}
 
 ps_scan *ps_scan_open(const char *path, char *err, size_t errsize) {
   return ps_scan_openf(path, 0, err, errsize);
@@ -84,7 +102,7 @@ ps_scan *ps_scan_openf(const char *path, unsigned flags, char *err, size_t errsi
   /* a small file gets a buffer its size (databases are many small CSVs, and a 4 MiB buffer
    * per open cost the fuzzer most of its time); refill grows it for a longer record */
   s->cap = s->file_size + 1 < MINBUF ? MINBUF : s->file_size + 1 < BUFSIZE ? (size_t)s->file_size + 1 : BUFSIZE;
-  s->buf = malloc(s->cap + 1);
+  s->buf = malloc(s->cap + 1 + PAD);
   if (s->path == NULL || s->buf == NULL) {
     snprintf(err, errsize, "%s: out of memory", path);
     ps_scan_close(s);
@@ -105,7 +123,7 @@ static int refill(ps_scan *s) {
     s->pos = 0;
   }
   if (s->end == s->cap) {
-    char *b = realloc(s->buf, s->cap * 2 + 1);
+    char *b = realloc(s->buf, s->cap * 2 + 1 + PAD);
     if (b == NULL) {
       set_error(s, s->line, "out of memory (a record longer than %zu bytes)", s->cap);
       return -1;
@@ -127,7 +145,7 @@ static int refill(ps_scan *s) {
     s->end += (size_t)n;
     s->bytes_read += (uint64_t)n;
   }
-  s->buf[s->end] = 0;  /* a sentinel: stops the unquoted scan at the data's end */
+  memset(s->buf + s->end, 0, 1 + PAD);  /* a sentinel: stops the scan at the data's end */
   if (s->first && s->end > 0) {
     s->first = 0;
     const char *why = ps_csv_bad_start(s->buf, s->end, &s->pos);
@@ -167,11 +185,92 @@ static long count_lines(const char *p, const char *e) {
   return n;
 }
 
+/* The scan jumps from one special byte to the next: a 16-byte mask of the bytes that end an
+ * unquoted run (, CR LF NUL) or a quoted one (" CR LF NUL), with SSE2 (baseline on x86-64)
+ * or a portable loop; both give the same masks (test_csvscan compares them at every
+ * alignment). The buffer has PAD zero bytes after its data, so the 16-byte loads stay inside
+ * it and stop at the NUL sentinel. */
+static const unsigned char stop_q[256] = {['"'] = 1, ['\r'] = 1, ['\n'] = 1, [0] = 1};
+static int scan_portable;   /* ps_scan_set_portable: the tests' switch */
+
+void ps_scan_set_portable(int on) { scan_portable = on; }
+
+static inline unsigned mask_table(const char *p, const unsigned char *tab) {
+  unsigned m = 0;
+  for (int i = 0; i < 16; i++) m |= (unsigned)tab[(unsigned char)p[i]] << i;
+  return m;
+}
+
+#ifdef __SSE2__
+static inline unsigned mask_sse2(const char *p, char quote_or_comma) {
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  __m128i m = _mm_or_si128(
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(quote_or_comma)), _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(v, _mm_setzero_si128())));
+  return (unsigned)_mm_movemask_epi8(m);
+}
+#define MASK_U(p) (simd ? mask_sse2(p, ',') : mask_table(p, stop))
+#define MASK_Q(p) (simd ? mask_sse2(p, '"') : mask_table(p, stop_q))
+#else
+#define MASK_U(p) mask_table(p, stop)
+#define MASK_Q(p) mask_table(p, stop_q)
+#endif
+
+/* The first of the bytes c0..c3 in b[p, end), or end: a long run is left to the C library's
+ * search (a 4 MiB quoted field took the unoptimised fuzzing build a second). */
+static size_t first_of(const char *b, size_t p, size_t end, const char c[4]) {
+  for (int i = 0; i < 4; i++) {
+    const char *x = memchr(b + p, c[i], end - p);
+    if (x != NULL) end = (size_t)(x - b);
+  }
+  return end;
+}
+
+/* The stop bytes of an unquoted run in the 64 bytes at base, one bit each: one mask serves
+ * the several fields it covers. */
+typedef struct window { size_t base; uint64_t bits; } window;
+
+static inline uint64_t mask64_u(const char *p, int simd) {
+  (void)simd;
+  return (uint64_t)MASK_U(p) | (uint64_t)MASK_U(p + 16) << 16 | (uint64_t)MASK_U(p + 32) << 32 |
+         (uint64_t)MASK_U(p + 48) << 48;
+}
+
+/* The first byte at or after p that ends an unquoted run (the sentinel at e at last). */
+static inline size_t next_stop(const char *b, size_t p, size_t e, window *w, int simd) {
+  size_t off = p - w->base;
+  if (off < 64) {
+    uint64_t m = w->bits >> off;
+    if (m) return p + (size_t)__builtin_ctzll(m);
+    p = w->base + 64;
+  }
+  for (int k = 0; k < 2; k++, p += 64) {
+    w->base = p;
+    w->bits = mask64_u(b + p, simd);
+    if (w->bits) return p + (size_t)__builtin_ctzll(w->bits);
+  }
+  static const char stops[4] = {',', '\r', '\n', 0};
+  return first_of(b, p, e + 1, stops);   /* no sentinel within 128 bytes: p < e */
+}
+
+/* The first quote, CR, LF or NUL at or after p. */
+static inline size_t next_quoted_stop(const char *b, size_t p, size_t e, int simd) {
+  (void)simd;
+  for (int k = 0; k < 4; k++, p += 16) {
+    unsigned m = MASK_Q(b + p);
+    if (m) return p + (size_t)__builtin_ctz(m);
+  }
+  static const char stops[4] = {'"', '\r', '\n', 0};
+  return first_of(b, p, e + 1, stops);
+}
+
 /* Scans one record from s->pos without changing the data: field spans, the position after
- * its line end in *next, newlines inside quotes in *lines. */
-static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
+ * its line end in *next, newlines inside quotes in *lines (LF, CRLF and a lone CR, as
+ * Python's universal newlines count them). */
+static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *lines, int simd) {
   const char *b = s->buf;
   size_t p = s->pos, e = s->end, n = 0;
+  window w = {p, mask64_u(b + p, simd)};
   *lines = 0;
   for (;;) {
     if (n == s->capfields && grow_fields(s) != 0) return SCAN_NOMEM;
@@ -180,33 +279,40 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
     if (p < e && b[p] == '"') {
       f->start = ++p;
       for (;;) {
-        const char *q = memchr(b + p, '"', e - p);
-        if (q == NULL) return s->eof ? SCAN_UNTERMINATED : SCAN_MORE;
-        const char *z = memchr(b + p, 0, (size_t)(q - (b + p)));  /* binary data, quoted */
-        if (z != NULL) {
-          s->nul_offset = s->base + (uint64_t)(z - b);
-          return SCAN_NUL;
+        size_t q = next_quoted_stop(b, p, e, simd);
+        char c = b[q];
+        if (c == '"') {
+          p = q + 1;
+          if (p == e && !s->eof) return SCAN_MORE;  /* a doubled quote may follow */
+          if (p < e && b[p] == '"') {
+            f->unescape = 1;
+            p++;
+            continue;
+          }
+          break;
         }
-        *lines += count_lines(b + p, q);
-        p = (size_t)(q - b) + 1;
-        if (p == e && !s->eof) return SCAN_MORE;  /* a doubled quote may follow */
-        if (p < e && b[p] == '"') {
-          f->unescape = 1;
-          p++;
-          continue;
+        if (c == 0) {
+          /* binary data, quoted, when a quote closes the field after it; else the field
+           * runs on past the data read */
+          if (q < e && memchr(b + q, '"', e - q) != NULL) {
+            s->nul_offset = s->base + (uint64_t)q;
+            return SCAN_NUL;
+          }
+          return s->eof ? SCAN_UNTERMINATED : SCAN_MORE;
         }
-        break;
+        if (c == '\n' || b[q + 1] != '\n') ++*lines;   /* LF, or a CR without its LF */
+        p = q + 1;
       }
       f->end = p - 1;
       if (p < e && !stop[(unsigned char)b[p]]) {
         /* text after the closing quote belongs to the field (Python's csv) */
         f->unescape = 1;
-        while (!stop[(unsigned char)b[p]]) p++;
+        p = next_stop(b, p, e, &w, simd);
         f->end = p;
       }
     } else {
       f->start = p;
-      while (!stop[(unsigned char)b[p]]) p++;  /* the NUL sentinel ends it at e */
+      p = next_stop(b, p, e, &w, simd);  /* the NUL sentinel ends it at e */
       f->end = p;
     }
     if (p >= e) {
@@ -234,6 +340,13 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
     *next = p;
     return SCAN_OK;
   }
+}
+
+static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
+#ifdef __SSE2__
+  if (!scan_portable) return scan_record_with(s, nf, next, lines, 1);
+#endif
+  return scan_record_with(s, nf, next, lines, 0);
 }
 
 /* Unquotes a field that holds doubled quotes or text after its closing quote, in place. */

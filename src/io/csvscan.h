@@ -35,8 +35,12 @@ ps_scan *ps_scan_openf(const char *path, unsigned flags, char *err, size_t errsi
 /* Starts at byte offset (a record start found by the caller; no BOM or LFS check there);
  * line numbers then count from 1 at that offset. */
 ps_scan *ps_scan_open_at(const char *path, uint64_t offset, char *err, size_t errsize);
-/* File offset of the next unread record. */
+/* File offset of the next unread record, and the line it starts on. */
 uint64_t ps_scan_offset(const ps_scan *s);
+long ps_scan_line(const ps_scan *s);
+/* Moves to byte offset > 0 (a record start found by the caller), numbering the line there
+ * line, and clears an error: one scanner reads many blocks of a file, one buffer for all. */
+int ps_scan_seek(ps_scan *s, uint64_t offset, long line);
 /* 1: a record; 0: end of file; -1: error (ps_scan_error; every later call fails too). */
 int ps_scan_next(ps_scan *s, ps_scan_record *rec);
 const char *ps_scan_error(const ps_scan *s);
@@ -47,5 +51,8 @@ const char *ps_scan_eol(const ps_scan *s);
 uint64_t ps_scan_bytes_read(const ps_scan *s);
 uint64_t ps_scan_file_size(const ps_scan *s);
 void ps_scan_close(ps_scan *s);
+/* Tests only: 1 makes every scanner use the portable byte loop instead of SSE2 (the two must
+ * read every file alike). */
+void ps_scan_set_portable(int on);
 
 #endif

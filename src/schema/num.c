@@ -71,12 +71,73 @@ done:
   return rc;
 }
 
-/* Exact fast path for plain decimals (Clinger: an integer mantissa below 2^53 scaled by an
+static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                             1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SWAR 1
+/* c[0..n), 1 <= n <= 8, as a little-endian word with zeros above: loads that may overlap,
+ * none outside the text. */
+static inline uint64_t load_upto8(const unsigned char *c, size_t n) {
+  if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, c, 4);
+    memcpy(&b, c + n - 4, 4);
+    return (uint64_t)a | (uint64_t)b << (8 * (n - 4));
+  }
+  return (uint64_t)c[0] | (uint64_t)c[n / 2] << (8 * (n / 2)) | (uint64_t)c[n - 1] << (8 * (n - 1));
+}
+
+/* The commonest cell, at most 8 bytes of digits with at most one '.', (and an optional sign
+ * before), without a branch per byte: the bytes are classified and the digits combined a
+ * word at a time. Returns 0 with the value as -1^neg * m / 10^nfrac (m < 10^8, exact), or
+ * -1 when the text is not of that form (the general path decides then). */
+static inline int short_decimal(const unsigned char *c, size_t n, uint32_t *mant, unsigned *frac,
+                                int *negative) {
+  int neg = 0;
+  if (n > 1 && (c[0] == '-' || c[0] == '+')) neg = c[0] == '-', c++, n--;
+  if (n == 0 || n > 8) return -1;
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  uint64_t live = n == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * n)) - 1;
+  uint64_t x = load_upto8(c, n) ^ (0x30 * ones);        /* a digit byte is now 0..9 */
+  uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
+  size_t nd = n, nfrac = 0;
+  uint64_t d = x & live;
+  if (other) {                                            /* one '.', digits besides */
+    unsigned k = (unsigned)__builtin_ctzll(other) / 8;
+    if ((other & (other - 1)) || c[k] != '.' || n == 1) return -1;
+    uint64_t below = ((uint64_t)1 << (8 * k)) - 1;
+    d = (d & below) | ((d >> 8) & ~below & (live >> 8));
+    nd = n - 1;
+    nfrac = n - 1 - k;
+  }
+  d <<= 8 * (8 - nd);                                     /* leading zeros below */
+  d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
+  d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+  *mant = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
+  *frac = (unsigned)nfrac;
+  *negative = neg;
+  return 0;
+}
+
+static inline int parse_short(const unsigned char *c, size_t n, double *out) {
+  uint32_t m;
+  unsigned nfrac;
+  int neg;
+  if (short_decimal(c, n, &m, &nfrac, &neg) != 0) return -1;
+  double v = (double)m / p10[nfrac];
+  *out = neg ? -v : v;
+  return 0;
+}
+#endif
+
+/* Exact fast paths for plain decimals (Clinger: an integer mantissa below 2^53 scaled by an
  * exact power of ten is correctly rounded); anything else takes the general grammar. */
 static inline int parse(const char *s, size_t len, double *out) {
-  static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-                               1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
   const unsigned char *c = (const unsigned char *)s, *e = c + len;
+#ifdef SWAR
+  if (len - 1 < 9 && parse_short(c, len, out) == 0) return 0;
+#endif
   while (c < e && ps_is_space((char)*c)) c++;
   while (e > c && ps_is_space((char)e[-1])) e--;
   if (c == e) return -1;
@@ -108,6 +169,32 @@ int ps_num_finite(const char *s, size_t len, double *out) {
   if (parse(s, len, &d) != 0 || !isfinite(d)) return -1;
   *out = d;
   return 0;
+}
+
+uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, double *out) {
+  uint32_t ok = 0;
+#ifdef SWAR
+  uint32_t m[32], sign = 0, fast = 0;
+  unsigned nfrac[32];
+  for (int i = 0; i < n; i++) {
+    int neg;
+    if (len[i] - 1 < 9 && short_decimal((const unsigned char *)s[i], len[i], &m[i], &nfrac[i], &neg) == 0)
+      fast |= 1u << i, sign |= (uint32_t)neg << i;
+    else if (len[i] && ps_num_finite(s[i], len[i], &out[i]) == 0)
+      ok |= 1u << i;
+  }
+  /* the divisions apart from the parsing: independent, they overlap */
+  for (int i = 0; i < n; i++)
+    if (fast & (1u << i)) {
+      double v = (double)m[i] / p10[nfrac[i]];
+      out[i] = sign & (1u << i) ? -v : v;
+    }
+  return ok | fast;
+#else
+  for (int i = 0; i < n; i++)
+    if (len[i] && ps_num_finite(s[i], len[i], &out[i]) == 0) ok |= 1u << i;
+  return ok;
+#endif
 }
 
 double ps_num_or_zero(const char *s, size_t len) {

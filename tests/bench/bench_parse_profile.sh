@@ -110,5 +110,8 @@ awk -v yw="$YW" -v pw="$PW" -v yc="$YC" -v pc="$PC" -v yr="$YR" -v pr="$PR" \
   'BEGIN { printf "speed-up: %.1fx wall, %.1fx cpu; memory: %.1fx less\n", yw / pw, yc / pc, yr / pr }'
 [[ -n $DW ]] && awk -v dw="$DW" -v pw="$PW" -v dc="$DC" -v pc="$PC" -v dr="$DR" -v pr="$PR" \
   'BEGIN { printf "against duckdb: %.2fx wall, %.2fx cpu; memory: %.1fx less\n", dw / pw, dc / pc, dr / pr }'
-read -r w1 _ _ <<< "$P1"; read -r w2 _ _ <<< "$P2"
-awk -v a="$w1" -v b="$w2" 'BEGIN { printf "scaling: 2 threads %.2fx the wall speed of 1\n", a / b }'
+# --threads scaling: wall speed against one thread, and the CPU each spends (a pass that
+# scales keeps its CPU about constant while its wall time drops)
+read -r w1 c1 _ <<< "$P1"; read -r w2 c2 _ <<< "$P2"
+awk -v a="$w1" -v b="$w2" -v n="$(nproc)" -v c="$PW" -v ca="$c1" -v cb="$c2" -v cc="$PC" \
+  'BEGIN { printf "scaling: 2 threads %.2fx the wall speed of 1, all %d cores %.2fx (cpu s: %.2f, %.2f, %.2f)\n", a / b, n, a / c, ca, cb, cc }'

@@ -66,23 +66,24 @@ static const char *write_file(const char *name, const char *text, size_t n) {
   return path;
 }
 
+static const char *const quirks[] = {
+  "a,b,c\n1,2,3\n",
+  "\xEF\xBB\xBFType,Start Time(us)\r\nAdd,\"1736413971558972.912\t\"\r\nMul,1736412474730135.222\t\r\n",
+  "a,b\n\"\"\"81920,4096;8192,512\"\"\",x\n\"\"\"\"\"\",\"\"\"; \"\"\"\n",
+  "a,b\n\"multi\nline\r\nfield\",2\n3,4",
+  "a,b,c\nshort\n1,2,3,4,5\n\n\r\n  \n",
+  "a,b\n1,2,\n,\n",
+  "a,b\nab\"c,d\n",
+  "a\r\n1\r\n2\r",
+  "a,b\n\" padded \" , plain \n",
+};
+
 static void test_quirks(void **state) {
   (void)state;
-  static const char *const cases[] = {
-    "a,b,c\n1,2,3\n",
-    "\xEF\xBB\xBFType,Start Time(us)\r\nAdd,\"1736413971558972.912\t\"\r\nMul,1736412474730135.222\t\r\n",
-    "a,b\n\"\"\"81920,4096;8192,512\"\"\",x\n\"\"\"\"\"\",\"\"\"; \"\"\"\n",
-    "a,b\n\"multi\nline\r\nfield\",2\n3,4",
-    "a,b,c\nshort\n1,2,3,4,5\n\n\r\n  \n",
-    "a,b\n1,2,\n,\n",
-    "a,b\nab\"c,d\n",
-    "a\r\n1\r\n2\r",
-    "a,b\n\" padded \" , plain \n",
-  };
   char name[32];
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < sizeof quirks / sizeof quirks[0]; i++) {
     snprintf(name, sizeof name, "quirk%zu.csv", i);
-    same_records(write_file(name, cases[i], strlen(cases[i])));
+    same_records(write_file(name, quirks[i], strlen(quirks[i])));
   }
 }
 
@@ -246,6 +247,120 @@ static void test_big_file(void **state) {
   ps_scan_close(s);
 }
 
+/* Every record of path as text (fields, lengths, lines) and the final status and error, read
+ * with the SSE2 scan or the portable one. */
+static char *transcript(const char *path, int portable, size_t *len) {
+  char err[700], *out = NULL;
+  FILE *f = open_memstream(&out, len);
+  ps_scan_set_portable(portable);
+  ps_scan *s = ps_scan_open(path, err, sizeof err);
+  assert_non_null(s);
+  ps_scan_record r;
+  int st;
+  while ((st = ps_scan_next(s, &r)) > 0) {
+    fprintf(f, "line %ld, %zu fields:", r.line, r.nfields);
+    for (size_t i = 0; i < r.nfields; i++) {
+      fprintf(f, " %zu[", r.lens[i]);
+      fwrite(r.fields[i], 1, r.lens[i], f);
+      fputc(']', f);
+      assert_int_equal(r.fields[i][r.lens[i]], 0);
+    }
+    fprintf(f, " next %llu\n", (unsigned long long)ps_scan_offset(s));
+  }
+  fprintf(f, "status %d: %s eol %s\n", st, st < 0 ? ps_scan_error(s) : "",
+          ps_scan_eol(s) ? ps_scan_eol(s) : "none");
+  ps_scan_close(s);
+  ps_scan_set_portable(0);
+  fclose(f);
+  return out;
+}
+
+static void same_both_ways(const char *path) {
+  size_t na, nb;
+  char *a = transcript(path, 0, &na), *b = transcript(path, 1, &nb);
+  if (na != nb || memcmp(a, b, na) != 0) fprintf(stderr, "%s: SSE2:\n%s\nportable:\n%s\n", path, a, b);
+  assert_int_equal(na, nb);
+  assert_memory_equal(a, b, na);
+  free(a);
+  free(b);
+}
+
+/* The SSE2 scan and the portable byte loop read alike: every quirk and bad input at every
+ * position against the 16-byte loads (0 to 31 blank lines before it), random CSV-like bytes,
+ * and a file bigger than the buffer. */
+#define L64 "0123456789abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ;:"
+static void test_simd_matches_portable(void **state) {
+  (void)state;
+  static const char *const more[] = {   /* besides the quirks */
+    "a,b\n1,\"open\n", "a,b\n\"x\"yz,w\n", "a,b\n\"x\"yz\"q\"\r", "\"p\nq\r\nr\rs\",\"t\r\"\r\n",
+    "a,b\n\"a quoted field longer than sixteen bytes, with \"\"doubled\"\" quotes\",\"\"\n",
+    "0123456789abcdefghijklmnopqrstuvwxyz,0123456789abcdefghijklmnopqrstuvwxyz\n",
+    /* runs longer than 64 bytes: the C library's search takes over */
+    "a,\"" L64 L64 "\n" L64 "\r\n" L64 "\"\"" L64 "\",b\r\n" L64 L64 ",\"" L64 "\"" L64 "x,y\n",
+    L64 L64 "\r" L64 ",\"" L64 L64 "\"\"\"" L64 "\n\"" L64 L64 L64,
+  };
+  static const char nuls[][200] = {"a,b\n1,2\n3\0,4\n", "a,b\n1,2\n3,\"x\ny\0z\"\n5,6\n",
+                                  "a,\"b\0c\n", "a,b\n1\0", "a,\"" L64 L64 "\0\"\n",
+                                  "a," L64 L64 "\0,b\n"};
+  static const size_t nul_lens[] = {13, 23, 7, 6, 3 + 128 + 3, 2 + 128 + 4};
+  char name[64], text[8192];
+  const size_t nq = sizeof quirks / sizeof quirks[0], nm = sizeof more / sizeof more[0];
+  for (size_t i = 0; i < nq + nm + sizeof nuls / sizeof nuls[0]; i++)
+    for (int k = 0; k < 32; k++) {
+      const char *c = i < nq ? quirks[i] : i < nq + nm ? more[i - nq] : nuls[i - nq - nm];
+      size_t n = i < nq + nm ? strlen(c) : nul_lens[i - nq - nm];
+      memset(text, '\n', (size_t)k);
+      memcpy(text + k, c, n);
+      snprintf(name, sizeof name, "align%zu_%d.csv", i, k);
+      same_both_ways(write_file(name, text, n + (size_t)k));
+    }
+  static const char alphabet[] = "ab ,,,\"\"\"\n\r\t;x";
+  uint64_t seed = 12345;
+  for (int t = 0; t < 500; t++) {
+    size_t n = (size_t)(t * 7 % 600);
+    for (size_t j = 0; j < n; j++) {
+      seed = seed * 6364136223846793005u + 1442695040888963407u;
+      text[j] = alphabet[(seed >> 33) % (sizeof alphabet - 1)];
+      if ((seed >> 20) % 997 == 0) text[j] = 0;
+    }
+    same_both_ways(write_file("random.csv", text, n));
+  }
+  size_t cap = 9u << 20, n = 0;
+  char *big = malloc(cap);
+  for (int i = 0; n < cap - 200; i++)
+    n += (size_t)sprintf(big + n, "K%d,\"\"\"%d,%d;%d\"\"\",\"%s\"%s", i, i, i + 1, i % 7,
+                         i % 5 ? "plain" : "two\nlines \"\"q\"\"", i % 3 ? "\r\n" : "\n");
+  same_both_ways(write_file("big2.csv", big, n));
+  free(big);
+}
+
+/* Past 64 bytes both scans hand over to the C library's search: what it finds, by hand. */
+static void test_long_runs(void **state) {
+  (void)state;
+  static const char text[] = "a,\"" L64 L64 "\r" L64 "\"\"" L64 "\",b\r\n" L64 L64 ",c\n\"" L64 L64 "x";
+  const char *p = write_file("long.csv", text, sizeof text - 1);
+  for (int portable = 0; portable < 2; portable++) {
+    char err[700];
+    ps_scan_set_portable(portable);
+    ps_scan *s = ps_scan_open(p, err, sizeof err);
+    ps_scan_record r;
+    assert_int_equal(ps_scan_next(s, &r), 1);
+    assert_int_equal(r.line, 1);
+    assert_int_equal(r.nfields, 3);
+    assert_string_equal(r.fields[1], L64 L64 "\r" L64 "\"" L64);
+    assert_string_equal(r.fields[2], "b");
+    assert_int_equal(ps_scan_next(s, &r), 1);
+    assert_int_equal(r.line, 3);   /* the quoted lone CR is a line */
+    assert_int_equal(r.nfields, 2);
+    assert_string_equal(r.fields[0], L64 L64);
+    assert_string_equal(r.fields[1], "c");
+    assert_int_equal(ps_scan_next(s, &r), -1);
+    assert_non_null(strstr(ps_scan_error(s), "long.csv:4: unterminated quoted field"));
+    ps_scan_close(s);
+  }
+  ps_scan_set_portable(0);
+}
+
 static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st;
   (void)ftw;
@@ -286,6 +401,8 @@ int main(void) {
     cmocka_unit_test(test_cr_only_line_numbers),
     cmocka_unit_test(test_style),
     cmocka_unit_test(test_big_file),
+    cmocka_unit_test(test_simd_matches_portable),
+    cmocka_unit_test(test_long_runs),
     cmocka_unit_test(test_real_exports),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,8 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "num.h"
@@ -120,9 +122,75 @@ static void python_int_of_a_cell(void **state) {
   }
 }
 
+/* ps_num_parse(s) against strtod on texts of digits, '.', signs and a space, where both
+ * grammars agree (valid when strtod reads every byte): every text of up to 6 bytes, then
+ * random ones of 7 to 12 (the word-at-a-time path takes up to 8 bytes and a sign). */
+static int same_as_strtod(const char *t, size_t n) {
+  char buf[16], *end;
+  memcpy(buf, t, n);
+  buf[n] = 0;
+  double want = strtod(buf, &end), got = -7;
+  int valid = n > 0 && end == buf + n && buf[0] != ' ' && (n == 0 || buf[n - 1] != ' ');
+  if (buf[0] == ' ' || (n && buf[n - 1] == ' ')) return 1;   /* trimming: Python's, not strtod's */
+  int rc = ps_num_parse(buf, n, &got);
+  if ((rc == 0) != valid || (valid && memcmp(&got, &want, sizeof got) != 0)) {
+    fprintf(stderr, "[%s]: rc %d %.17g, strtod %s %.17g\n", buf, rc, got, valid ? "valid" : "invalid", want);
+    return 0;
+  }
+  return 1;
+}
+
+static void short_decimals_as_strtod(void **state) {
+  (void)state;
+  static const char alpha[] = "0123456789.-+ ";
+  const size_t na = sizeof alpha - 1;
+  char t[16];
+  for (size_t n = 1; n <= 6; n++) {
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) total *= na;
+    for (size_t k = 0; k < total; k++) {
+      size_t v = k;
+      for (size_t i = 0; i < n; i++, v /= na) t[i] = alpha[v % na];
+      assert_true(same_as_strtod(t, n));
+    }
+  }
+  uint64_t x = 88172645463325252ULL;
+  for (int r = 0; r < 3000000; r++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t n = 7 + x % 6;
+    uint64_t y = x;
+    for (size_t i = 0; i < n; i++, y = y * 6364136223846793005u + 1442695040888963407u)
+      t[i] = (y >> 60) < 12 ? alpha[(y >> 33) % 10] : alpha[10 + (y >> 40) % 3];
+    assert_true(same_as_strtod(t, n));
+  }
+}
+
+/* A row's cells at once give what one call per cell gives, bit for bit. */
+static void finite_n_as_one_by_one(void **state) {
+  (void)state;
+  static const char *const cells[] = {
+    "224.471", "", "nan", "-inf", "1e3", " 4.5 ", "12345678", "-1234567.8", "1_0", ".", "-0",
+    "0.0000001", "123456789.5", "abc", "5.", "+.5", "1764246877073569.640", "-", "99", "7.25",
+    "1.2.3", "\t", "0", "-.0", "3.14159265358979",
+  };
+  const int n = (int)(sizeof cells / sizeof cells[0]);
+  size_t len[32];
+  for (int i = 0; i < n; i++) len[i] = strlen(cells[i]);
+  double out[32];
+  uint32_t ok = ps_num_finite_n(cells, len, n, out);
+  for (int i = 0; i < n; i++) {
+    double d;
+    int rc = ps_num_finite(cells[i], len[i], &d);
+    assert_int_equal(rc == 0, (ok >> i) & 1);
+    if (rc == 0) assert_memory_equal(&d, &out[i], sizeof d);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_float_accepts),
+    cmocka_unit_test(short_decimals_as_strtod),
+    cmocka_unit_test(finite_n_as_one_by_one),
     cmocka_unit_test(python_float_refuses),
     cmocka_unit_test(long_numbers),
     cmocka_unit_test(finite_and_or_zero),

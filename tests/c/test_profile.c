@@ -381,6 +381,119 @@ static void test_chunks_every_split(void **state) {
   ps_profile_free(one);
 }
 
+/* Fills text with a kernel_details file whose sums are not exact (3-decimal values, as the
+ * profilers write them), 4 groups, and every 9th row written twice (an exact duplicate right
+ * after its twin, so some block boundary falls between the two). Returns its length. */
+static size_t inexact_file(char *text, size_t cap, int rows) {
+  size_t k = (size_t)snprintf(text, cap, "%s", HEADER_KD);
+  uint64_t x = 88172645463325252ULL;
+  for (int i = 0; i < rows; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    char row[256];
+    snprintf(row, sizeof row, "1,1,%d,2,n,%s,dynamic,AI_CORE,\"%d.%03d\t\",%d.%03d,\"%d,8\",A,ND,\"%d\",B,ND,%d.%03d,%d.%03d\n",
+             i + 1, i % 2 ? "Add" : "Mul", 1000 + i * 3, (int)(x % 1000), (int)(x >> 20) % 500 + 1,
+             (int)(x >> 30) % 1000, i % 4, i % 4, (int)(x >> 40) % 300, (int)(x >> 10) % 1000,
+             (int)(x >> 45) % 200, (int)(x >> 5) % 1000);
+    for (int twice = 0; twice < 1 + (i % 9 == 4); twice++)
+      k += (size_t)snprintf(text + k, cap - k, "%s", row);
+  }
+  return k;
+}
+
+static void assert_same_groups(ps_profile *one, ps_profile *p) {
+  assert_int_equal(ps_profile_ngroups(p), ps_profile_ngroups(one));
+  for (size_t i = 0; i < ps_profile_ngroups(one); i++) {
+    ps_profile_group_info a, b;
+    ps_profile_group(one, i, 1, &a);
+    ps_profile_group(p, i, 1, &b);
+    assert_int_equal(a.keylen, b.keylen);
+    assert_memory_equal(a.key, b.key, a.keylen);
+    assert_int_equal(a.count, b.count);
+    /* bit for bit: the sums are added in file order whatever the thread count */
+    assert_memory_equal(&a.mean, &b.mean, sizeof a.mean);
+    assert_memory_equal(&a.std, &b.std, sizeof a.std);
+    assert_memory_equal(a.metric_mean, b.metric_mean, sizeof a.metric_mean);
+    assert_int_equal(a.first_start_ns, b.first_start_ns);
+    assert_int_equal(a.last_start_ns, b.last_start_ns);
+  }
+}
+
+/* Any thread count gives one thread's means bit for bit, and catches a duplicate pair that a
+ * block boundary splits (both failed before: the chunks' sums were added chunk by chunk, and
+ * each chunk had its own duplicate window). */
+static void test_threads_same_bits(void **state) {
+  (void)state;
+  static char text[1 << 17];
+  inexact_file(text, sizeof text, 1200);
+  const char *path = write_file("inexact.csv", text);
+  char err[512];
+  ps_profile *one = ps_profile_new();
+  ps_profile_set_threads(one, 1, 1);
+  ps_profile_counts c1, cn;
+  assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(c1.rows, 1200 + 133);
+  assert_int_equal(c1.duplicates, 133);
+  ps_profile_free(one);
+  for (int n = 2; n <= 64; n++) {
+    /* a fresh reference each time: reading the statistics sorts a group's durations */
+    one = ps_profile_new();
+    ps_profile_set_threads(one, 1, 1);
+    assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
+    ps_profile *p = ps_profile_new();
+    ps_profile_set_threads(p, n, 1);
+    assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
+    assert_memory_equal(&cn, &c1, sizeof cn);
+    assert_same_groups(one, p);
+    ps_profile_free(p);
+    ps_profile_free(one);
+  }
+  /* many rounds (small blocks): groups of earlier rounds are found and updated in place */
+  for (int n = 1; n <= 4; n++)
+    for (uint64_t block = 97; block < 20000; block = block * 3 + 1) {
+      one = ps_profile_new();
+      ps_profile_set_threads(one, 1, 1);
+      assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
+      ps_profile *p = ps_profile_new();
+      ps_profile_set_threads(p, n, 1);
+      ps_profile_set_block(p, block);
+      assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
+      assert_memory_equal(&cn, &c1, sizeof cn);
+      assert_same_groups(one, p);
+      ps_profile_free(p);
+      ps_profile_free(one);
+    }
+}
+
+/* A data error in a file read by several threads: the message and line of one thread, and
+ * the rows before it aggregated as one thread aggregates them. */
+static void test_threads_error_line(void **state) {
+  (void)state;
+  static char text[1 << 17];
+  size_t k = inexact_file(text, sizeof text, 700);
+  snprintf(text + k, sizeof text - k, "1,1,9999,2,n,Add,dynamic,AI_CORE,1.5,2.5,\"4,8\",A,ND,\"open,B\n1,2\n");
+  const char *path = write_file("late_error.csv", text);
+  char err1[512], errn[512];
+  ps_profile *one = ps_profile_new();
+  ps_profile_set_threads(one, 1, 1);
+  ps_profile_counts c1, cn;
+  assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err1, sizeof err1), -1);
+  assert_non_null(strstr(err1, "late_error.csv:780: unterminated quoted field"));
+  ps_profile_free(one);
+  for (int n = 2; n <= 24; n++) {
+    one = ps_profile_new();
+    ps_profile_set_threads(one, 1, 1);
+    assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err1, sizeof err1), -1);
+    ps_profile *p = ps_profile_new();
+    ps_profile_set_threads(p, n, 1);
+    assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, errn, sizeof errn), -1);
+    assert_string_equal(errn, err1);
+    assert_memory_equal(&cn, &c1, sizeof cn);
+    assert_same_groups(one, p);
+    ps_profile_free(p);
+    ps_profile_free(one);
+  }
+}
+
 int main(void) {
   const char *tmp = getenv("PERFSCRIPT_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/profile_c", tmp ? tmp : "/tmp");
@@ -396,6 +509,8 @@ int main(void) {
     cmocka_unit_test(test_helpers),
     cmocka_unit_test(test_fmt6),
     cmocka_unit_test(test_chunks_every_split),
+    cmocka_unit_test(test_threads_same_bits),
+    cmocka_unit_test(test_threads_error_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,19 +6,7 @@ root=$(real_data .) || exit 77
 command -v python3 >/dev/null || { echo "SKIP: python3 absent"; exit 77; }
 
 find "$root" -name '*.csv' -size +0 | sort > "$TMP/files"
-# One JSON line per file: [path, records] (or [path, null, error]).
-cat > "$TMP/dump.lua" <<'LUA'
-local csv, cjson = require "perfscript.csv", require "cjson"
-for path in io.lines(arg[1]) do
-  local r, err = csv.open(path, {header = false, reuse = false})
-  local rows = setmetatable({}, cjson.array_mt)
-  local ok = r ~= nil
-  if r then
-    ok, err = pcall(function() for f in r:lines() do rows[#rows + 1] = f end end)
-  end
-  print(cjson.encode(ok and {path, rows} or {path, cjson.null, err}))
-end
-LUA
+# tests/cli/csv_dump.lua prints one JSON line per file: [path, records] (or [path, null, error]).
 cat > "$TMP/compare.py" <<'PY'
 import csv, json, sys
 root, out = sys.argv[1], sys.argv[2]
@@ -37,7 +25,7 @@ for line in open(out, encoding="utf-8"):
           f"perfscript {rows[diff][:4] if diff < len(rows) else 'end'} "
           f"python {want[diff][:4] if diff < len(want) else 'end'}")
 PY
-"$PS_BIN" "$TMP/dump.lua" "$TMP/files" > "$TMP/ps.jsonl"
+"$PS_BIN" "$(dirname "$0")/csv_dump.lua" "$TMP/files" > "$TMP/ps.jsonl"
 while IFS= read -r line; do
   case "$line" in
     "ok - "*) ok "${line#ok - }" ;;
