@@ -14,10 +14,15 @@ function M.is_hotspot(g)
 end
 
 function M.hotspots(gaps)
-  local hot = {}
-  for _, g in ipairs(gaps) do if M.is_hotspot(g) then hot[#hot + 1] = g end end
+  local hot, key = {}, {}
+  for _, g in ipairs(gaps) do
+    if M.is_hotspot(g) then
+      hot[#hot + 1] = g
+      key[g] = math.max(g.ratio, 1 / g.ratio) -- once per gap, not once per comparison
+    end
+  end
   table.sort(hot, function(a, b)
-    local ka, kb = math.max(a.ratio, 1 / a.ratio), math.max(b.ratio, 1 / b.ratio)
+    local ka, kb = key[a], key[b]
     if ka ~= kb then return ka > kb end
     if a.diff_us ~= b.diff_us then return a.diff_us > b.diff_us end
     return a.op_type > b.op_type
@@ -80,7 +85,7 @@ function M.no_builder_list(map)
   return out
 end
 
-local function f6(v) return string.format("%.6f", v) end
+local f6 = require("perfscript.num").fmt6 -- string.format("%.6f", v), faster
 
 -- results: per-file results of merge.file; gaps: all gap records; status: {success=, failed=,
 -- skipped=} or nil; opts.simulated adds the SIMULATED banner; opts.extra: {title, text} sections;
