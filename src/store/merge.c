@@ -338,10 +338,22 @@ static int collect_dups(ps_merge *m) {
 int ps_merge_rows(ps_merge *m, char *err, size_t es) {
   ps_scan_record rec;
   int st = 0;
-  uint64_t start = ps_scan_offset(m->r); /* the first row's bytes start after the header */
+  uint64_t start = ps_scan_offset(m->r), first = start; /* rows start after the header */
   while (m->src_ncols && (st = ps_scan_next(m->r, &rec)) > 0) {
     uint64_t end = ps_scan_offset(m->r);
-    m->res.rows++;
+    long n = ++m->res.rows;
+    if (n >= 4096 && (n & (n - 1)) == 0 && end > first) {
+      /* the rows to come, from the bytes the rows so far took: the signature table grows
+       * to that once, not by doubling (and rehashing) on the way. A little under the
+       * estimate (tables come in powers of two: one just over would be twice too large), and
+       * at most 16 times the rows so far, in case these were much shorter than the rest. */
+      double est = 0.9 * (double)n * (double)(ps_scan_file_size(m->r) - first) / (double)(end - first);
+      if (est > 16.0 * (double)n) est = 16.0 * (double)n;
+      if (est > (double)n) { /* a failure only leaves the table growing as it goes */
+        ps_u64map_reserve(&m->seen, (size_t)est);
+        ps_grow((void **)&m->sigs, &m->capsigs, (size_t)est, sizeof *m->sigs);
+      }
+    }
     if (merge_row(m, &rec, start, end, err, es) != 0) return -1;
     start = end;
   }
