@@ -163,9 +163,8 @@ fail:
 #define FLD(rec, ci) ((ci) >= 0 && (size_t)(ci) < (rec)->nfields ? (rec)->fields[ci] : "")
 #define LEN(rec, ci) ((ci) >= 0 && (size_t)(ci) < (rec)->nfields ? (rec)->lens[ci] : 0)
 
-/* The row's signature: registers it; *sid is its index, *first whether this row is its first.
- * 0, or -1 when memory runs out. */
-static int signature(ps_merge *m, const ps_scan_record *rec, size_t *sid, int *first) {
+/* The row's signature (m->sig). 0, or -1 when memory runs out. */
+static int signature(ps_merge *m, const ps_scan_record *rec) {
   const int *c = m->o.src;
 #define COL(k) (c[k] >= 0 ? FLD(rec, c[k]) : NULL)
   ps_sig_row sr = {.op_name = m->o.op, .op_type = COL(PS_MERGE_OP_TYPE),
@@ -174,9 +173,15 @@ static int signature(ps_merge *m, const ps_scan_record *rec, size_t *sid, int *f
                    .out_shapes = COL(PS_MERGE_OUT_SHAPES), .out_dtypes = COL(PS_MERGE_OUT_DTYPES),
                    .ep_size = c[PS_MERGE_EP_SIZE] >= 0 ? FLD(rec, c[PS_MERGE_EP_SIZE]) : m->o.ep_default};
 #undef COL
-  if (ps_sig_compute(m->sig, &sr) != 0) return -1;
+  return ps_sig_compute(m->sig, &sr);
+}
+
+/* Registers the row's signature hash h: *sid is its index, *first whether this row is its
+ * first. 0, or -1 when memory runs out. */
+static int register_sig(ps_merge *m, const ps_scan_record *rec, uint64_t h, size_t *sid, int *first) {
+  const int *c = m->o.src;
   *sid = m->seen.used;
-  int added = ps_u64map_put(&m->seen, ps_sig_hash(m->sig), sid);
+  int added = ps_u64map_put(&m->seen, h, sid);
   if (added < 0) return -1;
   *first = added;
   if (!added) {
@@ -285,18 +290,43 @@ static const char *raw_bytes(rawsrc *s, uint64_t off, size_t n) {
   return s->buf;
 }
 
+/* Writes a row: its own bytes [start, end) when nothing in it changed (built = 0) and the
+ * writer would write those very bytes, else from its fields. */
+static int write_out(ps_merge *m, const ps_scan_record *rec, uint64_t start, uint64_t end,
+                     int built, char *err, size_t es) {
+  m->res.written++;
+  if (!built && m->verbatim && rec->nfields == m->o.ncols) {
+    size_t n = (size_t)(end - start);
+    const char *r = raw_bytes(&m->raw, start, n);
+    if (r && ps_csv_is_formatted(r, n, rec->nfields, rec->lens, m->w.eol)) {
+      m->res.copied++;
+      return ps_csv_writer_raw(&m->w, r, n, 1, err, es);
+    }
+  }
+  if (!built) build_row(m, rec);
+  return write_row(m, m->f, m->l, err, es);
+}
+
 /* One existing row (the file's bytes [start, end)) through the policy. */
 static int merge_row(ps_merge *m, const ps_scan_record *rec, uint64_t start, uint64_t end,
                      char *err, size_t es) {
   const int *c = m->o.src;
   size_t sid;
   int first, built = 0;
-  if (signature(m, rec, &sid, &first) != 0) return oom(err, es);
+  if (signature(m, rec) != 0) return oom(err, es);
+  uint64_t h = ps_sig_hash(m->sig);
+  /* the signature table is large and its slots are met at random: fetched now, used below */
+  __builtin_prefetch(&m->seen.slots[ps_u64map_home(&m->seen, h)]);
+  size_t ui = ps_u64map_get(&m->upd, h);
+  if (ui == PS_U64MAP_NONE && !m->o.prune) { /* most rows: nothing to do but copy and count */
+    if (write_out(m, rec, start, end, 0, err, es) != 0) return -1;
+    return register_sig(m, rec, h, &sid, &first) != 0 ? oom(err, es) : 0;
+  }
+  if (register_sig(m, rec, h, &sid, &first) != 0) return oom(err, es);
   const char *mb = FLD(rec, c[PS_MERGE_MB]);
   size_t mbl = LEN(rec, c[PS_MERGE_MB]);
   int prof_real = ps_num_duration_cell(FLD(rec, c[PS_MERGE_PROF]), LEN(rec, c[PS_MERGE_PROF]));
-  size_t ui = first ? ps_u64map_get(&m->upd, ps_sig_hash(m->sig)) : PS_U64MAP_NONE;
-  if (ui != PS_U64MAP_NONE) {
+  if (ui != PS_U64MAP_NONE && first) { /* an update meets its signature's first row */
     m->res.matched[ui] = 1;
     if (merge_update(m, rec, ui, m->sigs[sid].disp, prof_real, &mb, &mbl, &built) != 0)
       return oom(err, es);
@@ -308,17 +338,7 @@ static int merge_row(ps_merge *m, const ps_scan_record *rec, uint64_t start, uin
                          FLD(rec, c[PS_MERGE_OUT_SHAPES]), LEN(rec, c[PS_MERGE_OUT_SHAPES]));
     return disp < 0 || add_deleted(m, (size_t)disp) != 0 ? oom(err, es) : 0;
   }
-  m->res.written++;
-  if (!built && m->verbatim && rec->nfields == m->o.ncols) { /* untouched: its own bytes */
-    size_t n = (size_t)(end - start);
-    const char *r = raw_bytes(&m->raw, start, n);
-    if (r && ps_csv_is_formatted(r, n, rec->nfields, rec->lens, m->w.eol)) {
-      m->res.copied++;
-      return ps_csv_writer_raw(&m->w, r, n, 1, err, es);
-    }
-  }
-  if (!built) build_row(m, rec);
-  return write_row(m, m->f, m->l, err, es);
+  return write_out(m, rec, start, end, built, err, es);
 }
 #undef FLD
 #undef LEN
