@@ -50,6 +50,8 @@ struct ps_merge {
   ps_u64map seen;         /* signature hash -> index into sigs */
   msig *sigs;
   size_t capsigs;
+  size_t *dupsids;        /* signatures met a second time, in that order */
+  size_t ndupsids, capdupsids;
   char *arena;            /* the displays, addressed by offset */
   size_t alen, acap;
   size_t capgaps, capdel;
@@ -95,6 +97,7 @@ void ps_merge_free(ps_merge *m) {
   ps_u64map_free(&m->upd);
   ps_u64map_free(&m->seen);
   free(m->sigs);
+  free(m->dupsids);
   free(m->arena);
   free(m->f);
   free(m->l);
@@ -185,7 +188,11 @@ static int register_sig(ps_merge *m, const ps_scan_record *rec, uint64_t h, size
   if (added < 0) return -1;
   *first = added;
   if (!added) {
-    m->sigs[*sid].count++;
+    if (++m->sigs[*sid].count == 2) {
+      if (ps_grow((void **)&m->dupsids, &m->capdupsids, m->ndupsids + 1, sizeof *m->dupsids) != 0)
+        return -1;
+      m->dupsids[m->ndupsids++] = *sid;
+    }
     return 0;
   }
   long off = add_display(m, FLD(rec, c[PS_MERGE_IN_SHAPES]), LEN(rec, c[PS_MERGE_IN_SHAPES]),
@@ -343,14 +350,15 @@ static int merge_row(ps_merge *m, const ps_scan_record *rec, uint64_t start, uin
 #undef FLD
 #undef LEN
 
-/* The signatures held by several rows, in map slot order (the caller sorts them). */
+/* The signatures held by several rows, in the order their second row came (the caller
+ * sorts them; a walk over the whole signature table met every signature at random). */
 static int collect_dups(ps_merge *m) {
-  size_t cap = 0;
-  for (size_t j = 0; j < m->seen.size; j++) {
-    size_t id = ps_u64map_slot_id(&m->seen, j);
-    if (id == PS_U64MAP_NONE || m->sigs[id].count < 2) continue;
-    if (ps_grow((void **)&m->res.dups, &cap, m->res.ndups + 1, sizeof *m->res.dups) != 0) return -1;
-    m->res.dups[m->res.ndups++] = (ps_merge_dup){m->sigs[id].disp, m->sigs[id].count};
+  if (m->ndupsids == 0) return 0;
+  m->res.dups = malloc(m->ndupsids * sizeof *m->res.dups);
+  if (m->res.dups == NULL) return -1;
+  for (size_t k = 0; k < m->ndupsids; k++) {
+    const msig *g = &m->sigs[m->dupsids[k]];
+    m->res.dups[m->res.ndups++] = (ps_merge_dup){g->disp, g->count};
   }
   return 0;
 }
