@@ -341,11 +341,52 @@ static void verbatim_check_agrees_with_the_quoter(void **state) {
   assert_int_equal(ps_csv_is_formatted("a,b", 3, 2, l2, "\n"), 0);       /* no eol */
 }
 
+/* Rows gather in blocks before they reach the file: a file of several blocks, rows quoted and
+ * rows passed as their bytes (ps_csv_writer_raw) in between, reads back whole and in order. */
+static void rows_and_raw_bytes_across_blocks(void **state) {
+  (void)state;
+  char path[8300], err[600];
+  snprintf(path, sizeof path, "%s/blocks.csv", test_dir());
+  unlink(path);
+  ps_csv_writer w;
+  assert_int_equal(ps_csv_writer_open(&w, path, "\r\n", 0, err, sizeof err), 0);
+  char a[32], b[32];
+  for (int i = 0; i < 200000; i++) {
+    snprintf(a, sizeof a, "%d", i);
+    snprintf(b, sizeof b, "x,%d", i);
+    if (i % 3 == 0) {
+      char raw[80];
+      int n = snprintf(raw, sizeof raw, "%s,\"%s\"\r\n", a, b);
+      assert_int_equal(ps_csv_writer_raw(&w, raw, (size_t)n, 1, err, sizeof err), 0);
+    } else {
+      const char *f[] = {a, b};
+      write_row(&w, 2, f);
+    }
+  }
+  assert_int_equal(w.rows, 200000);
+  assert_int_equal(ps_csv_writer_commit(&w, 1, err, sizeof err), PS_ATOMIC_CREATED);
+  ps_csv_reader *r = ps_csv_open(path, 0, err, sizeof err);
+  assert_non_null(r);
+  ps_csv_record rec;
+  for (int i = 0; i < 200000; i++) {
+    assert_int_equal(ps_csv_next(r, &rec), 1);
+    snprintf(a, sizeof a, "%d", i);
+    snprintf(b, sizeof b, "x,%d", i);
+    assert_string_equal(rec.fields[0], a);
+    assert_string_equal(rec.fields[1], b);
+  }
+  assert_int_equal(ps_csv_next(r, &rec), 0);
+  assert_string_equal(ps_csv_eol(r), "\r\n");
+  ps_csv_close(r);
+  assert_int_equal(temp_files(), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(minimal_quoting_round_trip),
     cmocka_unit_test(quoter_is_minimal_and_reads_back),
     cmocka_unit_test(verbatim_check_agrees_with_the_quoter),
+    cmocka_unit_test(rows_and_raw_bytes_across_blocks),
     cmocka_unit_test(keeps_line_endings_and_bom),
     cmocka_unit_test(identical_content_is_not_rewritten),
     cmocka_unit_test(abort_leaves_original),

@@ -68,6 +68,12 @@ function TestNum:test_fmt6_is_percent_6f()
   local vals = { 0, -0.0, 1, 3, -12.5, 0.0000005, 0.0000015, 2.5e-7, 1e-300, 0.1, 123.4567895,
                  8999999999.9999995, 9e9, 1e15, 1e300, -1e300, math.huge, -math.huge, 0 / 0,
                  math.maxinteger, math.mininteger }
+  for e = 0, 15 do -- digit-count boundaries of the integer part, rounding across them
+    local p = 10.0 ^ e
+    for _, v in ipairs { p, p - 1, p - 0.0000005, p - 0.0000004, p + 0.0000005, -p, p * 9.99 } do
+      vals[#vals + 1] = v
+    end
+  end
   local seed = 12345
   for _ = 1, 20000 do
     seed = (seed * 1103515245 + 12345) % 2147483648
