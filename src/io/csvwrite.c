@@ -3,6 +3,7 @@
 #include "infile.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +11,42 @@
 /* 1 for the bytes that make a field quoted */
 static const unsigned char special[256] = {[','] = 1, ['"'] = 1, ['\r'] = 1, ['\n'] = 1};
 
+/* Eight bytes at a time: nonzero when the word holds one of the special bytes (a byte equal
+ * to c is a zero byte of x ^ c*ONES; the zero-byte test is exact as a whole). */
+#define ONES UINT64_C(0x0101010101010101)
+static inline uint64_t zero_byte(uint64_t x) { return (x - ONES) & ~x & (ONES << 7); }
+static inline uint64_t word_special(uint64_t x) {
+  return zero_byte(x ^ (ONES * ',')) | zero_byte(x ^ (ONES * '"')) | zero_byte(x ^ (ONES * '\r')) |
+         zero_byte(x ^ (ONES * '\n'));
+}
+
 int ps_csv_needs_quote(const char *s, size_t len) {
-  for (size_t i = 0; i < len; i++)
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t x;
+    memcpy(&x, s + i, 8);
+    if (word_special(x)) return 1;
+  }
+  for (; i < len; i++)
     if (special[(unsigned char)s[i]]) return 1;
   return 0;
 }
 
-/* One pass copies the field and tests its bytes (most cells need no quotes, and they are
- * short: a separate test and memcpy cost more than the copy); a field that needs quotes is
- * written again over the copy. */
+/* One pass copies the field and tests its bytes, a word at a time (most cells need no quotes:
+ * that is the whole cost for them); a field that needs quotes is written again over the copy. */
 size_t ps_csv_quote(char *out, const char *s, size_t len) {
-  unsigned any = 0;
-  for (size_t i = 0; i < len; i++) {
+  uint64_t any = 0;
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t x;
+    memcpy(&x, s + i, 8);
+    memcpy(out + i, &x, 8);
+    any |= word_special(x);
+  }
+  for (; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
     out[i] = (char)c;
-    any |= (c == ',') | (c == '"') | (c == '\r') | (c == '\n');
+    any |= special[c];
   }
   if (!any) return len;
   char *o = out;
@@ -40,6 +62,29 @@ size_t ps_csv_quote(char *out, const char *s, size_t len) {
   }
   *o++ = '"';
   return (size_t)(o - out);
+}
+
+int ps_csv_is_formatted(const char *rec, size_t n, size_t nfields, const size_t *lens,
+                        const char *eol) {
+  size_t el = strlen(eol);
+  if (nfields == 0 || n <= el || memcmp(rec + n - el, eol, el) != 0) return 0;
+  if (rec[0] == '\n' || rec[0] == '\r' || (el == 1 && n >= 2 && rec[n - 2] == '\r')) return 0;
+  const char *p = rec, *end = rec + n - el, *q;
+  size_t quoting = 0;
+  while (p < end && (q = memchr(p, '"', (size_t)(end - p))) != NULL) {
+    if (q != rec && q[-1] != ',') return 0;   /* a quote inside an unquoted field */
+    int needed = 0;
+    const char *c = q + 1, *z;
+    while ((z = memchr(c, '"', (size_t)(end - c))) != NULL && z + 1 < end && z[1] == '"')
+      quoting++, needed = 1, c = z + 2;        /* a doubled quote */
+    if (z == NULL || (z + 1 < end && z[1] != ',')) return 0; /* unclosed; text after it */
+    if (!needed && !ps_csv_needs_quote(q + 1, (size_t)(z - q - 1))) return 0; /* not minimal */
+    quoting += 2;
+    p = z + 1;
+  }
+  size_t sum = nfields - 1 + quoting;
+  for (size_t i = 0; i < nfields; i++) sum += lens[i];
+  return sum == (size_t)(end - rec);
 }
 
 size_t ps_csv_row_max(const size_t *lens, size_t n, const char *eol) {
@@ -116,36 +161,75 @@ int ps_csv_write_field(FILE *fp, const char *s, size_t len) {
   return st;
 }
 
+/* Rows gather in w->out and reach the stream in blocks of about this size: one write call per
+ * block, not one per stdio buffer (4 KiB) or per row. */
+#define OUT_BLOCK ((size_t)1 << 20)
+
+static int write_failed(ps_csv_writer *w, const char *how, char *err, size_t errsize) {
+  snprintf(err, errsize, "%s: write failed: %s%s", w->file.path, strerror(errno), how);
+  return -1;
+}
+
+/* Hands the gathered rows to the stream. 0, or -1 with errno set. */
+static int out_flush(ps_csv_writer *w) {
+  if (w->olen && fwrite(w->out, 1, w->olen, w->file.fp) != w->olen) return -1;
+  w->olen = 0;
+  return 0;
+}
+
+/* Room for n more bytes at w->out + w->olen (flushing a full block first). */
+static char *out_room(ps_csv_writer *w, size_t n, char *err, size_t errsize) {
+  if (w->file.fp == NULL) {
+    snprintf(err, errsize, "writer is closed");
+    return NULL;
+  }
+  if (w->olen && w->olen + n > OUT_BLOCK && out_flush(w) != 0) {
+    write_failed(w, "", err, errsize);
+    return NULL;
+  }
+  if (ps_grow((void **)&w->out, &w->ocap, w->olen + n, 1) != 0) {
+    snprintf(err, errsize, "%s: out of memory for a row", w->file.path);
+    return NULL;
+  }
+  return w->out + w->olen;
+}
+
 int ps_csv_writer_row(ps_csv_writer *w, const char *const *fields, const size_t *lens,
                       size_t n, char *err, size_t errsize) {
-  FILE *fp = w->file.fp;
-  if (fp == NULL) {
-    snprintf(err, errsize, "writer is closed");
-    return -1;
-  }
-  if (ps_grow((void **)&w->buf, &w->cap, ps_csv_row_max(lens, n, w->eol), 1) != 0) {
-    snprintf(err, errsize, "%s: out of memory for a row", w->file.path);
-    return -1;
-  }
-  size_t len = ps_csv_format_row(w->buf, fields, lens, n, w->eol);
-  if (fwrite(w->buf, 1, len, fp) != len) {
-    snprintf(err, errsize, "%s: write failed: %s", w->file.path, strerror(errno));
-    return -1;
-  }
+  char *o = out_room(w, ps_csv_row_max(lens, n, w->eol), err, errsize);
+  if (o == NULL) return -1;
+  w->olen += ps_csv_format_row(o, fields, lens, n, w->eol);
   w->rows++;
   return 0;
 }
 
-int ps_csv_writer_commit(ps_csv_writer *w, int if_changed, char *err, size_t errsize) {
-  free(w->buf);
-  w->buf = NULL;
-  w->cap = 0;
-  return ps_atomic_commit(&w->file, if_changed, err, errsize);
+int ps_csv_writer_raw(ps_csv_writer *w, const char *data, size_t len, long nrows, char *err,
+                      size_t errsize) {
+  char *o = out_room(w, len, err, errsize);
+  if (o == NULL) return -1;
+  memcpy(o, data, len);
+  w->olen += len;
+  w->rows += nrows;
+  return 0;
+}
+
+static void out_free(ps_csv_writer *w) {
+  free(w->out);
+  w->out = NULL;
+  w->olen = w->ocap = 0;
 }
 
 void ps_csv_writer_abort(ps_csv_writer *w) {
-  free(w->buf);
-  w->buf = NULL;
-  w->cap = 0;
+  out_free(w);
   ps_atomic_abort(&w->file);
+}
+
+int ps_csv_writer_commit(ps_csv_writer *w, int if_changed, char *err, size_t errsize) {
+  if (w->file.fp != NULL && out_flush(w) != 0) { /* worded as ps_atomic_finish words it */
+    write_failed(w, " (the original is untouched)", err, errsize);
+    ps_csv_writer_abort(w);
+    return -1;
+  }
+  out_free(w);
+  return ps_atomic_commit(&w->file, if_changed, err, errsize);
 }

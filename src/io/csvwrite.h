@@ -15,8 +15,8 @@ typedef struct ps_csv_writer {
   const char *eol;   /* "\n" or "\r\n" */
   int bom;
   long rows;
-  char *buf;         /* one encoded row */
-  size_t cap;
+  char *out;         /* encoded rows not yet handed to file.fp (written in large blocks) */
+  size_t olen, ocap;
 } ps_csv_writer;
 
 /* eol: "\n", "\r\n", or NULL to keep the existing file's style (LF for a new file).
@@ -25,6 +25,11 @@ int ps_csv_writer_open(ps_csv_writer *w, const char *path, const char *eol, int 
                        char *err, size_t errsize);
 int ps_csv_writer_row(ps_csv_writer *w, const char *const *fields, const size_t *lens,
                       size_t n, char *err, size_t errsize);
+/* Writes len bytes holding nrows records already encoded as ps_csv_format_row encodes them
+ * with this writer's eol (a caller that copies rows of an existing file verbatim: merge.c
+ * checks each first). 0, or -1 with a message. */
+int ps_csv_writer_raw(ps_csv_writer *w, const char *data, size_t len, long nrows, char *err,
+                      size_t errsize);
 /* Returns PS_ATOMIC_CREATED/REPLACED/UNCHANGED or -1. */
 int ps_csv_writer_commit(ps_csv_writer *w, int if_changed, char *err, size_t errsize);
 void ps_csv_writer_abort(ps_csv_writer *w);
@@ -43,6 +48,15 @@ size_t ps_csv_row_max(const size_t *lens, size_t n, const char *eol);
  * minimal quoting joined by commas, then eol unless NULL. Returns the bytes written. */
 size_t ps_csv_format_row(char *out, const char *const *fields, const size_t *lens, size_t n,
                          const char *eol);
+
+/* 1 when rec[0, n), bytes that the CSV engine read as one record of nfields fields of these
+ * lengths, are exactly what ps_csv_format_row writes for those fields and eol: eol ends them
+ * and nothing else does (no blank line before), every quote opens a field, closes it before
+ * a comma or the end, or doubles a quote inside, every quoted field needs its quotes, and the
+ * bytes add up to the lengths, separators and quoting. A caller may then copy the bytes
+ * instead of quoting the fields again (ps_csv_writer_raw). */
+int ps_csv_is_formatted(const char *rec, size_t n, size_t nfields, const size_t *lens,
+                        const char *eol);
 
 /* Appends field to fp with minimal quoting. Returns 0 or -1 on a write error. */
 int ps_csv_write_field(FILE *fp, const char *s, size_t len);

@@ -223,11 +223,19 @@ int ps_num_fmt6(char *out, size_t cap, double v) {
   else cmp = e > 0 ? 1 : e < 0 ? -1 : 0;
   uint64_t k = (uint64_t)n;
   if (cmp > 0 || (cmp == 0 && (k & 1))) k++;
-  /* the digits by hand: snprintf cost the import a sixth of its instructions */
+  /* the digits by hand, two at a time: snprintf cost the import a sixth of its instructions */
+  static const char pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
   char t[24], *w = t + sizeof t;
-  for (int i = 0; i < 6; i++, k /= 10) *--w = (char)('0' + k % 10);
+  uint64_t ip = k / 1000000;
+  unsigned frac = (unsigned)(k - ip * 1000000);
+  for (int i = 0; i < 3; i++, frac /= 100) w -= 2, memcpy(w, pairs + 2 * (frac % 100), 2);
   *--w = '.';
-  do *--w = (char)('0' + k % 10); while ((k /= 10) != 0);
+  while (ip >= 100) w -= 2, memcpy(w, pairs + 2 * (ip % 100), 2), ip /= 100;
+  if (ip >= 10) w -= 2, memcpy(w, pairs + 2 * ip, 2);
+  else *--w = (char)('0' + ip);
   if (signbit(v)) *--w = '-';
   size_t len = (size_t)(t + sizeof t - w);
   if (cap > 0) {   /* snprintf's contract: truncated to cap - 1, the full length returned */

@@ -26,9 +26,11 @@ struct ps_sig {
   int nfields, matmul, failed;
   uint64_t hash;
   char op[256];
+  char raw_op[256];       /* the name op was normalised from: rows of one file share it */
+  int op_kind;            /* what op is, for the rules below */
   char *arena;            /* normalised slots; sized per row so spans never move */
   size_t arena_cap, arena_used;
-  spans is, id, fm, os, od, tmp_sh, tmp_dt, tmp_fm, norm;
+  spans is, id, fm, os, od, tmp_sh, tmp_dt, tmp_fm, norm, norm2;
 };
 
 static size_t trim(const char **p, size_t n) {
@@ -37,28 +39,30 @@ static size_t trim(const char **p, size_t n) {
 }
 
 static int push(ps_sig *g, spans *l, const char *p, size_t n) {
-  if (ps_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) != 0) return g->failed = -1;
+  if (l->n == l->cap && ps_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) != 0)
+    return g->failed = -1;
   l->v[l->n++] = (span){p, n};
   return 0;
 }
 
 /* split-slots: strip the cell; empty gives no slots; else split on `;`, strip each part. */
-static void split_slots(ps_sig *g, const char *cell, spans *out) {
+static void split_slots(ps_sig *g, const char *cell, size_t n, spans *out) {
   out->n = 0;
   if (!cell) return;
-  size_t n = ps_shape_strip(&cell, strlen(cell));
+  n = ps_shape_strip(&cell, n);
   if (n == 0) return;
-  size_t start = 0;
-  for (size_t i = 0; i <= n; i++) {
-    if (i < n && cell[i] != ';') continue;
-    const char *p = cell + start;
-    size_t len = ps_shape_strip(&p, i - start);
-    push(g, out, p, len);
-    start = i + 1;
+  const char *end = cell + n, *p = cell, *q;
+  for (;;) {
+    q = memchr(p, ';', (size_t)(end - p));
+    const char *slot = p;
+    size_t len = ps_shape_strip(&slot, (size_t)((q ? q : end) - p));
+    push(g, out, slot, len);
+    if (!q) break;
+    p = q + 1;
   }
 }
 
-static void put(ps_sig *g, const char *p, size_t n) {
+static void put_slow(ps_sig *g, const char *p, size_t n) {
   if (ps_grow((void **)&g->text, &g->cap, g->len + n + 1, 1) != 0) {
     g->failed = -1;
     return;
@@ -68,14 +72,29 @@ static void put(ps_sig *g, const char *p, size_t n) {
   g->text[g->len] = '\0';
 }
 
+/* The text's room is reserved per row (ps_sig_compute), so this is a plain copy. */
+static inline void put(ps_sig *g, const char *p, size_t n) {
+  if (g->len + n + 1 > g->cap) {
+    put_slow(g, p, n);
+    return;
+  }
+  char *o = g->text + g->len;
+  if (n <= 16) for (size_t i = 0; i < n; i++) o[i] = p[i];
+  else memcpy(o, p, n);
+  g->len += n;
+  o[n] = '\0';
+}
+
+static inline void put_char(ps_sig *g, char c) { put(g, &c, 1); }
+
 static void begin_field(ps_sig *g) {
-  if (g->nfields) put(g, (char[]){PS_SIG_SEP}, 1);
+  if (g->nfields) put_char(g, PS_SIG_SEP);
   g->off[g->nfields++] = g->len;
 }
 
 static void put_list(ps_sig *g, const span *v, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    if (i) put(g, ";", 1);
+    if (i) put_char(g, ';');
     put(g, v[i].p, v[i].n);
   }
 }
@@ -87,15 +106,18 @@ static char *arena_alloc(ps_sig *g, size_t n) {
   return p;
 }
 
-/* normalise-shape-attr: emits the shape string and/or the attribute string. */
-static void shape_attr(ps_sig *g, const spans *sh, const spans *at, int emit_shape, int emit_attr) {
-  size_t mark = g->arena_used;
-  spans *norm = &g->norm;
+/* The normalised slots of a shape list, into norm (the arena keeps them until the row ends). */
+static void norm_slots(ps_sig *g, const spans *sh, spans *norm) {
   norm->n = 0;
   for (size_t i = 0; i < sh->n; i++) {
     char *o = arena_alloc(g, sh->v[i].n + 1);
     push(g, norm, o, ps_shape_norm_slot(sh->v[i].p, sh->v[i].n, o));
   }
+}
+
+/* normalise-shape-attr on normalised shape slots: emits the shape string and/or the
+ * attribute string. */
+static void shape_attr(ps_sig *g, const spans *norm, const spans *at, int emit_shape, int emit_attr) {
   if (g->failed) return;
   if (emit_shape) {
     size_t last = norm->n;
@@ -109,11 +131,10 @@ static void shape_attr(ps_sig *g, const spans *sh, const spans *at, int emit_sha
       last--;
     begin_field(g);
     for (size_t i = 0; i < last; i++) {
-      if (i) put(g, ";", 1);
+      if (i) put_char(g, ';');
       if (i < norm->n && norm->v[i].n) put(g, at->v[i].p, at->v[i].n);
     }
   }
-  g->arena_used = mark;
 }
 
 /* parse-shape-slot on a raw slot: dims, or -1 for none (empty or not integers). */
@@ -164,14 +185,25 @@ static int matmul_canonical(ps_sig *g) {
   put_list(g, g->fm.v, g->fm.n < 2 ? g->fm.n : 2);
   begin_field(g);
   put_int(g, m), put(g, ",", 1), put_int(g, n);
-  shape_attr(g, &g->os, &g->od, 0, 1);
+  norm_slots(g, &g->os, &g->norm);
+  shape_attr(g, &g->norm, &g->od, 0, 1);
   return 1;
+}
+
+enum { OP_GENERIC, OP_MATMUL, OP_INDEX, OP_SLICE, OP_DFC }; /* ps_sig.op_kind */
+
+static int op_kind(const char *op) {
+  if (ps_sig_is_matmul(op)) return OP_MATMUL;
+  if (strcmp(op, "Index") == 0) return OP_INDEX;
+  if (!strcmp(op, "Slice") || !strcmp(op, "SliceAiCore") || !strcmp(op, "Transpose") ||
+      !strcmp(op, "TransposeAiCore"))
+    return OP_SLICE;
+  return strcmp(op, "DispatchFFNCombine") == 0 ? OP_DFC : OP_GENERIC;
 }
 
 static void generic(ps_sig *g) {
   spans *sh = &g->is, *dt = &g->id, *fm = &g->fm;
-  const char *op = g->op;
-  if (strcmp(op, "Index") == 0) {
+  if (g->op_kind == OP_INDEX) {
     int64_t d[64];
     if (g->os.n >= 1 && g->is.n >= 1 && parse_raw_slot(&g->os.v[0], d, 64) > 0) {
       char *num = arena_alloc(g, 24);
@@ -189,17 +221,19 @@ static void generic(ps_sig *g) {
       }
       sh = &g->tmp_sh, dt = &g->tmp_dt, fm = &g->tmp_fm;
     }
-  } else if (!strcmp(op, "Slice") || !strcmp(op, "SliceAiCore") || !strcmp(op, "Transpose") ||
-             !strcmp(op, "TransposeAiCore")) {
+  } else if (g->op_kind == OP_SLICE) {
     if (sh->n > 1) sh->n = 1;
     if (dt->n > 1) dt->n = 1;
     if (fm->n > 1) fm->n = 1;
     if (fm->n) fm->v[0] = (span){"ND", 2};
   }
   if (g->failed) return;
-  shape_attr(g, sh, dt, 1, 1);
-  shape_attr(g, sh, fm, 0, 1);
-  shape_attr(g, &g->os, &g->od, 1, 1);
+  /* the input shapes normalised once, for both of their attributes */
+  norm_slots(g, sh, &g->norm);
+  shape_attr(g, &g->norm, dt, 1, 1);
+  shape_attr(g, &g->norm, fm, 0, 1);
+  norm_slots(g, &g->os, &g->norm2);
+  shape_attr(g, &g->norm2, &g->od, 1, 1);
 }
 
 size_t ps_sig_op_name(const char *name, char *out, size_t cap) {
@@ -233,7 +267,7 @@ ps_sig *ps_sig_new(void) { return calloc(1, sizeof(ps_sig)); }
 void ps_sig_free(ps_sig *g) {
   if (!g) return;
   spans *all[] = {&g->is, &g->id, &g->fm, &g->os, &g->od, &g->tmp_sh, &g->tmp_dt, &g->tmp_fm,
-                  &g->norm};
+                  &g->norm, &g->norm2};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->v);
   free(g->text);
   free(g->arena);
@@ -246,38 +280,52 @@ int ps_sig_compute(ps_sig *g, const ps_sig_row *row) {
   const char *name = nonempty(row->op_name) ? row->op_name
                      : nonempty(row->op_type) ? row->op_type
                                               : row->op_state;
-  ps_sig_op_name(name, g->op, sizeof g->op);
+  if (!name) name = "";
+  if (strcmp(name, g->raw_op) != 0 || !g->raw_op[0]) { /* a new op: its name and kind */
+    ps_sig_op_name(name, g->op, sizeof g->op);
+    g->op_kind = op_kind(g->op);
+    size_t rn = strlen(name);
+    if (rn < sizeof g->raw_op) memcpy(g->raw_op, name, rn + 1);
+    else g->raw_op[0] = '\0'; /* too long to remember: computed again next time */
+  }
   g->failed = 0;
   g->len = 0;
   g->nfields = 0;
   g->matmul = 0;
-  put(g, "", 0);
-  /* Normalised slots are never longer than their cell, plus one NUL each. */
-  size_t need = 64;
-  const char *cells[] = {row->in_shapes, row->out_shapes};
-  for (int i = 0; i < 2; i++) need += cells[i] ? 2 * strlen(cells[i]) + 2 : 0;
+  const char *cells[5] = {row->in_shapes, row->in_dtypes, row->in_formats, row->out_shapes,
+                          row->out_dtypes};
+  size_t lens[5], total = 0;
+  for (int i = 0; i < 5; i++) total += lens[i] = cells[i] ? strlen(cells[i]) : 0;
+  /* Normalised slots are never longer than their cell, plus one NUL each; the text is never
+   * longer than the cells twice (Index repeats a dtype and a format) plus the numbers. */
+  size_t need = 64 + 2 * lens[0] + 2 + 2 * lens[3] + 2;
   if (need > g->arena_cap) {
     char *a = realloc(g->arena, need);
     if (!a) return -1;
     g->arena = a;
     g->arena_cap = need;
   }
+  size_t ep_len = row->ep_size ? strlen(row->ep_size) : 0;
+  if (ps_grow((void **)&g->text, &g->cap, 2 * (total + ep_len) + 256, 1) != 0) return -1;
+  g->text[0] = '\0';
   g->arena_used = 0;
-  split_slots(g, row->in_shapes, &g->is);
-  split_slots(g, row->in_dtypes, &g->id);
-  split_slots(g, row->in_formats, &g->fm);
-  split_slots(g, row->out_shapes, &g->os);
-  split_slots(g, row->out_dtypes, &g->od);
+  split_slots(g, cells[0], lens[0], &g->is);
+  split_slots(g, cells[1], lens[1], &g->id);
+  split_slots(g, cells[2], lens[2], &g->fm);
+  split_slots(g, cells[3], lens[3], &g->os);
+  split_slots(g, cells[4], lens[4], &g->od);
   if (g->failed) return -1;
-  if (ps_sig_is_matmul(g->op) && matmul_canonical(g)) {
+  if (g->op_kind == OP_MATMUL && matmul_canonical(g)) {
     g->matmul = 1;
   } else {
     g->len = 0;
     g->nfields = 0;
+    g->text[0] = '\0';
+    g->arena_used = 0;
     generic(g);
-    if (strcmp(g->op, "DispatchFFNCombine") == 0) {
+    if (g->op_kind == OP_DFC) {
       const char *ep = row->ep_size ? row->ep_size : "";
-      size_t n = trim(&ep, strlen(ep));
+      size_t n = trim(&ep, ep_len);
       begin_field(g);
       put(g, ep, n);
     }

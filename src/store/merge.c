@@ -1,15 +1,18 @@
 /* The microbench write-back merge policy (see merge.h). */
 #include "merge.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atomicfile.h"
-#include "csvread.h"
+#include "csvscan.h"
 #include "csvwrite.h"
 #include "grow.h"
+#include "infile.h"
 #include "num.h"
 #include "writeback_sig.h"
 #include "text.h"
@@ -19,13 +22,27 @@
 
 _Static_assert(PS_MERGE_EP_SIZE + 1 == PS_SIG_NCOLUMNS, "merge.h sources follow ps_sig_columns");
 
+#define RAW_WINDOW ((size_t)4 << 20) /* bytes of the file read at once for verbatim copies */
+
 /* A signature seen in the file: its first row, its row count and the first row's display. */
 typedef struct msig { uint32_t first, count; size_t disp; } msig;
+
+/* The file's own bytes, read a second time (forward only) so that rows the merge leaves alone
+ * are copied as they are instead of being quoted again (the scanner unquotes in place). */
+typedef struct rawsrc {
+  int fd;
+  char *buf;
+  size_t len, cap;        /* buf holds the file's bytes [base, base + len) */
+  uint64_t base;
+} rawsrc;
 
 struct ps_merge {
   ps_merge_opts o;
   ps_merge_result res;
-  ps_csv_reader *r;
+  ps_scan *r;
+  size_t src_ncols;       /* fields of the file's header */
+  int verbatim;           /* the output columns are the file's own: rows may be copied */
+  rawsrc raw;
   ps_csv_writer w;
   int wopen;
   ps_sig *sig;
@@ -33,6 +50,8 @@ struct ps_merge {
   ps_u64map seen;         /* signature hash -> index into sigs */
   msig *sigs;
   size_t capsigs;
+  size_t *dupsids;        /* signatures met a second time, in that order */
+  size_t ndupsids, capdupsids;
   char *arena;            /* the displays, addressed by offset */
   size_t alen, acap;
   size_t capgaps, capdel;
@@ -70,12 +89,15 @@ static long add_display(ps_merge *m, const char *is, size_t il, const char *os, 
 
 void ps_merge_free(ps_merge *m) {
   if (m == NULL) return;
-  if (m->r) ps_csv_close(m->r);
+  if (m->r) ps_scan_close(m->r);
+  if (m->raw.fd >= 0) close(m->raw.fd);
+  free(m->raw.buf);
   if (m->wopen) ps_csv_writer_abort(&m->w);
   ps_sig_free(m->sig);
   ps_u64map_free(&m->upd);
   ps_u64map_free(&m->seen);
   free(m->sigs);
+  free(m->dupsids);
   free(m->arena);
   free(m->f);
   free(m->l);
@@ -99,6 +121,7 @@ ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
   ps_merge *m = calloc(1, sizeof *m);
   if (m == NULL) return oom(err, es), NULL;
   m->o = *o;
+  m->raw.fd = -1;
   ps_u64map_init(&m->upd, 1 << 16);
   ps_u64map_init(&m->seen, 1 << 16);
   m->sig = ps_sig_new();
@@ -112,12 +135,25 @@ ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
     size_t id = i;
     if (ps_u64map_put(&m->upd, o->updates[i].hash, &id) < 0) goto nomem;
   }
-  m->r = ps_csv_open(o->path, 0, err, es);
+  m->r = ps_scan_openf(o->path, PS_SCAN_KEEP_SPACE, err, es);
   if (!m->r) goto fail;
+  /* the file's header now, so that a Git LFS pointer or binary data fails the open */
+  ps_scan_record hdr;
+  int st = ps_scan_next(m->r, &hdr);
+  if (st < 0) {
+    snprintf(err, es, "%s", ps_scan_error(m->r));
+    goto fail;
+  }
+  m->src_ncols = st > 0 ? hdr.nfields : 0;
   if (ps_csv_writer_open(&m->w, o->path, NULL, -1, err, es) != 0) goto fail;
   m->w.file.stage = o->stage;
   m->wopen = 1;
   if (write_row(m, o->header, o->header_len, err, es) != 0) goto fail;
+  m->verbatim = m->src_ncols == o->ncols;
+  for (size_t j = 0; j < o->ncols; j++)
+    if (o->map[j] != j + 1 || (o->fill && o->fill[j])) m->verbatim = 0;
+  char why[8];
+  if (m->verbatim) m->raw.fd = ps_input_open(o->path, why, sizeof why); /* -1: no copies */
   return m;
 nomem:
   oom(err, es);
@@ -130,9 +166,8 @@ fail:
 #define FLD(rec, ci) ((ci) >= 0 && (size_t)(ci) < (rec)->nfields ? (rec)->fields[ci] : "")
 #define LEN(rec, ci) ((ci) >= 0 && (size_t)(ci) < (rec)->nfields ? (rec)->lens[ci] : 0)
 
-/* The row's signature: registers it; *sid is its index, *first whether this row is its first.
- * 0, or -1 when memory runs out. */
-static int signature(ps_merge *m, const ps_csv_record *rec, size_t *sid, int *first) {
+/* The row's signature (m->sig). 0, or -1 when memory runs out. */
+static int signature(ps_merge *m, const ps_scan_record *rec) {
   const int *c = m->o.src;
 #define COL(k) (c[k] >= 0 ? FLD(rec, c[k]) : NULL)
   ps_sig_row sr = {.op_name = m->o.op, .op_type = COL(PS_MERGE_OP_TYPE),
@@ -141,13 +176,23 @@ static int signature(ps_merge *m, const ps_csv_record *rec, size_t *sid, int *fi
                    .out_shapes = COL(PS_MERGE_OUT_SHAPES), .out_dtypes = COL(PS_MERGE_OUT_DTYPES),
                    .ep_size = c[PS_MERGE_EP_SIZE] >= 0 ? FLD(rec, c[PS_MERGE_EP_SIZE]) : m->o.ep_default};
 #undef COL
-  if (ps_sig_compute(m->sig, &sr) != 0) return -1;
+  return ps_sig_compute(m->sig, &sr);
+}
+
+/* Registers the row's signature hash h: *sid is its index, *first whether this row is its
+ * first. 0, or -1 when memory runs out. */
+static int register_sig(ps_merge *m, const ps_scan_record *rec, uint64_t h, size_t *sid, int *first) {
+  const int *c = m->o.src;
   *sid = m->seen.used;
-  int added = ps_u64map_put(&m->seen, ps_sig_hash(m->sig), sid);
+  int added = ps_u64map_put(&m->seen, h, sid);
   if (added < 0) return -1;
   *first = added;
   if (!added) {
-    m->sigs[*sid].count++;
+    if (++m->sigs[*sid].count == 2) {
+      if (ps_grow((void **)&m->dupsids, &m->capdupsids, m->ndupsids + 1, sizeof *m->dupsids) != 0)
+        return -1;
+      m->dupsids[m->ndupsids++] = *sid;
+    }
     return 0;
   }
   long off = add_display(m, FLD(rec, c[PS_MERGE_IN_SHAPES]), LEN(rec, c[PS_MERGE_IN_SHAPES]),
@@ -165,7 +210,7 @@ static void set(ps_merge *m, int oc, const char *v, size_t len) {
 }
 
 /* The output row from the source row: mapped columns, then the fill values. */
-static void build_row(ps_merge *m, const ps_csv_record *rec) {
+static void build_row(ps_merge *m, const ps_scan_record *rec) {
   for (size_t j = 0; j < m->o.ncols; j++) {
     size_t i = m->o.map[j];
     m->f[j] = "", m->l[j] = 0;
@@ -209,14 +254,17 @@ static int add_deleted(ps_merge *m, size_t disp) {
 }
 
 /* A row whose signature has an update: overwrite it when allowed, count it, note its gap.
- * *mb and *mbl become the duration the row ends up with. */
-static int merge_update(ps_merge *m, const ps_csv_record *rec, size_t ui, size_t disp,
-                        int prof_real, const char **mb, size_t *mbl) {
+ * *mb and *mbl become the duration the row ends up with; *built is set when the output row
+ * was built (and changed) from the update. */
+static int merge_update(ps_merge *m, const ps_scan_record *rec, size_t ui, size_t disp,
+                        int prof_real, const char **mb, size_t *mbl, int *built) {
   const ps_merge_update *u = &m->o.updates[ui];
   int counted = 0;
   if (u->mb && (m->o.mode_all || (!ps_num_duration_cell(*mb, *mbl) && !prof_real))) {
     ps_merge_update full = *u;
     if (m->o.load) m->o.load(m->o.load_ud, ui, &full);
+    build_row(m, rec);
+    *built = 1;
     apply_update(m, &full);
     if (!same_trimmed(*mb, *mbl, u->mb, u->mblen)) m->res.updated++;
     *mb = u->mb, *mbl = u->mblen;
@@ -231,20 +279,63 @@ static int merge_update(ps_merge *m, const ps_csv_record *rec, size_t ui, size_t
   return ps_num_is_duration(mv) && ps_num_is_duration(pv) ? add_gap(m, mv, pv, disp) : 0;
 }
 
-/* One existing row through the policy. */
-static int merge_row(ps_merge *m, const ps_csv_record *rec, char *err, size_t es) {
+/* The file's bytes [off, off + n), or NULL when they cannot be read (then the row is written
+ * from its fields). Offsets only grow: what lies before off is dropped. */
+static const char *raw_bytes(rawsrc *s, uint64_t off, size_t n) {
+  if (s->fd < 0 || off < s->base) return NULL;
+  if (off + n <= s->base + s->len) return s->buf + (off - s->base);
+  size_t keep = off < s->base + s->len ? (size_t)(s->base + s->len - off) : 0;
+  if (keep) memmove(s->buf, s->buf + (off - s->base), keep);
+  s->base = off, s->len = keep;
+  if (ps_grow((void **)&s->buf, &s->cap, n > RAW_WINDOW ? n : RAW_WINDOW, 1) != 0) return NULL;
+  while (s->len < n) {
+    ssize_t got = pread(s->fd, s->buf + s->len, s->cap - s->len, (off_t)(s->base + s->len));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return NULL;
+    s->len += (size_t)got;
+  }
+  return s->buf;
+}
+
+/* Writes a row: its own bytes [start, end) when nothing in it changed (built = 0) and the
+ * writer would write those very bytes, else from its fields. */
+static int write_out(ps_merge *m, const ps_scan_record *rec, uint64_t start, uint64_t end,
+                     int built, char *err, size_t es) {
+  m->res.written++;
+  if (!built && m->verbatim && rec->nfields == m->o.ncols) {
+    size_t n = (size_t)(end - start);
+    const char *r = raw_bytes(&m->raw, start, n);
+    if (r && ps_csv_is_formatted(r, n, rec->nfields, rec->lens, m->w.eol)) {
+      m->res.copied++;
+      return ps_csv_writer_raw(&m->w, r, n, 1, err, es);
+    }
+  }
+  if (!built) build_row(m, rec);
+  return write_row(m, m->f, m->l, err, es);
+}
+
+/* One existing row (the file's bytes [start, end)) through the policy. */
+static int merge_row(ps_merge *m, const ps_scan_record *rec, uint64_t start, uint64_t end,
+                     char *err, size_t es) {
   const int *c = m->o.src;
   size_t sid;
-  int first;
-  if (signature(m, rec, &sid, &first) != 0) return oom(err, es);
-  build_row(m, rec);
+  int first, built = 0;
+  if (signature(m, rec) != 0) return oom(err, es);
+  uint64_t h = ps_sig_hash(m->sig);
+  /* the signature table is large and its slots are met at random: fetched now, used below */
+  __builtin_prefetch(&m->seen.slots[ps_u64map_home(&m->seen, h)]);
+  size_t ui = ps_u64map_get(&m->upd, h);
+  if (ui == PS_U64MAP_NONE && !m->o.prune) { /* most rows: nothing to do but copy and count */
+    if (write_out(m, rec, start, end, 0, err, es) != 0) return -1;
+    return register_sig(m, rec, h, &sid, &first) != 0 ? oom(err, es) : 0;
+  }
+  if (register_sig(m, rec, h, &sid, &first) != 0) return oom(err, es);
   const char *mb = FLD(rec, c[PS_MERGE_MB]);
   size_t mbl = LEN(rec, c[PS_MERGE_MB]);
   int prof_real = ps_num_duration_cell(FLD(rec, c[PS_MERGE_PROF]), LEN(rec, c[PS_MERGE_PROF]));
-  size_t ui = first ? ps_u64map_get(&m->upd, ps_sig_hash(m->sig)) : PS_U64MAP_NONE;
-  if (ui != PS_U64MAP_NONE) {
+  if (ui != PS_U64MAP_NONE && first) { /* an update meets its signature's first row */
     m->res.matched[ui] = 1;
-    if (merge_update(m, rec, ui, m->sigs[sid].disp, prof_real, &mb, &mbl) != 0)
+    if (merge_update(m, rec, ui, m->sigs[sid].disp, prof_real, &mb, &mbl, &built) != 0)
       return oom(err, es);
   }
   if (m->o.prune && !ps_num_duration_cell(mb, mbl) && !prof_real) {
@@ -254,38 +345,56 @@ static int merge_row(ps_merge *m, const ps_csv_record *rec, char *err, size_t es
                          FLD(rec, c[PS_MERGE_OUT_SHAPES]), LEN(rec, c[PS_MERGE_OUT_SHAPES]));
     return disp < 0 || add_deleted(m, (size_t)disp) != 0 ? oom(err, es) : 0;
   }
-  if (write_row(m, m->f, m->l, err, es) != 0) return -1;
-  m->res.written++;
-  return 0;
+  return write_out(m, rec, start, end, built, err, es);
 }
 #undef FLD
 #undef LEN
 
-/* The signatures held by several rows, in map slot order (the caller sorts them). */
+/* The signatures held by several rows, in the order their second row came (the caller
+ * sorts them; a walk over the whole signature table met every signature at random). */
 static int collect_dups(ps_merge *m) {
-  size_t cap = 0;
-  for (size_t j = 0; j < m->seen.size; j++) {
-    size_t id = ps_u64map_slot_id(&m->seen, j);
-    if (id == PS_U64MAP_NONE || m->sigs[id].count < 2) continue;
-    if (ps_grow((void **)&m->res.dups, &cap, m->res.ndups + 1, sizeof *m->res.dups) != 0) return -1;
-    m->res.dups[m->res.ndups++] = (ps_merge_dup){m->sigs[id].disp, m->sigs[id].count};
+  if (m->ndupsids == 0) return 0;
+  m->res.dups = malloc(m->ndupsids * sizeof *m->res.dups);
+  if (m->res.dups == NULL) return -1;
+  for (size_t k = 0; k < m->ndupsids; k++) {
+    const msig *g = &m->sigs[m->dupsids[k]];
+    m->res.dups[m->res.ndups++] = (ps_merge_dup){g->disp, g->count};
   }
   return 0;
 }
 
 int ps_merge_rows(ps_merge *m, char *err, size_t es) {
-  ps_csv_record rec;
-  int st = ps_csv_next(m->r, &rec); /* the source header */
-  while (st > 0 && (st = ps_csv_next(m->r, &rec)) > 0) {
-    m->res.rows++;
-    if (merge_row(m, &rec, err, es) != 0) return -1;
+  ps_scan_record rec;
+  int st = 0;
+  uint64_t start = ps_scan_offset(m->r), first = start; /* rows start after the header */
+  while (m->src_ncols && (st = ps_scan_next(m->r, &rec)) > 0) {
+    uint64_t end = ps_scan_offset(m->r);
+    long n = ++m->res.rows;
+    if (n >= 4096 && (n & (n - 1)) == 0 && end > first) {
+      /* the rows to come, from the bytes the rows so far took: the signature table grows
+       * to that once, not by doubling (and rehashing) on the way. A little under the
+       * estimate (tables come in powers of two: one just over would be twice too large), and
+       * at most 16 times the rows so far, in case these were much shorter than the rest. */
+      double est = 0.9 * (double)n * (double)(ps_scan_file_size(m->r) - first) / (double)(end - first);
+      if (est > 16.0 * (double)n) est = 16.0 * (double)n;
+      if (est > (double)n) { /* a failure only leaves the table growing as it goes */
+        ps_u64map_reserve(&m->seen, (size_t)est);
+        ps_grow((void **)&m->sigs, &m->capsigs, (size_t)est, sizeof *m->sigs);
+      }
+    }
+    if (merge_row(m, &rec, start, end, err, es) != 0) return -1;
+    start = end;
   }
   if (st < 0) {
-    snprintf(err, es, "%s", ps_csv_error(m->r));
+    snprintf(err, es, "%s", ps_scan_error(m->r));
     return -1;
   }
-  ps_csv_close(m->r);
+  ps_scan_close(m->r);
   m->r = NULL;
+  if (m->raw.fd >= 0) close(m->raw.fd);
+  m->raw.fd = -1;
+  free(m->raw.buf);
+  m->raw.buf = NULL;
   return collect_dups(m) != 0 ? oom(err, es) : 0;
 }
 

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "csvread.h"
+#include "csvscan.h"
 #include "csvwrite.h"
 #include "dirlock.h"
 #include "testutil.h"
@@ -280,10 +281,112 @@ static void quoter_is_minimal_and_reads_back(void **state) {
   ps_csv_close(r);
 }
 
+/* ps_csv_is_formatted against the quoter itself: for every record the engine reads from a file
+ * of every string of 0..4 of the bytes that matter and random longer ones (each followed by
+ * the line end, which a quote may swallow), it says yes exactly when ps_csv_format_row writes
+ * those very bytes back (never when it would not: a copied row must be the row the writer
+ * writes; the lone empty field "" is the one match it may leave out). */
+static void verbatim_check_agrees_with_the_quoter(void **state) {
+  (void)state;
+  static const char alpha[] = {'a', ',', '"', '\r', '\n', ' '};
+  static const char *const eols[] = {"\n", "\r\n"};
+  enum { NSHORT = 1555, NRAND = 20000 }; /* 1 + 6 + 36 + 216 + 1296 short strings */
+  char *file = malloc((NSHORT + NRAND) * 16 + 8), out[1024], err[600];
+  long yes = 0, cases = 0;
+  for (int e = 0; e < 2; e++) {
+    size_t el = strlen(eols[e]), fl = 0;
+    unsigned seed = 7;
+    file[fl++] = 'h';
+    memcpy(file + fl, eols[e], el), fl += el;
+    for (long k = 0; k < NSHORT + NRAND; k++) {
+      if (k < NSHORT) {
+        long x = k, len = x < 1 ? 0 : x < 7 ? 1 : x < 43 ? 2 : x < 259 ? 3 : 4;
+        x -= len == 0 ? 0 : len == 1 ? 1 : len == 2 ? 7 : len == 3 ? 43 : 259;
+        for (long i = 0; i < len; i++, x /= 6) file[fl++] = alpha[x % 6];
+      } else {
+        size_t len = 5 + (seed = seed * 1103515245u + 12345u) / 65536 % 8;
+        for (size_t i = 0; i < len; i++) file[fl++] = alpha[(seed = seed * 1103515245u + 12345u) / 65536 % 6];
+      }
+      memcpy(file + fl, eols[e], el), fl += el;
+    }
+    const char *path = write_file("verbatim.csv", file, fl);
+    ps_scan *s = ps_scan_openf(path, PS_SCAN_KEEP_SPACE, err, sizeof err);
+    assert_non_null(s);
+    ps_scan_record rec;
+    assert_int_equal(ps_scan_next(s, &rec), 1); /* the header */
+    size_t start = (size_t)ps_scan_offset(s);
+    while (ps_scan_next(s, &rec) == 1) {
+      size_t end = (size_t)ps_scan_offset(s);
+      if (ps_csv_row_max(rec.lens, rec.nfields, eols[e]) <= sizeof out) {
+        size_t m = ps_csv_format_row(out, rec.fields, rec.lens, rec.nfields, eols[e]);
+        int same = m == end - start && memcmp(out, file + start, m) == 0;
+        int says = ps_csv_is_formatted(file + start, end - start, rec.nfields, rec.lens, eols[e]);
+        if (says != same && !(same && rec.nfields == 1 && rec.lens[0] == 0))
+          fail_msg("record %.*s (eol %d): is_formatted %d, format_row gives it back %d",
+                   (int)(end - start), file + start, e, says, same);
+        yes += says, cases++;
+      }
+      start = end;
+    }
+    ps_scan_close(s);
+  }
+  free(file);
+  if (!(cases > 20000 && yes > 4000)) fail_msg("%ld cases, %ld yes", cases, yes);
+  /* bytes that are not the record's (a file changed under the reader) are refused */
+  const size_t l2[] = {1, 1};
+  assert_int_equal(ps_csv_is_formatted("a,b\n", 4, 2, l2, "\n"), 1);
+  assert_int_equal(ps_csv_is_formatted("a,bc\n", 5, 2, l2, "\n"), 0);
+  assert_int_equal(ps_csv_is_formatted("\na,b\n", 5, 2, l2, "\n"), 0);   /* a blank line first */
+  assert_int_equal(ps_csv_is_formatted("a,b\r\n", 5, 2, l2, "\n"), 0);  /* the other eol */
+  assert_int_equal(ps_csv_is_formatted("a,b", 3, 2, l2, "\n"), 0);       /* no eol */
+}
+
+/* Rows gather in blocks before they reach the file: a file of several blocks, rows quoted and
+ * rows passed as their bytes (ps_csv_writer_raw) in between, reads back whole and in order. */
+static void rows_and_raw_bytes_across_blocks(void **state) {
+  (void)state;
+  char path[8300], err[600];
+  snprintf(path, sizeof path, "%s/blocks.csv", test_dir());
+  unlink(path);
+  ps_csv_writer w;
+  assert_int_equal(ps_csv_writer_open(&w, path, "\r\n", 0, err, sizeof err), 0);
+  char a[32], b[32];
+  for (int i = 0; i < 200000; i++) {
+    snprintf(a, sizeof a, "%d", i);
+    snprintf(b, sizeof b, "x,%d", i);
+    if (i % 3 == 0) {
+      char raw[80];
+      int n = snprintf(raw, sizeof raw, "%s,\"%s\"\r\n", a, b);
+      assert_int_equal(ps_csv_writer_raw(&w, raw, (size_t)n, 1, err, sizeof err), 0);
+    } else {
+      const char *f[] = {a, b};
+      write_row(&w, 2, f);
+    }
+  }
+  assert_int_equal(w.rows, 200000);
+  assert_int_equal(ps_csv_writer_commit(&w, 1, err, sizeof err), PS_ATOMIC_CREATED);
+  ps_csv_reader *r = ps_csv_open(path, 0, err, sizeof err);
+  assert_non_null(r);
+  ps_csv_record rec;
+  for (int i = 0; i < 200000; i++) {
+    assert_int_equal(ps_csv_next(r, &rec), 1);
+    snprintf(a, sizeof a, "%d", i);
+    snprintf(b, sizeof b, "x,%d", i);
+    assert_string_equal(rec.fields[0], a);
+    assert_string_equal(rec.fields[1], b);
+  }
+  assert_int_equal(ps_csv_next(r, &rec), 0);
+  assert_string_equal(ps_csv_eol(r), "\r\n");
+  ps_csv_close(r);
+  assert_int_equal(temp_files(), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(minimal_quoting_round_trip),
     cmocka_unit_test(quoter_is_minimal_and_reads_back),
+    cmocka_unit_test(verbatim_check_agrees_with_the_quoter),
+    cmocka_unit_test(rows_and_raw_bytes_across_blocks),
     cmocka_unit_test(keeps_line_endings_and_bom),
     cmocka_unit_test(identical_content_is_not_rewritten),
     cmocka_unit_test(abort_leaves_original),

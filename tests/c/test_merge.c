@@ -179,6 +179,55 @@ static void gaps_need_two_valid_durations(void **state) {
   ps_merge_free(m);
 }
 
+/* Rows the merge leaves alone are copied as their own bytes when the writer would write those
+ * very bytes; every other row (an update, quoting the writer would not write, another line
+ * end, a ragged row, a blank line before it) is written from its fields, as before. The file
+ * is the one a merge that quotes every row again writes. */
+static void untouched_rows_are_copied_only_when_identical(void **state) {
+  (void)state;
+  static const char *db =
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    "dynamic,\"1,2\",\"1,2\",,,\n"                 /* updated */
+    "dynamic,\"\"\"3,4\"\"\",\"3,4\",5.000000,6.0,\n" /* copied: doubled quotes, minimal */
+    "\"dynamic\",\"5,6\",\"5,6\",1,,\n"            /* needless quotes: written again */
+    "dynamic,\"7,8\",\"7,8\",1,,x\r\n"             /* CRLF in an LF file */
+    "\n"
+    "dynamic,\"9,1\",\"9,1\",1,,\n"                /* a blank line before it */
+    "dyn\"amic,\"9,2\",\"9,2\",1,,\n"              /* a stray quote: quoted when written */
+    "dynamic,\"9,3\",\"9,3\",1\n"                  /* ragged: padded */
+    "dynamic,\"9,4\",\"9,4\",1,, \n"               /* copied (whitespace is data) */
+    "\"dy\"x,\"9,5\",\"9,5\",1,,\n"                /* text after the closing quote */
+    "dynamic,9,9,2.5,,\n";                          /* copied */
+  const char *path = write_file("Verbatim.csv", db, strlen(db));
+  ps_merge_value v = {PS_MERGE_STR, "7", 1, 0};
+  ps_merge_update u = {.hash = hash_of("1,2", "1,2"), .mb = "2.000000", .mblen = 8, .record = 1, .copy = &v};
+  ps_merge_opts o = opts(path, &u, 1);
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  assert_int_equal(r->rows, 10);
+  assert_int_equal(r->written, 10);
+  assert_int_equal(r->updated, 1);
+  assert_int_equal(r->copied, 3);
+  char err[256];
+  assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
+  ps_merge_free(m);
+  char *got = read_file(path, NULL);
+  assert_string_equal(got,
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    "dynamic,\"1,2\",\"1,2\",2.000000,,7\n"
+    "dynamic,\"\"\"3,4\"\"\",\"3,4\",5.000000,6.0,\n"
+    "dynamic,\"5,6\",\"5,6\",1,,\n"
+    "dynamic,\"7,8\",\"7,8\",1,,x\n"
+    "dynamic,\"9,1\",\"9,1\",1,,\n"
+    "\"dyn\"\"amic\",\"9,2\",\"9,2\",1,,\n"
+    "dynamic,\"9,3\",\"9,3\",1,,\n"
+    "dynamic,\"9,4\",\"9,4\",1,, \n"
+    "dyx,\"9,5\",\"9,5\",1,,\n"
+    "dynamic,9,9,2.5,,\n");
+  free(got);
+}
+
 static void missing_file_is_an_error(void **state) {
   (void)state;
   ps_merge_opts o = opts("/nonexistent/dir/Add.csv", NULL, 0);
@@ -193,6 +242,7 @@ int main(void) {
     cmocka_unit_test(mode_all_overwrites_and_means),
     cmocka_unit_test(nothing_to_do_leaves_the_file),
     cmocka_unit_test(gaps_need_two_valid_durations),
+    cmocka_unit_test(untouched_rows_are_copied_only_when_identical),
     cmocka_unit_test(missing_file_is_an_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

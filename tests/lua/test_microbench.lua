@@ -395,6 +395,36 @@ function TestReport:test_R1()
   lu.assertStrContains(text, "- Success: 1\n- Failed: 1\n- Skipped: 1\n  - FAILED: MatMulV2_run.py: SystemExit code 1")
 end
 
+-- Hotspot order: larger gap first, then larger difference, then the later operator; equal
+-- hotspots keep the order of their gaps (table.sort's randomised pivot scattered them before:
+-- the hotspot CSV of one run differed from the next's). Against the comparator with the
+-- gaps' positions breaking ties, on lists full of ties and lists with none.
+function TestReport:test_hotspot_order_is_stable()
+  local seed = 1
+  local function rnd() seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648 end
+  for trial = 1, 40 do
+    local gaps = {}
+    for i = 1, math.floor(rnd() * 2000) do
+      local mb, prof = math.floor(rnd() * 12) / 4 + 0.25, math.floor(rnd() * 12) / 4 + 0.25
+      if trial % 2 == 0 then mb, prof = rnd() * 50 + 0.01, rnd() * 50 + 0.01 end
+      gaps[i] = { ratio = mb / prof, diff_us = math.abs(mb - prof), pos = i,
+                  op_type = ({ "Add", "Mul", "AddX" })[math.floor(rnd() * 3) + 1] }
+    end
+    local want = {}
+    for _, g in ipairs(gaps) do if report.is_hotspot(g) then want[#want + 1] = g end end
+    table.sort(want, function(a, b)
+      local ka, kb = math.max(a.ratio, 1 / a.ratio), math.max(b.ratio, 1 / b.ratio)
+      if ka ~= kb then return ka > kb end
+      if a.diff_us ~= b.diff_us then return a.diff_us > b.diff_us end
+      if a.op_type ~= b.op_type then return a.op_type > b.op_type end
+      return a.pos < b.pos
+    end)
+    local got = report.hotspots(gaps)
+    lu.assertEquals(#got, #want)
+    for i = 1, #want do lu.assertIs(got[i], want[i], ("trial %d, hotspot %d"):format(trial, i)) end
+  end
+end
+
 function TestReport:test_R2_empty()
   local text = report.render({}, {}, nil)
   lu.assertStrContains(text, "## Deleted Empty Rows\n_None_")

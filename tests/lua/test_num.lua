@@ -61,4 +61,30 @@ function TestNum:test_db_cells_are_python_numbers()
   lu.assertNil(num.finite(math.huge))
 end
 
+-- num.fmt6 is string.format("%.6f", x) byte for byte (the write-back's and the report's
+-- numbers): ties, tiny and huge values, negative zero, nan and inf, integers.
+function TestNum:test_fmt6_is_percent_6f()
+  local num = require "perfscript.num"
+  local vals = { 0, -0.0, 1, 3, -12.5, 0.0000005, 0.0000015, 2.5e-7, 1e-300, 0.1, 123.4567895,
+                 8999999999.9999995, 9e9, 1e15, 1e300, -1e300, math.huge, -math.huge, 0 / 0,
+                 math.maxinteger, math.mininteger }
+  for e = 0, 15 do -- digit-count boundaries of the integer part, rounding across them
+    local p = 10.0 ^ e
+    for _, v in ipairs { p, p - 1, p - 0.0000005, p - 0.0000004, p + 0.0000005, -p, p * 9.99 } do
+      vals[#vals + 1] = v
+    end
+  end
+  local seed = 12345
+  for _ = 1, 20000 do
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    local v = (seed / 2147483648 - 0.5) * 10 ^ (seed % 23 - 8)
+    vals[#vals + 1] = v
+    vals[#vals + 1] = math.floor(v * 1e6 + 0.5) / 1e6 + 5e-7 -- near a rounding tie
+  end
+  for _, v in ipairs(vals) do
+    lu.assertEquals(num.fmt6(v), string.format("%.6f", v), tostring(v))
+  end
+  lu.assertEquals(num.fmt6("2.5"), "2.500000") -- a numeric string, as string.format takes it
+end
+
 os.exit(lu.LuaUnit.run())

@@ -20,6 +20,7 @@ local schema = require "perfscript.microbench.schema"
 local M = {}
 
 local aggregate = require "perfscript.microbench.aggregate"
+local fmt6 = require("perfscript.num").fmt6
 
 local MB_COLS, MB_SET = {}, {}
 for i, m in ipairs(schema.METRICS) do MB_COLS[i] = schema.mb_col(m); MB_SET[MB_COLS[i]] = true end
@@ -159,7 +160,7 @@ function M.file(path, rows, match_only, opts)
             for i, c in ipairs(cols) do
               local v = u.row[c]
               if v == nil and metrics and MB_SET[c] then v = metrics[c] or "" end
-              a[i] = v == nil and "" or math.type(v) == "float" and ("%.6f"):format(v) or tostring(v)
+              a[i] = v == nil and "" or math.type(v) == "float" and fmt6(v) or tostring(v)
             end
             out[#out + 1] = a
           end

@@ -13,16 +13,45 @@ function M.is_hotspot(g)
   return g.ratio < M.GAP_BOUNDS[1] or g.ratio > M.GAP_BOUNDS[2]
 end
 
+-- The hotspots in report order: the larger gap (ratio or its inverse) first, then the larger
+-- absolute difference, then the later operator name; equal ones keep their order. A merge sort
+-- over keys computed once: table.sort with a Lua comparator (a call per comparison) cost more
+-- than the rest of the report on a large write-back.
 function M.hotspots(gaps)
-  local hot = {}
-  for _, g in ipairs(gaps) do if M.is_hotspot(g) then hot[#hot + 1] = g end end
-  table.sort(hot, function(a, b)
-    local ka, kb = math.max(a.ratio, 1 / a.ratio), math.max(b.ratio, 1 / b.ratio)
-    if ka ~= kb then return ka > kb end
-    if a.diff_us ~= b.diff_us then return a.diff_us > b.diff_us end
-    return a.op_type > b.op_type
-  end)
-  return hot
+  local hot, k, d, o = {}, {}, {}, {}
+  for _, g in ipairs(gaps) do
+    if M.is_hotspot(g) then
+      local n = #hot + 1
+      hot[n], k[n], d[n], o[n] = g, math.max(g.ratio, 1 / g.ratio), g.diff_us, g.op_type
+    end
+  end
+  local n = #hot
+  local a, b = {}, {}
+  for i = 1, n do a[i] = i end
+  local width = 1
+  while width < n do
+    for i = 1, n, 2 * width do
+      local mid, hi = math.min(i + width, n + 1), math.min(i + 2 * width, n + 1)
+      local l, r, w = i, mid, i
+      while l < mid and r < hi do
+        local x, y = a[l], a[r]
+        local kx, ky = k[x], k[y]
+        local y_first -- y goes before x only when it must (the sort is stable)
+        if kx ~= ky then y_first = ky > kx
+        elseif d[x] ~= d[y] then y_first = d[y] > d[x]
+        else y_first = o[y] > o[x] end
+        if y_first then b[w], r = y, r + 1 else b[w], l = x, l + 1 end
+        w = w + 1
+      end
+      for j = l, mid - 1 do b[w], w = a[j], w + 1 end
+      for j = r, hi - 1 do b[w], w = a[j], w + 1 end
+    end
+    a, b = b, a
+    width = width * 2
+  end
+  local out = {}
+  for i = 1, n do out[i] = hot[a[i]] end
+  return out
 end
 
 -- Markdown table; "_None_" when there are no rows.
@@ -93,7 +122,7 @@ function M.no_builder_list(map)
   return out
 end
 
-local function f6(v) return string.format("%.6f", v) end
+local f6 = require("perfscript.num").fmt6 -- string.format("%.6f", v), faster
 
 -- results: per-file results of merge.file; gaps: all gap records; status: {success=, failed=,
 -- skipped=} or nil; opts.simulated adds the SIMULATED banner; opts.extra: {title, text} sections;

@@ -52,7 +52,7 @@ function M.has_valid_duration(mb, prof)
   return M.is_real(mb) or M.is_real(prof)
 end
 
-function M.fmt(v) return string.format("%.6f", v) end
+M.fmt = num.fmt6 -- string.format("%.6f", v)
 
 -- Existing file columns after the spec's migration (9.1): legacy columns dropped, the legacy
 -- duration renamed in place, Average Duration(us) inserted after the 8 base columns when
