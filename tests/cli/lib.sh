@@ -35,3 +35,15 @@ real_data() {
   local root=${PERFSCRIPT_REAL_DATA:-$SRC/../shared/data/real}
   if [[ -e "$root/$1" ]]; then echo "$root/$1"; else echo "SKIP: $root/$1 is absent (set PERFSCRIPT_REAL_DATA)" >&2; return 1; fi
 }
+
+# torch_python: sets PY to the first of python3 on PATH and /usr/bin/python3 that can import
+# torch (the executor's own search, as tests need it), or exits 77 saying why
+torch_python() {
+  PY=
+  local p
+  for p in python3 /usr/bin/python3; do
+    if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$(command -v "$p"); return 0; fi
+  done
+  echo "SKIP: no python3 with torch (apt-get install python3-torch)"
+  exit 77
+}

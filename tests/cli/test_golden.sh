@@ -6,11 +6,7 @@
 # cpu; the executor rejects (never crashes on) a case with no golden, a wrong argument or a
 # wrong output; the interpreter is one that imports torch, and the database is not written.
 source "$(dirname "$0")/lib.sh" || exit 1
-PY=
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$(command -v "$p"); break; fi
-done
-[[ -n $PY ]] || { echo "SKIP: no python3 with torch (apt-get install python3-torch)"; exit 77; }
+torch_python
 export PERFSCRIPT_LUA_DIR="${PERFSCRIPT_LUA_DIR:-$SRC/lua}"
 SEED="$SRC/data/seed_db/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
 

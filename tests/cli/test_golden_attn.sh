@@ -8,11 +8,7 @@
 #  3. the bundled seed database's rows of these kernel types on meta: valid, or rejected for
 #     the two known reasons (see below).
 source "$(dirname "$0")/lib.sh" || exit 1
-PY=
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$p; break; fi
-done
-[[ -n $PY ]] || { echo "SKIP: no python3 with torch"; exit 77; }
+torch_python
 export PERFSCRIPT_LUA_DIR="${PERFSCRIPT_LUA_DIR:-$SRC/lua}" PYTHONDONTWRITEBYTECODE=1
 
 out=$("$PY" "$SRC/tests/cli/golden_attn_cases.py" 2>&1)

@@ -4,11 +4,7 @@
 # executor.py's own tensor building and call (make_call) run them with torch on the CPU (a
 # tensor's .npu() is the identity here); each result has the row's output shape.
 source "$(dirname "$0")/lib.sh" || exit 1
-PY=
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$p; break; fi
-done
-[[ -n $PY ]] || { echo "SKIP: no python3 with torch"; exit 77; }
+torch_python
 export PERFSCRIPT_LUA_DIR="${PERFSCRIPT_LUA_DIR:-$SRC/lua}"
 cat > "$TMP/mk.lua" <<'LUA'
 local registry = require "perfscript.replay.registry"
