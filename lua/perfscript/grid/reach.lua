@@ -12,7 +12,23 @@ local answer = require "perfscript.db.reach"
 
 local M = {}
 
-M.misspelled, M.check_dtypes = answer.misspelled, answer.check_dtypes
+M.misspelled = answer.misspelled
+
+-- check_dtypes(cell) -> name, fix | nil (perfscript.db.reach's), remembered per cell: a grid
+-- asks it of every candidate, and a kernel's candidates share a handful of dtype cells.
+local dtype_memo = {}
+local NONE = {}
+function M.check_dtypes(cell)
+  cell = cell or ""
+  local r = dtype_memo[cell]
+  if not r then
+    local name, fix = answer.check_dtypes(cell)
+    r = name and { name, fix } or NONE
+    dtype_memo[cell] = r
+  end
+  if r == NONE then return nil end
+  return r[1], r[2]
+end
 
 ---------------------------------------------------------------------------------------------
 -- One database directory's reach state
@@ -37,10 +53,23 @@ function M.first_match(state, kernel)
   return m == "elementwise" or m == "moe_fused"
 end
 
--- Starts a kernel's file: existing rows (an iterator of get(column) functions) go in first.
-function M.begin(state, kernel, rows)
+-- The tc_input_count perfscript.gridscan makes a kernel's existing rows' compute keys with
+-- (-1: every slot), or nil when the kernel is not read in compute mode (its rows then go
+-- through view in Lua).
+function M.key_n(state, kernel)
+  local mode, n = mode_of(state, kernel)
+  if mode ~= "compute" then return nil end
+  if n == nil then return -1 end
+  if math.type(n) == "integer" and n >= 0 then return n end
+  return nil
+end
+
+-- Starts a kernel's file: existing rows (an iterator of get(column) functions) go in first;
+-- ckeys: the compute keys of the others (perfscript.gridscan's set, made with M.key_n).
+function M.begin(state, kernel, rows, ckeys)
   local mode, n = mode_of(state, kernel)
   local set = answer.answer_set(kernel, mode)
+  set.ckeys = ckeys
   state.sets[kernel] = set
   for get in rows do
     local v = answer.view(get, mode, n)

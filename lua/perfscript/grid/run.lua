@@ -150,7 +150,40 @@ local REACH = { "Input Shapes", "Input Data Types", "Input Formats", "Output Sha
 
 -- Reads header, templates and the signature set of the existing rows. The template is the
 -- first row; with variants, the first row of every distinct VARIANT combination, in file order.
-local function load_csv(path, kernel, variants)
+local gridscan = require "perfscript.gridscan"
+
+-- The header's column indexes and the templates as tables keyed by column name.
+local function columns_and_templates(header, templates)
+  local col = {}
+  for i, h in ipairs(header) do if col[h] == nil then col[h] = i end end
+  for t, row in ipairs(templates) do
+    local trow = {}
+    for name, i in pairs(col) do trow[name] = row[i] or "" end
+    templates[t] = trow
+  end
+  return col
+end
+
+-- The same in one C pass (perfscript.gridscan): no Lua table per existing row; with key_n
+-- (reach.key_n) the compute keys of the rows come back as a C set (csv.ckeys) and only rows
+-- not in the plain form as tables. A file the C pass cannot read goes the Lua way (load_lua
+-- says why, in the reader's words).
+local load_lua
+local function load_csv(path, kernel, variants, key_n)
+  local sc = gridscan.scan(path, { op = kernel, variants = variants, variant_cols = VARIANT,
+                                   reach_cols = REACH, key_n = key_n })
+  if not sc then return load_lua(path, kernel, variants) end
+  local header = sc.header
+  if #header == 0 then return nil, "empty file" end
+  local col = columns_and_templates(header, {})
+  if not col["Input Shapes"] then return nil, "no 'Input Shapes' column" end
+  if #sc.templates == 0 then return nil, "no template row" end
+  columns_and_templates(header, sc.templates)
+  return { header = header, col = col, templates = sc.templates, existing = sc.existing, rows = sc.nrows,
+           eol = sc.eol, kept = sc.rows, ckeys = sc.keys }
+end
+
+function load_lua(path, kernel, variants)
   local r, err = perf.csv.open(path, { header = true, reuse = true })
   if not r then return nil, err end
   local header = r:header()
@@ -517,7 +550,7 @@ function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
                memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0,
                unreplayable = job.replayable and 0 or nil, unreplayable_why = {} }
-  local csv, why = load_csv(job.path, job.kernel, job.variants)
+  local csv, why = load_csv(job.path, job.kernel, job.variants, job.reach and reach.key_n(job.reach, job.kernel))
   if not csv then st.status = "skipped: " .. why; return st end
   -- a template the consumer could not match (DT_INT8 where it says INT8) would pass its
   -- spelling on to every generated row: refused, with the fix
@@ -541,7 +574,7 @@ function M.process(job)
       i = i + 1
       local kr = csv.kept[i]
       return kr and function(c) return kr[c] end
-    end)
+    end, csv.ckeys)
     ctx.lint = job.lint
   end
   local cache, seen, parts, nrows = job.cache or {}, {}, {}, 0
