@@ -78,15 +78,28 @@ function M.begin(state, kernel, rows, ckeys)
   return { state = state, kernel = kernel, mode = mode, n = n, set = set }
 end
 
--- keep(ctx, get) -> true to append the candidate (get(column) -> its cell), false when an
--- earlier row would answer its query instead, nil, why when no query can reach it.
-function M.keep(ctx, get)
+-- The cells of a row view reads besides the shape, dtype and format cells (the template's or
+-- a generator's extra cells).
+M.VIEW_EXTRA = { "EP Size", "Runtime avg_seq_len", "avg_seq_len", "Runtime sparse_mode",
+                 "Runtime num_key_value_heads" }
+
+-- keep(ctx, get [, views, i]) -> true to append the candidate (get(column) -> its cell), false
+-- when an earlier row would answer its query instead, nil, why when no query can reach it.
+-- views: a table of the views already made of candidates with the same cells but their shapes,
+-- dtypes and formats (views[i], false for none), shared by the files a grid's rows go to.
+function M.keep(ctx, get, views, i)
   local km = ctx.state.meta[ctx.kernel] or {}
   -- elementwise and MoE lookups read only the mapping's kernel_type, never its alternates
   if km.alternates_of and (ctx.mode == "elementwise" or ctx.mode == "moe_fused") then
     return nil, "alternate of a first-match lookup"
   end
-  local v = answer.view(get, ctx.mode, ctx.n)
+  local v
+  if views then
+    v = views[i]
+    if v == nil then v = answer.view(get, ctx.mode, ctx.n) or false; views[i] = v end
+  else
+    v = answer.view(get, ctx.mode, ctx.n)
+  end
   if not v then return nil, "unreadable" end
   for _, k in ipairs(km.before or {}) do
     local s = ctx.state.sets[k]

@@ -292,10 +292,35 @@ end
 
 -- Whether candidate i can be replayed (job.replayable: perfscript.replay.registry), asked
 -- with the row as the file would hold it; a refusal is counted under its reason in st.
+-- The builders' verdicts are remembered per builder and template in S (shared by the files
+-- of a pattern): MatMul and MatMulV2 ask MatMulV2's builder about the same rows. A builder
+-- reads only the row and ctx (always {ep_size = job.ep_size}).
+local function template_sig(T)
+  local names = {}
+  for k in pairs(T) do names[#names + 1] = k end
+  table.sort(names)
+  for n, k in ipairs(names) do names[n] = k .. "\1" .. T[k] end
+  return table.concat(names, "\2")
+end
+
 local function replayable(job, T, S, i, st)
   local reg = job.replayable
   local ok, why = reg.builder(job.kernel)
   if ok then
+    if job.memo_T ~= T then
+      job.memo_T = T
+      local key = tostring(ok) .. "\0" .. tostring(job.ep_size) .. "\0" .. template_sig(T)
+      S.replay_memo = S.replay_memo or {}
+      job.memo = S.replay_memo[key] or {}
+      S.replay_memo[key] = job.memo
+    end
+    local verdict = job.memo[i]
+    if verdict == true then return true end
+    if verdict then
+      st.unreplayable = st.unreplayable + 1
+      st.unreplayable_why[verdict] = (st.unreplayable_why[verdict] or 0) + 1
+      return false
+    end
     -- one row table per template, refilled (the builders keep nothing of it)
     local row = job.check_row
     if not row or job.check_T ~= T then
@@ -310,8 +335,9 @@ local function replayable(job, T, S, i, st)
     job.check_ctx = job.check_ctx or { ep_size = job.ep_size }
     local case, reason = reg.check(job.kernel, row, job.check_ctx)
     for k in pairs(extra) do row[k] = T[k] end
-    if case then return true end
+    if case then job.memo[i] = true; return true end
     why = reason
+    job.memo[i] = why
   else
     why = "no builder: " .. tostring(why)
   end
@@ -521,6 +547,13 @@ local function reachable(ctx, T, S, idx, st)
     idx = rev
   end
   local out, IT, IDT, IFM, OT, ODT, EX = {}, S.it, S.idt, S.ifm, S.ot, S.odt, S.extra
+  -- views of candidates without extra cells, kept in S for the files that share it
+  local vparts = { ctx.mode, tostring(ctx.n) }
+  for _, c in ipairs(reach.VIEW_EXTRA) do vparts[#vparts + 1] = T[c] or "\1" end
+  local vkey = table.concat(vparts, "\0")
+  S.views = S.views or {}
+  local views = S.views[vkey] or {}
+  S.views[vkey] = views
   for _, i in ipairs(idx) do
     local extra = EX[i]
     local function get(c)
@@ -535,7 +568,7 @@ local function reachable(ctx, T, S, idx, st)
     end
     local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
     local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
-    if ok and not flagged then ok = reach.keep(ctx, get) end
+    if ok and not flagged then ok = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
     if ok and not flagged then out[#out + 1] = i elseif not flagged then st.shadowed = st.shadowed + 1 end
   end
   return out
