@@ -581,20 +581,21 @@ function Set:answers(v, kernel)
   -- (the keys key_of makes: each slot's text, remembered per slot table, as the variants share
   -- the slots they do not change)
   local keys, ck, suffix = self.keys, self.ckeys, "|" .. concat(v.dtypes, ";") .. "|" .. v.ep
-  local texts, parts, sparts = {}, {}, {}
+  local texts, stexts, parts, sparts = {}, {}, {}, {}
   for _, shapes in ipairs(match.variants(kernel, v.shapes)) do
     local n, stripped_any = #shapes, false
     for i = 1, n do
       local s = shapes[i]
       local t = texts[s]
-      if not t then t = slot_text(s); texts[s] = t end
-      parts[i] = t
-      local st = strip1(s)
-      if st ~= s then
-        stripped_any = true
-        t = texts[st]
-        if not t then t = slot_text(st); texts[st] = t end
+      if not t then
+        t = slot_text(s)
+        texts[s] = t
+        -- match.strip1's slot, as text: one leading 1 of a rank > 1 shape dropped
+        stexts[s] = (not s.scalar and #s > 1 and s[1] == 1) and concat(s, ",", 2, #s) or false
       end
+      parts[i] = t
+      local st = stexts[s]
+      if st then stripped_any = true; t = st end
       sparts[i] = t
     end
     local k = concat(parts, ";", 1, n) .. suffix

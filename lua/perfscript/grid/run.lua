@@ -430,15 +430,27 @@ local function lines_for(S, header, T, idx)
   local sig = table.concat(sigparts, "\2")
   local cache = S.renders[sig]
   if not cache then cache = {}; S.renders[sig] = cache end
-  local out, row, n = {}, {}, #header
+  -- runs of fixed cells joined once: a line is the runs and the varying cells joined by ","
+  local segs, kinds, run = {}, {}, {}
+  for c = 1, #header do
+    if plan[c] == 0 then
+      run[#run + 1] = fixed[c]
+    else
+      if #run > 0 then segs[#segs + 1] = table.concat(run, ","); kinds[#kinds + 1] = 0; run = {} end
+      segs[#segs + 1] = false
+      kinds[#kinds + 1] = plan[c]
+    end
+  end
+  if #run > 0 then segs[#segs + 1] = table.concat(run, ","); kinds[#kinds + 1] = 0 end
+  local out, row, n = {}, {}, #segs
   local IT, OT, EX = S.it, S.ot, S.extra
   for o, i in ipairs(idx) do
     local line = cache[i]
     if not line then
       local it, ot, extra = IT[i], OT[i], EX[i]
       for c = 1, n do
-        local k = plan[c]
-        if k == 0 then row[c] = fixed[c]
+        local k = kinds[c]
+        if k == 0 then row[c] = segs[c]
         elseif k == 1 then row[c] = it == "" and "" or '"""' .. it .. '"""'
         elseif k == 2 then row[c] = ot == "" and "" or '"""' .. ot .. '"""'
         else
