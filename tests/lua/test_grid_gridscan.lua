@@ -179,4 +179,27 @@ function test_moe_index_answers_as_the_scan()
   lu.assertTrue(hits > 50 and hits < 1450, "the test needs both answers: " .. hits)
 end
 
+function test_attention_index_answers_as_the_scan()
+  local seed = 5
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end
+  local set = answer.answer_set("FusedInferAttentionScore", "attention")
+  local rows = {}
+  for _ = 1, 400 do
+    local v = { key = "DT_BF16|" .. rnd(2), T = rnd(700) }
+    rows[#rows + 1] = v
+    set:add(v)
+  end
+  local hits = 0
+  for _ = 1, 3000 do
+    local v = { key = "DT_BF16|" .. rnd(3), T = rnd(900) }
+    local want = false
+    for _, r in ipairs(rows) do
+      if r.key == v.key and match.t_compatible(v.T, r.T) then want = true; break end
+    end
+    lu.assertEquals(set:answers(v, "FusedInferAttentionScore"), want, v.key .. " " .. v.T)
+    if want then hits = hits + 1 end
+  end
+  lu.assertTrue(hits > 100 and hits < 2900, "the test needs both answers: " .. hits)
+end
+
 os.exit(lu.LuaUnit.run())

@@ -492,7 +492,7 @@ end
 -- compute set may also hold set.ckeys (perfscript.gridscan's keys of rows added in C:
 -- ckeys:has(key_of(...) .. "|" .. ep)).
 function Reach.answer_set(kernel, mode)
-  return setmetatable({ kernel = kernel, mode = mode, list = {}, keys = {}, index = {},
+  return setmetatable({ kernel = kernel, mode = mode, list = {}, keys = {}, index = {}, outs = {},
                         moe_index = mode == "moe_fused" and moe_indexed(kernel) }, Set)
 end
 
@@ -500,9 +500,17 @@ function Set:add(v)
   local list = self.list
   list[#list + 1] = v
   if v.key then
+    -- attention: the T values of a key, each once, in buckets (t_compatible: within 64)
     local b = self.keys[v.key]
-    if not b then b = {}; self.keys[v.key] = b end
-    b[#b + 1] = v.T
+    if not b then b = { seen = {} }; self.keys[v.key] = b end
+    local t = v.T
+    if not b.seen[t] then
+      b.seen[t] = true
+      local k = bucket(t)
+      local tb = b[k]
+      if not tb then tb = {}; b[k] = tb end
+      tb[#tb + 1] = t
+    end
   elseif v.shapes then
     self.keys[key_of(v.shapes, v.dtypes) .. "|" .. v.ep] = true
     if self.moe_index then
@@ -516,8 +524,11 @@ function Set:add(v)
     end
   elseif v.out and not v.out.scalar then
     -- filed under its first output and under that output with a leading 1 stripped (the
-    -- rule compares both)
+    -- rule compares both); a row whose output is already filed answers nothing new
     local o = v.out
+    local text = concat(o, ",")
+    if self.outs[text] then return end
+    self.outs[text] = true
     file(self.index, shape_key(o), v)
     local s = strip1(o)
     if s ~= o then file(self.index, shape_key(s), v) end
@@ -552,7 +563,11 @@ function Set:answers(v, kernel)
   elseif mode == "attention" then
     local b = self.keys[v.key]
     if b then
-      for _, t in ipairs(b) do if match.t_compatible(v.T, t) then return true end end
+      local T = v.T
+      for k = bucket(T - BUCKET + 1), bucket(T + BUCKET - 1) do
+        local tb = b[k]
+        if tb then for _, t in ipairs(tb) do if match.t_compatible(T, t) then return true end end end
+      end
     end
     return false
   elseif mode == "moe_fused" then
