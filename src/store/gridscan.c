@@ -85,8 +85,29 @@ static int put(char *out, size_t cap, size_t *o, const char *s, size_t len) {
   return 0;
 }
 
+static int blank_or_quote(char c) { return c == '"' || c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* Lua's clean(cell): whitespace and '"' stripped at both ends (a database writes its shape
+ * cells quoted: "1024,7168;7168,2048"). Into buf; NULL stays NULL; -1 when it does not fit. */
+static int clean(const char **s, char *buf, size_t cap) {
+  if (!*s) return 0;
+  const char *b = *s;
+  size_t n = strlen(b);
+  while (n && blank_or_quote(*b)) b++, n--;
+  while (n && blank_or_quote(b[n - 1])) n--;
+  if (n + 1 > cap) return -1;
+  memcpy(buf, b, n);
+  buf[n] = '\0';
+  *s = buf;
+  return 0;
+}
+
 long ps_gridscan_compute_key(const char *is, const char *idt, const char *ifm, const char *ep, int n,
                              char *out, size_t cap) {
+  char bis[4096], bidt[1024], bifm[1024], bep[64];
+  if (clean(&is, bis, sizeof bis) || clean(&idt, bidt, sizeof bidt) || clean(&ifm, bifm, sizeof bifm) ||
+      clean(&ep, bep, sizeof bep))
+    return -1;
   for (const char *c = is; c && *c; c++)
     if (!((*c >= '0' && *c <= '9') || *c == ',' || *c == ';' || *c == '(' || *c == ')')) return -1;
   if (!plain_list(idt) || !plain_list(ifm) || !plain_list(ep)) return -1;

@@ -43,6 +43,9 @@ local CASES = {
   { ";;", "DT_BF16", "", " 4 " },
   { "4,5;6", "DT_BF16;DT_BF16;DT_UNDEFINED", "ND;;ND", "8" },
   { "x,5", "DT_BF16", "ND", "" },
+  { '"1024,7168;7168,2048"', '"DT_BF16;DT_BF16"', "ND;ND", ' "8" ' },
+  { '  "4,5;;6"\t', "DT_BF16;DT_BF16", '"ND; ND"', "" },
+  { '"4,5;6" x', "DT_BF16;DT_BF16", "ND;ND", "" },
 }
 
 local function csv_text(rows)
@@ -76,11 +79,12 @@ function test_compute_keys_match_lua()
       end
     end
   end
-  -- the plain ones are keyed in C
-  write(TMP .. "/MatMulV2.csv", csv_text { CASES[1], CASES[2], CASES[3] })
+  -- the plain ones are keyed in C, quoted shape cells (as a database writes them) too
+  write(TMP .. "/MatMulV2.csv", csv_text { CASES[1], CASES[2], CASES[3], CASES[15] })
   local sc = assert(gridscan.scan(TMP .. "/MatMulV2.csv", { op = "MatMulV2", key_n = -1, reach_cols = REACH }))
   lu.assertEquals(#sc.rows, 0)
-  lu.assertEquals(sc.nrows, 3)
+  lu.assertEquals(sc.nrows, 4)
+  lu.assertTrue(sc.keys:has("1024,7168;7168,2048|DT_BF16;DT_BF16|8"))
   lu.assertTrue(sc.keys:has("1024,7168;7168,2048|DT_BF16;DT_BF16|"))
   lu.assertTrue(sc.keys:has("32,48;4,4|FLOAT16;FLOAT16|"))  -- FRACTAL_NZ restored
   lu.assertFalse(sc.keys:has("2,3,16,16;4,4|FLOAT16;FLOAT16|"))
