@@ -212,12 +212,23 @@ function Reach.grid_checker(dir)
   -- without a mapping the routes (and the MLA decomposer) are unknown: the linter says only
   -- that the mapping is missing, so nothing is skipped
   if not doc then return function() return nil end end
-  local routes = {}
+  local routes, clean_rows = {}, {}
   return function(kernel, get)
     local route = routes[kernel]
-    if not route then route = Reach.route_in(doc, kernel); routes[kernel] = route end
+    if not route then route = Reach.route_in(doc, kernel); routes[kernel] = route; clean_rows[kernel] = {} end
+    -- the compute checks read only which shape slots are empty, the dtype and the format
+    -- cells: a row found clean is remembered by those (a grid's rows differ in dimensions only)
+    local memo
+    if route.mode ~= "attention_special" and route.mode ~= "elementwise" then
+      local is = get(D.IS)
+      if is and not is:find("[^%d,;()]") then
+        memo = is:gsub("[^;]+", "x") .. "\0" .. (get(D.IDT) or "") .. "\0" .. (get(D.IF) or "")
+        if clean_rows[kernel][memo] then return nil end
+      end
+    end
     local p = Reach.row_problems(get, route)[1]
     if p then return p.kind, p.why end
+    if memo then clean_rows[kernel][memo] = true end
     return nil
   end
 end
@@ -393,8 +404,13 @@ function Reach.view(get, mode, n)
   return v
 end
 
+local concat = table.concat
+
+-- A slot's text in a key (match.shapes_text's, one slot).
+local function slot_text(s) return s.scalar and "()" or concat(s, ",") end
+
 local function key_of(shapes, dtypes)
-  return match.shapes_text(shapes) .. "|" .. table.concat(dtypes, ";")
+  return match.shapes_text(shapes) .. "|" .. concat(dtypes, ";")
 end
 
 -- Elementwise: does a row with first output `csv` answer a query with output `q`? (Scalars are
@@ -405,54 +421,204 @@ local function out_answers(q, csv)
   return out_rule_answers(strip1(q), csv)
 end
 
--- A set of the rows a lookup can return, for one kernel.
+-- A set of the rows a lookup can return, for one kernel. Elementwise and MoE rows are also
+-- filed in buckets (index_keys) so that answers() tests only the rows that could answer, not
+-- every row of the set: a candidate against the 20k rows of a real file was quadratic.
 local Set = {}
 Set.__index = Set
 
--- answer_set(kernel, mode) -> an empty set; set:add(view), set:answers(view, kernel).
+-- Buckets of 64 along a dimension: a row whose dimension x answers a query's q (equal or
+-- block-padded: q - 64 < x <= q, match.padded) lies in bucket (q - 1) // 64 or (q - 64) // 64.
+local BUCKET = 64
+local function bucket(x) return (x - 1) // BUCKET end
+
+-- The bucket key of a shape (rank and each dimension's bucket), or "s" for a scalar.
+local function shape_key(s)
+  if s.scalar then return "s" end
+  local parts = { #s }
+  for i = 1, #s do parts[i + 1] = bucket(s[i]) end
+  return table.concat(parts, ",")
+end
+
+-- Every bucket key a row answering query shape q can have (2^rank at most: each dimension's
+-- own bucket and the one below where the padding window crosses a bucket edge).
+local function query_keys(q)
+  if q.scalar then return { "s" } end
+  local keys = { tostring(#q) }
+  for i = 1, #q do
+    local hi, lo = bucket(q[i]), bucket(q[i] - BUCKET + 1)
+    local n = #keys
+    for k = 1, n do
+      local base = keys[k]
+      keys[k] = base .. "," .. hi
+      if lo ~= hi then keys[#keys + 1] = base .. "," .. lo end
+    end
+  end
+  return keys
+end
+
+-- MoE rows are filed by EP Size, input count and their first input (as it is and with a
+-- leading 1 stripped) where every rule of the kernel compares the stripped query input with one
+-- of those up to block padding, or flattened to 2-D (match.rule without the transposes and the
+-- singleton transpose, and for a query the kernel does not rewrite: match.normalize).
+local function moe_indexed(kernel)
+  return not (match.MATMUL[kernel] or match.ROPE[kernel] or match.SWIGLU[kernel]
+              or match.RESHAPE_AND_CACHE[kernel] or kernel == "Index")
+end
+
+-- The bucket keys a query's first input tc can meet in a row that answers it (kernel: the
+-- flatten and merge rules of match.rule).
+local function moe_query_keys(kernel, tc)
+  if tc.scalar then return { "s" } end
+  local st = strip1(tc)
+  local keys = query_keys(st)
+  local s3 = #st == 3 and st or #tc == 3 and tc or nil
+  if s3 and match.FLATTEN_3D[kernel] then
+    for _, k in ipairs(query_keys({ s3[1] * s3[2], s3[3] })) do keys[#keys + 1] = k end
+    if match.MERGE_LAST[kernel] then
+      for _, k in ipairs(query_keys({ s3[1], s3[2] * s3[3] })) do keys[#keys + 1] = k end
+    end
+  end
+  return keys
+end
+
+local function file(index, key, v)
+  local b = index[key]
+  if not b then b = {}; index[key] = b end
+  if b[#b] ~= v then b[#b + 1] = v end
+end
+
+-- answer_set(kernel, mode) -> an empty set; set:add(view), set:answers(view, kernel). A
+-- compute set may also hold set.ckeys (perfscript.gridscan's keys of rows added in C:
+-- ckeys:has(key_of(...) .. "|" .. ep)).
 function Reach.answer_set(kernel, mode)
-  return setmetatable({ kernel = kernel, mode = mode, list = {}, keys = {} }, Set)
+  return setmetatable({ kernel = kernel, mode = mode, list = {}, keys = {}, index = {}, outs = {},
+                        moe_index = mode == "moe_fused" and moe_indexed(kernel) }, Set)
 end
 
 function Set:add(v)
   local list = self.list
   list[#list + 1] = v
   if v.key then
+    -- attention: the T values of a key, each once, in buckets (t_compatible: within 64)
     local b = self.keys[v.key]
-    if not b then b = {}; self.keys[v.key] = b end
-    b[#b + 1] = v.T
+    if not b then b = { seen = {} }; self.keys[v.key] = b end
+    local t = v.T
+    if not b.seen[t] then
+      b.seen[t] = true
+      local k = bucket(t)
+      local tb = b[k]
+      if not tb then tb = {}; b[k] = tb end
+      tb[#tb + 1] = t
+    end
   elseif v.shapes then
     self.keys[key_of(v.shapes, v.dtypes) .. "|" .. v.ep] = true
+    if self.moe_index then
+      local pre, s = v.ep .. "|" .. #v.shapes .. "|", v.shapes[1]
+      if not s then file(self.index, pre .. "-", v)
+      else
+        file(self.index, pre .. shape_key(s), v)
+        local st = strip1(s)
+        if st ~= s then file(self.index, pre .. shape_key(st), v) end
+      end
+    end
+  elseif v.out and not v.out.scalar then
+    -- filed under its first output and under that output with a leading 1 stripped (the
+    -- rule compares both); a row whose output is already filed answers nothing new
+    local o = v.out
+    local text = concat(o, ",")
+    if self.outs[text] then return end
+    self.outs[text] = true
+    file(self.index, shape_key(o), v)
+    local s = strip1(o)
+    if s ~= o then file(self.index, shape_key(s), v) end
   end
+end
+
+-- The rows of the elementwise index that could answer query output q (a superset; the rule
+-- decides). Calls f(row) for each until it returns true.
+local function elementwise_any(index, q, f)
+  for _, k in ipairs(query_keys(q)) do
+    local b = index[k]
+    if b then for _, r in ipairs(b) do if f(r) then return true end end end
+  end
+  if #q == 3 then  -- a 3-D query flattened to (B*M, D) against 2-D rows
+    for _, k in ipairs(query_keys({ q[1] * q[2], q[3] })) do
+      local b = index[k]
+      if b then for _, r in ipairs(b) do if f(r) then return true end end end
+    end
+  end
+  return false
 end
 
 -- answers(v) -> true when a row of this set is returned for v's own query (v loses).
 function Set:answers(v, kernel)
   local mode = self.mode
   if mode == "elementwise" then
-    for _, r in ipairs(self.list) do
-      if out_answers(v.out, r.out) then return true end
-    end
-    return false
+    local q = v.out
+    -- scalars are never compared (out_answers is false for them)
+    if q.scalar then return false end
+    local sq = strip1(q)
+    return elementwise_any(self.index, sq, function(r) return out_answers(q, r.out) end)
   elseif mode == "attention" then
     local b = self.keys[v.key]
     if b then
-      for _, t in ipairs(b) do if match.t_compatible(v.T, t) then return true end end
+      local T = v.T
+      for k = bucket(T - BUCKET + 1), bucket(T + BUCKET - 1) do
+        local tb = b[k]
+        if tb then for _, t in ipairs(tb) do if match.t_compatible(T, t) then return true end end end
+      end
     end
     return false
   elseif mode == "moe_fused" then
     local q = { shapes = v.shapes, dtypes = v.dtypes }
+    if self.moe_index and kernel == self.kernel then
+      local pre, s = v.ep .. "|" .. #v.shapes .. "|", v.shapes[1]
+      local keys = s and moe_query_keys(kernel, s) or { "-" }
+      local seen = {}
+      for _, k in ipairs(keys) do
+        local b = self.index[pre .. k]
+        if b and not seen[b] then
+          seen[b] = true
+          for _, r in ipairs(b) do
+            if match.row(kernel, q, r.shapes, r.dtypes, true) then return true end
+          end
+        end
+      end
+      return false
+    end
     for _, r in ipairs(self.list) do
       if r.ep == v.ep and match.row(kernel, q, r.shapes, r.dtypes) then return true end
     end
     return false
   end
   -- compute: an equally good (distance 0) row found first; index lookups over the rule variants
+  -- (the keys key_of makes: each slot's text, remembered per slot table, as the variants share
+  -- the slots they do not change)
+  local keys, ck, suffix = self.keys, self.ckeys, "|" .. concat(v.dtypes, ";") .. "|" .. v.ep
+  local texts, stexts, parts, sparts = {}, {}, {}, {}
   for _, shapes in ipairs(match.variants(kernel, v.shapes)) do
-    if self.keys[key_of(shapes, v.dtypes) .. "|" .. v.ep] then return true end
-    local stripped = {}
-    for i, s in ipairs(shapes) do stripped[i] = match.strip1(s) end
-    if self.keys[key_of(stripped, v.dtypes) .. "|" .. v.ep] then return true end
+    local n, stripped_any = #shapes, false
+    for i = 1, n do
+      local s = shapes[i]
+      local t = texts[s]
+      if not t then
+        t = slot_text(s)
+        texts[s] = t
+        -- match.strip1's slot, as text: one leading 1 of a rank > 1 shape dropped
+        stexts[s] = (not s.scalar and #s > 1 and s[1] == 1) and concat(s, ",", 2, #s) or false
+      end
+      parts[i] = t
+      local st = stexts[s]
+      if st then stripped_any = true; t = st end
+      sparts[i] = t
+    end
+    local k = concat(parts, ";", 1, n) .. suffix
+    if keys[k] or (ck and ck:has(k)) then return true end
+    if stripped_any then
+      k = concat(sparts, ";", 1, n) .. suffix
+      if keys[k] or (ck and ck:has(k)) then return true end
+    end
   end
   return false
 end

@@ -12,7 +12,23 @@ local answer = require "perfscript.db.reach"
 
 local M = {}
 
-M.misspelled, M.check_dtypes = answer.misspelled, answer.check_dtypes
+M.misspelled = answer.misspelled
+
+-- check_dtypes(cell) -> name, fix | nil (perfscript.db.reach's), remembered per cell: a grid
+-- asks it of every candidate, and a kernel's candidates share a handful of dtype cells.
+local dtype_memo = {}
+local NONE = {}
+function M.check_dtypes(cell)
+  cell = cell or ""
+  local r = dtype_memo[cell]
+  if not r then
+    local name, fix = answer.check_dtypes(cell)
+    r = name and { name, fix } or NONE
+    dtype_memo[cell] = r
+  end
+  if r == NONE then return nil end
+  return r[1], r[2]
+end
 
 ---------------------------------------------------------------------------------------------
 -- One database directory's reach state
@@ -37,10 +53,23 @@ function M.first_match(state, kernel)
   return m == "elementwise" or m == "moe_fused"
 end
 
--- Starts a kernel's file: existing rows (an iterator of get(column) functions) go in first.
-function M.begin(state, kernel, rows)
+-- The tc_input_count perfscript.gridscan makes a kernel's existing rows' compute keys with
+-- (-1: every slot), or nil when the kernel is not read in compute mode (its rows then go
+-- through view in Lua).
+function M.key_n(state, kernel)
+  local mode, n = mode_of(state, kernel)
+  if mode ~= "compute" then return nil end
+  if n == nil then return -1 end
+  if math.type(n) == "integer" and n >= 0 then return n end
+  return nil
+end
+
+-- Starts a kernel's file: existing rows (an iterator of get(column) functions) go in first;
+-- ckeys: the compute keys of the others (perfscript.gridscan's set, made with M.key_n).
+function M.begin(state, kernel, rows, ckeys)
   local mode, n = mode_of(state, kernel)
   local set = answer.answer_set(kernel, mode)
+  set.ckeys = ckeys
   state.sets[kernel] = set
   for get in rows do
     local v = answer.view(get, mode, n)
@@ -49,15 +78,28 @@ function M.begin(state, kernel, rows)
   return { state = state, kernel = kernel, mode = mode, n = n, set = set }
 end
 
--- keep(ctx, get) -> true to append the candidate (get(column) -> its cell), false when an
--- earlier row would answer its query instead, nil, why when no query can reach it.
-function M.keep(ctx, get)
+-- The cells of a row view reads besides the shape, dtype and format cells (the template's or
+-- a generator's extra cells).
+M.VIEW_EXTRA = { "EP Size", "Runtime avg_seq_len", "avg_seq_len", "Runtime sparse_mode",
+                 "Runtime num_key_value_heads" }
+
+-- keep(ctx, get [, views, i]) -> true to append the candidate (get(column) -> its cell), false
+-- when an earlier row would answer its query instead, nil, why when no query can reach it.
+-- views: a table of the views already made of candidates with the same cells but their shapes,
+-- dtypes and formats (views[i], false for none), shared by the files a grid's rows go to.
+function M.keep(ctx, get, views, i)
   local km = ctx.state.meta[ctx.kernel] or {}
   -- elementwise and MoE lookups read only the mapping's kernel_type, never its alternates
   if km.alternates_of and (ctx.mode == "elementwise" or ctx.mode == "moe_fused") then
     return nil, "alternate of a first-match lookup"
   end
-  local v = answer.view(get, ctx.mode, ctx.n)
+  local v
+  if views then
+    v = views[i]
+    if v == nil then v = answer.view(get, ctx.mode, ctx.n) or false; views[i] = v end
+  else
+    v = answer.view(get, ctx.mode, ctx.n)
+  end
   if not v then return nil, "unreadable" end
   for _, k in ipairs(km.before or {}) do
     local s = ctx.state.sets[k]

@@ -150,7 +150,40 @@ local REACH = { "Input Shapes", "Input Data Types", "Input Formats", "Output Sha
 
 -- Reads header, templates and the signature set of the existing rows. The template is the
 -- first row; with variants, the first row of every distinct VARIANT combination, in file order.
-local function load_csv(path, kernel, variants)
+local gridscan = require "perfscript.gridscan"
+
+-- The header's column indexes and the templates as tables keyed by column name.
+local function columns_and_templates(header, templates)
+  local col = {}
+  for i, h in ipairs(header) do if col[h] == nil then col[h] = i end end
+  for t, row in ipairs(templates) do
+    local trow = {}
+    for name, i in pairs(col) do trow[name] = row[i] or "" end
+    templates[t] = trow
+  end
+  return col
+end
+
+-- The same in one C pass (perfscript.gridscan): no Lua table per existing row; with key_n
+-- (reach.key_n) the compute keys of the rows come back as a C set (csv.ckeys) and only rows
+-- not in the plain form as tables. A file the C pass cannot read goes the Lua way (load_lua
+-- says why, in the reader's words).
+local load_lua
+local function load_csv(path, kernel, variants, key_n)
+  local sc = gridscan.scan(path, { op = kernel, variants = variants, variant_cols = VARIANT,
+                                   reach_cols = REACH, key_n = key_n })
+  if not sc then return load_lua(path, kernel, variants) end
+  local header = sc.header
+  if #header == 0 then return nil, "empty file" end
+  local col = columns_and_templates(header, {})
+  if not col["Input Shapes"] then return nil, "no 'Input Shapes' column" end
+  if #sc.templates == 0 then return nil, "no template row" end
+  columns_and_templates(header, sc.templates)
+  return { header = header, col = col, templates = sc.templates, existing = sc.existing, rows = sc.nrows,
+           eol = sc.eol, kept = sc.rows, ckeys = sc.keys }
+end
+
+function load_lua(path, kernel, variants)
   local r, err = perf.csv.open(path, { header = true, reuse = true })
   if not r then return nil, err end
   local header = r:header()
@@ -259,10 +292,35 @@ end
 
 -- Whether candidate i can be replayed (job.replayable: perfscript.replay.registry), asked
 -- with the row as the file would hold it; a refusal is counted under its reason in st.
+-- The builders' verdicts are remembered per builder and template in S (shared by the files
+-- of a pattern): MatMul and MatMulV2 ask MatMulV2's builder about the same rows. A builder
+-- reads only the row and ctx (always {ep_size = job.ep_size}).
+local function template_sig(T)
+  local names = {}
+  for k in pairs(T) do names[#names + 1] = k end
+  table.sort(names)
+  for n, k in ipairs(names) do names[n] = k .. "\1" .. T[k] end
+  return table.concat(names, "\2")
+end
+
 local function replayable(job, T, S, i, st)
   local reg = job.replayable
   local ok, why = reg.builder(job.kernel)
   if ok then
+    if job.memo_T ~= T then
+      job.memo_T = T
+      local key = tostring(ok) .. "\0" .. tostring(job.ep_size) .. "\0" .. template_sig(T)
+      S.replay_memo = S.replay_memo or {}
+      job.memo = S.replay_memo[key] or {}
+      S.replay_memo[key] = job.memo
+    end
+    local verdict = job.memo[i]
+    if verdict == true then return true end
+    if verdict then
+      st.unreplayable = st.unreplayable + 1
+      st.unreplayable_why[verdict] = (st.unreplayable_why[verdict] or 0) + 1
+      return false
+    end
     -- one row table per template, refilled (the builders keep nothing of it)
     local row = job.check_row
     if not row or job.check_T ~= T then
@@ -277,8 +335,9 @@ local function replayable(job, T, S, i, st)
     job.check_ctx = job.check_ctx or { ep_size = job.ep_size }
     local case, reason = reg.check(job.kernel, row, job.check_ctx)
     for k in pairs(extra) do row[k] = T[k] end
-    if case then return true end
+    if case then job.memo[i] = true; return true end
     why = reason
+    job.memo[i] = why
   else
     why = "no builder: " .. tostring(why)
   end
@@ -371,15 +430,27 @@ local function lines_for(S, header, T, idx)
   local sig = table.concat(sigparts, "\2")
   local cache = S.renders[sig]
   if not cache then cache = {}; S.renders[sig] = cache end
-  local out, row, n = {}, {}, #header
+  -- runs of fixed cells joined once: a line is the runs and the varying cells joined by ","
+  local segs, kinds, run = {}, {}, {}
+  for c = 1, #header do
+    if plan[c] == 0 then
+      run[#run + 1] = fixed[c]
+    else
+      if #run > 0 then segs[#segs + 1] = table.concat(run, ","); kinds[#kinds + 1] = 0; run = {} end
+      segs[#segs + 1] = false
+      kinds[#kinds + 1] = plan[c]
+    end
+  end
+  if #run > 0 then segs[#segs + 1] = table.concat(run, ","); kinds[#kinds + 1] = 0 end
+  local out, row, n = {}, {}, #segs
   local IT, OT, EX = S.it, S.ot, S.extra
   for o, i in ipairs(idx) do
     local line = cache[i]
     if not line then
       local it, ot, extra = IT[i], OT[i], EX[i]
       for c = 1, n do
-        local k = plan[c]
-        if k == 0 then row[c] = fixed[c]
+        local k = kinds[c]
+        if k == 0 then row[c] = segs[c]
         elseif k == 1 then row[c] = it == "" and "" or '"""' .. it .. '"""'
         elseif k == 2 then row[c] = ot == "" and "" or '"""' .. ot .. '"""'
         else
@@ -488,6 +559,13 @@ local function reachable(ctx, T, S, idx, st)
     idx = rev
   end
   local out, IT, IDT, IFM, OT, ODT, EX = {}, S.it, S.idt, S.ifm, S.ot, S.odt, S.extra
+  -- views of candidates without extra cells, kept in S for the files that share it
+  local vparts = { ctx.mode, tostring(ctx.n) }
+  for _, c in ipairs(reach.VIEW_EXTRA) do vparts[#vparts + 1] = T[c] or "\1" end
+  local vkey = table.concat(vparts, "\0")
+  S.views = S.views or {}
+  local views = S.views[vkey] or {}
+  S.views[vkey] = views
   for _, i in ipairs(idx) do
     local extra = EX[i]
     local function get(c)
@@ -502,7 +580,7 @@ local function reachable(ctx, T, S, idx, st)
     end
     local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
     local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
-    if ok and not flagged then ok = reach.keep(ctx, get) end
+    if ok and not flagged then ok = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
     if ok and not flagged then out[#out + 1] = i elseif not flagged then st.shadowed = st.shadowed + 1 end
   end
   return out
@@ -517,7 +595,7 @@ function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
                memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0,
                unreplayable = job.replayable and 0 or nil, unreplayable_why = {} }
-  local csv, why = load_csv(job.path, job.kernel, job.variants)
+  local csv, why = load_csv(job.path, job.kernel, job.variants, job.reach and reach.key_n(job.reach, job.kernel))
   if not csv then st.status = "skipped: " .. why; return st end
   -- a template the consumer could not match (DT_INT8 where it says INT8) would pass its
   -- spelling on to every generated row: refused, with the fix
@@ -541,7 +619,7 @@ function M.process(job)
       i = i + 1
       local kr = csv.kept[i]
       return kr and function(c) return kr[c] end
-    end)
+    end, csv.ckeys)
     ctx.lint = job.lint
   end
   local cache, seen, parts, nrows = job.cache or {}, {}, {}, 0

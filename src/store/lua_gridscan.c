@@ -1,0 +1,276 @@
+/* perfscript.gridscan: one streaming pass in C over a database CSV for the shape grid
+ * (lua/perfscript/grid/run.lua), so that the existing rows cost no Lua table each.
+ *   gridscan.scan(path, {op = kernel, variants = bool, variant_cols = {names},
+ *                        reach_cols = {names}, key_n = n | nil})
+ *     -> {header = {...}, eol = "\n" | "\r\n", nrows = n,
+ *         templates = {{fields of row 1}, ...}   (with variants: the first row of every
+ *                                                 distinct variant_cols combination),
+ *         existing = {[signature hash] = true}   (perfscript.sig's record hash, op as name),
+ *         keys = set | nil                       (with key_n: the rows' compute keys,
+ *                                                 gridscan.h; set:has(key) -> bool),
+ *         rows = {{[reach col] = cell}, ...}}    (rows without a C key, in file order: every
+ *                                                 row without key_n)
+ *     nil, message on a read error. Fields are read as perfscript.csv reads them (no trim). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "csvread.h"
+#include "gridscan.h"
+#include "luabind.h"
+#include "u64map.h"
+#include "writeback_sig.h"
+
+#define KEYSET "perfscript.gridscan.keys"
+#define MAXCOLS 32
+
+typedef struct keyset { ps_u64map map; } keyset;
+
+static int keys_gc(lua_State *L) {
+  keyset *k = luaL_checkudata(L, 1, KEYSET);
+  ps_u64map_free(&k->map);
+  memset(&k->map, 0, sizeof k->map);
+  return 0;
+}
+
+static int keys_has(lua_State *L) {
+  keyset *k = luaL_checkudata(L, 1, KEYSET);
+  size_t len;
+  const char *s = luaL_checklstring(L, 2, &len);
+  lua_pushboolean(L, ps_u64map_get(&k->map, ps_sig_hash_bytes(s, len)) != PS_U64MAP_NONE);
+  return 1;
+}
+
+/* Indexes in header (0-based, -1 when absent) of the names in the array at idx. */
+static int header_cols(lua_State *L, int idx, char *const *header, size_t n, int *cols, const char **names) {
+  int k = 0;
+  if (lua_getfield(L, 2, idx ? "reach_cols" : "variant_cols") != LUA_TTABLE) { lua_pop(L, 1); return 0; }
+  lua_Integer m = (lua_Integer)lua_rawlen(L, -1);
+  for (lua_Integer i = 1; i <= m && k < MAXCOLS; i++) {
+    lua_rawgeti(L, -1, i);
+    const char *name = luaL_checkstring(L, -1);
+    int c = -1;
+    for (size_t j = 0; j < n && c < 0; j++) if (strcmp(header[j], name) == 0) c = (int)j;
+    names[k] = name;  /* kept alive by opts */
+    lua_pop(L, 1);
+    cols[k++] = c;
+  }
+  lua_pop(L, 1);
+  return k;
+}
+
+static const char *cell(const ps_csv_record *rec, int c) {
+  return c >= 0 && (size_t)c < rec->nfields ? rec->fields[c] : NULL;
+}
+
+typedef struct scan_state {
+  ps_csv_reader *r;
+  ps_u64map seen_sigs;
+  char **header;
+  size_t ncols;
+  char *key;
+  size_t keycap;
+  char **variants;
+  size_t *vlens, nvariants;
+} scan_state;
+
+static void state_free(scan_state *s) {
+  if (s->r) ps_csv_close(s->r);
+  for (size_t i = 0; i < s->ncols; i++) free(s->header[i]);
+  free(s->header);
+  for (size_t i = 0; i < s->nvariants; i++) free(s->variants[i]);
+  free(s->variants);
+  free(s->vlens);
+  free(s->key);
+  memset(s, 0, sizeof *s);
+}
+
+static void push_fields(lua_State *L, const ps_csv_record *rec) {
+  lua_createtable(L, (int)rec->nfields, 0);
+  for (size_t i = 0; i < rec->nfields; i++) {
+    lua_pushlstring(L, rec->fields[i], rec->lens[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
+static int scan_body(lua_State *L, scan_state *S, int out) {
+  char err[600];
+  const char *path = luaL_checkstring(L, 1);
+  const char *op = (lua_getfield(L, 2, "op"), lua_tostring(L, -1));
+  int variants = (lua_getfield(L, 2, "variants"), lua_toboolean(L, -1));
+  int want_keys = lua_getfield(L, 2, "key_n") != LUA_TNIL;
+  int key_n = want_keys ? (int)luaL_checkinteger(L, -1) : -1;
+  lua_pop(L, 3);
+  S->r = ps_csv_open(path, 0, err, sizeof err);
+  if (!S->r) return ps_fail(L, err);
+  ps_csv_record rec;
+  int st = ps_csv_next(S->r, &rec);
+  if (st < 0) return ps_fail(L, ps_csv_error(S->r));
+  lua_createtable(L, st ? (int)rec.nfields : 0, 0);
+  if (st > 0) {
+    S->header = calloc(rec.nfields ? rec.nfields : 1, sizeof *S->header);
+    if (!S->header) return luaL_error(L, "out of memory");
+    for (size_t i = 0; i < rec.nfields; i++) {
+      lua_pushlstring(L, rec.fields[i], rec.lens[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+      if (!(S->header[i] = strdup(rec.fields[i]))) return luaL_error(L, "out of memory");
+      S->ncols = i + 1;
+    }
+  }
+  lua_setfield(L, out, "header");
+  const char *eol = ps_csv_eol(S->r);
+  lua_pushstring(L, eol ? eol : "\n");
+  lua_setfield(L, out, "eol");
+  /* the signature's columns as perfscript.sig's columns() finds them ("Type" for OP Type) */
+  int sigcol[PS_SIG_NCOLUMNS];
+  for (int i = 0; i < PS_SIG_NCOLUMNS; i++) {
+    sigcol[i] = -1;
+    for (size_t j = 0; j < S->ncols && sigcol[i] < 0; j++)
+      if (strcmp(S->header[j], ps_sig_columns[i]) == 0) sigcol[i] = (int)j;
+    for (size_t j = 0; i == 0 && j < S->ncols && sigcol[i] < 0; j++)
+      if (strcmp(S->header[j], "Type") == 0) sigcol[i] = (int)j;
+  }
+  int vcols[MAXCOLS], rcols[MAXCOLS];
+  const char *vnames[MAXCOLS], *rnames[MAXCOLS];
+  int nv = header_cols(L, 0, S->header, S->ncols, vcols, vnames);
+  int nr = header_cols(L, 1, S->header, S->ncols, rcols, rnames);
+  int cIS = -1, cIDT = -1, cIF = -1, cEP = -1;
+  for (int i = 0; i < nr; i++) {
+    if (strcmp(rnames[i], "Input Shapes") == 0) cIS = rcols[i];
+    else if (strcmp(rnames[i], "Input Data Types") == 0) cIDT = rcols[i];
+    else if (strcmp(rnames[i], "Input Formats") == 0) cIF = rcols[i];
+    else if (strcmp(rnames[i], "EP Size") == 0) cEP = rcols[i];
+  }
+  ps_sig *g = ps_sig_new();
+  if (!g) return luaL_error(L, "out of memory");
+  keyset *ks = NULL;
+  if (want_keys) {
+    ks = lua_newuserdatauv(L, sizeof *ks, 0);
+    memset(ks, 0, sizeof *ks);
+    luaL_setmetatable(L, KEYSET);
+    lua_setfield(L, out, "keys");
+  }
+  lua_newtable(L);
+  int existing = lua_gettop(L);
+  lua_newtable(L);
+  int templates = lua_gettop(L);
+  lua_newtable(L);
+  int rows = lua_gettop(L);
+  lua_Integer nrows = 0, nfall = 0, ntempl = 0;
+  const char *fail = NULL;
+  while ((st = S->r ? ps_csv_next(S->r, &rec) : 0) > 0) {
+    nrows++;
+    if (nrows == 1 || variants) {
+      /* the variant's identity: its cells joined by NUL, as run.lua's load_csv made it */
+      size_t len = 0;
+      for (int i = 0; i < nv; i++) if (vcols[i] >= 0) len += (cell(&rec, vcols[i]) ? strlen(cell(&rec, vcols[i])) : 0) + 1;
+      char *v = malloc(len + 1), *p = v;
+      if (!v) { fail = "out of memory"; break; }
+      for (int i = 0; i < nv; i++) {
+        if (vcols[i] < 0) continue;
+        const char *c = cell(&rec, vcols[i]);
+        size_t l = c ? strlen(c) : 0;
+        memcpy(p, c ? c : "", l);
+        p += l;
+        *p++ = '\0';
+      }
+      size_t vlen = (size_t)(p - v);
+      int known = 0;
+      for (size_t i = 0; i < S->nvariants && !known; i++)
+        known = S->vlens[i] == vlen && memcmp(S->variants[i], v, vlen) == 0;
+      if (known) {
+        free(v);
+      } else {
+        char **nvs = realloc(S->variants, (S->nvariants + 1) * sizeof *nvs);
+        if (nvs) S->variants = nvs;
+        size_t *nls = nvs ? realloc(S->vlens, (S->nvariants + 1) * sizeof *nls) : NULL;
+        if (!nls) { free(v); fail = "out of memory"; break; }
+        S->vlens = nls;
+        S->vlens[S->nvariants] = vlen;
+        S->variants[S->nvariants++] = v;
+        push_fields(L, &rec);
+        lua_rawseti(L, templates, ++ntempl);
+      }
+    }
+    ps_sig_row sr = {0};
+    sr.op_name = op;
+    const char **dst[PS_SIG_NCOLUMNS] = {&sr.op_type, &sr.op_state, &sr.in_shapes, &sr.in_dtypes,
+                                         &sr.in_formats, &sr.out_shapes, &sr.out_dtypes, &sr.ep_size};
+    for (int i = 0; i < PS_SIG_NCOLUMNS; i++) *dst[i] = cell(&rec, sigcol[i]);
+    if (ps_sig_compute(g, &sr) != 0) { fail = "out of memory"; break; }
+    lua_pushinteger(L, (lua_Integer)ps_sig_hash(g));
+    lua_pushboolean(L, 1);
+    lua_rawset(L, existing);
+    long klen = -1;
+    if (ks) {
+      for (;;) {
+        klen = S->keycap ? ps_gridscan_compute_key(cell(&rec, cIS), cell(&rec, cIDT), cell(&rec, cIF),
+                                                  cell(&rec, cEP), key_n, S->key, S->keycap) : -1;
+        if (klen >= 0 || S->keycap >= ((size_t)1 << 20)) break;
+        size_t cap = S->keycap ? S->keycap * 4 : 4096;
+        char *k = realloc(S->key, cap);
+        if (!k) break;
+        S->key = k, S->keycap = cap;
+      }
+      if (klen >= 0) {
+        size_t id = 0;
+        if (ps_u64map_put(&ks->map, ps_sig_hash_bytes(S->key, (size_t)klen), &id) < 0) { fail = "out of memory"; break; }
+      }
+    }
+    if (klen < 0) {
+      lua_createtable(L, 0, nr);
+      for (int i = 0; i < nr; i++) {
+        const char *c = cell(&rec, rcols[i]);
+        if (!c) continue;
+        lua_pushstring(L, c);
+        lua_setfield(L, -2, rnames[i]);
+      }
+      lua_rawseti(L, rows, ++nfall);
+    }
+  }
+  ps_sig_free(g);
+  if (fail) return luaL_error(L, "%s", fail);
+  if (st < 0) return ps_fail(L, ps_csv_error(S->r));
+  lua_setfield(L, out, "rows");
+  lua_setfield(L, out, "templates");
+  lua_setfield(L, out, "existing");
+  lua_pushinteger(L, nrows);
+  lua_setfield(L, out, "nrows");
+  lua_settop(L, out);
+  return 1;
+}
+
+static int l_scan(lua_State *L) {
+  luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checkstack(L, 40, NULL);
+  lua_settop(L, 2);
+  /* the reader and buffers live in a userdata so that an error frees them (__gc) */
+  scan_state *S = lua_newuserdatauv(L, sizeof *S, 0);
+  memset(S, 0, sizeof *S);
+  luaL_setmetatable(L, "perfscript.gridscan.state");
+  lua_newtable(L);
+  int out = lua_gettop(L);
+  int n = scan_body(L, S, out);
+  state_free(S);
+  return n;
+}
+
+static int state_gc(lua_State *L) {
+  state_free(luaL_checkudata(L, 1, "perfscript.gridscan.state"));
+  return 0;
+}
+
+int luaopen_perfscript_gridscan(lua_State *L) {
+  static const luaL_Reg keys_meta[] = {{"__gc", keys_gc}, {NULL, NULL}};
+  static const luaL_Reg keys_methods[] = {{"has", keys_has}, {NULL, NULL}};
+  static const luaL_Reg state_meta[] = {{"__gc", state_gc}, {NULL, NULL}};
+  static const luaL_Reg none[] = {{NULL, NULL}};
+  ps_newclass(L, KEYSET, keys_meta, keys_methods);
+  ps_newclass(L, "perfscript.gridscan.state", state_meta, none);
+  static const luaL_Reg funcs[] = {{"scan", l_scan}, {NULL, NULL}};
+  luaL_newlib(L, funcs);
+  return 1;
+}

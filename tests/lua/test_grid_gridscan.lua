@@ -1,0 +1,209 @@
+-- perfscript.gridscan (the grid's C pass over existing rows) gives the keys, signatures and
+-- templates the Lua path gives, and the indexed answer sets of perfscript.db.reach answer as
+-- a scan of every row does (issue 14: the grid's cost on 20k-row files).
+local lu = require "luaunit"
+local perf = require "perfscript"
+local gridscan = require "perfscript.gridscan"
+local answer = require "perfscript.db.reach"
+local match = require "perfscript.db.match"
+local sig = require "perfscript.sig"
+require "perfscript.db"  -- installs the column names perfscript.db.reach reads
+
+local TMP = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/grid_gridscan." .. tostring(os.time())
+local rm_rf = require("perfscript.path").rmtree
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb")); f:write(text); f:close()
+end
+
+local HEADER = { "OP State", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+                 "Output Data Types", "EP Size", "Duration(us)" }
+local REACH = { "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "EP Size" }
+
+-- The key perfscript.db.reach files a compute row under (Set:add), from its cells.
+local function lua_key(row, n)
+  local v = answer.view(function(c) return row[c] end, "compute", n)
+  if not v then return nil end
+  return match.shapes_text(v.shapes) .. "|" .. table.concat(v.dtypes, ";") .. "|" .. v.ep
+end
+
+-- Plain cells (the C key) and every odd spelling the Lua path must take (rows handed back).
+local CASES = {
+  { "1024,7168;7168,2048", "DT_BF16;DT_BF16", "ND;ND", "" },
+  { "8,1024,7168;7168,2048;;()", "DT_BF16;DT_BF16;;INT32", "ND;ND;;ND", "16" },
+  { "2,3,16,16;4,4", "FLOAT16;FLOAT16", "FRACTAL_NZ;ND", "" },
+  { "007,8;9", "INT8;INT8", "ND;ND", "" },
+  { " 8,9 ; 10", "INT8; INT8", "ND;ND", "" },
+  { '"8,9;10"', "INT8;INT8", "ND;ND", "" },
+  { "8,,9;10", "INT8;INT8", "ND;ND", "" },
+  { "(8,9);10", "INT8;INT8", "ND;ND", "" },
+  { "1234567890123456789,2", "INT8", "ND", "" },
+  { "9223372036854775807,2,16,16", "INT8", "FRACTAL_NZ", "" },
+  { "", "", "", "" },
+  { ";;", "DT_BF16", "", " 4 " },
+  { "4,5;6", "DT_BF16;DT_BF16;DT_UNDEFINED", "ND;;ND", "8" },
+  { "x,5", "DT_BF16", "ND", "" },
+  { '"1024,7168;7168,2048"', '"DT_BF16;DT_BF16"', "ND;ND", ' "8" ' },
+  { '  "4,5;;6"\t', "DT_BF16;DT_BF16", '"ND; ND"', "" },
+  { '"4,5;6" x', "DT_BF16;DT_BF16", "ND;ND", "" },
+}
+
+local function csv_text(rows)
+  local lines = { table.concat(HEADER, ",") }
+  for _, r in ipairs(rows) do
+    local cells = { "MatMulV2", r[1], r[2], r[3], "4,4", "DT_BF16", r[4], "1.5" }
+    for i, c in ipairs(cells) do cells[i] = perf.csv.quote(c) end
+    lines[#lines + 1] = table.concat(cells, ",")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+function test_compute_keys_match_lua()
+  assert(perf.fs.mkdir_p(TMP))
+  for _, n in ipairs { -1, 0, 1, 2 } do
+    for ci, case in ipairs(CASES) do
+      local path = TMP .. "/MatMulV2.csv"
+      write(path, csv_text { case })
+      local sc = assert(gridscan.scan(path, { op = "MatMulV2", key_n = n, reach_cols = REACH,
+                                              variant_cols = { "OP State" } }))
+      local row = {}
+      for i, h in ipairs(HEADER) do row[h] = ({ "MatMulV2", case[1], case[2], case[3], "4,4", "DT_BF16", case[4] })[i] end
+      local want = lua_key(row, n >= 0 and n or nil)
+      if #sc.rows == 1 then
+        -- handed back: the Lua path makes its view from the same cells
+        for _, c in ipairs(REACH) do lu.assertEquals(sc.rows[1][c], row[c], "case " .. ci) end
+      else
+        lu.assertEquals(#sc.rows, 0)
+        lu.assertNotNil(want, "case " .. ci .. ": C keyed a row Lua cannot read")
+        lu.assertTrue(sc.keys:has(want), string.format("case %d, n %d: C key differs from %q", ci, n, want))
+      end
+    end
+  end
+  -- the plain ones are keyed in C, quoted shape cells (as a database writes them) too
+  write(TMP .. "/MatMulV2.csv", csv_text { CASES[1], CASES[2], CASES[3], CASES[15] })
+  local sc = assert(gridscan.scan(TMP .. "/MatMulV2.csv", { op = "MatMulV2", key_n = -1, reach_cols = REACH }))
+  lu.assertEquals(#sc.rows, 0)
+  lu.assertEquals(sc.nrows, 4)
+  lu.assertTrue(sc.keys:has("1024,7168;7168,2048|DT_BF16;DT_BF16|8"))
+  lu.assertTrue(sc.keys:has("1024,7168;7168,2048|DT_BF16;DT_BF16|"))
+  lu.assertTrue(sc.keys:has("32,48;4,4|FLOAT16;FLOAT16|"))  -- FRACTAL_NZ restored
+  lu.assertFalse(sc.keys:has("2,3,16,16;4,4|FLOAT16;FLOAT16|"))
+  rm_rf(TMP)
+end
+
+function test_signatures_templates_and_header_match_the_reader()
+  assert(perf.fs.mkdir_p(TMP))
+  local path = TMP .. "/MatMulV2.csv"
+  local rows = {}
+  for i = 1, 40 do rows[i] = { i .. ",64;64,32", i % 3 == 0 and "FLOAT;FLOAT" or "DT_BF16;DT_BF16", "ND;ND", "" } end
+  write(path, (csv_text(rows):gsub("\n", "\r\n")))
+  local sc = assert(gridscan.scan(path, { op = "MatMulV2", variants = true, reach_cols = REACH,
+                                          variant_cols = { "OP State", "Input Data Types", "Missing" } }))
+  local r <close> = assert(perf.csv.open(path, { header = true }))
+  lu.assertEquals(sc.header, r:header())
+  lu.assertEquals(sc.eol, "\r\n")
+  local key = sig.columns(r:header())
+  local n, templates = 0, {}
+  for f in r:lines() do
+    n = n + 1
+    local _, h = sig.record(f, key, "MatMulV2")
+    lu.assertTrue(sc.existing[h], "row " .. n)
+    if n == 1 or n == 3 then templates[#templates + 1] = f end
+  end
+  lu.assertEquals(sc.nrows, 40)
+  lu.assertEquals(sc.templates, templates)  -- the first row of each dtype variant
+  lu.assertEquals(#sc.rows, 40)              -- no key_n: every row handed back
+  lu.assertNil(sc.keys)
+  rm_rf(TMP)
+end
+
+function test_unreadable_file_is_an_error()
+  assert(perf.fs.mkdir_p(TMP))
+  write(TMP .. "/Bad.csv", 'a,b\n"x,1\n')
+  local sc, err = gridscan.scan(TMP .. "/Bad.csv", { op = "Bad" })
+  lu.assertNil(sc)
+  lu.assertStrContains(err, "Bad.csv")
+  rm_rf(TMP)
+end
+
+-- The indexed sets answer as a scan of every row does, on shapes around the bucket edges.
+local function rand_shape(rnd, rank)
+  local s = {}
+  for i = 1, rank do s[i] = rnd(4) == 1 and 1 or ({ 63, 64, 65, 96, 127, 128, 129, 191, 192, 200 })[rnd(10)] end
+  return s
+end
+
+function test_elementwise_index_answers_as_the_scan()
+  local seed = 7
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end
+  local set = answer.answer_set("Add", "elementwise")
+  local rows = {}
+  for _ = 1, 300 do
+    local v = { out = rand_shape(rnd, rnd(3) + 1) }
+    rows[#rows + 1] = v
+    set:add(v)
+  end
+  local hits = 0
+  for _ = 1, 2000 do
+    local q = { out = rand_shape(rnd, rnd(3) + 1) }
+    local want = false
+    for _, r in ipairs(rows) do
+      if match.out_answers(match.strip1(q.out), r.out) then want = true; break end
+    end
+    lu.assertEquals(set:answers(q, "Add"), want, match.shapes_text({ q.out }))
+    if want then hits = hits + 1 end
+  end
+  lu.assertTrue(hits > 100 and hits < 1900, "the test needs both answers: " .. hits)
+end
+
+function test_moe_index_answers_as_the_scan()
+  local seed = 11
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end
+  local kernel = "DispatchFFNCombine"
+  local set = answer.answer_set(kernel, "moe_fused")
+  lu.assertTrue(set.moe_index)
+  local rows = {}
+  local function view()
+    local shapes = { rand_shape(rnd, rnd(3)), rand_shape(rnd, 2) }
+    return { shapes = shapes, dtypes = { "DT_BF16", "DT_BF16" }, ep = tostring(rnd(2) * 8) }
+  end
+  for _ = 1, 300 do local v = view(); rows[#rows + 1] = v; set:add(v) end
+  local hits = 0
+  for _ = 1, 1500 do
+    local v = view()
+    local want = false
+    for _, r in ipairs(rows) do
+      if r.ep == v.ep and match.row(kernel, { shapes = v.shapes, dtypes = v.dtypes }, r.shapes, r.dtypes) then
+        want = true; break
+      end
+    end
+    lu.assertEquals(set:answers(v, kernel), want)
+    if want then hits = hits + 1 end
+  end
+  lu.assertTrue(hits > 50 and hits < 1450, "the test needs both answers: " .. hits)
+end
+
+function test_attention_index_answers_as_the_scan()
+  local seed = 5
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end
+  local set = answer.answer_set("FusedInferAttentionScore", "attention")
+  local rows = {}
+  for _ = 1, 400 do
+    local v = { key = "DT_BF16|" .. rnd(2), T = rnd(700) }
+    rows[#rows + 1] = v
+    set:add(v)
+  end
+  local hits = 0
+  for _ = 1, 3000 do
+    local v = { key = "DT_BF16|" .. rnd(3), T = rnd(900) }
+    local want = false
+    for _, r in ipairs(rows) do
+      if r.key == v.key and match.t_compatible(v.T, r.T) then want = true; break end
+    end
+    lu.assertEquals(set:answers(v, "FusedInferAttentionScore"), want, v.key .. " " .. v.T)
+    if want then hits = hits + 1 end
+  end
+  lu.assertTrue(hits > 100 and hits < 2900, "the test needs both answers: " .. hits)
+end
+
+os.exit(lu.LuaUnit.run())
