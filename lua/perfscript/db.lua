@@ -214,6 +214,12 @@ end
 -- query_selection_policy ... require_semantic_unique of the mapping; without a mapping that
 -- has the policy, the v0.18 list.
 function Kmethods:_semantic_unique()
+  local s = self._
+  if s.sunique == nil then s.sunique = self:_semantic_unique_policy() end  -- fixed, as the mapping is
+  return s.sunique
+end
+
+function Kmethods:_semantic_unique_policy()
   local ok, doc = pcall(require("perfscript.db.mapping").load, self.db)
   local qs = ok and doc and type(doc.query_selection_policy) == "table" and doc.query_selection_policy.kernel_overrides
   if type(qs) == "table" then
@@ -618,8 +624,13 @@ end
 -- not. Only rows before best_d0 can win when its latency column has the best priority.
 local function scan_bound(S, best_d0, dkey)
   local name, opts = S.k.name, S.opts
-  local minpri = math.huge
-  for _, v in pairs(S.pri) do minpri = math.min(minpri, v) end
+  local s = S.k._
+  local minpri = s.minpri
+  if not minpri then  -- S.pri is the kernel's fixed latency_priorities
+    minpri = math.huge
+    for _, v in pairs(S.pri) do minpri = math.min(minpri, v) end
+    s.minpri = minpri
+  end
   local special = match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name]
   if best_d0 and not opts.explain and dkey then
     if S.moe then return best_d0.row, false end

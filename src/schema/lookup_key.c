@@ -262,3 +262,23 @@ int ps_lookup_rule(unsigned kind, int i, const ps_lookup_key_shape *tc,
   }
   return PS_RULE_NONE;
 }
+
+/* Rule by rule (ps_lookup_rule): identity, batch strip, padding and flatten keep the last
+ * dimension of tc (strip1 never removes it), padding lowers it by less than 64; the singleton
+ * transpose makes it 1; the transposes take the stripped shape's second last; merge_last its
+ * product with the last (wrapping, as the rule computes it). */
+int ps_lookup_last_anchors(unsigned kind, int i, const ps_lookup_key_shape *tc,
+                           int64_t out[PS_LOOKUP_ANCHORS]) {
+  if (tc->rank <= 0) return -1;
+  ps_lookup_key_shape st;
+  strip1(tc, &st);
+  int n = 0;
+  out[n++] = tc->dims[tc->rank - 1];
+  if (kind & PS_RULE_KIND_INDEX) out[n++] = 1;
+  if ((kind & PS_RULE_KIND_MATMUL) && i >= 2 && st.rank >= 2) out[n++] = st.dims[st.rank - 2];
+  if (kind & PS_RULE_KIND_MERGE_LAST) {
+    const ps_lookup_key_shape *s3 = st.rank == 3 ? &st : tc->rank == 3 ? tc : NULL;
+    if (s3) out[n++] = wmul(s3->dims[1], s3->dims[2]);
+  }
+  return n;
+}

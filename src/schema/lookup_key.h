@@ -68,6 +68,8 @@ enum {
   PS_RULE_KIND_INDEX = 8,       /* singleton_axis_transpose */
 };
 
+enum { PS_LOOKUP_ANCHORS = 4 };
+
 enum {
   PS_RULE_NONE, PS_RULE_IDENTITY, PS_RULE_BATCH_STRIP, PS_RULE_SINGLETON_AXIS_TRANSPOSE,
   PS_RULE_TRANSPOSE, PS_RULE_BATCHED_TRANSPOSE, PS_RULE_PADDING, PS_RULE_BATCH_STRIP_PADDING,
@@ -90,5 +92,13 @@ int ps_lookup_pads(const ps_lookup_key_shape *tc, const ps_lookup_key_shape *csv
  * A rank-0 shape that is not the scalar is allowed (an empty dimension list). */
 int ps_lookup_rule(unsigned kind, int i, const ps_lookup_key_shape *tc,
                    const ps_lookup_key_shape *csv);
+
+/* A necessary condition of ps_lookup_rule on the row's last dimension, for the slot search's
+ * coarse index: when any rule makes TC input i match a row shape of rank >= 1, that shape's
+ * last dimension c satisfies a - 63 <= c <= a for one of the anchors a written to out (the
+ * last dimension tc's rules keep, 1, the transposed one, the merged product). Returns their
+ * count, or -1 when tc gives no bound (a scalar or empty shape). Changes with the rules. */
+int ps_lookup_last_anchors(unsigned kind, int i, const ps_lookup_key_shape *tc,
+                           int64_t out[PS_LOOKUP_ANCHORS]);
 
 #endif

@@ -889,6 +889,62 @@ static void memo_reset(memo *m) {
   if (++m->now == 0) { memset(m->gen, 0, sizeof m->gen); m->now = 1; }
 }
 
+/* One slot search's query and memos, for the walk's callback. */
+enum { WALK_KEPT = 16 };
+typedef struct walk {
+  const ps_slotix *x; const ps_table *t;
+  memo *slots, *dts;
+  const ps_lookup_key_shape *q;
+  const char **qd; const size_t *qdl;
+  unsigned kind; int fg, has_dt, cd;
+  uint32_t *out; size_t nout, cap; int oom;
+} walk;
+
+/* A row the walk meets: kept when every slot has a rule and the dtypes are in the query's
+ * groups (each distinct slot group and dtypes cell judged once per call). */
+static int walk_row(void *ctx, size_t row, const uint32_t *gs, size_t ns) {
+  walk *w = ctx;
+  int good = 1;
+  for (size_t i = 0; i < ns && good; i++) {
+    int verdict;
+    if (!memo_get(w->slots, gs[i], &verdict)) {
+      ps_lookup_key_shape sh;
+      ps_slotix_shape(w->x, gs[i], &sh);
+      verdict = ps_lookup_rule(w->kind, (int)i + 1, &w->q[i], &sh) != PS_RULE_NONE;
+      memo_put(w->slots, gs[i], verdict);
+    }
+    good = verdict;
+  }
+  if (good && w->has_dt) {
+    ps_sid dsid = w->cd >= 0 ? ps_table_cell(w->t, row, (size_t)w->cd) : 0;
+    if (!memo_get(w->dts, dsid, &good)) {
+      size_t dlen = 0;
+      const char *d = w->cd >= 0 ? ps_table_text(w->t, row, (size_t)w->cd, &dlen) : "";
+      const char *dp = d, *part;
+      size_t plen;
+      for (size_t i = 0; i < ns && good; i++)
+        if (!list_part(&dp, d + dlen, &part, &plen) || w->qd[i] == NULL ||
+            !same_group(w->qd[i], w->qdl[i], part, plen, w->fg))
+          good = 0;
+      memo_put(w->dts, dsid, good);
+    }
+  }
+  if (!good) return 0;
+  /* each row once (a row found by two slots); the rows kept are few */
+  for (size_t m = 0; m < w->nout; m++)
+    if (w->out[m] == (uint32_t)row) return 0;
+  if (w->nout == w->cap) {  /* out starts on the caller's stack */
+    uint32_t *o = malloc(w->cap * 2 * sizeof *o);
+    if (o == NULL) { w->oom = 1; return 1; }
+    memcpy(o, w->out, w->nout * sizeof *o);
+    if (w->cap > WALK_KEPT) free(w->out);
+    w->out = o;
+    w->cap *= 2;
+  }
+  w->out[w->nout++] = (uint32_t)row;
+  return 0;
+}
+
 static int sx_rows(lua_State *L) {
   slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
   if (u->x == NULL) return luaL_error(L, "attempt to use a freed slot index");
@@ -906,7 +962,7 @@ static int sx_rows(lua_State *L) {
   if (lua_toboolean(L, 8) && (cd = column_arg(L, t, 8)) < 0) return luaL_argerror(L, 8, "no such column");
   lua_Integer nq = (lua_Integer)lua_rawlen(L, 4);
   lua_newtable(L);  /* the result */
-  if (nq > PS_LOOKUP_KEY_MAXSLOTS) return 1;  /* no row has more slots */
+  if (nq > PS_LOOKUP_KEY_MAXSLOTS || upto <= 1) return 1;  /* no row has more slots; none before row 1 */
   ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
   for (int i = 0; i < nq; i++) {
     lua_rawgeti(L, 4, i + 1);
@@ -922,11 +978,12 @@ static int sx_rows(lua_State *L) {
     lua_pop(L, 1);  /* the strings stay alive in the query table */
   }
   if (u->memo == NULL && (u->memo = calloc(2, sizeof *u->memo)) == NULL) return luaL_error(L, "out of memory");
-  memo *slots = u->memo, *dts = u->memo + 1;
-  memo_reset(slots);
-  memo_reset(dts);
-  lua_Integer k = 0, np = (lua_Integer)lua_rawlen(L, 2);
-  for (lua_Integer p = 1; p + 1 <= np; p += 2) {
+  uint32_t kept[WALK_KEPT];  /* the rows kept are few: on the stack unless more */
+  walk w = { u->x, t, u->memo, u->memo + 1, q, qd, qdl, kind, fg, has_dt, cd, kept, 0, WALK_KEPT, 0 };
+  memo_reset(w.slots);
+  memo_reset(w.dts);
+  lua_Integer np = (lua_Integer)lua_rawlen(L, 2);
+  for (lua_Integer p = 1; p + 1 <= np && !w.oom; p += 2) {
     lua_rawgeti(L, 2, p);
     lua_Integer j = lua_tointeger(L, -1);
     lua_rawgeti(L, 2, p + 1);
@@ -934,51 +991,26 @@ static int sx_rows(lua_State *L) {
     int ok = shape_from(L, lua_gettop(L), &v);
     lua_pop(L, 2);
     if (!ok || j < 1 || j > PS_LOOKUP_KEY_MAXSLOTS) continue;  /* no row's slot is that */
-    size_t nr;
-    const uint32_t *rows = ps_slotix_rows(u->x, ps_slotix_group(u->x, (int)j - 1, &v), &nr);
-    for (size_t ri = 0; ri < nr && (lua_Integer)rows[ri] + 1 < upto; ri++) {
-      size_t row = rows[ri], ns;
-      const uint32_t *gs = ps_slotix_slots(u->x, row, &ns);
-      if ((lua_Integer)ns != nq) continue;
-      int good = 1;
-      for (size_t i = 0; i < ns && good; i++) {
-        int verdict;
-        if (!memo_get(slots, gs[i], &verdict)) {
-          ps_lookup_key_shape sh;
-          ps_slotix_shape(u->x, gs[i], &sh);
-          verdict = ps_lookup_rule(kind, (int)i + 1, &q[i], &sh) != PS_RULE_NONE;
-          memo_put(slots, gs[i], verdict);
-        }
-        good = verdict;
+    /* the coarse index: the other slot's last dimension must be one the rules can give */
+    int other = j == 1 ? 2 : 1;
+    int64_t anchors[PS_LOOKUP_ANCHORS];
+    int na = other <= nq ? ps_lookup_last_anchors(kind, other, &q[other - 1], anchors) : -1;
+    size_t from = w.nout;
+    ps_slotix_walk(u->x, ps_slotix_group(u->x, (int)j - 1, &v), (size_t)(upto - 1), (size_t)nq, anchors, na,
+                   walk_row, &w);
+    for (size_t a = from + 1; a < w.nout; a++)  /* this pair's rows ascending (they are few) */
+      for (size_t b = a; b > from && w.out[b - 1] > w.out[b]; b--) {
+        uint32_t tmp = w.out[b];
+        w.out[b] = w.out[b - 1];
+        w.out[b - 1] = tmp;
       }
-      if (good && has_dt) {
-        ps_sid dsid = cd >= 0 ? ps_table_cell(t, row, (size_t)cd) : 0;
-        if (!memo_get(dts, dsid, &good)) {
-          size_t dlen = 0;
-          const char *d = cd >= 0 ? ps_table_text(t, row, (size_t)cd, &dlen) : "";
-          const char *dp = d, *part;
-          size_t plen;
-          for (size_t i = 0; i < ns && good; i++)
-            if (!list_part(&dp, d + dlen, &part, &plen) || qd[i] == NULL ||
-                !same_group(qd[i], qdl[i], part, plen, fg))
-              good = 0;
-          memo_put(dts, dsid, good);
-        }
-      }
-      if (!good) continue;
-      /* each row once (a row found by two slots); the rows kept are few */
-      lua_Integer m = 1;
-      for (; m <= k; m++) {
-        lua_rawgeti(L, -1, m);
-        lua_Integer seen = lua_tointeger(L, -1);
-        lua_pop(L, 1);
-        if (seen == (lua_Integer)row + 1) break;
-      }
-      if (m <= k) continue;
-      lua_pushinteger(L, (lua_Integer)row + 1);
-      lua_rawseti(L, -2, ++k);
-    }
   }
+  for (size_t m = 0; m < w.nout && !w.oom; m++) {
+    lua_pushinteger(L, (lua_Integer)w.out[m] + 1);
+    lua_rawseti(L, -2, (lua_Integer)m + 1);
+  }
+  if (w.out != kept) free(w.out);
+  if (w.oom) return luaL_error(L, "out of memory in a slot search");
   return 1;
 }
 

@@ -459,7 +459,17 @@ struct ps_slotix {
   uint32_t *rowoff;             /* nrows + 1 */
   uint32_t *slotgroup, *grows; size_t nentries, ecap;
   size_t nrows;
+  /* the coarse index: a group's rows by the last dimension of their other slot (slot 2 for
+   * a group of slot 1, else slot 1), each bucket's rows ascending; groups [gdir[g],
+   * gdir[g + 1]) of dkey/dstart (the bucket's first row in grows; it ends at the next one's
+   * or the group's end). A group without buckets keeps its rows ascending. */
+  uint32_t *gdir, *dkey, *dstart; size_t ndir, dircap;
 };
+
+/* The coarse key of a row's other slot: its last dimension when that is 0..UINT32_MAX - 1,
+ * else (no other slot, a scalar, an empty or a negative or huge dimension) KEY_ANY, a bucket
+ * every walk visits. */
+#define KEY_ANY UINT32_MAX
 
 #define SLOT_MAX UINT32_MAX
 
@@ -481,6 +491,9 @@ void ps_slotix_free(ps_slotix *x) {
   free(x->rowoff);
   free(x->slotgroup);
   free(x->grows);
+  free(x->gdir);
+  free(x->dkey);
+  free(x->dstart);
   free(x);
 }
 
@@ -521,6 +534,56 @@ static size_t group_of(ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
   return g;
 }
 
+static uint32_t group_key(const ps_slotix *x, uint32_t g) {
+  const int64_t *d = x->dims + x->gshape[g];
+  if (d[0] <= 0) return KEY_ANY;
+  int64_t last = d[2 + d[0] - 1];
+  return last >= 0 && last < (int64_t)KEY_ANY ? (uint32_t)last : KEY_ANY;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The buckets of each group whose rows have few distinct keys (at most one per 8 rows, or
+ * one): its rows sorted by (key, row). 0 when memory runs out. */
+static int build_buckets(ps_slotix *x, const uint32_t *gkey) {
+  if ((x->gdir = malloc((x->ngroups + 1) * sizeof *x->gdir)) == NULL) return 0;
+  uint64_t *pairs = NULL;
+  size_t pcap = 0;
+  for (size_t g = 0; g < x->ngroups; g++) {
+    x->gdir[g] = (uint32_t)x->ndir;
+    size_t s = x->gstart[g], e = x->gstart[g + 1], size = e - s, distinct = 1;
+    int sorted = 1;
+    for (size_t k = s + 1; k < e; k++) {
+      if (gkey[k] < gkey[k - 1]) sorted = 0;
+      if (gkey[k] != gkey[k - 1]) distinct++;
+    }
+    if (size == 0 || (distinct > 1 && distinct * 8 > size)) continue;  /* an upper bound */
+    if (!sorted) {
+      if (ps_grow((void **)&pairs, &pcap, size, sizeof *pairs) != 0) { free(pairs); return 0; }
+      for (size_t k = 0; k < size; k++) pairs[k] = (uint64_t)gkey[s + k] << 32 | x->grows[s + k];
+      qsort(pairs, size, sizeof *pairs, cmp_u64);
+      for (size_t k = 0; k < size; k++) x->grows[s + k] = (uint32_t)pairs[k];
+    }
+    for (size_t k = 0; k < size; k++) {
+      uint32_t key = sorted ? gkey[s + k] : (uint32_t)(pairs[k] >> 32);
+      if (k > 0 && x->dkey[x->ndir - 1] == key) continue;
+      size_t cap = x->dircap;
+      if (ps_grow((void **)&x->dkey, &cap, x->ndir + 1, sizeof *x->dkey) != 0) { free(pairs); return 0; }
+      cap = x->dircap;
+      if (ps_grow((void **)&x->dstart, &cap, x->ndir + 1, sizeof *x->dstart) != 0) { free(pairs); return 0; }
+      x->dircap = cap;
+      x->dkey[x->ndir] = key;
+      x->dstart[x->ndir++] = (uint32_t)(s + k);
+    }
+  }
+  x->gdir[x->ngroups] = (uint32_t)x->ndir;
+  free(pairs);
+  return 1;
+}
+
 ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n) {
   ps_slotix *x = calloc(1, sizeof *x);
   if (x == NULL) return NULL;
@@ -549,12 +612,21 @@ ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n) {
   if (x->gstart) x->gstart[x->ngroups] = sum;
   if ((x->grows = malloc((x->nentries ? x->nentries : 1) * sizeof *x->grows)) == NULL) goto oom;
   uint32_t *fill = malloc((x->ngroups ? x->ngroups : 1) * sizeof *fill);
-  if (fill == NULL) goto oom;
+  uint32_t *gkey = malloc((x->nentries ? x->nentries : 1) * sizeof *gkey);
+  if (fill == NULL || gkey == NULL) { free(fill); free(gkey); goto oom; }
   if (x->ngroups) memcpy(fill, x->gstart, x->ngroups * sizeof *fill);
-  for (size_t row = 0; row < t->nrows; row++)
-    for (uint32_t e = x->rowoff[row]; e < x->rowoff[row + 1]; e++)
-      x->grows[fill[x->slotgroup[e]]++] = (uint32_t)row;
+  for (size_t row = 0; row < t->nrows; row++) {
+    uint32_t off = x->rowoff[row], ns = x->rowoff[row + 1] - off;
+    for (uint32_t e = off; e < off + ns; e++) {
+      uint32_t other = e == off ? 1 : 0, pos = fill[x->slotgroup[e]]++;
+      x->grows[pos] = (uint32_t)row;
+      gkey[pos] = other < ns ? group_key(x, x->slotgroup[off + other]) : KEY_ANY;
+    }
+  }
   free(fill);
+  int ok = build_buckets(x, gkey);
+  free(gkey);
+  if (!ok) goto oom;
   return x;
 oom:
   ps_slotix_free(x);
@@ -581,7 +653,40 @@ void ps_slotix_shape(const ps_slotix *x, size_t g, ps_lookup_key_shape *sh) {
   if (sh->rank > 0) memcpy(sh->dims, d + 2, (size_t)sh->rank * sizeof *d);
 }
 
+/* Rows [from, to) of grows before upto, ascending: fn on each with ns_want slots. */
+static int walk_range(const ps_slotix *x, size_t from, size_t to, size_t upto, size_t ns_want,
+                      ps_slotix_fn fn, void *ctx) {
+  for (size_t k = from; k < to && x->grows[k] < upto; k++) {
+    size_t row = x->grows[k], off = x->rowoff[row], ns = x->rowoff[row + 1] - off;
+    if (ns == ns_want && fn(ctx, row, x->slotgroup + off, ns)) return 1;
+  }
+  return 0;
+}
+
+static int in_window(uint32_t key, const int64_t *anchors, int nanchors) {
+  if (key == KEY_ANY) return 1;
+  for (int i = 0; i < nanchors; i++)
+    if (anchors[i] >= (int64_t)key && (uint64_t)anchors[i] - key < 64) return 1;
+  return 0;
+}
+
+void ps_slotix_walk(const ps_slotix *x, long g, size_t upto, size_t ns_want, const int64_t *anchors,
+                    int nanchors, ps_slotix_fn fn, void *ctx) {
+  if (g < 0 || (size_t)g >= x->ngroups) return;
+  size_t b0 = x->gdir[g], b1 = x->gdir[g + 1], end = x->gstart[g + 1];
+  if (b0 == b1 || nanchors < 0) {  /* no buckets, or no bound: every row */
+    if (b0 == b1) { walk_range(x, x->gstart[g], end, upto, ns_want, fn, ctx); return; }
+    for (size_t b = b0; b < b1; b++)
+      if (walk_range(x, x->dstart[b], b + 1 < b1 ? x->dstart[b + 1] : end, upto, ns_want, fn, ctx)) return;
+    return;
+  }
+  for (size_t b = b0; b < b1; b++)
+    if (in_window(x->dkey[b], anchors, nanchors) &&
+        walk_range(x, x->dstart[b], b + 1 < b1 ? x->dstart[b + 1] : end, upto, ns_want, fn, ctx))
+      return;
+}
+
 size_t ps_slotix_memory(const ps_slotix *x) {
   return x->map.size * sizeof(ps_u64map_slot) + x->gcap * 8 + x->dcap * 8 + (x->nrows + 1) * 4 +
-         x->ecap * 4 + x->nentries * 4;
+         x->ecap * 4 + x->nentries * 4 + (x->ngroups + 1) * 4 + x->dircap * 8;
 }

@@ -78,15 +78,24 @@ int ps_table_inputs(const ps_table *t, size_t row, int scol, int fcol, int n,
 
 /* The rows by the shape of each of their input slots (ps_table_inputs), for the slot search of
  * an exact lookup: each distinct (slot j, shape) is a group; "which rows have shape s at slot
- * j" is a group's rows (ascending), and a row's slots are a list of groups. */
+ * j" is a group's rows, and a row's slots are a list of groups. */
 typedef struct ps_slotix ps_slotix;
 ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n);
 void ps_slotix_free(ps_slotix *x);
 long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh);  /* -1: none */
 size_t ps_slotix_ngroups(const ps_slotix *x);
-const uint32_t *ps_slotix_rows(const ps_slotix *x, long g, size_t *n);      /* rows of group g */
+/* rows of group g: ascending, or by bucket (ps_slotix_walk) and ascending in each */
+const uint32_t *ps_slotix_rows(const ps_slotix *x, long g, size_t *n);
 const uint32_t *ps_slotix_slots(const ps_slotix *x, size_t row, size_t *n); /* groups of a row */
 void ps_slotix_shape(const ps_slotix *x, size_t g, ps_lookup_key_shape *sh);
 size_t ps_slotix_memory(const ps_slotix *x);
+/* The walk of a slot search: fn(ctx, row, groups, ns) on the rows of group g before upto
+ * (0-based) with ns_want slots, by bucket of their other slot's last dimension: only the
+ * buckets in a window of the anchors (ps_lookup_last_anchors of the query's shape at that
+ * slot) and the bucket of rows without a key; every row when nanchors < 0. The rows of a
+ * bucket come ascending. fn returns nonzero to stop. */
+typedef int (*ps_slotix_fn)(void *ctx, size_t row, const uint32_t *groups, size_t ns);
+void ps_slotix_walk(const ps_slotix *x, long g, size_t upto, size_t ns_want, const int64_t *anchors,
+                    int nanchors, ps_slotix_fn fn, void *ctx);
 
 #endif

@@ -229,6 +229,59 @@ static void test_input_rules(void **state) {
   assert_false(ps_lookup_padded(8, 1));
 }
 
+/* The slot search's coarse index skips rows by ps_lookup_last_anchors: every shape a rule
+ * matches must have its last dimension in a window of an anchor. Random TC shapes against
+ * shapes related to them the way the rules relate them (transposed, a leading 1 added or
+ * dropped, a dimension lowered, flattened, merged, (x,1)), for every kind and input. */
+static uint64_t lcg = 14;
+static int64_t rnd(int64_t a, int64_t b) {
+  lcg = lcg * 6364136223846793005u + 1442695040888963407u;
+  return a + (int64_t)((lcg >> 33) % (uint64_t)(b - a + 1));
+}
+
+static int64_t W(int64_t a, int64_t b, int64_t minus) {  /* a * b - minus, wrapping as Lua */
+  return (int64_t)((uint64_t)a * (uint64_t)b - (uint64_t)minus);
+}
+
+static void test_last_anchors(void **state) {
+  (void)state;
+  static const int64_t dims[] = { 1, 2, 3, 7, 8, 15, 16, 17, 63, 64, 65, 72, 100, 128, 130, 960, 4096,
+                                  0, -1, -17, INT64_MAX, INT64_MIN, 4294967295, 4294967296 };
+  int nd = (int)(sizeof dims / sizeof *dims), hits = 0, bounded = 0;
+  for (int n = 0; n < 200000; n++) {
+    ps_lookup_key_shape tc = { (int)rnd(-1, 4), { 0 } }, c;
+    for (int d = 0; d < tc.rank; d++) tc.dims[d] = dims[rnd(0, nd - 1)];
+    if (tc.rank > 1 && rnd(0, 2) == 0) tc.dims[0] = 1;
+    c = tc;
+    int r = tc.rank;
+    switch (rnd(0, 7)) {
+      case 0: if (r >= 2) { c.dims[r - 2] = tc.dims[r - 1]; c.dims[r - 1] = tc.dims[r - 2]; } break;
+      case 1: if (r >= 0 && r < 4) { c.rank = r + 1; c.dims[0] = 1; memcpy(c.dims + 1, tc.dims, (size_t)r * 8); } break;
+      case 2: if (r > 1 && tc.dims[0] == 1) { c.rank = r - 1; memcpy(c.dims, tc.dims + 1, (size_t)(r - 1) * 8); } break;
+      case 3: if (r >= 1) { int d = (int)rnd(0, r - 1); c.dims[d] = W(tc.dims[d], 1, rnd(1, 70)); } break;
+      case 4: if (r == 3) c = S(2, W(tc.dims[0], tc.dims[1], 0), W(tc.dims[2], 1, rnd(0, 20)), 0); break;
+      case 5: if (r == 3) c = S(2, tc.dims[0], W(tc.dims[1], tc.dims[2], rnd(0, 1) * rnd(1, 20)), 0); break;
+      case 6: if (r == 2) c = S(2, tc.dims[1], 1, 0); break;
+      default: c.rank = (int)rnd(-1, 4); for (int d = 0; d < c.rank; d++) c.dims[d] = dims[rnd(0, nd - 1)];
+    }
+    for (unsigned kind = 0; kind < 16; kind++)
+      for (int i = 1; i <= 3; i++) {
+        if (ps_lookup_rule(kind, i, &tc, &c) == PS_RULE_NONE) continue;
+        hits++;
+        int64_t a[PS_LOOKUP_ANCHORS];
+        int na = ps_lookup_last_anchors(kind, i, &tc, a);
+        if (na < 0 || c.rank <= 0) continue;
+        bounded++;
+        int64_t last = c.dims[c.rank - 1];
+        int in = 0;
+        for (int k = 0; k < na; k++) in |= a[k] >= last && (uint64_t)a[k] - (uint64_t)last < 64;
+        if (!in) fail_msg("rule %s (kind %u, input %d) matches a last dimension %lld outside the anchors",
+                          ps_lookup_rule_name(ps_lookup_rule(kind, i, &tc, &c)), kind, i, (long long)last);
+      }
+  }
+  assert_true(hits > 100000 && bounded > 50000);
+}
+
 static void test_load_errors(void **state) {
   (void)state;
   char err[256];
@@ -248,6 +301,7 @@ int main(void) {
     cmocka_unit_test(test_table_and_index),
     cmocka_unit_test(test_plain_columns),
     cmocka_unit_test(test_input_rules),
+    cmocka_unit_test(test_last_anchors),
     cmocka_unit_test(test_load_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
