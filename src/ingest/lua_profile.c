@@ -5,6 +5,9 @@
  *   agg:totals(), #agg, agg:group(i [, stats]) -> {type=, in_shapes=, ..., count=, mean=, ...}
  *       (stats = false: no mean/median/std/min/max/metrics, no sorting)
  *   agg:row(i) -> the 36 database cells (base columns, profiling statistics, counters)
+ *   agg:types() -> {{type=, groups={i, ...}}, ...}: the groups of each kernel type, types in
+ *       first-seen order (no Lua table per group)
+ *   agg:keys(indices) -> the import keys of those groups, in the same order
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
  *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
@@ -152,6 +155,52 @@ static int a_group(lua_State *L) {
   if (g.fia_file >= 0) {
     lua_pushinteger(L, g.fia_file + 1), lua_setfield(L, -2, "fia_file");
     lua_pushinteger(L, g.fia_ordinal + 1), lua_setfield(L, -2, "fia_ordinal");
+  }
+  return 1;
+}
+
+/* agg:types(): one pass over the groups, the type names interned once each. */
+static int a_types(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  size_t n = ps_profile_ngroups(p);
+  lua_settop(L, 1);
+  lua_newtable(L);                               /* 2: result */
+  lua_newtable(L);                               /* 3: type name -> its entry */
+  lua_Integer ntypes = 0;
+  for (size_t i = 0; i < n; i++) {
+    ps_profile_group_info g;
+    ps_profile_group(p, i, 0, &g);
+    if (lua_getfield(L, 3, g.cells[PS_PC_TYPE]) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_createtable(L, 0, 2);
+      lua_pushstring(L, g.cells[PS_PC_TYPE]), lua_setfield(L, -2, "type");
+      lua_newtable(L), lua_setfield(L, -2, "groups");
+      lua_pushvalue(L, -1), lua_setfield(L, 3, g.cells[PS_PC_TYPE]);
+      lua_pushvalue(L, -1), lua_rawseti(L, 2, ++ntypes);
+    }
+    lua_getfield(L, -1, "groups");
+    lua_pushinteger(L, (lua_Integer)i + 1);
+    lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  return 1;
+}
+
+static int a_keys(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, 2, k);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    ps_profile_group_info g;
+    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 0, &g) != 0)
+      return luaL_error(L, "group index %d out of range", (int)i);
+    lua_pushlstring(L, g.key, g.keylen);
+    lua_rawseti(L, -2, k);
   }
   return 1;
 }
@@ -304,7 +353,7 @@ int luaopen_perfscript_profile(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
-    {"csv_text", a_csv_text},
+    {"csv_text", a_csv_text}, {"types", a_types}, {"keys", a_keys},
     {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},

@@ -103,7 +103,7 @@ typedef struct ps_profile_group_info {
 } ps_profile_group_info;
 
 /* Fills *info for group i (0-based). With stats, the statistics are computed (the median
- * sorts the group's durations in place); without, only the cells, key, count, times and
+ * reorders the group's durations); without, only the cells, key, count, times and
  * FIA position are filled. Returns 0, or -1 when i is out of range. */
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info);
 

@@ -494,6 +494,61 @@ static void test_threads_error_line(void **state) {
   }
 }
 
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median is the sorted list's middle (or the mean of its two middles) for groups of every
+ * size from 1 to 160, with many ties, runs in order, reversed and random, and the std is still
+ * taken over the durations in row order (it is computed before the selection reorders them). */
+static void test_median_any_order(void **state) {
+  (void)state;
+  enum { NG = 160 };
+  char path[2048];
+  snprintf(path, sizeof path, "%s/median.csv", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(HEADER_KD, f);
+  static double durs[NG][NG];
+  unsigned seed = 12345;
+  for (int g = 0; g < NG; g++)
+    for (int k = 0; k <= g; k++) {
+      seed = seed * 1103515245u + 12345u;
+      int kind = g % 4;
+      double d = kind == 0 ? (double)(k + 1) : kind == 1 ? (double)(g - k + 1)
+               : kind == 2 ? (double)((seed >> 16) % 5 + 1) : (double)((seed >> 8) % 100000) / 1000.0;
+      durs[g][k] = d;
+    }
+  /* rows interleaved over the groups, so each group's durations arrive in its own order */
+  for (int k = 0; k < NG; k++)
+    for (int g = k; g < NG; g++)
+      fprintf(f, "1,1,%d,2,n,Add,dynamic,AI_CORE,,%.3f,\"%d,8\",FLOAT,ND,\"%d,8\",FLOAT,ND,1,1\n",
+              k, durs[g][k], g + 1, g + 1);
+  fclose(f);
+  ps_profile *p = ps_profile_new();
+  ps_profile_counts c;
+  char absent[512], err[512];
+  assert_int_equal(ps_profile_add_file(p, path, &c, absent, sizeof absent, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(ps_profile_ngroups(p), NG);
+  for (int g = 0; g < NG; g++) {
+    ps_profile_group_info info;
+    assert_int_equal(ps_profile_group(p, (size_t)g, 1, &info), 0);
+    int n = g + 1;
+    assert_int_equal(info.count, n);
+    double sum = 0, ss = 0, sorted[NG];
+    for (int k = 0; k < n; k++) sum += durs[g][k];
+    double mean = sum / n;
+    for (int k = 0; k < n; k++) ss += (durs[g][k] - mean) * (durs[g][k] - mean), sorted[k] = durs[g][k];
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_dbl);
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    assert_true(info.median == median);
+    assert_true(info.std == sqrt(ss / n));
+    assert_true(info.min == sorted[0] && info.max == sorted[n - 1]);
+  }
+  ps_profile_free(p);
+}
+
 int main(void) {
   const char *tmp = getenv("PERFSCRIPT_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/profile_c", tmp ? tmp : "/tmp");
@@ -501,6 +556,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_statistics),
     cmocka_unit_test(test_constant_std_is_zero),
+    cmocka_unit_test(test_median_any_order),
     cmocka_unit_test(test_skips_and_duplicates),
     cmocka_unit_test(test_distinct_kernels),
     cmocka_unit_test(test_import_key),
