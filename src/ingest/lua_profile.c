@@ -24,6 +24,7 @@
 #include "profile.h"
 #include "import_key.h"
 #include "csvwrite.h"
+#include "grow.h"
 
 int luaopen_perfscript_num(lua_State *L);
 
@@ -236,23 +237,33 @@ static int a_row(lua_State *L) {
   return 1;
 }
 
-static void put_fixed(FILE *fp, double v) {
-  char buf[512];
-  if (!isnan(v)) fputs((ps_num_fmt6(buf, sizeof buf, v), buf), fp);
+/* A growing text buffer for csv_text (one row's room is made before it is encoded). */
+typedef struct text_buf { char *p; size_t n, cap; } text_buf;
+
+/* Room for more bytes; -1 when memory runs out. */
+static int room(text_buf *b, size_t more) { return ps_grow((void **)&b->p, &b->cap, b->n + more, 1); }
+
+static void put_field(text_buf *b, const char *s, size_t len) {
+  b->n += ps_csv_quote(b->p + b->n, s, len);
+}
+
+/* %.6f of a finite double is at most 318 bytes (sign, 309 digits, point, 6 decimals). */
+#define FIXED_MAX 320
+
+static void put_fixed(text_buf *b, double v) {
+  if (!isnan(v)) b->n += (size_t)ps_num_fmt6(b->p + b->n, FIXED_MAX + 1, v);
 }
 
 /* agg:csv_text(indices [, extra [, eol]]) -> the CSV lines of those groups (row() cells,
  * then the strings of extra[i] when given), minimal quoting, one string: writing a new
- * database file needs no Lua table per row. */
+ * database file needs no Lua table per row. Encoded straight into one buffer (no stdio). */
 static int a_csv_text(lua_State *L) {
   ps_profile *p = check_agg(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   int has_extra = lua_istable(L, 3);
-  const char *eol = luaL_optstring(L, 4, "\r\n");
-  char *text = NULL;
-  size_t size = 0;
-  FILE *fp = open_memstream(&text, &size);
-  if (fp == NULL) return luaL_error(L, "out of memory");
+  size_t eollen;
+  const char *eol = luaL_optlstring(L, 4, "\r\n", &eollen);
+  text_buf b = {NULL, 0, 0};
   lua_Integer n = luaL_len(L, 2);
   for (lua_Integer k = 1; k <= n; k++) {
     lua_rawgeti(L, 2, k);
@@ -260,39 +271,43 @@ static int a_csv_text(lua_State *L) {
     lua_pop(L, 1);
     ps_profile_group_info g;
     if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 1, &g) != 0) {
-      fclose(fp);
-      free(text);
+      free(b.p);
       return luaL_error(L, "group index %d out of range", (int)i);
     }
+    size_t lens[PS_PC_NCELLS], need = eollen + (3 + PS_NCOUNTERS) * (FIXED_MAX + 2);
+    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
+      lens[c] = strlen(g.cells[c]), need += PS_CSV_QUOTED_MAX(lens[c]) + 1;
+    if (room(&b, need) != 0) goto oom;
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
-      if (c > PS_PC_OP_STATE) fputc(',', fp);
-      ps_csv_write_field(fp, g.cells[c], strlen(g.cells[c]));
+      if (c > PS_PC_OP_STATE) b.p[b.n++] = ',';
+      put_field(&b, g.cells[c], lens[c]);
     }
-    fputc(',', fp), put_fixed(fp, g.mean);
-    fputc(',', fp), put_fixed(fp, g.median);
-    fputc(',', fp), put_fixed(fp, g.std);
-    for (int m = 0; m < PS_NCOUNTERS; m++) fputc(',', fp), put_fixed(fp, g.metric_mean[m]);
+    b.p[b.n++] = ',', put_fixed(&b, g.mean);
+    b.p[b.n++] = ',', put_fixed(&b, g.median);
+    b.p[b.n++] = ',', put_fixed(&b, g.std);
+    for (int m = 0; m < PS_NCOUNTERS; m++) b.p[b.n++] = ',', put_fixed(&b, g.metric_mean[m]);
     if (has_extra && lua_rawgeti(L, 3, i) == LUA_TTABLE) {
       lua_Integer ne = luaL_len(L, -1);
       for (lua_Integer e = 1; e <= ne; e++) {
         size_t len;
         lua_rawgeti(L, -1, e);
         const char *v = lua_tolstring(L, -1, &len);
-        fputc(',', fp);
-        if (v) ps_csv_write_field(fp, v, len);
+        if (room(&b, 1 + (v ? PS_CSV_QUOTED_MAX(len) : 0)) != 0) goto oom;
+        b.p[b.n++] = ',';
+        if (v) put_field(&b, v, len);
         lua_pop(L, 1);
       }
     }
     if (has_extra) lua_pop(L, 1);
-    fputs(eol, fp);
+    if (room(&b, eollen) != 0) goto oom;
+    memcpy(b.p + b.n, eol, eollen), b.n += eollen;
   }
-  if (fclose(fp) != 0) {
-    free(text);
-    return luaL_error(L, "out of memory");
-  }
-  lua_pushlstring(L, text ? text : "", size);
-  free(text);
+  lua_pushlstring(L, b.p ? b.p : "", b.n);
+  free(b.p);
   return 1;
+oom:
+  free(b.p);
+  return luaL_error(L, "out of memory");
 }
 
 static int a_tostring(lua_State *L) {

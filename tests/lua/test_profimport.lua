@@ -123,6 +123,32 @@ function TestHelpers:test_types_and_keys()
   os.remove(tmp)
 end
 
+-- agg:csv_text writes what perf.csv.format_row writes of agg:row (and the extra cells): minimal
+-- quoting, %.6f statistics however long, empty cells for missing counters.
+function TestHelpers:test_csv_text_is_format_row()
+  local tmp = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/profimport_csvtext.csv"
+  assert(perf.fs.write_atomic(tmp, "Type,OP State,Duration(us),Input Shapes,Input Data Types,"
+    .. "Input Formats,Output Shapes,Output Data Types,Output Formats,aicore_time(us)\n"
+    .. 'Add,"dy,""n""",1e300,"4,8",FLOAT,ND,"4,8",FLOAT,ND,1.5\n'
+    .. 'Add,dyn,3e300,"4,8",FLOAT,ND,"4,8",FLOAT,ND,\n'
+    .. 'Mul,,0.0000004,"2,2",FLOAT,ND,"2,2",FLOAT,ND,-2.25\n'))
+  local agg = profile.new()
+  assert(agg:add_file(tmp))
+  local extra = { [2] = { "a,b", "", 'q"' } }
+  local want = {}
+  for i = 1, #agg do
+    local cells = agg:row(i)
+    for _, v in ipairs(extra[i] or {}) do cells[#cells + 1] = v end
+    want[i] = perf.csv.format_row(cells, "\n")
+  end
+  lu.assertEquals(agg:csv_text({ 1, 2 }, extra, "\n"), table.concat(want))
+  lu.assertEquals(agg:csv_text({ 2, 1 }, nil, "\r\n"),
+    perf.csv.format_row(agg:row(2), "\r\n") .. perf.csv.format_row(agg:row(1), "\r\n"))
+  lu.assertStrContains(want[1], string.format("%.6f", 2e300))
+  lu.assertEquals(agg:csv_text({}), "")
+  os.remove(tmp)
+end
+
 function TestHelpers:test_source_profile()
   lu.assertEquals(imp.source_profile("/x/profile_a/kernel_details.csv"), "profile_a")
   lu.assertEquals(imp.source_profile("/x/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
