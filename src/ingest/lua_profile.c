@@ -237,76 +237,73 @@ static int a_row(lua_State *L) {
   return 1;
 }
 
-/* A growing text buffer for csv_text (one row's room is made before it is encoded). */
-typedef struct text_buf { char *p; size_t n, cap; } text_buf;
-
-/* Room for more bytes; -1 when memory runs out. */
-static int room(text_buf *b, size_t more) { return ps_grow((void **)&b->p, &b->cap, b->n + more, 1); }
-
-static void put_field(text_buf *b, const char *s, size_t len) {
-  b->n += ps_csv_quote(b->p + b->n, s, len);
-}
-
-/* %.6f of a finite double is at most 318 bytes (sign, 309 digits, point, 6 decimals). */
-#define FIXED_MAX 320
-
-static void put_fixed(text_buf *b, double v) {
-  if (!isnan(v)) b->n += (size_t)ps_num_fmt6(b->p + b->n, FIXED_MAX + 1, v);
-}
-
 /* agg:csv_text(indices [, extra [, eol]]) -> the CSV lines of those groups (row() cells,
  * then the strings of extra[i] when given), minimal quoting, one string: writing a new
- * database file needs no Lua table per row. Encoded straight into one buffer (no stdio). */
+ * database file needs no Lua table per row. The rows are encoded in C on the aggregate's
+ * threads (ps_profile_rows_text); here only the extra cells and line ends are added. */
 static int a_csv_text(lua_State *L) {
   ps_profile *p = check_agg(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   int has_extra = lua_istable(L, 3);
   size_t eollen;
   const char *eol = luaL_optlstring(L, 4, "\r\n", &eollen);
-  text_buf b = {NULL, 0, 0};
-  lua_Integer n = luaL_len(L, 2);
-  for (lua_Integer k = 1; k <= n; k++) {
-    lua_rawgeti(L, 2, k);
+  size_t n = (size_t)luaL_len(L, 2);
+  size_t *idx = malloc((2 * n + 1) * sizeof *idx);
+  if (idx == NULL) return luaL_error(L, "out of memory");
+  size_t *off = idx + n;
+  for (size_t k = 0; k < n; k++) {
+    lua_rawgeti(L, 2, (lua_Integer)k + 1);
     lua_Integer i = lua_tointeger(L, -1);
     lua_pop(L, 1);
-    ps_profile_group_info g;
-    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 1, &g) != 0) {
-      free(b.p);
+    if (i < 1) {
+      free(idx);
       return luaL_error(L, "group index %d out of range", (int)i);
     }
-    size_t lens[PS_PC_NCELLS], need = eollen + (3 + PS_NCOUNTERS) * (FIXED_MAX + 2);
-    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
-      lens[c] = strlen(g.cells[c]), need += PS_CSV_QUOTED_MAX(lens[c]) + 1;
-    if (room(&b, need) != 0) goto oom;
-    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
-      if (c > PS_PC_OP_STATE) b.p[b.n++] = ',';
-      put_field(&b, g.cells[c], lens[c]);
-    }
-    b.p[b.n++] = ',', put_fixed(&b, g.mean);
-    b.p[b.n++] = ',', put_fixed(&b, g.median);
-    b.p[b.n++] = ',', put_fixed(&b, g.std);
-    for (int m = 0; m < PS_NCOUNTERS; m++) b.p[b.n++] = ',', put_fixed(&b, g.metric_mean[m]);
-    if (has_extra && lua_rawgeti(L, 3, i) == LUA_TTABLE) {
-      lua_Integer ne = luaL_len(L, -1);
-      for (lua_Integer e = 1; e <= ne; e++) {
-        size_t len;
-        lua_rawgeti(L, -1, e);
-        const char *v = lua_tolstring(L, -1, &len);
-        if (room(&b, 1 + (v ? PS_CSV_QUOTED_MAX(len) : 0)) != 0) goto oom;
-        b.p[b.n++] = ',';
-        if (v) put_field(&b, v, len);
-        lua_pop(L, 1);
-      }
-    }
-    if (has_extra) lua_pop(L, 1);
-    if (room(&b, eollen) != 0) goto oom;
-    memcpy(b.p + b.n, eol, eollen), b.n += eollen;
+    idx[k] = (size_t)(i - 1);
   }
-  lua_pushlstring(L, b.p ? b.p : "", b.n);
-  free(b.p);
+  char *rows;
+  size_t bad = 0;
+  int rc = ps_profile_rows_text(p, idx, n, &rows, off, &bad);
+  if (rc != 0) {
+    free(idx);
+    if (rc == -1) return luaL_error(L, "group index %d out of range", (int)bad + 1);
+    return luaL_error(L, "out of memory");
+  }
+  /* one malloc'd buffer (a luaL_Buffer would share the stack with the extra cells) */
+  char *out = NULL;
+  size_t len = 0, cap = 0;
+  if (ps_grow((void **)&out, &cap, off[n] + n * eollen + 1, 1) != 0) goto oom;
+  for (size_t k = 0; k < n; k++) {
+    size_t rl = off[k + 1] - off[k];
+    if (ps_grow((void **)&out, &cap, len + rl + eollen, 1) != 0) goto oom;
+    memcpy(out + len, rows + off[k], rl), len += rl;
+    if (has_extra) {
+      if (lua_rawgeti(L, 3, (lua_Integer)idx[k] + 1) == LUA_TTABLE) {
+        lua_Integer ne = luaL_len(L, -1);
+        for (lua_Integer e = 1; e <= ne; e++) {
+          size_t vl;
+          lua_rawgeti(L, -1, e);
+          const char *v = lua_tolstring(L, -1, &vl);
+          if (ps_grow((void **)&out, &cap, len + 1 + (v ? PS_CSV_QUOTED_MAX(vl) : 0) + eollen, 1) != 0)
+            goto oom;
+          out[len++] = ',';
+          if (v) len += ps_csv_quote(out + len, v, vl);
+          lua_pop(L, 1);
+        }
+      }
+      lua_pop(L, 1);
+    }
+    memcpy(out + len, eol, eollen), len += eollen;
+  }
+  free(rows);
+  free(idx);
+  lua_pushlstring(L, out, len);
+  free(out);
   return 1;
 oom:
-  free(b.p);
+  free(out);
+  free(rows);
+  free(idx);
   return luaL_error(L, "out of memory");
 }
 
