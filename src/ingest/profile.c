@@ -1032,7 +1032,7 @@ static void *rows_work(void *arg) {
   return NULL;
 }
 
-#define ROWS_PER_THREAD_MIN 256   /* fewer rows are not worth a thread (one call per kernel type) */
+#define ROWS_PER_THREAD_MIN 128   /* fewer rows are not worth a thread (one call per kernel type) */
 
 int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text, size_t *off,
                          size_t *bad) {
