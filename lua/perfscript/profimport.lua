@@ -276,6 +276,9 @@ function M.fia_metadata(agg, files, per_file, indices)
         d, dir_rows[d], #ops)
     end
   end
+  -- per file, once: the capture's name and its directory's operator rows (path matching per
+  -- group was a tenth of the serial part of a big import)
+  local sources, file_ops = {}, {}
   for k = 1, indices and #indices or #agg do
     local i = indices and indices[k] or k
     local g = agg:group(i, false)
@@ -283,10 +286,14 @@ function M.fia_metadata(agg, files, per_file, indices)
       local text = g.in_shapes
       local source = ""
       if g.fia_file then
-        local file = files[g.fia_file]
-        source = M.source_profile(file)
-        local ops = operator_rows(dirname(file))
-        local op = ops and ops[base[g.fia_file] + g.fia_ordinal]
+        local f = g.fia_file
+        if sources[f] == nil then
+          sources[f] = M.source_profile(files[f])
+          file_ops[f] = operator_rows(dirname(files[f])) or false
+        end
+        source = sources[f]
+        local ops = file_ops[f]
+        local op = ops and ops[base[f] + g.fia_ordinal]
         if op and op:find('[^%s"]') then text = op end
       end
       local seq, seq_kv, block = M.fia_shapes(text)
