@@ -276,6 +276,9 @@ function M.fia_metadata(agg, files, per_file, indices)
         d, dir_rows[d], #ops)
     end
   end
+  -- per file, once: the capture's name and its directory's operator rows (path matching per
+  -- group was a tenth of the serial part of a big import)
+  local sources, file_ops = {}, {}
   for k = 1, indices and #indices or #agg do
     local i = indices and indices[k] or k
     local g = agg:group(i, false)
@@ -283,10 +286,14 @@ function M.fia_metadata(agg, files, per_file, indices)
       local text = g.in_shapes
       local source = ""
       if g.fia_file then
-        local file = files[g.fia_file]
-        source = M.source_profile(file)
-        local ops = operator_rows(dirname(file))
-        local op = ops and ops[base[g.fia_file] + g.fia_ordinal]
+        local f = g.fia_file
+        if sources[f] == nil then
+          sources[f] = M.source_profile(files[f])
+          file_ops[f] = operator_rows(dirname(files[f])) or false
+        end
+        source = sources[f]
+        local ops = file_ops[f]
+        local op = ops and ops[base[f] + g.fia_ordinal]
         if op and op:find('[^%s"]') then text = op end
       end
       local seq, seq_kv, block = M.fia_shapes(text)
@@ -308,37 +315,35 @@ function M.sanitize(name)
 end
 
 -- Per kernel type, in first-seen order: {type=, file=, columns=, groups={indices}, rows=n,
--- row=function(k) -> {cells=, key=}}. Rows are built when asked for, one type at a time,
--- so memory holds the statistics of one kernel type, not of the whole database.
+-- row=function(k) -> {cells=, key=}}. The grouping is C's (agg:types(): no Lua table per
+-- group); the import keys (keys_of) and the rows are made only when a merge into an existing
+-- file asks for them, one type at a time, so memory holds the statistics of one kernel type,
+-- not of the whole database; a new file is written from C (agg:csv_text).
+local function keys_of(t)
+  if not t.keys then t.keys = t.agg:keys(t.groups) end
+  return t.keys
+end
+
 function M.tables(agg, fia)
-  local order, by_type = {}, {}
-  for i = 1, #agg do
-    local g = agg:group(i, false)
-    local t = by_type[g.type]
-    if not t then
-      local columns = {}
-      for k, c in ipairs(profile.columns) do columns[k] = c end
-      if g.type == M.FIA_TYPE then
-        for _, c in ipairs(M.FIA_COLUMNS) do columns[#columns + 1] = c end
-      end
-      t = { type = g.type, file = M.sanitize(g.type) .. ".csv", columns = columns, groups = {},
-            keys = {}, agg = agg, extra = g.type == M.FIA_TYPE and (fia or {}) or nil }
-      -- extra: the Runtime cells per group index (set by attach_fia when not given here)
-      t.row = function(k)
-        local gi = t.groups[k]
-        local cells = agg:row(gi)
-        if t.type == M.FIA_TYPE then
-          local m = t.extra and t.extra[gi]
-          for c = 1, #M.FIA_COLUMNS do cells[#cells + 1] = m and m[c] or "" end
-        end
-        return { cells = cells, key = t.keys[k] }
-      end
-      by_type[g.type] = t
-      order[#order + 1] = t
+  local order = agg:types()
+  for _, t in ipairs(order) do
+    local columns = {}
+    for k, c in ipairs(profile.columns) do columns[k] = c end
+    if t.type == M.FIA_TYPE then
+      for _, c in ipairs(M.FIA_COLUMNS) do columns[#columns + 1] = c end
     end
-    t.groups[#t.groups + 1] = i
-    t.keys[#t.keys + 1] = g.import_key
-    t.rows = #t.groups
+    t.file, t.columns, t.agg, t.rows = M.sanitize(t.type) .. ".csv", columns, agg, #t.groups
+    -- extra: the Runtime cells per group index (set by attach_fia when not given here)
+    t.extra = t.type == M.FIA_TYPE and (fia or {}) or nil
+    t.row = function(k)
+      local gi = t.groups[k]
+      local cells = agg:row(gi)
+      if t.type == M.FIA_TYPE then
+        local m = t.extra and t.extra[gi]
+        for c = 1, #M.FIA_COLUMNS do cells[#cells + 1] = m and m[c] or "" end
+      end
+      return { cells = cells, key = keys_of(t)[k] }
+    end
   end
   return order
 end
@@ -426,7 +431,7 @@ local function merge_one(dir, t, opts)
   -- new columns alone are no reason to rewrite a file
   local changed = false
   for k = 1, t.rows do
-    local i = index[t.keys[k]]
+    local i = index[keys_of(t)[k]]
     if not i then
       local new = t.row(k)
       local row = {}

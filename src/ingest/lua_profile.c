@@ -5,6 +5,9 @@
  *   agg:totals(), #agg, agg:group(i [, stats]) -> {type=, in_shapes=, ..., count=, mean=, ...}
  *       (stats = false: no mean/median/std/min/max/metrics, no sorting)
  *   agg:row(i) -> the 36 database cells (base columns, profiling statistics, counters)
+ *   agg:types() -> {{type=, groups={i, ...}}, ...}: the groups of each kernel type, types in
+ *       first-seen order (no Lua table per group)
+ *   agg:keys(indices) -> the import keys of those groups, in the same order
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
  *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
@@ -21,6 +24,7 @@
 #include "profile.h"
 #include "import_key.h"
 #include "csvwrite.h"
+#include "grow.h"
 
 int luaopen_perfscript_num(lua_State *L);
 
@@ -156,6 +160,52 @@ static int a_group(lua_State *L) {
   return 1;
 }
 
+/* agg:types(): one pass over the groups, the type names interned once each. */
+static int a_types(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  size_t n = ps_profile_ngroups(p);
+  lua_settop(L, 1);
+  lua_newtable(L);                               /* 2: result */
+  lua_newtable(L);                               /* 3: type name -> its entry */
+  lua_Integer ntypes = 0;
+  for (size_t i = 0; i < n; i++) {
+    ps_profile_group_info g;
+    ps_profile_group(p, i, 0, &g);
+    if (lua_getfield(L, 3, g.cells[PS_PC_TYPE]) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_createtable(L, 0, 2);
+      lua_pushstring(L, g.cells[PS_PC_TYPE]), lua_setfield(L, -2, "type");
+      lua_newtable(L), lua_setfield(L, -2, "groups");
+      lua_pushvalue(L, -1), lua_setfield(L, 3, g.cells[PS_PC_TYPE]);
+      lua_pushvalue(L, -1), lua_rawseti(L, 2, ++ntypes);
+    }
+    lua_getfield(L, -1, "groups");
+    lua_pushinteger(L, (lua_Integer)i + 1);
+    lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  return 1;
+}
+
+static int a_keys(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, 2, k);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    ps_profile_group_info g;
+    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 0, &g) != 0)
+      return luaL_error(L, "group index %d out of range", (int)i);
+    lua_pushlstring(L, g.key, g.keylen);
+    lua_rawseti(L, -2, k);
+  }
+  return 1;
+}
+
 static void push_fixed(lua_State *L, double v) {
   if (isnan(v)) {
     lua_pushliteral(L, "");
@@ -187,63 +237,74 @@ static int a_row(lua_State *L) {
   return 1;
 }
 
-static void put_fixed(FILE *fp, double v) {
-  char buf[512];
-  if (!isnan(v)) fputs((ps_num_fmt6(buf, sizeof buf, v), buf), fp);
-}
-
 /* agg:csv_text(indices [, extra [, eol]]) -> the CSV lines of those groups (row() cells,
  * then the strings of extra[i] when given), minimal quoting, one string: writing a new
- * database file needs no Lua table per row. */
+ * database file needs no Lua table per row. The rows are encoded in C on the aggregate's
+ * threads (ps_profile_rows_text); here only the extra cells and line ends are added. */
 static int a_csv_text(lua_State *L) {
   ps_profile *p = check_agg(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   int has_extra = lua_istable(L, 3);
-  const char *eol = luaL_optstring(L, 4, "\r\n");
-  char *text = NULL;
-  size_t size = 0;
-  FILE *fp = open_memstream(&text, &size);
-  if (fp == NULL) return luaL_error(L, "out of memory");
-  lua_Integer n = luaL_len(L, 2);
-  for (lua_Integer k = 1; k <= n; k++) {
-    lua_rawgeti(L, 2, k);
+  size_t eollen;
+  const char *eol = luaL_optlstring(L, 4, "\r\n", &eollen);
+  size_t n = (size_t)luaL_len(L, 2);
+  size_t *idx = malloc((2 * n + 1) * sizeof *idx);
+  if (idx == NULL) return luaL_error(L, "out of memory");
+  size_t *off = idx + n;
+  for (size_t k = 0; k < n; k++) {
+    lua_rawgeti(L, 2, (lua_Integer)k + 1);
     lua_Integer i = lua_tointeger(L, -1);
     lua_pop(L, 1);
-    ps_profile_group_info g;
-    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 1, &g) != 0) {
-      fclose(fp);
-      free(text);
+    if (i < 1) {
+      free(idx);
       return luaL_error(L, "group index %d out of range", (int)i);
     }
-    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
-      if (c > PS_PC_OP_STATE) fputc(',', fp);
-      ps_csv_write_field(fp, g.cells[c], strlen(g.cells[c]));
-    }
-    fputc(',', fp), put_fixed(fp, g.mean);
-    fputc(',', fp), put_fixed(fp, g.median);
-    fputc(',', fp), put_fixed(fp, g.std);
-    for (int m = 0; m < PS_NCOUNTERS; m++) fputc(',', fp), put_fixed(fp, g.metric_mean[m]);
-    if (has_extra && lua_rawgeti(L, 3, i) == LUA_TTABLE) {
-      lua_Integer ne = luaL_len(L, -1);
-      for (lua_Integer e = 1; e <= ne; e++) {
-        size_t len;
-        lua_rawgeti(L, -1, e);
-        const char *v = lua_tolstring(L, -1, &len);
-        fputc(',', fp);
-        if (v) ps_csv_write_field(fp, v, len);
-        lua_pop(L, 1);
-      }
-    }
-    if (has_extra) lua_pop(L, 1);
-    fputs(eol, fp);
+    idx[k] = (size_t)(i - 1);
   }
-  if (fclose(fp) != 0) {
-    free(text);
+  char *rows;
+  size_t bad = 0;
+  int rc = ps_profile_rows_text(p, idx, n, &rows, off, &bad);
+  if (rc != 0) {
+    free(idx);
+    if (rc == -1) return luaL_error(L, "group index %d out of range", (int)bad + 1);
     return luaL_error(L, "out of memory");
   }
-  lua_pushlstring(L, text ? text : "", size);
-  free(text);
+  /* one malloc'd buffer (a luaL_Buffer would share the stack with the extra cells) */
+  char *out = NULL;
+  size_t len = 0, cap = 0;
+  if (ps_grow((void **)&out, &cap, off[n] + n * eollen + 1, 1) != 0) goto oom;
+  for (size_t k = 0; k < n; k++) {
+    size_t rl = off[k + 1] - off[k];
+    if (ps_grow((void **)&out, &cap, len + rl + eollen, 1) != 0) goto oom;
+    memcpy(out + len, rows + off[k], rl), len += rl;
+    if (has_extra) {
+      if (lua_rawgeti(L, 3, (lua_Integer)idx[k] + 1) == LUA_TTABLE) {
+        lua_Integer ne = luaL_len(L, -1);
+        for (lua_Integer e = 1; e <= ne; e++) {
+          size_t vl;
+          lua_rawgeti(L, -1, e);
+          const char *v = lua_tolstring(L, -1, &vl);
+          if (ps_grow((void **)&out, &cap, len + 1 + (v ? PS_CSV_QUOTED_MAX(vl) : 0) + eollen, 1) != 0)
+            goto oom;
+          out[len++] = ',';
+          if (v) len += ps_csv_quote(out + len, v, vl);
+          lua_pop(L, 1);
+        }
+      }
+      lua_pop(L, 1);
+    }
+    memcpy(out + len, eol, eollen), len += eollen;
+  }
+  free(rows);
+  free(idx);
+  lua_pushlstring(L, out, len);
+  free(out);
   return 1;
+oom:
+  free(out);
+  free(rows);
+  free(idx);
+  return luaL_error(L, "out of memory");
 }
 
 static int a_tostring(lua_State *L) {
@@ -304,7 +365,7 @@ int luaopen_perfscript_profile(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
-    {"csv_text", a_csv_text},
+    {"csv_text", a_csv_text}, {"types", a_types}, {"keys", a_keys},
     {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},

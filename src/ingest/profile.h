@@ -103,9 +103,19 @@ typedef struct ps_profile_group_info {
 } ps_profile_group_info;
 
 /* Fills *info for group i (0-based). With stats, the statistics are computed (the median
- * sorts the group's durations in place); without, only the cells, key, count, times and
+ * reorders the group's durations); without, only the cells, key, count, times and
  * FIA position are filled. Returns 0, or -1 when i is out of range. */
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info);
+
+/* The database rows of groups idx[0..n) (0-based) as CSV text: the 8 cells after the type with
+ * minimal quoting (csvwrite.h), then mean, median and std and the 25 counter means as %.6f
+ * (empty when there is none), comma-separated, no line end. Row k is (*text)[off[k]..off[k+1])
+ * (off has n + 1 entries); *text is malloc'd, the caller frees it. The statistics of many groups
+ * are worked out on the aggregate's threads (ps_profile_set_threads), each row on one thread,
+ * so the text is the same for any thread count. Returns 0, -1 when an index is out of range
+ * (*bad is set to it), -2 when memory runs out. */
+int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text, size_t *off,
+                         size_t *bad);
 
 /* Canonical kernel type: whitespace trimmed, then the renaming table of docs/rules.md, Import
  * (split_qkv_rmsnorm_rope_kernel_0 -> split_qkv_rmsnorm_rope_kernel, ...). Returns a pointer

@@ -494,6 +494,114 @@ static void test_threads_error_line(void **state) {
   }
 }
 
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median is the sorted list's middle (or the mean of its two middles) for groups of every
+ * size from 1 to 160, with many ties, runs in order, reversed and random, and the std is still
+ * taken over the durations in row order (it is computed before the selection reorders them). */
+static void test_median_any_order(void **state) {
+  (void)state;
+  enum { NG = 160 };
+  char path[2048];
+  snprintf(path, sizeof path, "%s/median.csv", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(HEADER_KD, f);
+  static double durs[NG][NG];
+  unsigned seed = 12345;
+  for (int g = 0; g < NG; g++)
+    for (int k = 0; k <= g; k++) {
+      seed = seed * 1103515245u + 12345u;
+      int kind = g % 4;
+      double d = kind == 0 ? (double)(k + 1) : kind == 1 ? (double)(g - k + 1)
+               : kind == 2 ? (double)((seed >> 16) % 5 + 1) : (double)((seed >> 8) % 100000) / 1000.0;
+      durs[g][k] = d;
+    }
+  /* rows interleaved over the groups, so each group's durations arrive in its own order */
+  for (int k = 0; k < NG; k++)
+    for (int g = k; g < NG; g++)
+      fprintf(f, "1,1,%d,2,n,Add,dynamic,AI_CORE,,%.3f,\"%d,8\",FLOAT,ND,\"%d,8\",FLOAT,ND,1,1\n",
+              k, durs[g][k], g + 1, g + 1);
+  fclose(f);
+  ps_profile *p = ps_profile_new();
+  ps_profile_counts c;
+  char absent[512], err[512];
+  assert_int_equal(ps_profile_add_file(p, path, &c, absent, sizeof absent, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(ps_profile_ngroups(p), NG);
+  for (int g = 0; g < NG; g++) {
+    ps_profile_group_info info;
+    assert_int_equal(ps_profile_group(p, (size_t)g, 1, &info), 0);
+    int n = g + 1;
+    assert_int_equal(info.count, n);
+    double sum = 0, ss = 0, sorted[NG];
+    for (int k = 0; k < n; k++) sum += durs[g][k];
+    double mean = sum / n;
+    for (int k = 0; k < n; k++) ss += (durs[g][k] - mean) * (durs[g][k] - mean), sorted[k] = durs[g][k];
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_dbl);
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    assert_true(info.median == median);
+    assert_true(info.std == sqrt(ss / n));
+    assert_true(info.min == sorted[0] && info.max == sorted[n - 1]);
+  }
+  ps_profile_free(p);
+}
+
+/* ps_profile_rows_text: the same text for any thread count (rows split over 4 threads here),
+ * a group asked for twice gets the same row twice, an index out of range is refused. */
+static void test_rows_text_threads(void **state) {
+  (void)state;
+  enum { NG = 3000 };
+  char path[2048];
+  snprintf(path, sizeof path, "%s/rows_text.csv", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(HEADER_KD, f);
+  for (int k = 0; k < 4; k++)
+    for (int g = 0; g < NG; g++)
+      fprintf(f, "1,1,%d,2,n,%s,%s,AI_CORE,,%d.%03d,\"%d,8\",FLOAT,ND,\"%d,8\",FLOAT,ND,%d.5,%s\n",
+              k, g % 3 ? "Add" : "Mul", g % 7 ? "dyn" : "\"dyn,x\"", (g * 7 + k * 13) % 97 + 1, k * 111,
+              g + 1, g + 1, g, k % 2 ? "N/A" : "3");
+  fclose(f);
+  char *text[2];
+  size_t *off[2], idx[NG], bad = 0;
+  for (int run = 0; run < 2; run++) {
+    ps_profile *p = ps_profile_new();
+    ps_profile_set_threads(p, run ? 4 : 1, 0);
+    ps_profile_counts c;
+    char absent[512], err[512];
+    assert_int_equal(ps_profile_add_file(p, path, &c, absent, sizeof absent, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(ps_profile_ngroups(p), NG);
+    for (size_t k = 0; k < NG; k++) idx[k] = (k * 17) % NG;   /* every group, out of order */
+    off[run] = malloc((NG + 1) * sizeof **off);
+    assert_int_equal(ps_profile_rows_text(p, idx, NG, &text[run], off[run], &bad), 0);
+    size_t again[3] = {5, 5, 6}, aoff[4];
+    char *t2;
+    assert_int_equal(ps_profile_rows_text(p, again, 3, &t2, aoff, &bad), 0);
+    assert_int_equal(aoff[1] - aoff[0], aoff[2] - aoff[1]);
+    assert_memory_equal(t2, t2 + aoff[1], aoff[1]);
+    free(t2);
+    size_t out[1] = {NG};
+    assert_int_equal(ps_profile_rows_text(p, out, 1, &t2, aoff, &bad), -1);
+    assert_int_equal(bad, NG);
+    assert_int_equal(ps_profile_rows_text(p, idx, 0, &t2, aoff, &bad), 0);
+    assert_int_equal(aoff[0], 0);
+    free(t2);
+    ps_profile_free(p);
+  }
+  assert_int_equal(off[0][NG], off[1][NG]);
+  assert_memory_equal(off[0], off[1], (NG + 1) * sizeof **off);
+  assert_memory_equal(text[0], text[1], off[0][NG]);
+  /* group 0 (Mul, "dyn,x" quoted): durations 1, 14.111, 27.222, 40.333 */
+  size_t r0 = 0;
+  while (idx[r0] != 0) r0++;
+  const char *want = "\"dyn,x\",AI_CORE,\"1,8\",FLOAT,ND,\"1,8\",FLOAT,ND,20.666500,20.666500,";
+  assert_memory_equal(text[0] + off[0][r0], want, strlen(want));
+  for (int run = 0; run < 2; run++) free(text[run]), free(off[run]);
+}
+
 int main(void) {
   const char *tmp = getenv("PERFSCRIPT_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/profile_c", tmp ? tmp : "/tmp");
@@ -501,6 +609,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_statistics),
     cmocka_unit_test(test_constant_std_is_zero),
+    cmocka_unit_test(test_median_any_order),
+    cmocka_unit_test(test_rows_text_threads),
     cmocka_unit_test(test_skips_and_duplicates),
     cmocka_unit_test(test_distinct_kernels),
     cmocka_unit_test(test_import_key),

@@ -81,6 +81,74 @@ function TestHelpers:test_import_key()
   os.remove(tmp)
 end
 
+-- agg:types() groups the groups by kernel type in C (first-seen type order, group order within),
+-- agg:keys() gives their import keys: the same as agg:group one group at a time.
+function TestHelpers:test_types_and_keys()
+  local tmp = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/profimport_types.csv"
+  local lines = { "Type,Duration(us),Input Shapes,Input Data Types,Input Formats,"
+    .. "Output Shapes,Output Data Types,Output Formats" }
+  local types = { "MatMulV2", "Add", "MatMulV2", "Cast", "Add", "Add", "MatMulV2", "Add" }
+  for i, t in ipairs(types) do
+    lines[#lines + 1] = string.format('%s,1.5,"%d,8",FLOAT,ND,"%d,8",FLOAT,ND', t, i % 5, i % 5)
+  end
+  assert(perf.fs.write_atomic(tmp, table.concat(lines, "\n") .. "\n"))
+  local agg = profile.new()
+  assert(agg:add_file(tmp))
+  local want, by = {}, {}
+  for i = 1, #agg do
+    local g = agg:group(i, false)
+    if not by[g.type] then
+      by[g.type] = { type = g.type, groups = {}, keys = {} }
+      want[#want + 1] = by[g.type]
+    end
+    table.insert(by[g.type].groups, i)
+    table.insert(by[g.type].keys, g.import_key)
+  end
+  local got = agg:types()
+  lu.assertEquals(#got, 3)
+  for k, t in ipairs(got) do
+    lu.assertEquals(t.type, want[k].type)
+    lu.assertEquals(t.groups, want[k].groups)
+    lu.assertEquals(agg:keys(t.groups), want[k].keys)
+  end
+  lu.assertEquals(got[1].type, "MatMulV2")
+  lu.assertEquals(got[2].groups, { 2, 5, 6, 8 })
+  lu.assertErrorMsgContains("out of range", function() agg:keys { #agg + 1 } end)
+  -- tables() builds on them: files, columns and rows per type
+  local tables = imp.tables(agg)
+  lu.assertEquals(tables[2].file, "Add.csv")
+  lu.assertEquals(tables[2].rows, 4)
+  lu.assertEquals(tables[2].row(1).key, want[2].keys[1])
+  lu.assertEquals(tables[2].row(1).cells, agg:row(2))
+  os.remove(tmp)
+end
+
+-- agg:csv_text writes what perf.csv.format_row writes of agg:row (and the extra cells): minimal
+-- quoting, %.6f statistics however long, empty cells for missing counters.
+function TestHelpers:test_csv_text_is_format_row()
+  local tmp = (os.getenv("PERFSCRIPT_TEST_TMP") or "/tmp") .. "/profimport_csvtext.csv"
+  assert(perf.fs.write_atomic(tmp, "Type,OP State,Duration(us),Input Shapes,Input Data Types,"
+    .. "Input Formats,Output Shapes,Output Data Types,Output Formats,aicore_time(us)\n"
+    .. 'Add,"dy,""n""",1e300,"4,8",FLOAT,ND,"4,8",FLOAT,ND,1.5\n'
+    .. 'Add,dyn,3e300,"4,8",FLOAT,ND,"4,8",FLOAT,ND,\n'
+    .. 'Mul,,0.0000004,"2,2",FLOAT,ND,"2,2",FLOAT,ND,-2.25\n'))
+  local agg = profile.new()
+  assert(agg:add_file(tmp))
+  local extra = { [2] = { "a,b", "", 'q"' } }
+  local want = {}
+  for i = 1, #agg do
+    local cells = agg:row(i)
+    for _, v in ipairs(extra[i] or {}) do cells[#cells + 1] = v end
+    want[i] = perf.csv.format_row(cells, "\n")
+  end
+  lu.assertEquals(agg:csv_text({ 1, 2 }, extra, "\n"), table.concat(want))
+  lu.assertEquals(agg:csv_text({ 2, 1 }, nil, "\r\n"),
+    perf.csv.format_row(agg:row(2), "\r\n") .. perf.csv.format_row(agg:row(1), "\r\n"))
+  lu.assertStrContains(want[1], string.format("%.6f", 2e300))
+  lu.assertEquals(agg:csv_text({}), "")
+  os.remove(tmp)
+end
+
 function TestHelpers:test_source_profile()
   lu.assertEquals(imp.source_profile("/x/profile_a/kernel_details.csv"), "profile_a")
   lu.assertEquals(imp.source_profile("/x/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
