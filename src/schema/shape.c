@@ -13,7 +13,13 @@ static size_t trim(const char **p, size_t n) {
   return n;
 }
 
+/* Neither a space nor a quote: a cell or slot that begins and ends so needs no strip. */
+static inline int plain_edge(char c) { return c != '"' && !ps_is_space(c); }
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+
 size_t ps_shape_strip(const char **p, size_t n) {
+  if (n && plain_edge((*p)[0]) && plain_edge((*p)[n - 1])) return n; /* most cells */
   n = trim(p, n);
   const char *s = *p;
   while (n && *s == '"') s++, n--;
@@ -43,6 +49,20 @@ static int is_empty_token(const char *s, size_t n) {
 }
 
 size_t ps_shape_norm_slot(const char *s, size_t n, char *out) {
+  /* Already normal (digits, single commas between them): the slot itself. Anything else
+   * (blanks, quotes, parentheses, tokens, signs, comma runs) takes the general way below. */
+  if (n && is_digit(s[0]) && is_digit(s[n - 1])) {
+    size_t i = 0;
+    for (; i < n; i++) {
+      char c = s[i];
+      if (!is_digit(c) && (c != ',' || s[i + 1] == ',')) break; /* s[n - 1] is a digit */
+      out[i] = c;
+    }
+    if (i == n) {
+      out[n] = '\0';
+      return n;
+    }
+  }
   n = ps_shape_strip(&s, n);
   n = trim(&s, n);
   if (is_empty_token(s, n)) {

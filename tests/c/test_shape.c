@@ -22,6 +22,30 @@ static const char *norm_cell(const char *s) {
   return out;
 }
 
+static const char *strip(const char *s) {
+  static char out[256];
+  const char *p = s;
+  size_t n = ps_shape_strip(&p, strlen(s));
+  memcpy(out, p, n);
+  out[n] = '\0';
+  return out;
+}
+
+/* blanks, then quotes, come off both ends (a clean cell is returned as it is) */
+static void test_strip(void **state) {
+  (void)state;
+  assert_string_equal(strip("1,1;2,2"), "1,1;2,2");
+  assert_string_equal(strip(" 1,1 "), "1,1");
+  assert_string_equal(strip("\"1,1\""), "1,1");
+  assert_string_equal(strip("\"\"1,1\""), "1,1");
+  assert_string_equal(strip(" \"1,1\"\t"), "1,1");
+  assert_string_equal(strip("\" 1,1 \""), " 1,1 ");
+  assert_string_equal(strip("a\"b"), "a\"b");
+  assert_string_equal(strip("\"\"\""), "");
+  assert_string_equal(strip("   "), "");
+  assert_string_equal(strip(""), "");
+}
+
 static void test_norm_slot(void **state) {
   (void)state;
   assert_string_equal(norm_slot("(1, 2)"), "1,2");
@@ -35,6 +59,19 @@ static void test_norm_slot(void **state) {
   assert_string_equal(norm_slot("n/a"), "n/a"); /* case-sensitive tokens */
   assert_string_equal(norm_slot("1,,2 ,3"), "1,2,3");
   assert_string_equal(norm_slot(",1,"), "1");
+  /* the edges of the already-normal fast path: digits and single commas are kept as they
+   * are; a comma run, a blank, a sign, quotes or a trailing comma take the general way */
+  assert_string_equal(norm_slot("7"), "7");
+  assert_string_equal(norm_slot("128,4096,1"), "128,4096,1");
+  assert_string_equal(norm_slot("1,,2"), "1,2");
+  assert_string_equal(norm_slot("1, 2"), "1,2");
+  assert_string_equal(norm_slot("1 2"), "1,2");
+  assert_string_equal(norm_slot("-1,2"), "-1,2");
+  assert_string_equal(norm_slot("1,-2"), "1,-2");
+  assert_string_equal(norm_slot("1,2,"), "1,2");
+  assert_string_equal(norm_slot("1,x2"), "1,x2");
+  assert_string_equal(norm_slot("\"1,2\""), "1,2");
+  assert_string_equal(norm_slot("1\"2"), "1\"2");
 }
 
 static void test_norm_cell(void **state) {
@@ -126,6 +163,7 @@ static void test_dtypes(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_strip),
     cmocka_unit_test(test_norm_slot),
     cmocka_unit_test(test_norm_cell),
     cmocka_unit_test(test_parse_format_round_trip),

@@ -113,6 +113,21 @@ function TestAggregate:test_counters_written_through_merge()
   local _, r2 = read_rows(p2)
   lu.assertEquals(r2[1]["MicroBench aicore_time(us)"], "2.000000")
   lu.assertEquals(r2[1]["MicroBench aic_total_cycles"], "")
+  lu.assertEquals(r2[1][schema.MB_DUR], "2.000000")
+  lu.assertEquals(r2[1]["OP State"], "dynamic")
+  lu.assertEquals(r2[1]["Input Shapes"], '"8,8;8,8"')
+  lu.assertEquals(r2[1]["Profiling Average Duration(us)"], "")
+  -- a counter value the row carries itself wins over its packed mean
+  local own = {}
+  for k, v in pairs(agg.rows.Add[1]) do own[k] = v end
+  own["MicroBench aicore_time(us)"] = "5.5"
+  own["MicroBench aiv_time(us)"] = 0.25
+  local p3 = dir .. "/counters/own/Add.csv"
+  assert(merge.file(p3, { own }, {}, { mode = "all", say = quiet }))
+  local _, r3 = read_rows(p3)
+  lu.assertEquals(r3[1]["MicroBench aicore_time(us)"], "5.5")
+  lu.assertEquals(r3[1]["MicroBench aiv_time(us)"], "0.250000")
+  lu.assertEquals(r3[1]["MicroBench aic_total_cycles"], "")
 end
 
 function TestAggregate:test_no_valid_sample_no_row()

@@ -17,12 +17,18 @@ local M = {}
 
 local UNPACK = "=" .. string.rep("d", #schema.METRICS)
 
+-- The counter means of an aggregated row in schema.METRICS order, NaN where a counter had no
+-- valid sample; nil when the row has none packed.
+function M.means(row)
+  local m = row._m
+  return m and { string.unpack(UNPACK, m) } or nil
+end
+
 -- The counter means of an aggregated row: {["MicroBench <m>"] = number | nil}.
 function M.metrics(row)
   local out = {}
-  local m = row._m
-  if m then
-    local v = { string.unpack(UNPACK, m) }
+  local v = M.means(row)
+  if v then
     for i, name in ipairs(schema.METRICS) do
       if v[i] == v[i] then out[schema.mb_col(name)] = v[i] end
     end

@@ -22,8 +22,30 @@ local M = {}
 local aggregate = require "perfscript.microbench.aggregate"
 local fmt6 = require("perfscript.num").fmt6
 
-local MB_COLS, MB_SET = {}, {}
-for i, m in ipairs(schema.METRICS) do MB_COLS[i] = schema.mb_col(m); MB_SET[MB_COLS[i]] = true end
+local MB_COLS, MB_INDEX = {}, {}
+for i, m in ipairs(schema.METRICS) do MB_COLS[i] = schema.mb_col(m); MB_INDEX[MB_COLS[i]] = i end
+local mtype = math.type
+
+-- An appended row's cells in the order of cols; mi[i] is the counter of column i (false when
+-- it has none). The row's own value wins; a counter column without one gets its mean ("" when
+-- it had no valid sample); floats are written %.6f.
+local function append_cells(row, cols, mi)
+  local a = {}
+  local means = aggregate.means(row)
+  for i = 1, #cols do
+    local v = row[cols[i]]
+    if v == nil then
+      local k = means and mi[i]
+      v = k and means[k]
+      if v ~= v or not v then v = k and "" or nil end -- NaN: no valid sample
+    end
+    if v == nil then a[i] = ""
+    elseif type(v) == "string" then a[i] = v
+    elseif mtype(v) == "float" then a[i] = fmt6(v)
+    else a[i] = tostring(v) end
+  end
+  return a
+end
 
 local function stem_of(path)
   return (path:match("([^/]+)$") or path):gsub("%.csv$", "")
@@ -149,21 +171,14 @@ function M.file(path, rows, match_only, opts)
   -- existing row matched; missing and match-only misses are reported.
   local function appended(matched)
     local out = {}
+    local mi = {}
+    for i, c in ipairs(cols) do mi[i] = MB_INDEX[c] or false end
     for _, h in ipairs(order) do
       local u = updates[h]
       if not matched[h] then
         if u.record then
           res.missing[#res.missing + 1] = perf.sig.display(u.row)
-          if mode == "all" and u.dur then
-            local a = {}
-            local metrics = u.row._m and aggregate.metrics(u.row)
-            for i, c in ipairs(cols) do
-              local v = u.row[c]
-              if v == nil and metrics and MB_SET[c] then v = metrics[c] or "" end
-              a[i] = v == nil and "" or math.type(v) == "float" and fmt6(v) or tostring(v)
-            end
-            out[#out + 1] = a
-          end
+          if mode == "all" and u.dur then out[#out + 1] = append_cells(u.row, cols, mi) end
         elseif u.kind == "match" then
           say(("[WARN] match-only profiling row did not match %s: %s"):format(res.csv_name, perf.sig.display(u.row)))
         end
