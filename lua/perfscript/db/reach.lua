@@ -327,7 +327,29 @@ local function clean(cell)
   return cell
 end
 
+-- The plain form a grid writes ("4096,7168;;1"): digits in comma lists, no empty dims, no
+-- leading zeros, at most 15 digits a number, where perfscript.shape's parser (C) reads every
+-- dimension as num.int does; empty slots dropped as below.
+local sparse = shape.parse
+local function plain_shapes(cell)
+  if cell:find("[^%d,;]") or cell:find(",[,;]") or cell:find(";,") or cell:byte(1) == 44
+    or cell:byte(-1) == 44 or cell:find("%f[%d]0%d") or cell:find("%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d") then
+    return nil
+  end
+  local parsed = sparse(cell)
+  if not parsed then return nil end
+  local out, n = {}, 0
+  for i = 1, #parsed do
+    local p = parsed[i]
+    if not p then return nil end
+    if #p > 0 then n = n + 1; out[n] = p end
+  end
+  return out
+end
+
 function shapes_of(cell)
+  local fast = cell and plain_shapes(cell)
+  if fast then return fast end
   local out = {}
   for _, part in ipairs(shape.split(clean(cell))) do
     part = part:gsub("^%s+", ""):gsub("%s+$", "")
@@ -346,7 +368,17 @@ function shapes_of(cell)
   return out
 end
 
+local split = shape.split
 local function names_of(cell)
+  cell = cell or ""
+  if not cell:find('[%s"]') then  -- nothing to strip: the split's items as they are
+    local out, n, parts = {}, 0, split(cell)
+    for i = 1, #parts do
+      local p = parts[i]
+      if p ~= "" then n = n + 1; out[n] = p end
+    end
+    return out
+  end
   local out = {}
   for _, p in ipairs(shape.split(clean(cell))) do
     p = p:gsub("^%s+", ""):gsub("%s+$", "")
