@@ -72,7 +72,6 @@ static int l_parse(lua_State *L) {
 
 static int l_format(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 2);  /* the buffer's slots go above the arguments */
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
