@@ -584,6 +584,7 @@ local function elementwise_any(index, q, f)
 end
 
 -- answers(v) -> true when a row of this set is returned for v's own query (v loses).
+local PARTS, SPARTS = {}, {}  -- scratch of Set:answers (read up to their count only)
 function Set:answers(v, kernel)
   local mode = self.mode
   if mode == "elementwise" then
@@ -628,8 +629,27 @@ function Set:answers(v, kernel)
   -- (the keys key_of makes: each slot's text, remembered per slot table, as the variants share
   -- the slots they do not change)
   local keys, ck, suffix = self.keys, self.ckeys, "|" .. concat(v.dtypes, ";") .. "|" .. v.ep
+  local variants = match.variants(kernel, v.shapes)
+  if #variants == 1 then  -- the query's own shapes only (most kernels): no per-slot memo
+    local shapes, parts, sparts = variants[1], PARTS, SPARTS
+    local n, stripped_any = #shapes, false
+    for i = 1, n do
+      local s = shapes[i]
+      local t = slot_text(s)
+      parts[i] = t
+      if not s.scalar and #s > 1 and s[1] == 1 then stripped_any = true; t = concat(s, ",", 2, #s) end
+      sparts[i] = t
+    end
+    local k = concat(parts, ";", 1, n) .. suffix
+    if keys[k] or (ck and ck:has(k)) then return true end
+    if stripped_any then
+      k = concat(sparts, ";", 1, n) .. suffix
+      if keys[k] or (ck and ck:has(k)) then return true end
+    end
+    return false
+  end
   local texts, stexts, parts, sparts = {}, {}, {}, {}
-  for _, shapes in ipairs(match.variants(kernel, v.shapes)) do
+  for _, shapes in ipairs(variants) do
     local n, stripped_any = #shapes, false
     for i = 1, n do
       local s = shapes[i]

@@ -568,18 +568,21 @@ local function reachable(ctx, T, S, idx, st)
   S.views = S.views or {}
   local views = S.views[vkey] or {}
   S.views[vkey] = views
-  for _, i in ipairs(idx) do
-    local extra = EX[i]
-    local function get(c)
-      if c == "Input Shapes" then return IT[i]
-      elseif c == "Output Shapes" then return OT[i]
-      elseif c == "Input Data Types" then return IDT[i]
-      elseif c == "Input Formats" then return IFM[i]
-      end
-      local v = extra[c]
-      if v == nil then v = T[c] end
-      return v
+  -- one cell reader for every candidate, pointed at the current one (the checks keep no reader)
+  local i, extra
+  local function get(c)
+    if c == "Input Shapes" then return IT[i]
+    elseif c == "Output Shapes" then return OT[i]
+    elseif c == "Input Data Types" then return IDT[i]
+    elseif c == "Input Formats" then return IFM[i]
     end
+    local v = extra[c]
+    if v == nil then v = T[c] end
+    return v
+  end
+  for n = 1, #idx do
+    i = idx[n]
+    extra = EX[i]
     local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
     local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
     if ok and not flagged then ok = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
