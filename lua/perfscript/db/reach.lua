@@ -585,6 +585,17 @@ end
 
 -- answers(v) -> true when a row of this set is returned for v's own query (v loses).
 local PARTS, SPARTS = {}, {}  -- scratch of Set:answers (read up to their count only)
+
+-- Whether a compute key of slot texts parts (or, with a leading 1 stripped, sparts) is held.
+local function found(keys, ck, parts, sparts, n, stripped_any, suffix)
+  local k = concat(parts, ";", 1, n) .. suffix
+  if keys[k] or (ck and ck:has(k)) then return true end
+  if stripped_any then
+    k = concat(sparts, ";", 1, n) .. suffix
+    if keys[k] or (ck and ck:has(k)) then return true end
+  end
+  return false
+end
 function Set:answers(v, kernel)
   local mode = self.mode
   if mode == "elementwise" then
@@ -640,13 +651,7 @@ function Set:answers(v, kernel)
       if not s.scalar and #s > 1 and s[1] == 1 then stripped_any = true; t = concat(s, ",", 2, #s) end
       sparts[i] = t
     end
-    local k = concat(parts, ";", 1, n) .. suffix
-    if keys[k] or (ck and ck:has(k)) then return true end
-    if stripped_any then
-      k = concat(sparts, ";", 1, n) .. suffix
-      if keys[k] or (ck and ck:has(k)) then return true end
-    end
-    return false
+    return found(keys, ck, parts, sparts, n, stripped_any, suffix)
   end
   local texts, stexts, parts, sparts = {}, {}, {}, {}
   for _, shapes in ipairs(variants) do
@@ -665,12 +670,7 @@ function Set:answers(v, kernel)
       if st then stripped_any = true; t = st end
       sparts[i] = t
     end
-    local k = concat(parts, ";", 1, n) .. suffix
-    if keys[k] or (ck and ck:has(k)) then return true end
-    if stripped_any then
-      k = concat(sparts, ";", 1, n) .. suffix
-      if keys[k] or (ck and ck:has(k)) then return true end
-    end
+    if found(keys, ck, parts, sparts, n, stripped_any, suffix) then return true end
   end
   return false
 end
