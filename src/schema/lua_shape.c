@@ -11,6 +11,10 @@
  *   shape.dtype_consumer_scales(name) -> bool  (the consumer's spelling and scaling, shape.h)
  *   shape.numel(dims) -> n                     shape.nbytes(dims, dtype) -> n (0 for {})
  *   shape.nz_logical(dims) -> {..., b*c, a*d} for a FRACTAL_NZ shape (..., a, b, c, d), or nil, message
+ *   shape.sort_key(slots [, n]) -> bytes that order slot lists slot by slot, dims as integers,
+ *       a prefix first: per dim "\1" + 8 big-endian bytes (sign bit flipped), "\0" per slot;
+ *       n appended as 4 big-endian bytes (a stable tie-break)
+ *   shape.positive(slots, ...) -> true when every dim of every slot list is an integer > 0
  *   shape.over_limit(cell) -> nil, or why a signature cell is beyond the limits
  *       ("300 slots (the limit is 256)"); shape.MAX_SLOTS, shape.MAX_CELL (shape.h) */
 #include <stdio.h>
@@ -253,6 +257,63 @@ static int l_over_limit(lua_State *L) {
   return 1;
 }
 
+static int l_sort_key(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 2);  /* the buffer's slots go above the arguments */
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  lua_Integer ns = (lua_Integer)lua_rawlen(L, 1);
+  for (lua_Integer i = 1; i <= ns; i++) {
+    lua_rawgeti(L, 1, i);
+    luaL_argcheck(L, lua_type(L, -1) == LUA_TTABLE, 1, "slots must be tables");
+    lua_Integer nd = (lua_Integer)lua_rawlen(L, -1);
+    for (lua_Integer j = 1; j <= nd; j++) {
+      lua_rawgeti(L, -1, j);
+      int isnum;
+      lua_Integer d = lua_tointegerx(L, -1, &isnum);
+      if (!isnum) return luaL_error(L, "slot %d dim %d is not an integer", (int)i, (int)j);
+      lua_pop(L, 1);
+      uint64_t u = (uint64_t)d ^ 0x8000000000000000u;
+      char k[9];
+      k[0] = 1;
+      for (int q = 0; q < 8; q++) k[1 + q] = (char)(u >> (56 - 8 * q));
+      lua_pop(L, 1);  /* the slot: the buffer may use the stack top */
+      luaL_addlstring(&b, k, 9);
+      lua_rawgeti(L, 1, i);
+    }
+    lua_pop(L, 1);
+    luaL_addchar(&b, '\0');
+  }
+  if (!lua_isnoneornil(L, 2)) {
+    uint32_t n = (uint32_t)luaL_checkinteger(L, 2);
+    char k[4] = {(char)(n >> 24), (char)(n >> 16), (char)(n >> 8), (char)n};
+    luaL_addlstring(&b, k, 4);
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int l_positive(lua_State *L) {
+  int top = lua_gettop(L);
+  for (int a = 1; a <= top; a++) {
+    luaL_checktype(L, a, LUA_TTABLE);
+    lua_Integer ns = (lua_Integer)lua_rawlen(L, a);
+    for (lua_Integer i = 1; i <= ns; i++) {
+      if (lua_rawgeti(L, a, i) != LUA_TTABLE) { lua_pushboolean(L, 0); return 1; }
+      lua_Integer nd = (lua_Integer)lua_rawlen(L, -1);
+      for (lua_Integer j = 1; j <= nd; j++) {
+        lua_rawgeti(L, -1, j);
+        int ok = lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0;
+        lua_pop(L, 1);
+        if (!ok) { lua_pushboolean(L, 0); return 1; }
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 int luaopen_perfscript_shape(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"parse", l_parse}, {"format", l_format}, {"normalize", l_normalize},
@@ -260,7 +321,8 @@ int luaopen_perfscript_shape(lua_State *L) {
     {"dtype_known", l_dtype_known}, {"dtype_consumer", l_dtype_consumer},
     {"dtype_consumer_scales", l_dtype_consumer_scales},
     {"dtype_normalize", l_dtype_normalize}, {"numel", l_numel}, {"nbytes", l_nbytes},
-    {"nz_logical", l_nz_logical}, {"over_limit", l_over_limit}, {NULL, NULL}};
+    {"nz_logical", l_nz_logical}, {"over_limit", l_over_limit},
+    {"sort_key", l_sort_key}, {"positive", l_positive}, {NULL, NULL}};
   luaL_newlibtable(L, funcs);
   ps_shape *s = lua_newuserdatauv(L, sizeof *s, 0);
   ps_shape_init(s);

@@ -417,6 +417,39 @@ function test_shape_text_and_order()
   lu.assertTrue(cells.sort_key { { 2 } } < cells.sort_key { { 10 } })
 end
 
+-- The sort key (C) is the byte string of its definition: per dim "\1" + the dim with its sign
+-- bit flipped, 8 bytes big-endian; "\0" per slot; the tie-break n in 4 bytes big-endian.
+function test_sort_key_bytes()
+  local pack, MIN = string.pack, math.mininteger
+  local function ref(shapes, n)
+    local parts = {}
+    for _, s in ipairs(shapes) do
+      for _, d in ipairs(s) do parts[#parts + 1] = pack(">BI8", 1, d ~ MIN) end
+      parts[#parts + 1] = "\0"
+    end
+    return table.concat(parts) .. (n and pack(">I4", n) or "")
+  end
+  local x = 7
+  for t = 1, 2000 do
+    local shapes = {}
+    for i = 1, t % 5 do
+      local s = {}
+      for j = 1, (t + i) % 4 do
+        x = (x * 6364136223846793005 + 1442695040888963407)
+        s[j] = ({ 1, x >> 20, -(x >> 40), math.maxinteger, MIN, 0 })[(x >> 7) % 6 + 1]
+      end
+      shapes[i] = s
+    end
+    lu.assertEquals(cells.sort_key(shapes), ref(shapes))
+    lu.assertEquals(cells.sort_key(shapes, t * 99991), ref(shapes, t * 99991))
+  end
+  local shape = require "perfscript.shape"
+  lu.assertTrue(shape.positive({ { 1, 2 }, {} }, { { 3 } }))
+  lu.assertFalse(shape.positive({ { 1, 0 } }, {}))
+  lu.assertFalse(shape.positive({ { 1 } }, { { 2.0 } }))
+  lu.assertFalse(shape.positive({ { -4 } }))
+end
+
 local function key(k, ins, idt, ifm, outs, odt, ep)
   return cells.key(k, { ["Input Shapes"] = ins, ["Input Data Types"] = idt, ["Input Formats"] = ifm,
                         ["Output Shapes"] = outs, ["Output Data Types"] = odt, ["EP Size"] = ep })

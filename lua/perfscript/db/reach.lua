@@ -327,7 +327,29 @@ local function clean(cell)
   return cell
 end
 
+-- The plain form a grid writes ("4096,7168;;1"): digits in comma lists, no empty dims, no
+-- leading zeros, at most 15 digits a number, where perfscript.shape's parser (C) reads every
+-- dimension as num.int does; empty slots dropped as below.
+local sparse = shape.parse
+local function plain_shapes(cell)
+  if cell:find("[^%d,;]") or cell:find(",[,;]") or cell:find(";,") or cell:byte(1) == 44
+    or cell:byte(-1) == 44 or cell:find("%f[%d]0%d") or cell:find("%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d") then
+    return nil
+  end
+  local parsed = sparse(cell)
+  if not parsed then return nil end
+  local out, n = {}, 0
+  for i = 1, #parsed do
+    local p = parsed[i]
+    if not p then return nil end
+    if #p > 0 then n = n + 1; out[n] = p end
+  end
+  return out
+end
+
 function shapes_of(cell)
+  local fast = cell and plain_shapes(cell)
+  if fast then return fast end
   local out = {}
   for _, part in ipairs(shape.split(clean(cell))) do
     part = part:gsub("^%s+", ""):gsub("%s+$", "")
@@ -346,7 +368,17 @@ function shapes_of(cell)
   return out
 end
 
+local split = shape.split
 local function names_of(cell)
+  cell = cell or ""
+  if not cell:find('[%s"]') then  -- nothing to strip: the split's items as they are
+    local out, n, parts = {}, 0, split(cell)
+    for i = 1, #parts do
+      local p = parts[i]
+      if p ~= "" then n = n + 1; out[n] = p end
+    end
+    return out
+  end
   local out = {}
   for _, p in ipairs(shape.split(clean(cell))) do
     p = p:gsub("^%s+", ""):gsub("%s+$", "")
@@ -552,6 +584,18 @@ local function elementwise_any(index, q, f)
 end
 
 -- answers(v) -> true when a row of this set is returned for v's own query (v loses).
+local PARTS, SPARTS = {}, {}  -- scratch of Set:answers (read up to their count only)
+
+-- Whether a compute key of slot texts parts (or, with a leading 1 stripped, sparts) is held.
+local function found(keys, ck, parts, sparts, n, stripped_any, suffix)
+  local k = concat(parts, ";", 1, n) .. suffix
+  if keys[k] or (ck and ck:has(k)) then return true end
+  if stripped_any then
+    k = concat(sparts, ";", 1, n) .. suffix
+    if keys[k] or (ck and ck:has(k)) then return true end
+  end
+  return false
+end
 function Set:answers(v, kernel)
   local mode = self.mode
   if mode == "elementwise" then
@@ -596,8 +640,21 @@ function Set:answers(v, kernel)
   -- (the keys key_of makes: each slot's text, remembered per slot table, as the variants share
   -- the slots they do not change)
   local keys, ck, suffix = self.keys, self.ckeys, "|" .. concat(v.dtypes, ";") .. "|" .. v.ep
+  local variants = match.variants(kernel, v.shapes)
+  if #variants == 1 then  -- the query's own shapes only (most kernels): no per-slot memo
+    local shapes, parts, sparts = variants[1], PARTS, SPARTS
+    local n, stripped_any = #shapes, false
+    for i = 1, n do
+      local s = shapes[i]
+      local t = slot_text(s)
+      parts[i] = t
+      if not s.scalar and #s > 1 and s[1] == 1 then stripped_any = true; t = concat(s, ",", 2, #s) end
+      sparts[i] = t
+    end
+    return found(keys, ck, parts, sparts, n, stripped_any, suffix)
+  end
   local texts, stexts, parts, sparts = {}, {}, {}, {}
-  for _, shapes in ipairs(match.variants(kernel, v.shapes)) do
+  for _, shapes in ipairs(variants) do
     local n, stripped_any = #shapes, false
     for i = 1, n do
       local s = shapes[i]
@@ -613,12 +670,7 @@ function Set:answers(v, kernel)
       if st then stripped_any = true; t = st end
       sparts[i] = t
     end
-    local k = concat(parts, ";", 1, n) .. suffix
-    if keys[k] or (ck and ck:has(k)) then return true end
-    if stripped_any then
-      k = concat(sparts, ";", 1, n) .. suffix
-      if keys[k] or (ck and ck:has(k)) then return true end
-    end
+    if found(keys, ck, parts, sparts, n, stripped_any, suffix) then return true end
   end
   return false
 end

@@ -15,18 +15,9 @@ end
 
 -- A byte string that orders shape lists slot by slot, dims as integers, a prefix first
 -- (compared in C, so sorting big populations stays fast): per slot, "\1" + 8 big-endian
--- bytes per dim, then "\0".
-local pack, MIN = string.pack, math.mininteger
-function M.sort_key(shapes)
-  local parts, n = {}, 0
-  for i = 1, #shapes do
-    local s = shapes[i]
-    for j = 1, #s do n = n + 1; parts[n] = pack(">BI8", 1, s[j] ~ MIN) end
-    n = n + 1
-    parts[n] = "\0"
-  end
-  return table.concat(parts)
-end
+-- bytes per dim, then "\0" (perfscript.shape.sort_key; sort_key(shapes, n) appends n as 4
+-- big-endian bytes, a stable tie-break).
+M.sort_key = shape.sort_key
 
 -- key(kernel, row) -> 64-bit signature hash of a row given as a table keyed by column name.
 local row = sig.row

@@ -256,7 +256,7 @@ local function shaped(gen, T, budget, who)
   local IT, OT, IDT, IFM, ODT, EX, names, text = S.it, S.ot, S.idt, S.ifm, S.odt, S.extra, S.extra_names,
                                                  cells.text
   local EMPTY = {}
-  local skeys, sort_key, pack = {}, cells.sort_key, string.pack
+  local skeys, sort_key, positive = {}, cells.sort_key, shape.positive
   local n = 0
   local function emit(c)
     S.generated = S.generated + 1
@@ -269,8 +269,10 @@ local function shaped(gen, T, budget, who)
     local ofm = extra["Output Formats"] or T["Output Formats"] or ""
     clear_absent(ins, idt, ifm)
     clear_absent(outs, odt, ofm)
-    check_dims(ins, "input", who)  -- what lands in the row (absent slots are cleared)
-    check_dims(outs, "output", who)
+    if not positive(ins, outs) then  -- what lands in the row (absent slots are cleared)
+      check_dims(ins, "input", who)
+      check_dims(outs, "output", who)
+    end
     if budget and mem.row_bytes(ins, idt, outs, odt) > budget then
       S.memory = S.memory + 1
       return
@@ -278,7 +280,7 @@ local function shaped(gen, T, budget, who)
     if extra ~= EMPTY then for k in pairs(extra) do names[k] = true end end
     n = n + 1
     IT[n], OT[n], IDT[n], IFM[n], ODT[n], EX[n] = text(ins), text(outs), idt, ifm, odt, extra
-    skeys[n] = sort_key(ins) .. pack(">I4", n)  -- shape order, stable (compared in C)
+    skeys[n] = sort_key(ins, n)  -- shape order, stable (compared in C)
   end
   gen(emit, S)
   S.n = n
@@ -566,18 +568,21 @@ local function reachable(ctx, T, S, idx, st)
   S.views = S.views or {}
   local views = S.views[vkey] or {}
   S.views[vkey] = views
-  for _, i in ipairs(idx) do
-    local extra = EX[i]
-    local function get(c)
-      if c == "Input Shapes" then return IT[i]
-      elseif c == "Output Shapes" then return OT[i]
-      elseif c == "Input Data Types" then return IDT[i]
-      elseif c == "Input Formats" then return IFM[i]
-      end
-      local v = extra[c]
-      if v == nil then v = T[c] end
-      return v
+  -- one cell reader for every candidate, pointed at the current one (the checks keep no reader)
+  local i, extra
+  local function get(c)
+    if c == "Input Shapes" then return IT[i]
+    elseif c == "Output Shapes" then return OT[i]
+    elseif c == "Input Data Types" then return IDT[i]
+    elseif c == "Input Formats" then return IFM[i]
     end
+    local v = extra[c]
+    if v == nil then v = T[c] end
+    return v
+  end
+  for n = 1, #idx do
+    i = idx[n]
+    extra = EX[i]
     local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
     local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
     if ok and not flagged then ok = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end

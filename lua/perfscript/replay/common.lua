@@ -22,15 +22,17 @@ function M.split(cell) return shape.split(cell or "") end
 
 -- The input/output slot lists of a row: {shapes = {dims|false}, dtypes = {...}, formats = {...}}
 -- shapes[i] is false for an empty slot; a slot that is not integers is an error.
+local CELLS = { ["in"] = { "Input Shapes", "Input Data Types", "Input Formats" },
+                 out = { "Output Shapes", "Output Data Types", "Output Formats" } }
+local parse, split = shape.parse, shape.split
 function M.slots(row, side)
-  local S = side == "out" and "Output" or "Input"
-  local shapes_cell = row[S .. " Shapes"] or ""
-  local parsed, err = shape.parse(shapes_cell)
+  local names = side == "out" and CELLS.out or CELLS["in"]
+  local parsed, err = parse(row[names[1]] or "")
   if not parsed then return nil, err end
-  local shapes = {}
-  for i = 1, #parsed do shapes[i] = #parsed[i] > 0 and parsed[i] or false end
-  return { shapes = shapes, dtypes = M.split(row[S .. " Data Types"]),
-           formats = M.split(row[S .. " Formats"]), n = #shapes }
+  -- the parsed slots become the shapes list (an empty slot false)
+  for i = 1, #parsed do if #parsed[i] == 0 then parsed[i] = false end end
+  return { shapes = parsed, dtypes = split(row[names[2]] or ""), formats = split(row[names[3]] or ""),
+           n = #parsed }
 end
 
 -- Non-empty slot indices (the compact view, aligned across the three lists).
@@ -47,8 +49,16 @@ M.TORCH_DTYPES = { DT_FLOAT = true, DT_FLOAT16 = true, DT_BF16 = true, DT_DOUBLE
 
 -- A tensor spec from slot i (shape, dtype, format), with the FRACTAL_NZ expansion of a 4-D
 -- recorded shape to its logical 2-D shape. opts: dtype (override), init, transpose, ...
+-- trim, skipped where neither end is whitespace (a split item, the usual case)
+local function strip(s)
+  local b, e = s:byte(1), s:byte(-1)
+  if b and (b == 32 or (b >= 9 and b <= 13) or e == 32 or (e >= 9 and e <= 13)) then return trim(s) end
+  return s
+end
+
+local NO_OPTS = {}
 function M.tensor(sl, i, opts)
-  opts = opts or {}
+  opts = opts or NO_OPTS
   local dims = sl.shapes[i]
   if not dims then
     return nil, ("input slot %d has no shape (a theory row with an empty slot?)"):format(i)
@@ -56,7 +66,7 @@ function M.tensor(sl, i, opts)
   local dt = opts.dtype or M.dtype(sl.dtypes[i] or "")
   if dt == "DT_UNDEFINED" and opts.default_dtype then dt = opts.default_dtype end
   if not M.TORCH_DTYPES[dt] then return nil, "Unsupported dtype: " .. dt end
-  local fmt = trim(sl.formats[i] or "")
+  local fmt = strip(sl.formats[i] or "")
   if fmt == "" then fmt = opts.default_format or "ND" end
   local t = { shape = dims, dtype = dt, format = fmt }
   if fmt == "FRACTAL_NZ" and not opts.no_nz_expand then
@@ -65,9 +75,9 @@ function M.tensor(sl, i, opts)
     t.shape = logical
   end
   if fmt == "FRACTAL_NZ" then t.nz = true end
-  for k, v in pairs(opts) do
+  if opts ~= NO_OPTS then for k, v in pairs(opts) do
     if k ~= "dtype" and k ~= "default_dtype" and k ~= "default_format" and k ~= "no_nz_expand" then t[k] = v end
-  end
+  end end
   return { tensor = t }
 end
 
