@@ -14,9 +14,8 @@ function M.is_hotspot(g)
 end
 
 -- The hotspots in report order: the larger gap (ratio or its inverse) first, then the larger
--- absolute difference, then the later operator name; equal ones keep their order. A merge sort
--- over keys computed once: table.sort with a Lua comparator (a call per comparison) cost more
--- than the rest of the report on a large write-back.
+-- absolute difference, then the later operator name; equal ones keep their order (the index
+-- is the last key, so the order is the same on every run). Keys are computed once.
 function M.hotspots(gaps)
   local hot, k, d, o = {}, {}, {}, {}
   for _, g in ipairs(gaps) do
@@ -25,32 +24,16 @@ function M.hotspots(gaps)
       hot[n], k[n], d[n], o[n] = g, math.max(g.ratio, 1 / g.ratio), g.diff_us, g.op_type
     end
   end
-  local n = #hot
-  local a, b = {}, {}
-  for i = 1, n do a[i] = i end
-  local width = 1
-  while width < n do
-    for i = 1, n, 2 * width do
-      local mid, hi = math.min(i + width, n + 1), math.min(i + 2 * width, n + 1)
-      local l, r, w = i, mid, i
-      while l < mid and r < hi do
-        local x, y = a[l], a[r]
-        local kx, ky = k[x], k[y]
-        local y_first -- y goes before x only when it must (the sort is stable)
-        if kx ~= ky then y_first = ky > kx
-        elseif d[x] ~= d[y] then y_first = d[y] > d[x]
-        else y_first = o[y] > o[x] end
-        if y_first then b[w], r = y, r + 1 else b[w], l = x, l + 1 end
-        w = w + 1
-      end
-      for j = l, mid - 1 do b[w], w = a[j], w + 1 end
-      for j = r, hi - 1 do b[w], w = a[j], w + 1 end
-    end
-    a, b = b, a
-    width = width * 2
-  end
+  local idx = {}
+  for i = 1, #hot do idx[i] = i end
+  table.sort(idx, function(x, y)
+    if k[x] ~= k[y] then return k[x] > k[y] end
+    if d[x] ~= d[y] then return d[x] > d[y] end
+    if o[x] ~= o[y] then return o[x] > o[y] end
+    return x < y
+  end)
   local out = {}
-  for i = 1, n do out[i] = hot[a[i]] end
+  for i, j in ipairs(idx) do out[i] = hot[j] end
   return out
 end
 
