@@ -30,6 +30,7 @@ local merge = require "perfscript.microbench.merge"
 local report = require "perfscript.microbench.report"
 local msprof = require "perfscript.microbench.msprof"
 local simulate = require "perfscript.microbench.simulate"
+local torchprof = require "perfscript.microbench.torchprof"
 local paths = require "perfscript.path"
 
 local M = {}
@@ -78,6 +79,11 @@ function M.parser()
    :convert(math.tointeger)
   options.list(p, "--devices", "NPU ids to shard the replay over, e.g. 0,1,2,3 (one msprof per device).")
   p:flag("--simulate", "Use a simulated device (roofline model) instead of msprof and an NPU.")
+  p:option("--torch-device", "Time the rows whose replay is plain torch (matmuls, elementwise, softmax, "
+    .. "gather, ...) with torch on this device under torch.profiler instead of msprof and an NPU, and "
+    .. "write them back from the profiler's trace: the collection loop on a GPU (cuda) or, for tests, "
+    .. "the CPU. Results go to a separate copy (<database>_torch_<device>) unless --output names one; "
+    .. "rows that call an Ascend API are skipped with the reason."):choices { "cuda", "cpu" }
   options.output(p, "Write results into this database directory instead of the one that was read.",
     { aliases = { "--output-database" }, argname = "<dir>" }):target("output_database")
   p:option("--msprof", "The msprof program.", "msprof")
@@ -111,13 +117,14 @@ end
 -- database flags: the default database (dbpath.default); a simulated run only reads it.
 local function databases(a, script)
   local dir, how = options.database_dir(a, { script = script, say = say,
-    write = not a.simulate and not a.output_database })
+    write = not a.simulate and not a.torch_device and not a.output_database })
   local src = abspath(dir)
   if not isdir(src) and not a.output_database then perf.fail("%s: no such database directory", src) end
   local dst = a.output_database and abspath(a.output_database)
-  if a.simulate and not dst then
-    dst = how == "seed" and abspath("perfdb_simulated/" .. dbpath.SEED_VERSION)
-      or (src:gsub("/+$", "") .. "_simulated")
+  if (a.simulate or a.torch_device) and not dst then
+    local tag = a.simulate and "simulated" or ("torch_" .. a.torch_device)
+    dst = how == "seed" and abspath(("perfdb_%s/%s"):format(tag, dbpath.SEED_VERSION))
+      or (src:gsub("/+$", "") .. "_" .. tag)
   end
   dst = dst or src
   if dst ~= src and isdir(src) then
@@ -391,6 +398,9 @@ local function check_args(a)
   if a.msprof:find("/") then a.msprof = abspath(a.msprof) end
   if a.python:find("/") then a.python = abspath(a.python) end
   if a.repeat_count <= 0 then perf.fail("--repeat-count must be positive, got %d", a.repeat_count) end
+  if a.torch_device and (a.simulate or a.prof_path) then
+    perf.fail("--torch-device cannot be combined with %s", a.simulate and "--simulate" or "--prof-path")
+  end
   return ops
 end
 
@@ -399,7 +409,7 @@ local function drop_unrunnable(a, ops, files)
   local ep, nproc = a.dispatch_ffn_combine_ep_size, a.dispatch_ffn_combine_nproc_per_node
   local ndev = #(a.devices or {})
   local visible = ndev > 0 and ndev or plan.visible_npus()
-  if a.simulate or a.prof_path or not plan.dfc_skip(ops, ep, nproc, visible, a.update_mode) then
+  if a.simulate or a.torch_device or a.prof_path or not plan.dfc_skip(ops, ep, nproc, visible, a.update_mode) then
     return files
   end
   local kept = {}
@@ -485,6 +495,9 @@ local function collect(a, p, plan_path, run_dir)
   elseif a.simulate then
     return { (simulate.write_op_summary(run_dir .. "/prof", p.cases, { repeat_count = a.repeat_count })) },
       { success = p.ops, failed = {}, skipped = {} }
+  elseif a.torch_device then
+    local path, status = torchprof.collect(a, p, plan_path, run_dir)
+    return { path }, status
   end
   check_custom_env(p.ops)
   local summaries, status = profile(a, p.ops, plan_path, run_dir)
@@ -500,7 +513,7 @@ local function collect_groups(a, p, run_dir)
   local visible
   for gi, g in ipairs(p.groups or { { ep = a.dispatch_ffn_combine_ep_size, p = p, path = run_dir .. "/plan.jsonl" } }) do
     local run = true
-    if gi > 1 and not a.simulate then
+    if gi > 1 and not a.simulate and not a.torch_device then
       visible = visible or plan.visible_npus()
       if visible > 0 and g.ep > visible then
         run = false
@@ -545,7 +558,7 @@ end
 
 -- Status: the executor's when it wrote one; an operator without any op_summary row failed.
 local function settle_status(a, status, agg, profiled_ops)
-  if not status or a.prof_path or a.simulate then return end
+  if not status or a.prof_path or a.simulate or a.torch_device then return end
   local seen = {}
   for _, t in ipairs(agg.order) do seen[perf.sig.op_name(t)] = true end
   local known = {}
@@ -698,7 +711,7 @@ local function write_report(a, id, dst, p, status, ignored, w)
     { simulated = a.simulate, extra = extra_sections(p, ignored, w, true) })
   local console = report.render(w.results, w.gaps, status,
     { simulated = a.simulate, extra = extra_sections(p, ignored, w, false), hot = hot })
-  local json = { run_id = id, simulated = a.simulate or false, database = dst, status = status,
+  local json = { run_id = id, simulated = a.simulate or false, torch_device = a.torch_device, database = dst, status = status,
     files = {}, hotspots = #hot, unreplayable = p.unreplayable, no_builder = p.no_builder, ignored = ignored, not_pruned = w.unpruned,
     recovered = w.recovered }
   for _, r in ipairs(w.results) do
@@ -733,6 +746,9 @@ function M.run(a, script)
   assert(perf.fs.mkdir_p(run_dir))
   local wd <close> = workdir(run_dir, a.keep_workdir or a.plan_only)
   if a.simulate then say("SIMULATED run: durations come from a roofline model, not an NPU.") end
+  if a.torch_device then
+    say(("TORCH run: durations measured with plain torch on %s, not on an NPU."):format(a.torch_device))
+  end
   say(("Database: %s%s"):format(src, dst ~= src and (" -> results into " .. dst) or ""))
 
   local p = make_plan(a, files, run_dir)

@@ -88,8 +88,9 @@ M.SIDE_KERNELS = {
 -- Writes <root>/PROF_<tag>/mindstudio_profiler_output/op_summary_<tag>.csv for cases (each
 -- with .op and .record), repeat_count rows per case with a small deterministic jitter.
 -- opts: repeat_count, tag, device_id, skip_ops (set), side_kernels (also write the side
--- kernels of M.SIDE_KERNELS before each case, as a real replay does). Returns the file path
--- and row count.
+-- kernels of M.SIDE_KERNELS before each case, as a real replay does), measured (case id ->
+-- {microseconds per repeat}: write those durations, no counters, and only the cases it has;
+-- torchprof's real measurements), task_type (with measured). Returns the file path and row count.
 function M.write_op_summary(root, cases, opts)
   opts = opts or {}
   local tag = opts.tag or "000001"
@@ -99,8 +100,9 @@ function M.write_op_summary(root, cases, opts)
   local w = assert(perf.csv.writer(path, { eol = "\n" }))
   w:write(M.OP_SUMMARY_HEADER)
   local t0, task, n = 1764246877073569.640, 0, 0
+  local measured = opts.measured
   for ci, c in ipairs(cases) do
-    if not (opts.skip_ops and opts.skip_ops[c.op]) then
+    if not (opts.skip_ops and opts.skip_ops[c.op]) and not (measured and not measured[c.id]) then
       local rec = c.record or {}
       local first = (shape.split(rec["Input Shapes"] or "")[1] or ""):gsub('"', "")
       for _, k in ipairs(opts.side_kernels and first ~= "" and M.SIDE_KERNELS or {}) do
@@ -116,17 +118,19 @@ function M.write_op_summary(root, cases, opts)
       for rep = 1, opts.repeat_count or 1 do
         task = task + 1
         local jitter = 1 + ((ci * 7919 + rep * 104729) % 97) / 1000
-        local d = base * jitter
+        local d = measured and measured[c.id][rep] or base * jitter
         local row = { tostring(opts.device_id or 0), "4294967295", tostring(task), "2",
           c.op .. "_" .. ci, c.op, rec["OP State"] ~= "" and rec["OP State"] or "dynamic",
-          cube and "AI_CORE" or "AI_VECTOR_CORE", ("%.3f\t"):format(t0 + task * 100), ("%.3f"):format(d),
+          measured and opts.task_type or (cube and "AI_CORE" or "AI_VECTOR_CORE"),
+          ("%.3f\t"):format(t0 + task * 100), ("%.3f"):format(d),
           "0.000", "24", "0", "NO", q(rec["Input Shapes"]), rec["Input Data Types"] or "",
           rec["Input Formats"] or "", q(rec["Output Shapes"]), rec["Output Data Types"] or "",
           rec["Output Formats"] or "", "N/A" }
         for i = 1, #schema.METRICS do
           local m = schema.METRICS[i]
           local v
-          if m == "aicore_time(us)" or m == "aiv_time(us)" then v = ("%.3f"):format(d * 0.9)
+          if measured then v = "N/A" -- an NPU's counters: a GPU or CPU has none of them
+          elseif m == "aicore_time(us)" or m == "aiv_time(us)" then v = ("%.3f"):format(d * 0.9)
           elseif m:find("ratio") or m:find("rate") then v = "0.5"
           elseif m:find("cycles") then v = ("%d"):format(math.floor(d * 1850))
           elseif m == "cube_utilization(%)" then v = cube and "60.0" or "0.0"

@@ -7,6 +7,9 @@ recipes/microbench.lua) on an Ascend NPU with torch and torch_npu, under msprof.
     python3 executor.py PLAN --device cpu|meta [--max-elements N] [--status FILE]
                                           # run every case through the golden functions of
                                           # golden/ (plain torch, no NPU): valid or rejected
+    python3 executor.py PLAN --profile cuda|cpu --trace FILE [--status FILE]
+                                          # time the plain-torch cases on a GPU (or the CPU)
+                                          # under torch.profiler; FILE: its Chrome trace
 
 Each operator runs in its own child process (one crash cannot lose the others' results);
 a case builds its tensors once (seeded), warms up, calls the API --repeat-count times with a
@@ -18,6 +21,12 @@ runs as its golden (golden/<module>.py, plain torch, the same arguments; an API 
 rejects the case), plain torch APIs run as they are, on meta (shapes and dtypes only) or on cpu
 (real values, after meta; cases with more than --max-elements input and output elements stay on
 meta), and every output is checked against the shapes and dtypes the row records.
+
+With --profile cuda (or cpu) the cases whose calls are plain torch (matmuls, elementwise,
+softmax, gather, transpose, ...) run on that device under torch.profiler; each timed call is
+a range "perfscript:<case id>:<repeat>" of the Chrome trace written to --trace, which
+perfscript reads back (lua/perfscript/microbench/torchprof.lua). Cases that call an Ascend
+API (torch_npu.*, torch.ops.*) or use an Ascend-only format are skipped with the reason.
 """
 import argparse
 import json
@@ -159,6 +168,8 @@ def build_tensor(torch, torch_npu, t, gen, device="npu"):
         return x
     if device == "npu":
         x = x.npu()
+    elif device == "cuda":
+        x = x.cuda()
     if t.get("transpose"):
         x = x.t()
     if t.get("transpose_last2"):
@@ -480,6 +491,106 @@ def validate(plan_path, device, max_elements, ops, seed, status_path):
     return 1 if n_bad else 0
 
 
+# ---- timing plain torch on a GPU (or the CPU) under torch.profiler -------------------------
+
+ASCEND_APIS = ("torch_npu.", "torch.ops.")
+RANGE_PREFIX = "perfscript:"
+
+
+def uses_nz(v):
+    if isinstance(v, dict):
+        if "tensor" in v:
+            return bool(v["tensor"].get("nz"))
+        return any(uses_nz(x) for x in v.values())
+    if isinstance(v, list):
+        return any(uses_nz(x) for x in v)
+    return False
+
+
+def plain_attempt(c, device):
+    """The first attempt of case c (its fallback included) that plain torch can run on device,
+    or (None, reason)."""
+    attempts = as_list(c.get("attempts")) or [c]
+    if c.get("fallback"):
+        attempts = attempts + [c["fallback"]]
+    reasons = []
+    for a in attempts:
+        api = a.get("api") or ""
+        if api.startswith(ASCEND_APIS) and not a.get("method") and not a.get("index"):
+            reasons.append(f"{api} is an Ascend API with no {device} kernel")
+        elif a.get("graph") == "torchair":
+            reasons.append("a torchair graph call")
+        elif uses_nz([a.get("args"), a.get("kwargs")]):
+            reasons.append("a FRACTAL_NZ (Ascend-only) tensor format")
+        else:
+            return a, None
+    return None, "; ".join(reasons)
+
+
+def profile_plan(plan_path, device, ops, repeat, warmup, seed, max_elements, trace_path, status_path):
+    """Times every plain-torch case of the plan (of ops when given) on device under
+    torch.profiler, repeat timed calls each after warmup untimed ones, each timed call in its
+    own record_function range; writes the Chrome trace and the per-case status. Returns 0 when
+    no case failed (skipped cases are not failures), 1 otherwise."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+    if device == "cuda" and not torch.cuda.is_available():
+        print("executor: --profile cuda: torch sees no CUDA device "
+              f"(torch {torch.__version__}, {sys.executable})", file=sys.stderr)
+        return 2
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    _, cases = check_plan(plan_path)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    results = {}
+    with profile(activities=activities) as prof:
+        for _, c in cases:
+            if ops and c["op"] not in ops:
+                continue
+            a, why = plain_attempt(c, device)
+            n = spec_elements([a.get("args"), a.get("kwargs")]) if a else 0
+            if a and max_elements and n > max_elements:
+                a, why = None, f"{n} input elements over --max-elements {max_elements}"
+            if a is None:
+                results[c["id"]] = {"id": c["id"], "op": c["op"], "status": "skipped", "reason": why}
+                print(f"[SKIP] {c['id']}: {why}", flush=True)
+                continue
+            try:
+                call = make_call(torch, None, a, torch.Generator().manual_seed(seed), device, {})
+                for _ in range(warmup):
+                    call()
+                sync()
+                for rep in range(1, repeat + 1):
+                    with record_function(f"{RANGE_PREFIX}{c['id']}:{rep}"):
+                        call()
+                    sync()
+                results[c["id"]] = {"id": c["id"], "op": c["op"], "status": "ok",
+                                    "api": a.get("api") or a.get("method") or "index"}
+                print(f"[OK] {c['id']} shapes={c.get('record', {}).get('Input Shapes', '')}", flush=True)
+            except Exception as e:  # recorded: the row stays unmeasured
+                msg = str(e).strip()
+                reason = f"{type(e).__name__}: {msg.splitlines()[0] if msg else ''}"
+                results[c["id"]] = {"id": c["id"], "op": c["op"], "status": "failed", "reason": reason}
+                print(f"[FAIL] {c['id']}: {reason}", flush=True)
+                if device == "cuda":
+                    torch.cuda.empty_cache()
+            call = None
+    tmp = f"{trace_path}.tmp.{os.getpid()}.json"
+    prof.export_chrome_trace(tmp)
+    os.replace(tmp, trace_path)
+    name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    counts = {k: sum(1 for r in results.values() if r["status"] == k) for k in ("ok", "skipped", "failed")}
+    print(f"[PROFILE] {counts['ok']} timed, {counts['skipped']} skipped, {counts['failed']} failed of "
+          f"{len(results)} case(s) on {name}; torch {torch.__version__} ({sys.executable}); trace {trace_path}",
+          flush=True)
+    if status_path:
+        tmp = f"{status_path}.tmp.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"device": device, "device_name": name, "python": sys.executable,
+                       "torch": torch.__version__, "repeat": repeat, "warmup": warmup, "cases": results}, f)
+        os.replace(tmp, status_path)
+    return 1 if counts["failed"] else 0
+
+
 def torchrun_command(cmd, d):
     """The worker under torch.distributed.run with ep_size ranks (nproc_per_node x nnodes)."""
     ep = int(d["ep_size"])
@@ -511,8 +622,13 @@ def main(argv=None):
     ap.add_argument("--device", choices=("npu", "cpu", "meta"), default="npu",
                     help="npu (default): torch_npu on an Ascend NPU; cpu or meta: the golden functions "
                          "of golden/ in plain torch, each output checked against the row")
-    ap.add_argument("--max-elements", type=int, default=1 << 22,
-                    help="with --device cpu: cases with more input and output elements stay on meta (0: no cap)")
+    ap.add_argument("--max-elements", type=int,
+                    help="with --device cpu: cases with more input and output elements stay on meta "
+                         "(default 4194304; 0: no cap); with --profile: cases with more input elements "
+                         "are skipped (default: no cap)")
+    ap.add_argument("--profile", choices=("cuda", "cpu"),
+                    help="time the plain-torch cases on this device under torch.profiler (no NPU)")
+    ap.add_argument("--trace", help="with --profile: write the profiler's Chrome trace here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:
@@ -523,14 +639,21 @@ def main(argv=None):
     if args.check:
         print(f"plan OK: {len(cases)} case(s), ops {', '.join(header.get('ops') or []) or '-'}")
         return 0
+    wanted = set(args.ops.split(",")) if args.ops else None
     if args.device != "npu":
-        wanted = set(args.ops.split(",")) if args.ops else None
-        return validate(args.plan, args.device, args.max_elements, wanted, header.get("seed", 0), args.status)
+        cap = (1 << 22) if args.max_elements is None else args.max_elements
+        return validate(args.plan, args.device, cap, wanted, header.get("seed", 0), args.status)
     repeat = args.repeat_count or header.get("repeat_count") or 1
     warmup = header.get("warmup", 1) if args.warmup is None else args.warmup
     if repeat <= 0:
         print(f"executor: --repeat-count must be positive, got {repeat}", file=sys.stderr)
         return 2
+    if args.profile:
+        if not args.trace:
+            print("executor: --profile needs --trace FILE", file=sys.stderr)
+            return 2
+        return profile_plan(args.plan, args.profile, wanted, repeat, warmup, header.get("seed", 0),
+                            args.max_elements or 0, args.trace, args.status)
     seed = header.get("seed", 0)
     if args.worker:
         results = run_op(args.plan, args.worker, repeat, warmup, seed)
