@@ -138,32 +138,36 @@ def build_tensor(torch, torch_npu, t, gen, device="npu"):
     shape = as_list(t["shape"])
     dtype = getattr(torch, DTYPES[t["dtype"]])
     init = t.get("init", "empty")
+    # on cuda the values are made on the GPU (a CPU randn of a large weight takes seconds)
+    dev = "cuda" if device == "cuda" and not t.get("host") else None
+    if dev is None and gen is not None and gen.device.type != "cpu":
+        gen = torch.Generator().manual_seed(gen.initial_seed())
     if device == "meta" and not t.get("host"):
         x = torch.empty(shape, dtype=dtype, device="meta")  # no values: shapes and dtypes only
     elif init == "data":
-        x = torch.tensor(as_list(t["data"]), dtype=dtype).reshape(shape)
+        x = torch.tensor(as_list(t["data"]), dtype=dtype, device=dev).reshape(shape)
     elif init == "arange":
-        x = (torch.arange(int(torch.tensor(shape).prod().item()) if shape else 1) % max(1, t.get("high", 1 << 62))).to(dtype).reshape(shape)
+        x = (torch.arange(int(torch.tensor(shape).prod().item()) if shape else 1, device=dev) % max(1, t.get("high", 1 << 62))).to(dtype).reshape(shape)
     elif init == "perm":
         n = t.get("high", shape[0] if shape else 1)
-        x = torch.randperm(n, generator=gen)[: (shape[0] if shape else 1)].to(dtype).reshape(shape)
+        x = torch.randperm(n, generator=gen, device=dev)[: (shape[0] if shape else 1)].to(dtype).reshape(shape)
     elif init == "ones":
-        x = torch.ones(shape, dtype=dtype)
+        x = torch.ones(shape, dtype=dtype, device=dev)
     elif init == "zeros":
-        x = torch.zeros(shape, dtype=dtype)
+        x = torch.zeros(shape, dtype=dtype, device=dev)
     elif init == "triu":
-        upper = torch.triu(torch.ones(shape[-2:], dtype=torch.bool), diagonal=1).expand(shape)
+        upper = torch.triu(torch.ones(shape[-2:], dtype=torch.bool, device=dev), diagonal=1).expand(shape)
         if t.get("value") is not None:  # e.g. -inf above the diagonal of a float16 mask
-            x = torch.zeros(shape, dtype=dtype).masked_fill(upper, float(t["value"]))
+            x = torch.zeros(shape, dtype=dtype, device=dev).masked_fill(upper, float(t["value"]))
         else:
             x = upper.to(dtype)
     elif dtype == torch.bool:
-        x = torch.randint(0, 2, shape, generator=gen, dtype=torch.int32).to(torch.bool)
+        x = torch.randint(0, 2, shape, generator=gen, dtype=torch.int32, device=dev).to(torch.bool)
     elif dtype.is_floating_point:
         # finite values: uninitialised memory may hold NaN/Inf and change kernel paths
-        x = torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
+        x = torch.randn(shape, generator=gen, dtype=torch.float32, device=dev).to(dtype)
     else:
-        x = torch.randint(0, t.get("high", 8), shape, generator=gen, dtype=torch.int64).to(dtype)
+        x = torch.randint(0, t.get("high", 8), shape, generator=gen, dtype=torch.int64, device=dev).to(dtype)
     if t.get("host"):
         return x
     if device == "npu":
@@ -555,7 +559,8 @@ def profile_plan(plan_path, device, ops, repeat, warmup, seed, max_elements, tra
                 print(f"[SKIP] {c['id']}: {why}", flush=True)
                 continue
             try:
-                call = make_call(torch, None, a, torch.Generator().manual_seed(seed), device, {})
+                gen = torch.Generator(device=device).manual_seed(seed)
+                call = make_call(torch, None, a, gen, device, {})
                 for _ in range(warmup):
                     call()
                 sync()
