@@ -116,4 +116,26 @@ function TestTorchprof:test_measured_op_summary_rows()
   lu.assertEquals(rows[1]["aicore_time(us)"], "N/A")
 end
 
+function TestTorchprof:test_settle_sorts_cases_into_measured_skipped_failed()
+  local p = { ops = { "Add", "Transpose", "RmsNorm", "Mul" }, cases = {
+    { id = "Add:2", op = "Add" }, { id = "Add:3", op = "Add" }, { id = "Transpose:2", op = "Transpose" },
+    { id = "RmsNorm:2", op = "RmsNorm" }, { id = "Mul:2", op = "Mul" }, { id = "Mul:3", op = "Mul" } } }
+  local status = { cases = {
+    ["Add:2"] = { status = "ok" }, ["Add:3"] = { status = "ok" }, ["Transpose:2"] = { status = "ok" },
+    ["RmsNorm:2"] = { status = "skipped", reason = "torch_npu.npu_rms_norm is an Ascend API with no cuda kernel" },
+    ["Mul:2"] = { status = "ok" }, ["Mul:3"] = { status = "failed", reason = "RuntimeError: boom" } } }
+  local times = { ["Add:2"] = { us = { 1, 2 } }, ["Add:3"] = { us = { 3, 4 } }, ["Mul:2"] = { us = { 5, 6 } } }
+  local measured, result, timed = torchprof.settle(p, status, times, 2)
+  lu.assertEquals(measured, { ["Add:2"] = { 1, 2 }, ["Add:3"] = { 3, 4 }, ["Mul:2"] = { 5, 6 } })
+  lu.assertEquals(timed, 3)
+  lu.assertEquals(result.success, { "Add" })
+  lu.assertEquals(result.skipped, { { op = "Transpose", reason = "no device work in its timed calls (a view on this device)" },
+    { op = "RmsNorm", reason = "torch_npu.npu_rms_norm is an Ascend API with no cuda kernel" } })
+  lu.assertEquals(result.failed, { { op = "Mul", reason = "RuntimeError: boom" } })
+  -- a repeat missing from the trace is a failure, not a short measurement
+  measured, result = torchprof.settle(p, status, { ["Add:2"] = { us = { 1 } }, ["Add:3"] = { us = { 3, 4 } } }, 2)
+  lu.assertNil(measured["Add:2"])
+  lu.assertEquals(result.failed[1], { op = "Add", reason = "fewer timed calls in the trace than --repeat-count" })
+end
+
 os.exit(lu.LuaUnit.run())

@@ -106,6 +106,38 @@ local function say(s)
   io.stdout:flush()
 end
 
+-- The run's outcome from the executor's status and the trace's times: measured (case id ->
+-- microseconds per repeat, only cases with every repeat timed), the status by operator
+-- ({success, failed = {op, reason}, skipped = {op, reason}}; an operator fails when one of its
+-- cases failed) and the number of cases timed.
+function M.settle(p, status, times, repeat_count)
+  local measured, by_op, timed = {}, {}, 0
+  for _, c in ipairs(p.cases) do
+    local s, t = status.cases[c.id], times[c.id]
+    local o = by_op[c.op] or { ok = 0, bad = {}, skip = {} }
+    by_op[c.op] = o
+    if s and s.status == "ok" and t and #t.us == repeat_count then
+      measured[c.id], o.ok, timed = t.us, o.ok + 1, timed + 1
+    elseif s and s.status == "skipped" then
+      o.skip[#o.skip + 1] = s.reason
+    elseif s and s.status == "ok" and not t then
+      -- a view (transpose, as_strided, broadcast_to) launches nothing on a GPU; the NPU copies
+      o.skip[#o.skip + 1] = "no device work in its timed calls (a view on this device)"
+    else
+      o.bad[#o.bad + 1] = (s and s.reason) or (s and s.status == "ok" and "fewer timed calls in the trace than --repeat-count")
+        or "the executor gave no status for it"
+    end
+  end
+  local result = { success = {}, failed = {}, skipped = {} }
+  for _, op in ipairs(p.ops) do
+    local o = by_op[op]
+    if o and #o.bad > 0 then result.failed[#result.failed + 1] = { op = op, reason = o.bad[1] }
+    elseif o and o.ok > 0 then result.success[#result.success + 1] = op
+    elseif o then result.skipped[#result.skipped + 1] = { op = op, reason = o.skip[1] } end
+  end
+  return measured, result, timed
+end
+
 -- Runs run_dir/executor.py over plan_path under torch.profiler on a.torch_device and writes
 -- the op_summary of the timed cases under run_dir/prof. Returns the op_summary path and the
 -- run status ({success, failed, skipped} by operator, as the msprof path gives); fails with
@@ -115,7 +147,8 @@ function M.collect(a, p, plan_path, run_dir)
   local py, info = require("perfscript.microbench.validate").find_python(explicit, run_dir)
   if not py then perf.fail("%s", info) end
   local tr, st, log = run_dir .. "/torch_trace.json", run_dir .. "/torch_status.json", run_dir .. "/torch_executor.log"
-  local argv = { py, run_dir .. "/executor.py", plan_path, "--profile", a.torch_device, "--trace", tr,
+  -- the executor sits beside the run's plans (an EP group's plan too, its run_dir one below)
+  local argv = { py, plan_path:gsub("[^/]*$", "") .. "executor.py", plan_path, "--profile", a.torch_device, "--trace", tr,
     "--status", st, "--repeat-count", tostring(a.repeat_count), "--warmup", tostring(a.warmup) }
   say(("[TORCH] timing %d case(s) on %s under torch.profiler; Python %s (%s, torch %s)")
     :format(#p.cases, a.torch_device, py, info.executable, info.torch))
@@ -129,28 +162,7 @@ function M.collect(a, p, plan_path, run_dir)
   end
   local times, err = M.case_times(tr)
   if not times then perf.fail("%s", err) end
-  local measured, by_op, timed = {}, {}, 0
-  for _, c in ipairs(p.cases) do
-    local s, t = status.cases[c.id], times[c.id]
-    local o = by_op[c.op] or { ok = 0, bad = {}, skip = {} }
-    by_op[c.op] = o
-    if s and s.status == "ok" and t and #t.us == a.repeat_count then
-      measured[c.id], o.ok, timed = t.us, o.ok + 1, timed + 1
-    elseif s and s.status == "skipped" then
-      o.skip[#o.skip + 1] = s.reason
-    else
-      o.bad[#o.bad + 1] = (s and s.status == "ok")
-        and "no device work in its timed calls (a view, or work the profiler did not see)"
-        or (s and s.reason) or "the executor gave no status for it"
-    end
-  end
-  local result = { success = {}, failed = {}, skipped = {} }
-  for _, op in ipairs(p.ops) do
-    local o = by_op[op]
-    if o and #o.bad > 0 then result.failed[#result.failed + 1] = { op = op, reason = o.bad[1] }
-    elseif o and o.ok > 0 then result.success[#result.success + 1] = op
-    elseif o then result.skipped[#result.skipped + 1] = { op = op, reason = o.skip[1] } end
-  end
+  local measured, result, timed = M.settle(p, status, times, a.repeat_count)
   local path = simulate.write_op_summary(run_dir .. "/prof", p.cases, { repeat_count = a.repeat_count,
     measured = measured, task_type = "TORCH_" .. tostring(a.torch_device):upper() })
   say(("[TORCH] %d of %d case(s) timed on %s (torch %s); trace %s"):format(timed, #p.cases,
