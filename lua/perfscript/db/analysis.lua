@@ -334,6 +334,8 @@ local function query_point(K, query, dtypes)
   return p, q
 end
 
+A.query_point = query_point
+
 local function fixed_ok(K, b, fixed)
   if not fixed then return true end
   for k, v in pairs(fixed) do
