@@ -95,6 +95,28 @@ else
   not_ok "plan --simulate lowers the p90 error" "$line"
 fi
 
+# --from-trace: the needs are a TensorCast trace's lookups (TC's [M,K],[K,N] layout); a planned
+# shape is written as the grid row of the same signature, one no grid row has is listed
+cat > tc.json <<'JSON'
+{"traceEvents": [
+{"name":"process_name","ph":"M","pid":1,"args":{"name":"empirical (PID: 1)"}},
+{"name":"aten.mm.default","ph":"X","ts":0,"dur":20,"pid":1,"tid":0,"args":{"kernel_type":"MatMulV2","simulation_shapes":"[[32768, 7168], [7168, 1536]]"}},
+{"name":"aten.mm.default","ph":"X","ts":20,"dur":20,"pid":1,"tid":0,"args":{"kernel_type":"MatMulV2","simulation_shapes":"[[16384, 2048], [2048, 7168]]"}},
+{"name":"aten.mm.default","ph":"X","ts":40,"dur":20,"pid":1,"tid":0,"args":{"kernel_type":"MatMulV2","simulation_shapes":"[[777, 7168], [7168, 1536]]"}},
+{"name":"aten.add.Tensor","ph":"X","ts":60,"dur":3,"pid":1,"tid":0,"args":{"kernel_type":"NoSuchKernel","simulation_shapes":"[[4, 8], [4, 8]]"}}
+]}
+JSON
+cp -r dsv3 dsv3t  # a copy as the simulated run left it
+rows0=$(wc -l < dsv3t/MatMulV2.csv)
+out=$("$PS_BIN" "$R/plan_collection.lua" --database-path dsv3t --target-models deepseek-ai/DeepSeek-V3 \
+  --from-trace tc.json --budget 10 2>err) || not_ok "plan --from-trace" "$(cat err)"
+expect_contains "trace: needs" "$out" "needs: 3 signatures (the trace's lookups)"
+expect_contains "trace: a kernel the database lacks" "$out" "Not in the database (or no shapes): NoSuchKernel (1)"
+expect_contains "trace: a shape no grid row has" "$out" "MatMulV2  777,7168;7168,1536"
+expect_contains "trace: the grid twins written" "$out" "Appended 2 of 2 planned rows"
+expect_eq "trace: MatMulV2.csv grew by 2 rows" "$(( $(wc -l < dsv3t/MatMulV2.csv) - rows0 ))" 2
+expect_contains "trace: written in the database's layout" "$(tail -2 dsv3t/MatMulV2.csv)" '"""32768,7168;1536,7168"""'
+
 # without --simulate: the planned rows land in the database, empty, through the grid's append
 rows0=$(wc -l < dsv3/MatMulV2.csv)
 out=$("$PS_BIN" "$R/plan_collection.lua" --database-path dsv3 --target-models deepseek-ai/DeepSeek-V3 --rows 200 \

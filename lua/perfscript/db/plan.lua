@@ -33,7 +33,7 @@ local function grid_opts(dir, models, opts)
 end
 
 -- The needed rows of db (opened on dir) for models: a list of {kernel, key, it, idt, ifm,
--- extra}, in grid order, one per kernel and row key.
+-- extra}, in grid order, one per kernel and row key. opts: rows, seed, kernels (a set: only those).
 function M.needs_from_grid(db, dir, models, opts)
   opts = opts or {}
   local list, seen = {}, {}
@@ -41,7 +41,7 @@ function M.needs_from_grid(db, dir, models, opts)
   o.dry_run = true
   o.collect = function(f, _, S, idx, keys)
     local k = db._kernels[f.kernel]
-    if not k or not k:table():column(D.IS) then return end
+    if not k or (opts.kernels and not opts.kernels[f.kernel]) or not k:table():column(D.IS) then return end
     for _, i in ipairs(idx) do
       local id = f.kernel .. "\0" .. keys[i]
       if not seen[id] then
@@ -55,8 +55,42 @@ function M.needs_from_grid(db, dir, models, opts)
   return list
 end
 
+local query_of
+
+-- The needs of a TensorCast trace: each (kernel type, shapes) its ops looked up (the lookup's
+-- own shapes where the trace has them: perfscript.analysis.pershape), for the kernel types the
+-- database has with shapes; no dtypes (a trace has none: the first bucket with the same other
+-- axes answers, as db:interp without dtypes). opts: pid, model (which process of the trace).
+function M.needs_from_trace(db, path, opts)
+  local tr, pid = require("perfscript.analysis.cli").trace_and_pid(path, opts or {})
+  local _, order = require("perfscript.analysis.pershape").tc_side(tr, pid, { kernel_shapes = true })
+  local list, skipped = {}, {}
+  for _, e in ipairs(order) do
+    local k = db._kernels[e.kernel_type]
+    if k and e.shape_key ~= "" and k:table():column(D.IS) then
+      list[#list + 1] = { kernel = e.kernel_type, it = e.shape_key, idt = "", ifm = "", extra = {}, count = e.count }
+    else
+      skipped[e.kernel_type] = (skipped[e.kernel_type] or 0) + 1
+    end
+  end
+  return list, skipped
+end
+
+-- The identity of a need across sources (a trace's lookup and a grid row): kernel, the first
+-- axis it has, the other axes (rest) and its value, without dtypes (a trace has none).
+function M.twin_key(db, n)
+  local K = db:kernel(n.kernel)
+  local ok, p = pcall(A.query_point, K, query_of(K, n))
+  if not ok then return nil end
+  for _, axis in ipairs(A.default_axes(K)) do
+    local v, rest = A.split(K, p, axis)
+    if v then return table.concat({ n.kernel, axis, rest, tostring(v) }, "\0") end
+  end
+  return nil
+end
+
 -- The query of a need: its shapes, dtypes, formats and the runtime axes the kernel's file has.
-local function query_of(K, n)
+function query_of(K, n)
   local q = { shapes = n.it, dtypes = n.idt ~= "" and n.idt or nil, formats = n.ifm ~= "" and n.ifm or nil }
   local t = K:table()
   for _, e in ipairs(D.EXTRAS) do

@@ -26,6 +26,10 @@ function M.parser()
   p:option("--rows", "Needed rows per CSV: the grid's sample for the models (0 = every grid row).", "1000")
     :convert(math.tointeger)
   p:option("--seed", "The grid's sampling seed.", "0"):convert(math.tointeger)
+  p:option("--from-trace", "Take the needs from a TensorCast trace's lookups (kernel type and shapes) instead of the "
+           .. "grid; the planned shapes are written where a grid row of --target-models has the same signature.")
+    :argname("<json>")
+  require("perfscript.analysis.cli").add_trace_options(p)
   options.list(p, "--kernels", "Plan only for these kernel types, a comma list; repeatable (default: every kernel).")
   p:flag("--dry-run", "Print the plan; write nothing.")
   p:flag("--simulate", "Append the plan to a copy (--output), measure it on the simulated device and print the "
@@ -101,21 +105,36 @@ end
 function M.main(argv)
   local a = M.parser():parse(argv)
   local say = function(s) io.stdout:write(s, "\n") end
-  if not a.target_models or #a.target_models == 0 then perf.fail("--target-models names no model") end
+  if not a.from_trace and (not a.target_models or #a.target_models == 0) then
+    perf.fail("--target-models names no model (or give --from-trace)")
+  end
   if not a.budget or a.budget < 0 then perf.fail("--budget takes a whole number") end
   if not a.max_error or a.max_error <= 0 then perf.fail("--max-error takes a number above 0") end
   if not a.rows or a.rows < 0 or not a.seed then perf.fail("--rows and --seed take whole numbers") end
-  local resolved = models.resolve(a.target_models)  -- unknown or legacy names fail here
   local names = {}
-  for i, p in ipairs(resolved) do names[i] = p.model_id end
+  if a.target_models then
+    for i, p in ipairs(models.resolve(a.target_models)) do names[i] = p.model_id end  -- unknown or legacy names fail here
+  end
   local dir = options.database_dir(a, { write = not a.simulate and not a.dry_run })
   local db, err = perf.open(dir)
   if not db then perf.fail("%s", err) end
   R.max_rows = math.huge
-  say(string.format("Target models: %s | database: %s | budget %d | max error %s", table.concat(names, ", "), dir,
-                    a.budget, acc.pct(a.max_error)))
+  say(string.format("Target models: %s | database: %s | budget %d | max error %s",
+                    #names > 0 and table.concat(names, ", ") or "none", dir, a.budget, acc.pct(a.max_error)))
   local gopts = { rows = a.rows, seed = a.seed }
-  local needs = plan.needs_from_grid(db, dir, names, gopts)
+  local needs, source
+  if a.from_trace then
+    local skipped
+    needs, skipped = plan.needs_from_trace(db, a.from_trace, { pid = a.pid, model = a.model })
+    local list = {}
+    for k, n in pairs(skipped) do list[#list + 1] = string.format("%s (%d)", k, n) end
+    table.sort(list)
+    source = "the trace's lookups"
+    if #list > 0 then say("Not in the database (or no shapes): " .. table.concat(list, ", ")) end
+  else
+    needs = plan.needs_from_grid(db, dir, names, gopts)
+    source = string.format("the grid's rows for the models, --rows %d per file", a.rows)
+  end
   if a.kernels then
     local want, kept = {}, {}
     for _, k in ipairs(a.kernels) do want[db:kernel(k).name] = true end
@@ -124,7 +143,7 @@ function M.main(argv)
   end
   plan.classify(db, needs)
   say(tostring(needs_table(plan.table(needs),
-    string.format("needs: %d signatures (the grid's rows for the models, --rows %d per file)", #needs, a.rows))))
+    string.format("needs: %d signatures (%s)", #needs, source))))
   say("")
   local P = plan.plan(db, needs, { budget = a.budget, max_error = a.max_error })
   say(tostring(chosen_table(P.chosen, a.show or 40)))
@@ -140,6 +159,25 @@ function M.main(argv)
   say("")
   if #P.chosen == 0 then say("Nothing to measure."); return 0 end
   if a.dry_run then say("Dry run: nothing written."); return 0 end
+  local rows = P.chosen
+  if a.from_trace then
+    -- a trace's signature is written as the grid row of the same signature, where there is one
+    if #names == 0 then say("Nothing written: give --target-models to write the grid rows of these shapes."); return 0 end
+    local twins, wanted = {}, {}
+    for _, n in ipairs(P.chosen) do wanted[n.kernel] = true end
+    for _, g in ipairs(plan.needs_from_grid(db, dir, names, { rows = 0, seed = a.seed, kernels = wanted })) do
+      local key = plan.twin_key(db, g)
+      if key and not twins[key] then twins[key] = g end
+    end
+    rows = {}
+    local none = R.new("planned shapes no grid row of the target models has (not written)", { "kernel", "Input Shapes" })
+    for _, n in ipairs(P.chosen) do
+      local g = twins[plan.twin_key(db, n) or ""]
+      if g then rows[#rows + 1] = g else none[#none + 1] = { kernel = n.kernel, ["Input Shapes"] = n.it } end
+    end
+    if #none > 0 then say(tostring(none)); say("") end
+    if #rows == 0 then say("Nothing written."); return 0 end
+  end
   local target = dir
   if a.simulate then
     target = a.output or (dir:gsub("/+$", "") .. "_simulated")
@@ -148,7 +186,7 @@ function M.main(argv)
     if not n then perf.fail("%s", cerr) end
     say(string.format("Copied %d files of %s to %s.", n, dir, target))
   end
-  local results = plan.append(target, names, P.chosen, gopts)
+  local results = plan.append(target, names, rows, gopts)
   local total, kernels = 0, {}
   for _, r in ipairs(results) do
     if (r.appended or 0) > 0 then
@@ -157,7 +195,7 @@ function M.main(argv)
       say(string.format("  %s: appended %d rows (%s)", r.file, r.appended, r.status))
     end
   end
-  say(string.format("Appended %d of %d planned rows (empty latencies) under %s.", total, #P.chosen, target))
+  say(string.format("Appended %d of %d planned rows (empty latencies) under %s.", total, #rows, target))
   if not a.simulate then
     say("Measure them: perfscript recipes/microbench.lua --database-path " .. target .. " --update-mode missing-only")
     return 0
