@@ -39,25 +39,14 @@ expect_contains "dsv3: page has charts" "$html" 'class="chart accuracy-chart" da
 expect_not_contains "dsv3: page loads nothing (no script)" "$html" "<script"
 expect_not_contains "dsv3: page loads nothing (no src)" "$html" "src="
 
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [[ -n $CHROMIUM ]]; then
-  browser() {
-    local profile
-    profile=$(mktemp -d "$TMP/profile.XXXXXX")
-    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
-      --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" "$@" 2>/dev/null
-  }
   dom=$(browser --dump-dom "file://$TMP/acc.html")
   expect_contains "browser: page parsed" "$dom" "Interpolation accuracy of dsv3"
   expect_contains "browser: MatMulV2 chart along M" "$dom" 'aria-label="MatMulV2 error against M"'
   expect_contains "browser: Add chart along tokens" "$dom" 'aria-label="Add error against tokens"'
   browser --window-size=900,1400 --screenshot="$TMP/acc.png" "file://$TMP/acc.html" >/dev/null
   if [[ -s $TMP/acc.png ]]; then
-    colours=$(python3 "$SRC/tests/cli/png_colors.py" "$TMP/acc.png" d62728 4c72b0)
-    for c in d62728 4c72b0; do
-      n=$(awk -v c="$c" '$1 == c { print $2 }' <<<"$colours")
-      if ((n > 20)); then ok "screenshot shows error markers in #$c ($n px)"; else not_ok "screenshot shows markers in #$c" "$colours"; fi
-    done
+    expect_png_colours "screenshot shows error markers" "$TMP/acc.png" 20 d62728 4c72b0
   else
     not_ok "browser: screenshot written"
   fi
