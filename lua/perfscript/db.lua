@@ -35,6 +35,7 @@ M.help = {
   { "db:nearest(k, query, n)", "the n closest measured rows (log-space distance over the shape dims)" },
   { "db:coverage(k, axis, fixed)", "values measured along an axis (M, K, N, tokens, ...), gaps against the density standard" },
   { "db:interp(k, query)", "one-axis linear interpolation preview with its bracket (never extrapolates)" },
+  { "db:accuracy(k, filter)", "leave-one-out: each measured signature predicted from the others as db:interp would; p50/p90/max error" },
   { "db:dups(k)", "rows the consumer cannot tell apart, and how it resolves them" },
   { "db:outliers(k)", "monotonicity breaks along an axis; microbench/profiling gaps outside [0.8, 1.2]" },
   { "db:lint([k])", "cells that crash or mislead the consumer (shapes, slots, dtypes, zero latencies, EP Size)" },
@@ -1021,5 +1022,6 @@ require("perfscript.db.analysis").install(M)
 require("perfscript.db.quality").install(M)
 require("perfscript.db.mapping").install(M)
 require("perfscript.db.reach").install(M)
+require("perfscript.db.accuracy").install(M)
 
 return M

@@ -47,3 +47,23 @@ torch_python() {
   echo "SKIP: no python3 with torch (apt-get install python3-torch)"
   exit 77
 }
+
+# Headless Chromium for the page tests: CHROMIUM (empty when not installed); browser OUTPUT-FLAG...
+# URL runs it with a fresh profile, no network services and no sandbox (CI); expect_png_colours
+# NAME PNG MIN RRGGBB... passes when each colour covers more than MIN pixels of the screenshot.
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+browser() {
+  local profile
+  profile=$(mktemp -d "$TMP/profile.XXXXXX")
+  timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" "$@" 2>/dev/null
+}
+expect_png_colours() {
+  local name=$1 png=$2 min=$3 colours c n
+  shift 3
+  colours=$(python3 "$SRC/tests/cli/png_colors.py" "$png" "$@")
+  for c in "$@"; do
+    n=$(awk -v c="$c" '$1 == c { print $2 }' <<<"$colours")
+    if ((n > min)); then ok "$name in #$c ($n px)"; else not_ok "$name in #$c" "$colours"; fi
+  done
+}

@@ -3,7 +3,6 @@
 # the DOM it builds has the kernel names and the bars, and the screenshot shows the bars' colours.
 # Skipped (exit 77) when chromium is not installed.
 source "$(dirname "$0")/lib.sh" || exit 1
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $CHROMIUM ]]; then
   echo "SKIP: chromium is not installed (apt-get install chromium)"
   exit 77
@@ -13,12 +12,6 @@ FX=$SRC/tests/fixtures/analysis
 cd "$TMP"
 mkdir -p db && cp "$FX/op_mapping.yaml" db/
 
-browser() {  # browser OUTPUT-FLAG... URL: a fresh profile, no network services, no sandbox (CI)
-  local profile
-  profile=$(mktemp -d "$TMP/profile.XXXXXX")
-  timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
-    --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" "$@" 2>/dev/null
-}
 count() { grep -o "$2" <<<"$1" | wc -l | tr -d ' '; }
 
 "$PS_BIN" "$R/op_comparison.lua" --tc-trace "$FX/tc_trace.json" --prof-trace "$FX/prof_forward.csv" \
@@ -58,11 +51,7 @@ expect_contains "browser: m6 error bar" "$dom" 'class="bar error-bar" data-kerne
 browser --window-size=1000,900 --screenshot="$TMP/cmp.png" "file://$TMP/cmp.html" >/dev/null
 if [[ -s $TMP/cmp.png ]]; then
   ok "browser: screenshot written"
-  colours=$(python3 "$SRC/tests/cli/png_colors.py" "$TMP/cmp.png" 1f77b4 ff7f0e 4c72b0 d62728)
-  for c in 1f77b4 ff7f0e 4c72b0 d62728; do
-    n=$(awk -v c="$c" '$1 == c { print $2 }' <<<"$colours")
-    if ((n > 200)); then ok "screenshot shows bars in #$c ($n px)"; else not_ok "screenshot shows bars in #$c" "$colours"; fi
-  done
+  expect_png_colours "screenshot shows bars" "$TMP/cmp.png" 200 1f77b4 ff7f0e 4c72b0 d62728
 else
   not_ok "browser: screenshot written"
 fi

@@ -26,6 +26,7 @@ td:first-child, th:first-child { text-align: left; }
 svg text { font-size: 12px; }
 .legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; }
 ]]
+M.CSS = CSS
 
 local ROW_H, LABEL_W, PLOT_W, PAD, MARGIN = 22, 280, 560, 40, 64
 

@@ -139,6 +139,7 @@ end
 A.natural_less = natural_less
 
 local function extras_text(p, skip)
+  if next(p.extras) == nil then return "" end
   local names = {}
   for k in pairs(p.extras) do if k ~= skip then names[#names + 1] = k end end
   table.sort(names)
@@ -147,7 +148,17 @@ local function extras_text(p, skip)
   return table.concat(parts, ",")
 end
 
+local matmul_axes_of
+-- (cached in the point: the three axes of a matmul point are split from one reading)
 local function matmul_axes(p)
+  local c = p.mm
+  if c then return c[1], c[2], c[3] end
+  local ax, tail, layout = matmul_axes_of(p)
+  p.mm = { ax, tail, layout }
+  return ax, tail, layout
+end
+
+function matmul_axes_of(p)
   local a, b = p.shapes[1], p.shapes[2]
   if not a or not b or a.scalar or b.scalar or #a < 2 or #b < 2 then return nil end
   local m, k = a[#a - 1], a[#a]
@@ -296,12 +307,15 @@ function A.buckets(K, axis)
       if last and last.v == pt.v then
         last.all = last.all or { last.lat }
         last.all[#last.all + 1] = pt.lat
+        -- which point gave which latency: a point left out leaves the others' median
+        last.members = last.members or { last.p }
+        last.members[#last.members + 1] = pt.p
         last.rows = last.rows + pt.rows
       else
         merged[#merged + 1] = pt
       end
     end
-    for _, pt in ipairs(merged) do if pt.all then pt.lat = median(pt.all) end end
+    for _, pt in ipairs(merged) do if pt.all then pt.lat = median(table.move(pt.all, 1, #pt.all, 1, {})) end end
     b.pts = merged
   end
   s.buckets[axis] = { map = map, list = list }
@@ -319,6 +333,8 @@ local function query_point(K, query, dtypes)
   end
   return p, q
 end
+
+A.query_point = query_point
 
 local function fixed_ok(K, b, fixed)
   if not fixed then return true end
@@ -400,8 +416,105 @@ end
 
 -- ---- interp -------------------------------------------------------------------------------
 
+-- First index of a bucket's sorted points whose value is >= v.
+local function find(pts, v)
+  local lo, hi = 1, #pts + 1
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if pts[mid].v < v then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+
+-- The consumer's bracket of qv in a bucket (points sorted by distinct value): lo = the last
+-- point at or below qv, hi = the first at or above. skip (a point of A.points, on value skipv)
+-- is left out, as if its rows were not in the file (leave-one-out accuracy): a value that
+-- other points share keeps their median. Returns lo, hi (nil when a side is missing) and the
+-- number of points left.
+function A.bracket(pts, qv, skip, skipv)
+  local j, stand
+  if skip then
+    local i = find(pts, skipv)
+    local pt = pts[i]
+    if pt and pt.v == skipv then
+      if pt.members then
+        local others, found = {}, false
+        for m, p in ipairs(pt.members) do
+          if p == skip then found = true else others[#others + 1] = pt.all[m] end
+        end
+        if found then
+          j = i
+          if #others > 0 then
+            stand = setmetatable({ lat = median(others), rows = pt.rows - skip.size }, { __index = pt })
+          end
+        end
+      elseif pt.p == skip then
+        j = i
+      end
+    end
+  end
+  local n = #pts - ((j and not stand) and 1 or 0)
+  local i, m = find(pts, qv), #pts
+  local hi, lo
+  -- the skipped index answers with its stand-in (nil: gone)
+  if i == j then hi = stand; if not hi and i < m then hi = pts[i + 1] end
+  elseif i <= m then hi = pts[i] end
+  if hi and hi.v == qv then lo = hi
+  elseif i - 1 == j then lo = stand; if not lo and i > 2 then lo = pts[i - 2] end
+  elseif i > 1 then lo = pts[i - 1] end
+  return lo, hi, n
+end
+
+-- The axis transform the mapping's interpolation policy sets for kernel K (FIA: sqrt_seq on
+-- seq), unless opts.transform simulates another: a function of the axis value.
+function A.transform(K, axis, opts)
+  local transform = opts and opts.transform
+  if transform == nil then
+    local s = K._
+    if s.policy == nil then
+      local doc = require("perfscript.db.mapping").load(K.db)
+      local ov = doc and type(doc.interpolation_policy) == "table" and doc.interpolation_policy.kernel_overrides
+      s.policy = type(ov) == "table" and type(ov[K.name]) == "table" and ov[K.name] or {}
+    end
+    transform = s.policy.axis_transform
+  end
+  if axis == "seq" and transform == "sqrt_seq" then return math.sqrt end
+  return nil
+end
+
+-- One axis of the consumer's 1-D interpolation: qv in the bucket's points pts, skip left out
+-- (A.bracket), f the axis transform (nil: linear). Returns the record db:interp prints
+-- (status, latency(us), lower, upper ...), the bracket's lo and hi, and the weight.
+function A.solve(pts, qv, f, skip, skipv)
+  local rec = {}
+  local lo, hi, n = A.bracket(pts, qv, skip, skipv)
+  rec.points = n
+  if n == 0 then
+    rec.status = "regime_key_unmatched (no measured row with the other axes equal)"
+  elseif lo and hi and lo.v == qv then
+    rec.status, rec["latency(us)"] = "exact_axis_value", lo.lat
+    rec.lower, rec["lower(us)"], rec.upper, rec["upper(us)"] = lo.v, lo.lat, lo.v, lo.lat
+    return rec, lo, lo
+  elseif n < 2 then
+    rec.status = "insufficient_filtered_candidates"
+  elseif not lo or not hi then
+    local _, first = A.bracket(pts, -math.huge, skip, skipv)
+    local last = A.bracket(pts, math.huge, skip, skipv)
+    rec.status = string.format("outside_axis_boundary [%s, %s]", first.v, last.v)
+  else
+    local w
+    if f then w = (f(qv) - f(lo.v)) / (f(hi.v) - f(lo.v)) else w = (qv - lo.v) / (hi.v - lo.v) end
+    rec["latency(us)"] = lo.lat + (hi.lat - lo.lat) * w
+    rec.status = f == math.sqrt and "interpolated (linear_1d_sqrt)" or "interpolated (linear_1d)"
+    rec.lower, rec["lower(us)"], rec.upper, rec["upper(us)"] = lo.v, lo.lat, hi.v, hi.lat
+    return rec, lo, hi, w
+  end
+  return rec
+end
+
 -- A one-axis linear interpolation preview: per axis, the bucket of the query, its bracket,
--- and the result; the first axis that succeeds answers. Never extrapolates.
+-- and the result; the first axis that succeeds answers. Never extrapolates. opts.exclude: a
+-- row (its index) or a point of A.points left out, as if not in the file (leave-one-out).
 function A.interp(K, query, dtypes, opts)
   if type(dtypes) == "table" and not dtypes[1] and opts == nil then opts, dtypes = dtypes, nil end
   opts = opts or {}
@@ -409,9 +522,8 @@ function A.interp(K, query, dtypes, opts)
   local axes = opts.axis and { opts.axis } or A.default_axes(K)
   local res = R.new(nil, { "axis", "target", "status", "points", "lower", "lower(us)", "upper", "upper(us)", "latency(us)" })
   local t = K:table()
-  local doc = require("perfscript.db.mapping").load(K.db)
-  local ov = doc and type(doc.interpolation_policy) == "table" and doc.interpolation_policy.kernel_overrides
-  local policy = type(ov) == "table" and type(ov[K.name]) == "table" and ov[K.name] or {}
+  local skip = opts.exclude
+  if math.type(skip) == "integer" then skip = A.point_of_row(K, skip) end
   for _, axis in ipairs(axes) do
     local qv, qrest = A.split(K, p, axis)
     local rec = { axis = axis, target = qv }
@@ -425,35 +537,11 @@ function A.interp(K, query, dtypes, opts)
       else
         for _, x in ipairs(bks.list) do if x.rest == qrest then b = x; break end end
       end
-      local pts = b and b.pts or {}
-      rec.points = #pts
-      if #pts == 0 then
-        rec.status = "regime_key_unmatched (no measured row with the other axes equal)"
-      else
-        local lo, hi
-        for _, pt in ipairs(pts) do
-          if pt.v <= qv then lo = pt end
-          if pt.v >= qv and not hi then hi = pt end
-        end
-        if lo and hi and lo.v == qv then
-          rec.status, rec["latency(us)"] = "exact_axis_value", lo.lat
-          rec.lower, rec["lower(us)"], rec.upper, rec["upper(us)"] = lo.v, lo.lat, lo.v, lo.lat
-          res.bracket = { lo, lo }
-        elseif #pts < 2 then
-          rec.status = "insufficient_filtered_candidates"
-        elseif not lo or not hi then
-          rec.status = string.format("outside_axis_boundary [%s, %s]", pts[1].v, pts[#pts].v)
-        else
-          -- the mapping's axis_transform (FIA: sqrt_seq) unless the caller simulates another
-          local transform = opts.transform or policy.axis_transform
-          local f = (axis == "seq" and transform == "sqrt_seq") and math.sqrt or function(x) return x end
-          local w = (f(qv) - f(lo.v)) / (f(hi.v) - f(lo.v))
-          rec["latency(us)"] = lo.lat + (hi.lat - lo.lat) * w
-          rec.status = f == math.sqrt and "interpolated (linear_1d_sqrt)" or "interpolated (linear_1d)"
-          rec.lower, rec["lower(us)"], rec.upper, rec["upper(us)"] = lo.v, lo.lat, hi.v, hi.lat
-          if not res.latency then res.bracket = { lo, hi }; res.weight = w end
-        end
-      end
+      local skipv = skip and (A.split(K, skip, axis))
+      local r, lo, hi, w = A.solve(b and b.pts or {}, qv, A.transform(K, axis, opts), skip, skipv)
+      for k, v in pairs(r) do rec[k] = v end
+      if lo == hi and lo then res.bracket = { lo, lo }
+      elseif lo and not res.latency then res.bracket = { lo, hi }; res.weight = w end
       if b then rec.bucket = b.rest .. " " .. b.dtypes end
     end
     res[#res + 1] = rec
@@ -473,8 +561,25 @@ function A.interp(K, query, dtypes, opts)
     res.title = string.format("interp %s %s: no interpolation on %s", K.name, label, table.concat(axes, ", "))
     res.miss = "wrapper_interpolation_failed"
   end
+  if skip then res:note("left out: line %d (%d row%s), as if not in the file", K:table():line(skip.first), skip.size,
+                        skip.size == 1 and "" or "s") end
   if not p.dtypes then res:note("no dtypes given: the first bucket with the same other axes was used") end
   return res
+end
+
+-- The point (distinct signature, A.points) row i belongs to.
+function A.point_of_row(K, i)
+  local s = K._
+  if not s.row_point then
+    local map = {}
+    for _, p in ipairs(A.points(K)) do
+      if p.rows then for _, r in ipairs(p.rows) do map[r] = p end else map[p.first] = p end
+    end
+    s.row_point = map
+  end
+  local p = s.row_point[i]
+  if not p then perf.fail("%s: no row %s", K.name, tostring(i)) end
+  return p
 end
 
 -- ---- nearest ------------------------------------------------------------------------------

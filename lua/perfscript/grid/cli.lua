@@ -80,6 +80,7 @@ local function load_rules()
   return { patterns = require "perfscript.grids.patterns", assignments = require "perfscript.grids.assignments",
            grids = require "perfscript.grids.registry", scenes = require "perfscript.grids.fia_scenes" }
 end
+M.load_rules = load_rules
 
 local function pad(s, n) s = tostring(s); return s .. string.rep(" ", n - #s) end
 local function lpad(s, n) s = tostring(s); return string.rep(" ", n - #s) .. s end

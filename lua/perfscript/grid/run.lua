@@ -361,7 +361,9 @@ local function select_rows(job, csv, T, S, st, seen, stream)
     rec["Output Shapes"], rec["Output Data Types"] = OT[i], ODT[i]
     rec["EP Size"] = EX[i]["EP Size"] or t_ep
     local k = key(kernel, rec)
-    if seen[k] then
+    if job.pick and not job.pick[k] then
+      st.sampled_out = st.sampled_out + 1  -- not among the rows asked for (job.pick)
+    elseif seen[k] then
       st.duplicates = st.duplicates + 1
     else
       seen[k] = true
@@ -392,6 +394,8 @@ local function select_rows(job, csv, T, S, st, seen, stream)
   end
   -- drawn and refused rows are counted as unreplayable, the rest of the population sampled out
   st.sampled_out = st.sampled_out + #pop - #chosen - ((st.unreplayable or 0) - refused0)
+  -- the rows this file's grid targets, present ones included (the collection planner's needs)
+  if job.collect then job.collect(T, S, chosen, keys) end
   local mark = {}
   for _, i in ipairs(chosen) do
     if existing[keys[i]] then st.present = st.present + 1 else mark[i] = true end
@@ -674,6 +678,9 @@ end
 -- ({patterns, assignments, grids, scenes}), print (called with each file's stats),
 -- progress (called with files done, file count, file name), also_stage(results, stage) (stages
 -- more files, e.g. a summary report, to be committed with the database files).
+-- collect(file, T, S, idx, keys): called per template with the rows the file's grid targets
+-- (S's indices idx after sampling, present rows included; keys[i] = cells.key of row i).
+-- pick: kernel -> set of cells.key: append only those rows (the collection planner's proposal).
 function M.run(opts)
   local dir = opts.dir
   if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
@@ -749,7 +756,9 @@ function M.run(opts)
                     replayable = opts.replayable_only and require("perfscript.replay.registry") or nil,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
                     variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir], lint = checkers[f.dir],
-                    columns = gen.columns, generate = gen.each, stage = stage }
+                    columns = gen.columns, generate = gen.each, stage = stage,
+                    collect = opts.collect and function(T, S, idx, keys) opts.collect(f, T, S, idx, keys) end,
+                    pick = opts.pick and (opts.pick[f.kernel] or {}) }
       cache[pname] = cache[pname] or {}
       job.cache = cache[pname]
       local st = M.process(job)

@@ -1,0 +1,11 @@
+-- recipes/plan_collection.lua: what to measure next. The signatures the target models need
+-- (the shape grid's rows for them) are asked of the database as the consumer would: exact,
+-- interpolated (with the leave-one-out error of that region) or no answer; the smallest set
+-- of new shapes (at most --budget) that answers every need and brings the estimated error
+-- under --max-error is appended as grid rows with empty latencies (the grid's locked append),
+-- so microbench.lua measures exactly those. --simulate closes the loop on a copy: plan,
+-- measure on the simulated device, and print the error before and after.
+--   perfscript recipes/plan_collection.lua --target-models deepseek-ai/DeepSeek-V3,Qwen/Qwen3-32B \
+--     --database-path DB [--budget 50] [--max-error 0.05] [--simulate [--output COPY]] [--dry-run]
+-- The run is lua/perfscript/analysis/run/plan_collection.lua.
+os.exit(require("perfscript.analysis.run.plan_collection").main({ ... }))
