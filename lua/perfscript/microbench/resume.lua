@@ -240,7 +240,7 @@ function M.stage(ctx, summaries, ep, cases, status)
   for i, s in ipairs(summaries) do
     local text, rerr = paths.read(s)
     if not text then perf.fail("%s", rerr) end
-    local name = ("%03d_%s"):format(i, paths.basename(s))
+    local name = ("%03d_%s.staged"):format(i, paths.basename(s)) -- not *.csv: a database walk never takes it
     ok, err = perf.fs.write_atomic(dir .. "/" .. name, text, { if_changed = false })
     if not ok then perf.fail("%s", err) end
     files[#files + 1] = { name = name, xxh3 = ("%016x"):format(perf.sig.hash(text)), bytes = #text }

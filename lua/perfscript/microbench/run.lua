@@ -872,6 +872,7 @@ function M.run(a, script)
   resume.crash_point("writeback-staged")
   local rc = write_report(a, id, dst, p, status, ignored, w)
   if ctx then
+    resume.crash_point("committed")
     assert(ctx.j:event("written"))
     local info = assert(journal.read(ctx.dir))
     for _, l in ipairs(journal.summary(info)) do say(l) end
