@@ -300,7 +300,7 @@ function M.staged(ctx, default_ep)
   ctx.batch_meta = {}
   for _, b in ipairs(list) do
     ctx.batch_meta[b.batch] = b
-    local ep = b.ep or default_ep
+    local ep = b.ep and (math.tointeger(b.ep) or b.ep) or default_ep  -- JSON numbers come back as floats
     if not by[ep] then
       by[ep] = { ep = ep, files = {}, batches = {} }
       groups[#groups + 1] = by[ep]

@@ -198,13 +198,7 @@ local function check_custom_env(ops)
   end
 end
 
--- A run id two runs cannot share: local time plus the process id.
-local function run_id()
-  local f = io.open("/proc/self/stat")
-  local pid = f and f:read("n")
-  if f then f:close() end
-  return os.date("%Y%m%d_%H%M%S") .. "_" .. tostring(pid or math.random(1, 999999))
-end
+local run_id = journal.new_id
 
 -- Executor command line for an operator (nil: all of the plan).
 local function app_for(a, plan_path, status_path)
@@ -682,12 +676,7 @@ local function provenance_lines(a, ctx, p, results, id)
       return table.concat(names, ","), table.concat(hashes, ",")
     end
   elseif a.prof_path then
-    local files = msprof.find_summaries(abspath(a.prof_path)) or {}
-    local hashes = {}
-    for _, f in ipairs(files) do hashes[#hashes + 1] = provenance.file_xxh3(f) or "unreadable" end
-    local input = #files == 1 and files[1] or abspath(a.prof_path)
-    -- several files: the XXH3 of their XXH3s, in order
-    local xxh3 = #files == 1 and hashes[1] or provenance.key_hex(perf.sig.hash(table.concat(hashes, ",")))
+    local input, xxh3 = provenance.inputs(msprof.find_summaries(abspath(a.prof_path)) or {}, abspath(a.prof_path))
     input_of = function() return input, xxh3 end
   end
   return provenance.lines(base, results, input_of)
