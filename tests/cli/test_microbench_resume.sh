@@ -80,6 +80,8 @@ crash_then_resume "marked-$n" "marked:$n"   # between batches
 done_before=$((n * 2))
 expect_contains "marked-$n: replays exactly the missing cases" "$RESUME_OUT" \
   "$((NCASES - done_before)) case(s) to replay"
+expect_contains "marked-$n: the closing summary" "$RESUME_OUT" \
+  "$done_before case(s) done before this resume, $((NCASES - done_before)) replayed by it (left)"
 crash_then_resume "writeback" "writeback-staged"   # files staged by the write-back, not committed
 expect_contains "writeback: nothing measured again" "$RESUME_OUT" "0 case(s) to replay"
 crash_then_resume "committed" "committed"           # written, the journal not yet told

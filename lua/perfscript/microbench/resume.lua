@@ -215,6 +215,7 @@ function M.start(a, dst, p, say, opts)
     if not ok then perf.fail("%s", perr) end
   end
   ctx.mine = mine
+  ctx.before = info.totals
   local n = 0
   for _ in pairs(ctx.todo) do n = n + 1 end
   ctx.ntodo = n

@@ -909,6 +909,11 @@ function M.run(a, script)
     assert(ctx.j:event("written"))
     local info = assert(journal.read(ctx.dir))
     for _, l in ipairs(journal.summary(info)) do say(l) end
+    if ctx.resumed then
+      say(("[RESUME] run %s: %d case(s) done before this resume, %d replayed by it (%s), every staged result written back")
+        :format(ctx.id, ctx.before.done, a.writeback_only and 0 or ctx.ntodo,
+          a.writeback_only and "--writeback-only" or (a.retry_failed and "left, failed and timed out" or "left")))
+    end
   end
   return rc
 end
