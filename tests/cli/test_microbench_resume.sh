@@ -147,6 +147,8 @@ expect_eq "an unknown run: refused" "$rc" "1"
 expect_contains "says there is no such run" "$out" "no run nosuchrun"
 out=$(sim --output "$TMP/none" --writeback-only 2>&1); rc=$?
 expect_contains "--writeback-only needs --resume" "$out" "--writeback-only needs --resume"
+out=$(sim --output "$TMP/none" --run-id ../x 2>&1); rc=$?
+expect_contains "a bad --run-id is refused" "$out" "--run-id ../x: a run id is"
 out=$(sim --output "$TMP/none" --shard 3/2 2>&1); rc=$?
 expect_contains "a bad --shard is refused" "$out" "--shard 3/2: expected K/N"
 

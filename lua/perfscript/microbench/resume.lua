@@ -57,6 +57,12 @@ function M.check(a)
       conflict("--" .. f:gsub("_", "-"), a.prof_path and "--prof-path" or a.validate and "--validate" or "--plan-only")
     end
   end
+  for _, f in ipairs { "run_id", "resume" } do
+    local v = a[f]
+    if v and not v:match("^[%w][%w._-]*$") then
+      perf.fail("--%s %s: a run id is letters, digits, '.', '_' and '-' (as in .perfscript/runs/<id>)", f:gsub("_", "-"), v)
+    end
+  end
   if a.batch_size and a.batch_size < 0 then perf.fail("--batch-size must be 0 or positive, got %d", a.batch_size) end
   return shard
 end
