@@ -36,7 +36,8 @@ for k in run time version kernel key sig source device cann torch input input_xx
   v=$(field "$LOG" 1 "$k")
   [[ -n $v && $v != nil ]] && ok "a line has $k ($v)" || not_ok "a line has $k"
 done
-input=$(field "$LOG" 1 input)
+input=$DB/$(field "$LOG" 1 input)
+expect_contains "the input is named relative to the database" "$(field "$LOG" 1 input)" ".perfscript/runs/$sim_run/staged/"
 expect_eq "input_xxh3 is the XXH3 of the staged input" "$(field "$LOG" 1 input_xxh3)" \
   "$("$PS_BIN" -e "io.write(require('perfscript.microbench.provenance').file_xxh3('$input'))")"
 out=$(repl 'print(db:lookup("MatMulV2", {{1024,1024},{1024,1024}}, {"FLOAT16","FLOAT16"}))' 2>&1)

@@ -670,7 +670,8 @@ local function provenance_lines(a, ctx, p, results, id)
       if not b then return nil end
       local names, hashes = {}, {}
       for _, f in ipairs(b.files or {}) do
-        names[#names + 1] = ("%s/staged/%s/%s"):format(ctx.dir, b.batch, f.name)
+        -- relative to the database (the log travels with it)
+        names[#names + 1] = ("%s/%s/staged/%s/%s"):format(journal.DIR, ctx.id, b.batch, f.name)
         hashes[#hashes + 1] = f.xxh3
       end
       return table.concat(names, ","), table.concat(hashes, ",")
