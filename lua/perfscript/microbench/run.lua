@@ -861,6 +861,7 @@ function M.run(a, script)
     -- a journal run: measured batches are staged in <dst>/.perfscript/runs/<id>/ first
     ctx = resume.start(a, dst, p, say, { shard = shard, tmp = run_dir, id = id, argv = M.argv })
     id = ctx.id
+    if #p.cases == 0 then say("[SUMMARY] Nothing to replay.") end
     if not a.writeback_only then measure(a, p, run_dir, ctx) end
     if a.stage_only then
       local info = assert(journal.read(ctx.dir))
