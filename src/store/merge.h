@@ -82,6 +82,7 @@ typedef struct ps_merge_result {
   ps_merge_dup *dups;       /* signatures held by several rows (after ps_merge_rows) */
   size_t ndups;
   unsigned char *matched;   /* per update: it met its signature's first row */
+  unsigned char *applied;   /* per update: its values were written into that row */
 } ps_merge_result;
 
 typedef struct ps_merge ps_merge;
