@@ -55,6 +55,11 @@ done
 expect_eq "each row holds the minimum of its timed calls in the trace" "$got" "$expected"$'\n'
 expect_eq "the skipped row keeps its value" "$(sed -n 2p "$TMP/db_torch_cpu/RmsNorm.csv")" "$(sed -n 2p "$SEED/RmsNorm.csv")"
 
+# The provenance log says what measured them: torch on the CPU, not an NPU.
+prov=$(cat "$TMP/db_torch_cpu/.perfscript/provenance.jsonl" 2>/dev/null)
+expect_eq "provenance: one line per written row" "$(grep -c . <<<"$prov")" "3"
+expect_eq "provenance: measured with torch on the cpu" "$(grep -c '"device":"torch cpu (cpu)"' <<<"$prov")" "3"
+
 # A bad combination is refused before anything runs.
 out=$("$PS_BIN" "$SRC/recipes/microbench.lua" --database-path "$TMP/db" --torch-device cpu --simulate 2>&1); rc=$?
 expect_eq "--torch-device with --simulate is refused" "$rc" "1"

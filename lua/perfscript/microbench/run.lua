@@ -668,6 +668,9 @@ end
 -- run (the input: the staged op_summary file of the row's case), or imported (--prof-path).
 local function provenance_lines(a, ctx, p, results, id)
   local base = { run = id, source = a.simulate and "simulated" or a.prof_path and "imported" or "measured" }
+  if a.torch_device then -- measured, but with torch on a GPU or the CPU, not on an NPU
+    base.device = ("torch %s%s"):format(a.torch_device, a.torch_device_name and (" (" .. a.torch_device_name .. ")") or "")
+  end
   local input_of
   if ctx then
     for k, v in pairs(ctx.identity or {}) do if base[k] == nil then base[k] = v end end

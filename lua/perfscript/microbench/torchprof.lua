@@ -160,6 +160,7 @@ function M.collect(a, p, plan_path, run_dir)
     perf.fail("the executor (--profile %s) ended with %s %s and wrote no status; its log: %s", a.torch_device,
       tostring(how), tostring(code), require("perfscript.microbench.msprof").log_tail(log, 8))
   end
+  a.torch_device_name = status.device_name -- for the provenance log
   local times, err = M.case_times(tr)
   if not times then perf.fail("%s", err) end
   local measured, result, timed = M.settle(p, status, times, a.repeat_count)
