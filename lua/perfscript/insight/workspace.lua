@@ -75,11 +75,16 @@ function M.write(spec, dir, o)
   local ok, err = perf.fs.mkdir_p(dir)
   if not ok then return nil, err end
   local st <close> = perf.fs.stage()
+  local writes = {}
   for _, f in ipairs(M.files(spec, o)) do
-    local s, werr = perf.fs.write_atomic(dir .. "/" .. f[1], f[2], { if_changed = true, stage = st })
+    local path = dir .. "/" .. f[1]
+    local s, werr = perf.fs.write_atomic(path, f[2], { if_changed = true, stage = st })
     if not s then return nil, werr end
+    writes[#writes + 1] = { path = path, status = s }  -- what the commit does (unchanged: nothing)
   end
-  return st:commit()
+  local ok2, cerr = st:commit()
+  if not ok2 then return nil, cerr end
+  return writes
 end
 
 return M
