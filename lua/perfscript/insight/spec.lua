@@ -46,11 +46,17 @@ function M.f32_bits(v)
   return (string.unpack("<I4", string.pack("<f", v)))
 end
 
+-- A value as the user wrote it (JSON numbers arrive as floats: 3.0 is shown as 3).
+local function show(v)
+  if type(v) == "number" then return tostring(math.tointeger(v) or v) end
+  return tostring(v)
+end
+
 local function label(a, i)
   local name = type(a) == "table" and type(a.name) == "string" and a.name ~= "" and a.name
   local idx = type(a) == "table" and a.index
   local s = name and ('argument "%s"'):format(name) or ("argument #%d"):format(i)
-  if idx ~= nil then s = s .. (" (index %s)"):format(tostring(idx)) end
+  if idx ~= nil then s = s .. (" (index %s)"):format(show(idx)) end
   return s
 end
 
@@ -81,7 +87,7 @@ local function check_tensor(a, out)
   for j, d in ipairs(a.shape) do
     local n = whole(d)
     if not n or n < 0 then
-      return nil, ("shape/dtype mismatch: dimension %d is %s, not a whole number >= 0"):format(j, tostring(d))
+      return nil, ("shape/dtype mismatch: dimension %d is %s, not a whole number >= 0"):format(j, show(d))
     end
     dims[j] = n
   end
@@ -89,7 +95,7 @@ local function check_tensor(a, out)
   if #dims == 0 then nbytes = shape.dtype_bytes(dt) end -- a 0-d tensor holds one element
   if a.nbytes ~= nil and whole(a.nbytes) ~= nbytes then
     return nil, ("shape/dtype mismatch: shape [%s] of %s is %d bytes, the spec says nbytes = %s")
-      :format(table.concat(dims, ","), dt, nbytes, tostring(a.nbytes))
+      :format(table.concat(dims, ","), dt, nbytes, show(a.nbytes))
   end
   local role = a.role or "input"
   if role ~= "input" and role ~= "output" then
@@ -126,7 +132,7 @@ local function check_scalar(a, out)
     end
     if type(v) ~= "number" then return nil, ("value %s is not a number"):format(tostring(v)) end
     if v ~= v or (v ~= math.huge and v ~= -math.huge and math.abs(v) > FLT_MAX) then
-      return nil, ("value %s is outside the FLOAT32 range"):format(tostring(v))
+      return nil, ("value %s is outside the FLOAT32 range"):format(show(v))
     end
     out.packed = M.f32_bits(v)
   else
@@ -139,7 +145,7 @@ local function check_scalar(a, out)
     end
     local n = whole(v)
     if not n then
-      return nil, ("value %s is not a whole number (shape/dtype mismatch for %s)"):format(tostring(v), dt)
+      return nil, ("value %s is not a whole number (shape/dtype mismatch for %s)"):format(show(v), dt)
     end
     local bits, signed = kind[1], kind[2]
     local ok
@@ -192,7 +198,7 @@ function M.check(raw, where)
       return bad("name must be an identifier (letters, digits, _), got " .. tostring(a.name))
     end
     local idx = whole(a.index)
-    if idx == nil then return bad("index " .. tostring(a.index) .. " is not a whole number") end
+    if idx == nil then return bad("index " .. show(a.index) .. " is not a whole number") end
     if idx < 0 then return bad(("index %d is negative (slots are 0..%d)"):format(idx, M.SLOTS - 1)) end
     if idx >= M.SLOTS then
       return bad(("index %d is outside the %d-slot args array (0..%d)"):format(idx, M.SLOTS, M.SLOTS - 1))
@@ -217,7 +223,7 @@ function M.check(raw, where)
   table.sort(out, function(x, y) return x.index < y.index end)
   local block_dim = raw.block_dim == nil and 1 or whole(raw.block_dim)
   if not block_dim or block_dim < 1 then
-    return nil, ("%sblock_dim %s is not a whole number >= 1"):format(pre, tostring(raw.block_dim))
+    return nil, ("%sblock_dim %s is not a whole number >= 1"):format(pre, show(raw.block_dim))
   end
   if raw.kernel ~= nil and (type(raw.kernel) ~= "string" or raw.kernel == "") then
     return nil, pre .. "kernel is not a name"
