@@ -117,7 +117,7 @@ trace() {  # OUTPUT-DIR [FLAGS...]
 trace ws_add >add.out 2>add.err
 expect_eq "seed row Add: exit 0" "$?" 0
 out=$(cat add.out)
-expect_contains "summary: pipeline table" "$out" "Time per pipeline (1 cores, 24758 cycles in all)"
+expect_contains "summary: pipeline table" "$out" "Time per pipeline (1 core directory, 24758 cycles in all)"
 expect_contains "summary: MTE2 row" "$out" "mte2       14376  7.987      7.987               1793  58.1%"
 expect_contains "summary: top instruction" "$out" "MOV_OUT_TO_UB  mte2       1793   14376  7.987      58.1%"
 expect_contains "summary: where to open it" "$out" "MindStudio Insight: open ws_add/insight_export/OPPROF_"

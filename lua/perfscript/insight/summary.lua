@@ -127,8 +127,8 @@ function M.tables(s, n)
       ["time (us)"] = us(a.time_us), ["busiest core (us)"] = us(a.max_core_us),
       calls = math.tointeger(a.calls) or a.calls, share = pct(a.share) }
   end
-  local pipes = result.new(("Time per pipeline (%d cores, %s cycles in all)"):format(s.cores,
-      math.tointeger(s.total_cycles) or s.total_cycles),
+  local pipes = result.new(("Time per pipeline (%d core director%s, %s cycles in all)"):format(s.cores,
+      s.cores == 1 and "y" or "ies", math.tointeger(s.total_cycles) or s.total_cycles),
     { "pipeline", "cycles", "time (us)", "busiest core (us)", "calls", "share" }, rows)
   local trows = {}
   for i = 1, math.min(n, #s.top) do
@@ -180,7 +180,7 @@ end
 function M.page(s, info, n)
   local pipes, top = M.tables(s, n or 20)
   local summary = { { "kernel", info.kernel or "?" }, { "source", info.source or "-" },
-    { "simulator package", info.package or s.dir }, { "cores", tostring(s.cores) },
+    { "simulator package", info.package or s.dir }, { "core directories", tostring(s.cores) },
     { "instruction files", tostring(s.files) },
     { "cycles", tostring(math.tointeger(s.total_cycles) or s.total_cycles) } }
   local rows = { '<table class="summary">' }
