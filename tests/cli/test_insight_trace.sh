@@ -107,6 +107,9 @@ if cmp -s expected.bin args.bin; then ok "ptoas runner (library and symbol built
 "$PS_BIN" "$R" --kernel no_such_kernel --backend ptoas --arg-spec spec.json --kernel-lib libkernel.so \
   --output ws_ptoas2 --generate-only >/dev/null 2>err
 expect_contains "ptoas: no match is a clear error" "$(cat err)" "libkernel.so: no exported function named no_such_kernel among its"
+"$PS_BIN" "$R" --kernel k --backend ptoas --arg-spec spec.json --kernel-lib spec.json --output ws_ptoas3 \
+  --generate-only >/dev/null 2>err
+expect_contains "ptoas: not a library is a clear error" "$(cat err)" "nm -D --defined-only spec.json failed (exit 1)"
 
 # --- a seed-database row through the stand-in msprof op simulator --------------------------
 trace() {  # OUTPUT-DIR [FLAGS...]

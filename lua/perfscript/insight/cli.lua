@@ -100,11 +100,9 @@ function M.main(argv)
     if not args.kernel_lib then
       perf.fail("--backend ptoas needs --kernel-lib (to find the exported symbol of %s) or --entry", args.kernel)
     end
-    local err
     entry, demangled = require("perfscript.insight.symbols").resolve(args.kernel_lib, args.kernel,
       { scratch = ws .. "/logs", timeout = args.timeout })
     if not entry then perf.fail("%s", demangled) end
-    err = nil
     say(("entry: %s (%s)"):format(entry, demangled))
   end
   entry = entry or "replay_entry"

@@ -56,9 +56,10 @@ local function run_capture(argv, out, o)
   if code == nil then return nil, ("%s: %s"):format(argv[1], tostring(how)) end
   if how == "timeout" then return nil, ("%s timed out after %ds"):format(argv[1], o.timeout or 60) end
   if code ~= 0 or how ~= "exit" then
-    local err = paths.read(out .. ".err") or ""
-    return nil, ("%s failed (%s %s): %s"):format(table.concat(argv, " ", 1, math.min(#argv, 3)),
-      how, tostring(code), (err:gsub("%s+$", "")))
+    local err = (paths.read(out .. ".err") or ""):gsub("%s+$", "")
+    local cmd = #argv <= 5 and table.concat(argv, " ") or (table.concat(argv, " ", 1, 3) .. " ...")
+    return nil, ("%s failed (%s %s): %s"):format(cmd, how, tostring(code),
+      err ~= "" and err or "no message (is it a shared library?)")
   end
   return paths.read(out)
 end
