@@ -132,6 +132,18 @@ for f in trace.json visualize_data.bin core0.veccore0/trace.json core0.veccore0/
 done
 expect_contains "the page has the pipeline bars" "$(cat ws_add/insight_summary.html)" 'class="bar pipe-bar" data-pipe="mte2" data-value="58.1"'
 
+"$PS_BIN" "$R" --package ws_add/insight_export --top 3 >pkg.out 2>pkg.err
+expect_eq "--package: exit 0" "$?" 0
+expect_contains "--package: the same pipeline table" "$(cat pkg.out)" "mte2       14376  7.987      7.987               1793  58.1%"
+expect_contains "--package: top 3" "$(cat pkg.out)" "Top 3 instructions by cycles (of 8)"
+expect_contains "--package: its page beside simulator/" "$(cat pkg.err)" "ws_add/insight_export/OPPROF_"
+expect_contains "--package: its page is reported" "$(cat pkg.err)" "/insight_summary.html (summary page)"
+if ls ws_add/insight_export/OPPROF_*/insight_summary.html >/dev/null 2>&1; then ok "--package: page beside simulator/"; else not_ok "--package: page beside simulator/"; fi
+"$PS_BIN" "$R" --package ws_add >/dev/null 2>err
+expect_contains "--package: no package is a clear error" "$(cat err)" "ws_add: no simulator/ package (looked for simulator/ and OPPROF_*/simulator/)"
+"$PS_BIN" "$R" --arg-spec spec.json >/dev/null 2>err
+expect_contains "--kernel is required without --package" "$(cat err)" "--kernel is required (unless --package)"
+
 MSPROF_STANDIN_FAIL=collect trace ws_add >/dev/null 2>err
 expect_eq "failed collect: exit 1" "$?" 1
 expect_contains "failed collect: the step and its log" "$(cat err)" "collect failed (exit 1): msprof op simulator (stand-in): simulated collect failure; log ws_add/logs/collect.log"

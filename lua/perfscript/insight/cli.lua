@@ -29,7 +29,9 @@ Indices are slots 0..49 of the kernel's int64 args array; FLOAT32 scalars are pa
 IEEE-754 bits (pack_mode "bits", or dtype FLOAT32_BITS). Without --kernel-lib (or with
 --generate-only) only the workspace is written, with the commands that finish the job.]])
   p:option("--kernel", "Kernel: the database table (kernel type) with --from-db; the kernel function "
-    .. "with --backend ptoas."):argname("<name>"):count(1)
+    .. "with --backend ptoas. Required unless --package."):argname("<name>")
+  p:option("--package", "Only summarise an existing simulator package (an OPPROF_* directory, its "
+    .. "simulator/, or a directory holding OPPROF_* directories)."):argname("<dir>")
   p:option("--arg-spec", "Argument spec file (Lua or JSON)."):argname("<file>")
   p:option("--from-db", "Database version directory to take the row from."):argname("<dir>")
     :hidden_name("--database-path")
@@ -85,9 +87,39 @@ local function load_spec(args)
   return s, notes
 end
 
+-- Prints the summary tables of a checked package and writes its page.
+local function summarise(pkg, info, args, page)
+  local summary = require "perfscript.insight.summary"
+  local s, err = summary.read(pkg)
+  if not s then return nil, err end
+  local pipes, top = summary.tables(s, args.top)
+  print(pipes)
+  print()
+  print(top)
+  require("perfscript.analysis.cli").write_file(page, summary.page(s, info, math.max(args.top, 20)),
+    "summary page")
+  return s
+end
+
 function M.main(argv)
   local args = M.parser():parse(argv)
   local say = args.quiet and function() end or function(s) io.stderr:write(s, "\n") end
+  local run = require "perfscript.insight.run"
+  if args.package then
+    local sim, err = run.find_package(args.package)
+    if not sim then perf.fail("%s", err) end
+    local pkg
+    pkg, err = run.check_package(sim)
+    if not pkg then perf.fail("%s", err) end
+    -- beside simulator/, not in it: the directory Insight opens stays as msprof wrote it
+    local page = args.html or (paths.dirname(sim) .. "/insight_summary.html")
+    local ok
+    ok, err = summarise(pkg, { kernel = args.kernel, package = sim }, args, page)
+    if not ok then perf.fail("%s", err) end
+    print(("Summary page: %s"):format(page))
+    return 0
+  end
+  if not args.kernel then perf.fail("--kernel is required (unless --package)") end
   local spec, notes = load_spec(args)
   spec.kernel = spec.kernel or args.kernel
   if args.block_dim then spec.block_dim = args.block_dim end
@@ -113,7 +145,6 @@ function M.main(argv)
   if not writes then perf.fail("%s", werr) end
   for _, w in ipairs(writes) do io.stderr:write(("%s %s\n"):format(w.status, w.path)) end
 
-  local run = require "perfscript.insight.run"
   local msprof = args.msprof
   if args.generate_only or not kernel_lib then
     print(("Workspace written to %s. To finish:"):format(ws))
@@ -143,18 +174,10 @@ function M.main(argv)
   pkg, err = run.check_package(sim)
   if not pkg then failed(err) end
   say("[5/5] summary")
-  local summary = require "perfscript.insight.summary"
-  local s
-  s, err = summary.read(pkg)
-  if not s then failed(err) end
-  local pipes, top = summary.tables(s, args.top)
-  print(pipes)
-  print()
-  print(top)
   local page = args.html or (ws .. "/insight_summary.html")
-  require("perfscript.analysis.cli").write_file(page,
-    summary.page(s, { kernel = spec.kernel, source = spec.source, package = sim }, math.max(args.top, 20)),
-    "summary page")
+  local ok
+  ok, err = summarise(pkg, { kernel = spec.kernel, source = spec.source, package = sim }, args, page)
+  if not ok then failed(err) end
   print()
   print(("MindStudio Insight: open %s (the whole simulator/ directory: trace.json, visualize_data.bin, %d core directories)")
     :format(sim .. "/trace.json", #pkg.cores))
