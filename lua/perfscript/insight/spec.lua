@@ -1,5 +1,5 @@
 -- Argument specs of an Insight trace: what the generated host runner allocates and packs into
--- the kernel's 50-slot int64 args array (docs/rules.md has no entry: this is a debugging tool).
+-- the kernel's 50-slot int64 args array.
 --
 --   spec = { kernel = "Add", block_dim = 1,
 --            args = { {kind = "tensor", index = 0, name = "x1", dtype = "DT_BF16", shape = {16, 7168},
