@@ -111,6 +111,7 @@ local EXTERNAL = {
   ["--export"] = "msprof",
   ["--nproc_per_node"] = "torchrun", ["--master_port"] = "torchrun", ["--master_addr"] = "torchrun",
   ["--nnodes"] = "torchrun", ["--node_rank"] = "torchrun",
+  ["--build"] = "cmake", ["--defined-only"] = "nm",  -- insight_trace's build and symbol lookup
 }
 
 -- Every flag the perfscript host (perfscript --help) and the replay executor (executor.py's

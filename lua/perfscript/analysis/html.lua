@@ -184,11 +184,13 @@ function M.section(s)
   return table.concat(out, "\n")
 end
 
+-- The page of sections: tables as M.section renders them, or HTML text a report built itself
+-- (the Insight trace summary) in the same style.
 function M.page(title, sections)
   local out = { "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
                 "<title>" .. esc(title) .. "</title>", "<style>" .. CSS .. "</style></head><body>",
                 "<h1>" .. esc(title) .. "</h1>" }
-  for _, s in ipairs(sections) do out[#out + 1] = M.section(s) end
+  for _, s in ipairs(sections) do out[#out + 1] = type(s) == "string" and s or M.section(s) end
   out[#out + 1] = "</body></html>"
   return table.concat(out, "\n") .. "\n"
 end
