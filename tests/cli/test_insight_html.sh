@@ -5,7 +5,6 @@
 # blue, MTE2 orange, MTE1 purple).
 # Skipped (exit 77) when chromium, g++ or cmake is not installed.
 source "$(dirname "$0")/lib.sh" || exit 1
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $CHROMIUM ]]; then echo "SKIP: chromium is not installed (apt-get install chromium)"; exit 77; fi
 for tool in g++ cmake python3; do
   if ! command -v "$tool" >/dev/null; then echo "SKIP: $tool is not installed"; exit 77; fi
@@ -23,12 +22,6 @@ for needle in "<script" "src=" "href=" "url("; do
   expect_not_contains "page loads nothing ($needle)" "$html" "$needle"
 done
 
-browser() {  # a fresh profile, no network services, no sandbox (CI)
-  local profile
-  profile=$(mktemp -d "$TMP/profile.XXXXXX")
-  timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
-    --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" "$@" 2>/dev/null
-}
 count() { grep -o "$2" <<<"$1" | wc -l | tr -d ' '; }
 dom=$(browser --dump-dom "file://$TMP/page.html")
 expect_contains "browser: page parsed" "$dom" "<h1>Insight trace: MatMulV2</h1>"
@@ -44,11 +37,7 @@ expect_contains "browser: the row it came from" "$dom" "MatMulV2.csv row 1"
 browser --window-size=1000,900 --screenshot="$TMP/page.png" "file://$TMP/page.html" >/dev/null
 if [[ -s $TMP/page.png ]]; then
   ok "browser: screenshot written"
-  colours=$(python3 "$SRC/tests/cli/png_colors.py" "$TMP/page.png" d62728 1f77b4 ff7f0e 9467bd)
-  for c in d62728 1f77b4 ff7f0e 9467bd; do
-    n=$(awk -v c="$c" '$1 == c { print $2 }' <<<"$colours")
-    if ((n > 100)); then ok "screenshot shows bars in #$c ($n px)"; else not_ok "screenshot shows bars in #$c" "$colours"; fi
-  done
+  expect_png_colours "screenshot shows bars" "$TMP/page.png" 100 d62728 1f77b4 ff7f0e 9467bd
 else
   not_ok "browser: screenshot written"
 fi
