@@ -871,11 +871,19 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   x->nblocks = data ? (size_t)((data + bs - 1) / bs) : 1;
   if ((size_t)T > x->nblocks) T = (int)x->nblocks;
   int ready = 1;
+  /* the scanners cut out only the columns read (39 of kernel_details' 47) */
+  unsigned char want[512] = {0};
+  int nwant = 0;
+  for (int c = 0; c < C_N; c++)
+    if (col[c] >= 0 && col[c] < (int)sizeof want) want[col[c]] = 1, nwant = col[c] + 1 > nwant ? col[c] + 1 : nwant;
+  int all = 0;
+  for (int c = 0; c < C_N; c++) all |= col[c] >= (int)sizeof want;   /* a very wide file: all */
   for (int t = 0; t < T && ready; t++) {
     x->w[t].scan = ps_scan_open(path, err, errsize);
     x->w[t].keys = ps_import_key_new();
     x->q[t] = ps_profile_new();
-    ready = x->w[t].scan && x->w[t].keys && x->q[t];
+    ready = x->w[t].scan && x->w[t].keys && x->q[t] &&
+            (all || ps_scan_select(x->w[t].scan, want, (size_t)nwant) == 0);
   }
   int rc = 0;
   if (!ready) {

@@ -41,6 +41,11 @@ long ps_scan_line(const ps_scan *s);
 /* Moves to byte offset > 0 (a record start found by the caller), numbering the line there
  * line, and clears an error: one scanner reads many blocks of a file, one buffer for all. */
 int ps_scan_seek(ps_scan *s, uint64_t offset, long line);
+/* Hands out only fields i < n with want[i] != 0 from the next record on; the others come as
+ * empty strings, their bytes never cut out (a reader of some columns of a wide file). nfields
+ * and every check of the data (quotes, NUL bytes, line numbers) stay what they are without
+ * it. want NULL: all fields again. Returns 0, or -1 when out of memory. */
+int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n);
 /* 1: a record; 0: end of file; -1: error (ps_scan_error; every later call fails too). */
 int ps_scan_next(ps_scan *s, ps_scan_record *rec);
 const char *ps_scan_error(const ps_scan *s);
