@@ -533,7 +533,8 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   int bad = ps_num_finite(cell[C_DURATION], len[C_DURATION], &r->dur) != 0;
   r->kind = na ? K_NA : no_dims ? K_NODIMS : bad ? K_BAD : K_USE;
   if (r->kind == K_USE) {
-    r->valid = ps_num_finite_n(cell + C_METRIC0, len + C_METRIC0, PS_NCOUNTERS, r->mv);
+    /* the scanner's fields are padded (csvscan.h); a column the file lacks is "" */
+    r->valid = ps_num_finite_n(cell + C_METRIC0, len + C_METRIC0, PS_NCOUNTERS, 1, r->mv);
     r->keylen = (uint32_t)keylen;
     if (arena_put(b, key, keylen, &r->off) == NULL) return ROW_OOM;
     r->clen[PS_PC_TYPE] = (uint32_t)tlen;

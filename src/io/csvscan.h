@@ -9,7 +9,8 @@
  * closed. Whitespace around every field is trimmed unless PS_SCAN_KEEP_SPACE.
  * Zero-copy: it hands out (pointer, length) pairs into its read buffer, unquoting in place only
  * the fields that hold doubled quotes or text after the closing quote. Each field is also
- * NUL-terminated there (the byte after it is a delimiter or a dropped quote).
+ * NUL-terminated there (the byte after it is a delimiter or a dropped quote), and 16 bytes
+ * can be read from its start whatever its length (the buffer is padded: ps_num_finite_n).
  * tests/c/test_csvscan.c and tests/cli/test_csv_real.sh check it on every real export. */
 #ifndef PS_CSVSCAN_H
 #define PS_CSVSCAN_H

@@ -177,12 +177,55 @@ static void finite_n_as_one_by_one(void **state) {
   size_t len[32];
   for (int i = 0; i < n; i++) len[i] = strlen(cells[i]);
   double out[32];
-  uint32_t ok = ps_num_finite_n(cells, len, n, out);
+  /* padded: each cell in a buffer with digits, a '.' or a sign after it */
+  char pad[32][32];
+  const char *pcells[32];
   for (int i = 0; i < n; i++) {
-    double d;
-    int rc = ps_num_finite(cells[i], len[i], &d);
-    assert_int_equal(rc == 0, (ok >> i) & 1);
-    if (rc == 0) assert_memory_equal(&d, &out[i], sizeof d);
+    memcpy(pad[i], cells[i], len[i]);
+    memset(pad[i] + len[i], "9.-5"[i % 4], sizeof pad[i] - len[i]);
+    pcells[i] = pad[i];
+  }
+  for (int padded = 0; padded < 2; padded++) {
+    uint32_t ok = ps_num_finite_n(padded ? pcells : cells, len, n, padded, out);
+    for (int i = 0; i < n; i++) {
+      double d;
+      int rc = ps_num_finite(cells[i], len[i], &d);
+      assert_int_equal(rc == 0, (ok >> i) & 1);
+      if (rc == 0) assert_memory_equal(&d, &out[i], sizeof d);
+    }
+  }
+}
+
+/* The padded short-cell read, on random cells of up to 9 bytes of digits, '.', signs, 'e' and
+ * spaces with random bytes after them, is ps_num_finite's, bit for bit. */
+static void finite_n_padded_random(void **state) {
+  (void)state;
+  static const char alpha[] = "0123456789012345678901234567890123456789....-+e _x\x80";
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  char buf[32][24];
+  const char *cells[32];
+  size_t len[32];
+  double out[32];
+  for (int r = 0; r < 200000; r++) {
+    for (int i = 0; i < 25; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      len[i] = (size_t)(x % 10);
+      for (size_t k = 0; k < sizeof buf[i]; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i][k] = alpha[x % (sizeof alpha - 1)];
+      }
+      cells[i] = buf[i];
+    }
+    uint32_t ok = ps_num_finite_n(cells, len, 25, 1, out);
+    for (int i = 0; i < 25; i++) {
+      double d;
+      int rc = ps_num_finite(cells[i], len[i], &d);
+      if ((rc == 0) != ((ok >> i) & 1) || (rc == 0 && memcmp(&d, &out[i], sizeof d) != 0))
+        fprintf(stderr, "[%.*s]: %d %.17g, one by one %d %.17g\n", (int)len[i], cells[i],
+                (int)((ok >> i) & 1), out[i], rc, d);
+      assert_int_equal(rc == 0, (ok >> i) & 1);
+      if (rc == 0) assert_memory_equal(&d, &out[i], sizeof d);
+    }
   }
 }
 
@@ -191,6 +234,7 @@ int main(void) {
     cmocka_unit_test(python_float_accepts),
     cmocka_unit_test(short_decimals_as_strtod),
     cmocka_unit_test(finite_n_as_one_by_one),
+    cmocka_unit_test(finite_n_padded_random),
     cmocka_unit_test(python_float_refuses),
     cmocka_unit_test(long_numbers),
     cmocka_unit_test(finite_and_or_zero),
