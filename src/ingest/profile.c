@@ -381,7 +381,10 @@ static int adopt(ps_profile *p, const group *src) {
  * means, are those of one thread, bit for bit, and a duplicate pair across a block boundary
  * is caught. Memory holds T blocks' records and the groups, never the file. */
 
-#define BLOCK ((4u << 20) - (128u << 10))   /* a little under the scanner's 4 MiB buffer */
+/* Blocks are double-buffered (run_pass): 2.5 MiB keeps 2 x T of them as small as T blocks of
+ * 4 MiB were, and the scanners read little past one (ps_scan_set_chunk). */
+#define BLOCK (5u << 19)
+#define CHUNK (BLOCK + (256u << 10))
 #define MAX_THREADS 64
 #define SPLIT_MIN (32u << 20)   /* smaller files are read by one thread */
 
@@ -429,7 +432,7 @@ typedef struct pass {
   long file_index;
   uint64_t data_start, size, bsize;
   size_t nblocks, round, nround;
-  block blk[MAX_THREADS];
+  block blk[2][MAX_THREADS];             /* round r's blocks: blk[r % 2] (one thread: blk[0]) */
   worker w[MAX_THREADS];
   ps_profile *q[MAX_THREADS];            /* each share's groups first seen in this round */
   pthread_barrier_t bar;
@@ -438,7 +441,7 @@ typedef struct pass {
   int go;                                /* threads 1..T-1 start when set */
   long line0;                            /* line of the first data record */
   atomic_int oom;
-  int done, rc;
+  int done, stop, rc;
   uint64_t expect;                       /* where the next block must start */
   long line;                             /* its line number */
   ps_profile_counts *counts;
@@ -640,7 +643,7 @@ static void serial_step(pass *x) {
   for (int j = 0; j < x->T; j++) {
     size_t k = x->round * (size_t)x->T + (size_t)j;
     if (k >= x->nblocks) break;
-    block *b = &x->blk[j];
+    block *b = &x->blk[x->T > 1 ? x->round & 1 : 0][j];
     if (b->status != B_OK || b->start != x->expect) parse_block(x, &x->w[0], b, x->expect, x->line);
     walk_block(x, b);
     x->nround++;
@@ -656,14 +659,14 @@ static void serial_step(pass *x) {
   if (x->round * (size_t)x->T + x->nround >= x->nblocks) x->done = 1;
 }
 
-/* Step 3: the used rows of share t, in file order. */
-static void share_step(pass *x, int t) {
+/* Step 3: the used rows of share t, in file order (round r's blocks). */
+static void share_step(pass *x, int t, size_t r) {
   ps_profile *p = x->p, *q = x->q[t];
   uint64_t T = (uint64_t)x->T;
   size_t mask = p->nslots - 1;
 #define MINE(r) ((r)->kind == K_USE && (T == 1 || (r)->h1 % T == (uint64_t)t))
   for (size_t j = 0; j < x->nround; j++) {
-    const block *b = &x->blk[j];
+    const block *b = &x->blk[x->T > 1 ? r & 1 : 0][j];
     /* Rows land on random groups: the slot of row i + 16 and the group of row i + 8 are
      * fetched ahead (ring: the groups found), and the duration slot of row i + 2. */
     group *ring[16] = {0};
@@ -754,26 +757,40 @@ static int adopt_step(pass *x) {
   return rc;
 }
 
+/* The groups round r's shares found join p (thread 0, the others waiting); 0 or -1 (out of
+ * memory, the error set). */
+static int adopt_round(pass *x) {
+  if (!atomic_load(&x->oom) && adopt_step(x) == 0) return 0;
+  if (x->rc == 0) snprintf(x->err, x->errsize, "%s: out of memory", x->path);
+  x->rc = -1;
+  return -1;
+}
+
+/* Two barriers a round, the blocks double-buffered: a thread parses its block of round r + 1
+ * as soon as its share of round r is added (the other shares may still be adding from round
+ * r's blocks), and the first barrier of round r + 1 finds both done, so thread 0 adopts round
+ * r's new groups and walks round r + 1's blocks there before the shares start on them. */
 static void run_pass(pass *x, int t) {
-  for (;;) {
-    size_t k = x->round * (size_t)x->T + (size_t)t;
-    if (k < x->nblocks) guess_and_parse(x, &x->w[t], &x->blk[t], k);
-    pthread_barrier_wait(&x->bar);
-    if (t == 0) serial_step(x);
-    pthread_barrier_wait(&x->bar);
-    share_step(x, t);
+  for (size_t r = 0;; r++) {
+    size_t k = r * (size_t)x->T + (size_t)t;
+    if (k < x->nblocks) guess_and_parse(x, &x->w[t], &x->blk[x->T > 1 ? r & 1 : 0][t], k);
     pthread_barrier_wait(&x->bar);
     if (t == 0) {
-      if (atomic_load(&x->oom) || adopt_step(x) != 0) {
-        if (x->rc == 0) snprintf(x->err, x->errsize, "%s: out of memory", x->path);
-        x->rc = -1;
-        x->done = 1;
+      x->round = r;
+      x->stop = r > 0 && adopt_round(x) != 0;
+      if (!x->stop) {
+        serial_step(x);
+        if (x->cb) x->cb(x->ud, x->expect < x->size ? x->expect : x->size, x->size);
       }
-      x->round++;
-      if (x->cb) x->cb(x->ud, x->expect < x->size ? x->expect : x->size, x->size);
     }
     pthread_barrier_wait(&x->bar);
-    if (x->done) return;
+    if (x->stop) return;
+    share_step(x, t, r);
+    if (x->done) {   /* the last round: its groups join p once every share is added */
+      pthread_barrier_wait(&x->bar);
+      if (t == 0) adopt_round(x);
+      return;
+    }
   }
 }
 
@@ -885,6 +902,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     x->q[t] = ps_profile_new();
     ready = x->w[t].scan && x->w[t].keys && x->q[t] &&
             (all || ps_scan_select(x->w[t].scan, want, (size_t)nwant) == 0);
+    if (x->w[t].scan) ps_scan_set_chunk(x->w[t].scan, CHUNK);
   }
   int rc = 0;
   if (!ready) {
@@ -918,8 +936,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     ps_scan_close(x->w[t].scan);
     ps_import_key_free(x->w[t].keys);
     ps_profile_free(x->q[t]);
-    free(x->blk[t].recs);
-    free(x->blk[t].arena);
+    for (int h = 0; h < 2; h++) free(x->blk[h][t].recs), free(x->blk[h][t].arena);
   }
   free(x);
   if (cb) cb(ud, size, size);

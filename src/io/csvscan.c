@@ -25,6 +25,7 @@ struct ps_scan {
   char *path;
   char *buf;
   size_t cap, pos, end;       /* unconsumed data: buf[pos, end) */
+  size_t chunk;               /* ps_scan_set_chunk: the most one refill reads (0: cap) */
   int eof, first, bom, failed;
   unsigned flags;
   const char *eol;            /* line ending of the first record, once known */
@@ -136,8 +137,9 @@ static int refill(ps_scan *s) {
     s->buf = b;
     s->cap *= 2;
   }
-  while (s->end < s->cap) {
-    ssize_t n = read(s->fd, s->buf + s->end, s->cap - s->end);
+  size_t want = s->chunk && s->chunk < s->cap - s->end ? s->end + s->chunk : s->cap;
+  while (s->end < want) {
+    ssize_t n = read(s->fd, s->buf + s->end, want - s->end);
     if (n < 0) {
       if (errno == EINTR) continue;
       set_error(s, 0, "read error: %s", strerror(errno));
@@ -583,6 +585,8 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
     return 1;
   }
 }
+
+void ps_scan_set_chunk(ps_scan *s, size_t bytes) { s->chunk = bytes; }
 
 int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n) {
   size_t *sel = NULL, k = 0;

@@ -47,6 +47,9 @@ int ps_scan_seek(ps_scan *s, uint64_t offset, long line);
  * and every check of the data (quotes, NUL bytes, line numbers) stay what they are without
  * it. want NULL: all fields again. Returns 0, or -1 when out of memory. */
 int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n);
+/* One read brings in at most bytes (0: the buffer's size, 4 MiB for a big file): a reader of a
+ * block of the file (ps_scan_seek) reads little past it. */
+void ps_scan_set_chunk(ps_scan *s, size_t bytes);
 /* 1: a record; 0: end of file; -1: error (ps_scan_error; every later call fails too). */
 int ps_scan_next(ps_scan *s, ps_scan_record *rec);
 const char *ps_scan_error(const ps_scan *s);
