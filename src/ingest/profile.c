@@ -379,7 +379,8 @@ static int adopt(ps_profile *p, const group *src) {
  *   3. each thread adds the rows of its share of the groups (by key hash), in file order.
  * So every group sees its rows in file order, whatever the thread count: the sums, hence the
  * means, are those of one thread, bit for bit, and a duplicate pair across a block boundary
- * is caught. Memory holds T blocks' records and the groups, never the file. */
+ * is caught. Step 1 of round r + 1 overlaps step 3 of round r (run_pass), so memory holds
+ * 2 T blocks' records (T = 1: one) and the groups, never the file. */
 
 /* Blocks are double-buffered (run_pass): 2.5 MiB keeps 2 x T of them as small as T blocks of
  * 4 MiB were, and the scanners read little past one (ps_scan_set_chunk). */
