@@ -314,6 +314,22 @@ int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns) {
   if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
   uint64_t v = 0;
   size_t digits = 0;
+#ifdef SWAR
+  /* eight digits a word (timestamps have sixteen before the point): v stays below 10^19, so
+   * the byte loop's overflow check could not have fired on them */
+  const uint64_t ones = 0x0101010101010101u;
+  while (i + 8 <= len && v < UINT64_C(100000000000)) {
+    uint64_t d;
+    memcpy(&d, s + i, 8);
+    d ^= 0x30 * ones;
+    if ((((d & (0x7f * ones)) + (0x76 * ones)) | d) & (0x80 * ones)) break;   /* a non-digit */
+    d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
+    d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+    v = v * 100000000 + ((d * (1 + ((uint64_t)10000 << 32))) >> 32);
+    i += 8;
+    digits += 8;
+  }
+#endif
   for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
     if (v > (UINT64_MAX - 9) / 10) return -1;
     v = v * 10 + (uint64_t)(s[i] - '0');
