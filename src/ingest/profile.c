@@ -496,9 +496,11 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   const char *cell[C_N];
   size_t len[C_N];
   static const char empty[] = "";
+  const char *const *fields = rec->fields;
+  const size_t *lens = rec->lens, nf = rec->nfields;
   for (int c = 0; c < C_N; c++) {
-    int i = x->col[c];
-    if (i >= 0 && (size_t)i < rec->nfields) cell[c] = rec->fields[i], len[c] = rec->lens[i];
+    size_t i = (size_t)x->col[c];   /* a missing column's -1: past any record */
+    if (i < nf) cell[c] = fields[i], len[c] = lens[i];
     else cell[c] = empty, len[c] = 0;
   }
   size_t tlen = len[PS_PC_TYPE];
