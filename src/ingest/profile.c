@@ -379,9 +379,13 @@ static int adopt(ps_profile *p, const group *src) {
  *   3. each thread adds the rows of its share of the groups (by key hash), in file order.
  * So every group sees its rows in file order, whatever the thread count: the sums, hence the
  * means, are those of one thread, bit for bit, and a duplicate pair across a block boundary
- * is caught. Memory holds T blocks' records and the groups, never the file. */
+ * is caught. Step 1 of round r + 1 overlaps step 3 of round r (run_pass), so memory holds
+ * 2 T blocks' records (T = 1: one) and the groups, never the file. */
 
-#define BLOCK ((4u << 20) - (128u << 10))   /* a little under the scanner's 4 MiB buffer */
+/* Blocks are double-buffered (run_pass): 2.5 MiB keeps 2 x T of them as small as T blocks of
+ * 4 MiB were, and the scanners read little past one (ps_scan_set_chunk). */
+#define BLOCK (5u << 19)
+#define CHUNK (BLOCK + (256u << 10))
 #define MAX_THREADS 64
 #define SPLIT_MIN (32u << 20)   /* smaller files are read by one thread */
 
@@ -429,7 +433,7 @@ typedef struct pass {
   long file_index;
   uint64_t data_start, size, bsize;
   size_t nblocks, round, nround;
-  block blk[MAX_THREADS];
+  block blk[2][MAX_THREADS];             /* round r's blocks: blk[r % 2] (one thread: blk[0]) */
   worker w[MAX_THREADS];
   ps_profile *q[MAX_THREADS];            /* each share's groups first seen in this round */
   pthread_barrier_t bar;
@@ -438,7 +442,7 @@ typedef struct pass {
   int go;                                /* threads 1..T-1 start when set */
   long line0;                            /* line of the first data record */
   atomic_int oom;
-  int done, rc;
+  int done, stop, rc;
   uint64_t expect;                       /* where the next block must start */
   long line;                             /* its line number */
   ps_profile_counts *counts;
@@ -492,9 +496,11 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   const char *cell[C_N];
   size_t len[C_N];
   static const char empty[] = "";
+  const char *const *fields = rec->fields;
+  const size_t *lens = rec->lens, nf = rec->nfields;
   for (int c = 0; c < C_N; c++) {
-    int i = x->col[c];
-    if (i >= 0 && (size_t)i < rec->nfields) cell[c] = rec->fields[i], len[c] = rec->lens[i];
+    size_t i = (size_t)x->col[c];   /* a missing column's -1: past any record */
+    if (i < nf) cell[c] = fields[i], len[c] = lens[i];
     else cell[c] = empty, len[c] = 0;
   }
   size_t tlen = len[PS_PC_TYPE];
@@ -533,7 +539,8 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   int bad = ps_num_finite(cell[C_DURATION], len[C_DURATION], &r->dur) != 0;
   r->kind = na ? K_NA : no_dims ? K_NODIMS : bad ? K_BAD : K_USE;
   if (r->kind == K_USE) {
-    r->valid = ps_num_finite_n(cell + C_METRIC0, len + C_METRIC0, PS_NCOUNTERS, r->mv);
+    /* the scanner's fields are padded (csvscan.h); a column the file lacks is "" */
+    r->valid = ps_num_finite_n(cell + C_METRIC0, len + C_METRIC0, PS_NCOUNTERS, 1, r->mv);
     r->keylen = (uint32_t)keylen;
     if (arena_put(b, key, keylen, &r->off) == NULL) return ROW_OOM;
     r->clen[PS_PC_TYPE] = (uint32_t)tlen;
@@ -639,7 +646,7 @@ static void serial_step(pass *x) {
   for (int j = 0; j < x->T; j++) {
     size_t k = x->round * (size_t)x->T + (size_t)j;
     if (k >= x->nblocks) break;
-    block *b = &x->blk[j];
+    block *b = &x->blk[x->T > 1 ? x->round & 1 : 0][j];
     if (b->status != B_OK || b->start != x->expect) parse_block(x, &x->w[0], b, x->expect, x->line);
     walk_block(x, b);
     x->nround++;
@@ -655,14 +662,14 @@ static void serial_step(pass *x) {
   if (x->round * (size_t)x->T + x->nround >= x->nblocks) x->done = 1;
 }
 
-/* Step 3: the used rows of share t, in file order. */
-static void share_step(pass *x, int t) {
+/* Step 3: the used rows of share t, in file order (round r's blocks). */
+static void share_step(pass *x, int t, size_t r) {
   ps_profile *p = x->p, *q = x->q[t];
   uint64_t T = (uint64_t)x->T;
   size_t mask = p->nslots - 1;
 #define MINE(r) ((r)->kind == K_USE && (T == 1 || (r)->h1 % T == (uint64_t)t))
   for (size_t j = 0; j < x->nround; j++) {
-    const block *b = &x->blk[j];
+    const block *b = &x->blk[x->T > 1 ? r & 1 : 0][j];
     /* Rows land on random groups: the slot of row i + 16 and the group of row i + 8 are
      * fetched ahead (ring: the groups found), and the duration slot of row i + 2. */
     group *ring[16] = {0};
@@ -753,26 +760,40 @@ static int adopt_step(pass *x) {
   return rc;
 }
 
+/* The groups round r's shares found join p (thread 0, the others waiting); 0 or -1 (out of
+ * memory, the error set). */
+static int adopt_round(pass *x) {
+  if (!atomic_load(&x->oom) && adopt_step(x) == 0) return 0;
+  if (x->rc == 0) snprintf(x->err, x->errsize, "%s: out of memory", x->path);
+  x->rc = -1;
+  return -1;
+}
+
+/* Two barriers a round, the blocks double-buffered: a thread parses its block of round r + 1
+ * as soon as its share of round r is added (the other shares may still be adding from round
+ * r's blocks), and the first barrier of round r + 1 finds both done, so thread 0 adopts round
+ * r's new groups and walks round r + 1's blocks there before the shares start on them. */
 static void run_pass(pass *x, int t) {
-  for (;;) {
-    size_t k = x->round * (size_t)x->T + (size_t)t;
-    if (k < x->nblocks) guess_and_parse(x, &x->w[t], &x->blk[t], k);
-    pthread_barrier_wait(&x->bar);
-    if (t == 0) serial_step(x);
-    pthread_barrier_wait(&x->bar);
-    share_step(x, t);
+  for (size_t r = 0;; r++) {
+    size_t k = r * (size_t)x->T + (size_t)t;
+    if (k < x->nblocks) guess_and_parse(x, &x->w[t], &x->blk[x->T > 1 ? r & 1 : 0][t], k);
     pthread_barrier_wait(&x->bar);
     if (t == 0) {
-      if (atomic_load(&x->oom) || adopt_step(x) != 0) {
-        if (x->rc == 0) snprintf(x->err, x->errsize, "%s: out of memory", x->path);
-        x->rc = -1;
-        x->done = 1;
+      x->round = r;
+      x->stop = r > 0 && adopt_round(x) != 0;
+      if (!x->stop) {
+        serial_step(x);
+        if (x->cb) x->cb(x->ud, x->expect < x->size ? x->expect : x->size, x->size);
       }
-      x->round++;
-      if (x->cb) x->cb(x->ud, x->expect < x->size ? x->expect : x->size, x->size);
     }
     pthread_barrier_wait(&x->bar);
-    if (x->done) return;
+    if (x->stop) return;
+    share_step(x, t, r);
+    if (x->done) {   /* the last round: its groups join p once every share is added */
+      pthread_barrier_wait(&x->bar);
+      if (t == 0) adopt_round(x);
+      return;
+    }
   }
 }
 
@@ -871,11 +892,20 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   x->nblocks = data ? (size_t)((data + bs - 1) / bs) : 1;
   if ((size_t)T > x->nblocks) T = (int)x->nblocks;
   int ready = 1;
+  /* the scanners cut out only the columns read (39 of kernel_details' 47) */
+  unsigned char want[512] = {0};
+  int nwant = 0;
+  for (int c = 0; c < C_N; c++)
+    if (col[c] >= 0 && col[c] < (int)sizeof want) want[col[c]] = 1, nwant = col[c] + 1 > nwant ? col[c] + 1 : nwant;
+  int all = 0;
+  for (int c = 0; c < C_N; c++) all |= col[c] >= (int)sizeof want;   /* a very wide file: all */
   for (int t = 0; t < T && ready; t++) {
     x->w[t].scan = ps_scan_open(path, err, errsize);
     x->w[t].keys = ps_import_key_new();
     x->q[t] = ps_profile_new();
-    ready = x->w[t].scan && x->w[t].keys && x->q[t];
+    ready = x->w[t].scan && x->w[t].keys && x->q[t] &&
+            (all || ps_scan_select(x->w[t].scan, want, (size_t)nwant) == 0);
+    if (x->w[t].scan) ps_scan_set_chunk(x->w[t].scan, CHUNK);
   }
   int rc = 0;
   if (!ready) {
@@ -909,8 +939,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     ps_scan_close(x->w[t].scan);
     ps_import_key_free(x->w[t].keys);
     ps_profile_free(x->q[t]);
-    free(x->blk[t].recs);
-    free(x->blk[t].arena);
+    for (int h = 0; h < 2; h++) free(x->blk[h][t].recs), free(x->blk[h][t].arena);
   }
   free(x);
   if (cb) cb(ud, size, size);

@@ -25,6 +25,7 @@ struct ps_scan {
   char *path;
   char *buf;
   size_t cap, pos, end;       /* unconsumed data: buf[pos, end) */
+  size_t chunk;               /* ps_scan_set_chunk: the most one refill reads (0: cap) */
   int eof, first, bom, failed;
   unsigned flags;
   const char *eol;            /* line ending of the first record, once known */
@@ -33,6 +34,11 @@ struct ps_scan {
   uint64_t base;              /* file offset of buf[0] */
   long line;
   span *spans;
+  size_t *ends;               /* the fast scan's field ends (the byte after each field) from
+                                 ends[1] on; ends[0] is the byte before the record */
+  size_t *sel, nsel;          /* ps_scan_select: the fields handed out, ascending (sel NULL:
+                                 all); the others' entries in fields and lens stay none, 0 */
+  char none[1];
   char **fields;
   size_t *lens;
   size_t capfields;
@@ -131,8 +137,9 @@ static int refill(ps_scan *s) {
     s->buf = b;
     s->cap *= 2;
   }
-  while (s->end < s->cap) {
-    ssize_t n = read(s->fd, s->buf + s->end, s->cap - s->end);
+  size_t want = s->chunk && s->chunk < s->cap - s->end ? s->end + s->chunk : s->cap;
+  while (s->end < want) {
+    ssize_t n = read(s->fd, s->buf + s->end, want - s->end);
     if (n < 0) {
       if (errno == EINTR) continue;
       set_error(s, 0, "read error: %s", strerror(errno));
@@ -160,6 +167,7 @@ static int refill(ps_scan *s) {
 
 static int grow_fields(ps_scan *s) {
   size_t c = s->capfields ? s->capfields * 2 : 64;
+  if (s->sel && s->nsel && s->sel[s->nsel - 1] >= c) c = s->sel[s->nsel - 1] + 1;
   span *sp = realloc(s->spans, c * sizeof *sp);
   if (sp == NULL) return -1;
   s->spans = sp;
@@ -169,6 +177,10 @@ static int grow_fields(ps_scan *s) {
   size_t *l = realloc(s->lens, c * sizeof *l);
   if (l == NULL) return -1;
   s->lens = l;
+  size_t *en = realloc(s->ends, c * sizeof *en);
+  if (en == NULL) return -1;
+  s->ends = en;
+  for (size_t i = s->capfields; i < c; i++) f[i] = s->none, l[i] = 0;
   s->capfields = c;
   return 0;
 }
@@ -342,9 +354,94 @@ static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *l
   }
 }
 
-static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
 #ifdef __SSE2__
-  if (!scan_portable) return scan_record_with(s, nf, next, lines, 1);
+/* The fast scan: a structural index of each 64-byte window, built without a branch per byte.
+ * q, c and nz are the masks of the quotes, the commas and the CR, LF and NUL bytes; the bytes
+ * inside quotes are the prefix XOR of q (each quote toggles), so the commas and line ends
+ * outside them are the field and record ends, one ctz each. That toggle reading is the
+ * grammar's whenever every quote that opens a quoted region sits at a field's start or right
+ * after a closing quote (a doubled one); a record where one does not (a stray quote in an
+ * unquoted field or after a closing quote), or that holds a NUL or a quoted line end, or does
+ * not end before the data read does, is left to the exact walk (scan_record_with): SCAN_SLOW.
+ * It only finds where each field ends (s->ends): the fields are cut out afterwards, the ones
+ * selected only (ps_scan_select), as the exact walk's spans would cut them (test_csvscan
+ * compares the two on every quirk). */
+enum { SCAN_SLOW = SCAN_NOMEM + 1 };
+
+static inline uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  return x ^ x << 32;
+}
+
+static inline uint64_t movemask64(__m128i a, __m128i b, __m128i c, __m128i d) {
+  return (uint64_t)(unsigned)_mm_movemask_epi8(a) | (uint64_t)(unsigned)_mm_movemask_epi8(b) << 16 |
+         (uint64_t)(unsigned)_mm_movemask_epi8(c) << 32 | (uint64_t)(unsigned)_mm_movemask_epi8(d) << 48;
+}
+
+#define LOAD16(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define EQ(v, ch) _mm_cmpeq_epi8(v, _mm_set1_epi8(ch))
+#define NZ(v) _mm_or_si128(_mm_or_si128(EQ(v, '\n'), EQ(v, '\r')), EQ(v, 0))
+
+static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
+  const char *b = s->buf;
+  size_t p = s->pos, e = s->end, n = 0;
+  uint64_t in = 0, prev_sep = 1, prev_q = 0;   /* carries from the window before */
+  for (;; p += 64) {
+    __m128i v0 = LOAD16(b + p), v1 = LOAD16(b + p + 16), v2 = LOAD16(b + p + 32), v3 = LOAD16(b + p + 48);
+    uint64_t q = movemask64(EQ(v0, '"'), EQ(v1, '"'), EQ(v2, '"'), EQ(v3, '"'));
+    uint64_t c = movemask64(EQ(v0, ','), EQ(v1, ','), EQ(v2, ','), EQ(v3, ','));
+    uint64_t nz = movemask64(NZ(v0), NZ(v1), NZ(v2), NZ(v3));
+    uint64_t inside = q ? in ^ prefix_xor(q) : in;
+    uint64_t mine = ~(uint64_t)0, nl = 0;   /* the record's bits; its line end */
+    if (nz) {
+      uint64_t z = movemask64(EQ(v0, 0), EQ(v1, 0), EQ(v2, 0), EQ(v3, 0));
+      uint64_t ends = nz & ~z & ~inside;
+      if (ends) mine = ends ^ (ends - 1), nl = ends & mine;
+      if ((z | (nz & inside)) & mine) return SCAN_SLOW;
+    }
+    if (q) {
+      uint64_t after_sep = (c | nz) << 1 | prev_sep, after_q = q << 1 | prev_q;
+      if (q & inside & ~(after_sep | after_q) & mine) return SCAN_SLOW;
+    }
+    in = (uint64_t)((int64_t)inside >> 63);
+    prev_sep = (c | nz) >> 63;
+    prev_q = q >> 63;
+    uint64_t bits = ((c & ~inside) | nl) & mine;
+    while (n + 65 > s->capfields)
+      if (grow_fields(s) != 0) return SCAN_NOMEM;
+    size_t *ends = s->ends + 1;
+    for (; bits; bits &= bits - 1) ends[n++] = p + (size_t)__builtin_ctzll(bits);
+    if (nl) {
+      size_t k = ends[n - 1] + 1;
+      if (b[k - 1] == '\r') {
+        if (k >= e) return SCAN_SLOW;   /* its LF may come with the next read */
+        if (b[k] == '\n') k++;
+      }
+      *nf = n;
+      *next = k;
+      return SCAN_OK;
+    }
+  }
+}
+#undef LOAD16
+#undef EQ
+#undef NZ
+#endif
+
+/* Sets *fast when the fast scan read the record (its field ends in s->ends), else the exact
+ * walk did (its spans in s->spans). */
+static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines, int *fast) {
+  *fast = 0;
+#ifdef __SSE2__
+  if (!scan_portable) {
+    int st = scan_record_fast(s, nf, next);
+    if (st != SCAN_SLOW) return *lines = 0, *fast = 1, st;
+    return scan_record_with(s, nf, next, lines, 1);
+  }
 #endif
   return scan_record_with(s, nf, next, lines, 0);
 }
@@ -353,6 +450,21 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines) {
 static size_t unescape(char *b, const span *f) {
   char *w = b + f->start;
   size_t p = f->start;
+  if (f->end - p <= 64) {   /* short (shape cells): a byte loop costs less than the calls */
+    const char *r = w, *e = b + f->end;
+    for (; r < e; r++) {
+      if (*r != '"') {
+        *w++ = *r;
+      } else if (r + 1 < e && r[1] == '"') {   /* a doubled quote */
+        *w++ = '"';
+        r++;
+      } else {                                 /* the closing quote: dropped, the rest literal */
+        for (r++; r < e; r++) *w++ = *r;
+        break;
+      }
+    }
+    return (size_t)(w - (b + f->start));
+  }
   for (;;) {
     char *q = memchr(b + p, '"', f->end - p);
     if (q == NULL) {  /* no more quotes: the rest is literal */
@@ -379,6 +491,47 @@ static size_t unescape(char *b, const span *f) {
 static const unsigned char space[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v'] = 1,
                                          ['\f'] = 1, ['\r'] = 1};
 
+/* The text of field f, unquoted and trimmed in place and NUL-terminated there. */
+static inline void cut_field(char *buf, const span *f, int trim, char **field, size_t *lenp) {
+  char *t = buf + f->start;
+  size_t len = f->unescape ? unescape(buf, f) : f->end - f->start;
+  if (trim && len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) {
+    while (len && space[(unsigned char)*t]) t++, len--;
+    while (len && space[(unsigned char)t[len - 1]]) len--;
+  }
+  t[len] = '\0';  /* over the delimiter or a dropped quote: the spans are already taken */
+  *field = t;
+  *lenp = len;
+}
+
+/* cut_field for the fields sel[0..nsel) (sel NULL: 0..nsel) of a record the fast scan read:
+ * field i is buf(ends[i], ends[i + 1]), cut as the exact walk's span would cut it. */
+static inline __attribute__((always_inline)) void cut_fast(char *buf, const size_t *ends, size_t nf,
+                                                          const size_t *sel, size_t nsel, int trim,
+                                                          char **fields, size_t *lens) {
+  for (size_t j = 0; j < nsel; j++) {
+    size_t i = sel ? sel[j] : j;
+    if (i >= nf) return;
+    size_t fs = ends[i] + 1, k = ends[i + 1];
+    char *t = buf + fs;
+    size_t len = k - fs;
+    if (*t == '"') {
+      span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
+      if (k - fs >= 2 && buf[k - 1] == '"' && memchr(t + 1, '"', k - 2 - fs) == NULL)
+        f = (span){fs + 1, k - 1, 0};  /* "text": the quotes dropped */
+      cut_field(buf, &f, trim, &fields[i], &lens[i]);
+      continue;
+    }
+    if (trim && len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) {
+      while (len && space[(unsigned char)*t]) t++, len--;
+      while (len && space[(unsigned char)t[len - 1]]) len--;
+    }
+    t[len] = '\0';
+    fields[i] = t;
+    lens[i] = len;
+  }
+}
+
 /* The record at pos holds the first NUL byte: an error on the NUL's own line. */
 static int nul_error(ps_scan *s) {
   const char *nul = s->buf + (s->nul_offset - s->base);
@@ -398,7 +551,8 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
     }
     size_t nf = 0, next = 0;
     long lines = 0;
-    int st = scan_record(s, &nf, &next, &lines);
+    int fast;
+    int st = scan_record(s, &nf, &next, &lines, &fast);
     if (st == SCAN_MORE) {
       if (refill(s) != 0) return -1;
       continue;
@@ -419,7 +573,7 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
     size_t start = s->pos;
     s->pos = next;
     /* a blank line is no record */
-    if (nf == 1 && s->spans[0].end == start && (s->buf[start] != '"')) continue;
+    if (nf == 1 && (fast ? s->ends[1] : s->spans[0].end) == start && (s->buf[start] != '"')) continue;
     if (s->eol == NULL && ended)
       s->eol = last == '\r' || (next - start >= 2 && s->buf[next - 2] == '\r') ? "\r\n" : "\n";
     /* locals: the NUL stores below may alias anything, s's members would be reloaded */
@@ -427,17 +581,17 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
     char *buf = s->buf, **fields = s->fields;
     const span *spans = s->spans;
     size_t *lens = s->lens;
-    for (size_t i = 0; i < nf; i++) {
-      const span *f = &spans[i];
-      char *t = buf + f->start;
-      size_t len = f->unescape ? unescape(buf, f) : f->end - f->start;
-      if (trim && len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) {
-        while (len && space[(unsigned char)*t]) t++, len--;
-        while (len && space[(unsigned char)t[len - 1]]) len--;
+    const size_t *sel = s->sel;
+    if (fast) {
+      s->ends[0] = start - 1;
+      if (sel) cut_fast(buf, s->ends, nf, sel, s->nsel, trim, fields, lens);
+      else cut_fast(buf, s->ends, nf, NULL, nf, trim, fields, lens);
+    } else {
+      for (size_t j = 0, nsel = sel ? s->nsel : nf; j < nsel; j++) {
+        size_t i = sel ? sel[j] : j;
+        if (i >= nf) break;
+        cut_field(buf, &spans[i], trim, &fields[i], &lens[i]);
       }
-      t[len] = '\0';  /* over the delimiter or a dropped quote: the spans are already taken */
-      fields[i] = t;
-      lens[i] = len;
     }
     rec->nfields = nf;
     rec->fields = (const char *const *)s->fields;
@@ -445,6 +599,21 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
     rec->line = line;
     return 1;
   }
+}
+
+void ps_scan_set_chunk(ps_scan *s, size_t bytes) { s->chunk = bytes; }
+
+int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n) {
+  size_t *sel = NULL, k = 0;
+  if (want != NULL && (sel = malloc((n ? n : 1) * sizeof *sel)) == NULL) return -1;
+  for (size_t i = 0; sel && i < n; i++)
+    if (want[i]) sel[k++] = i;
+  free(s->sel);
+  s->sel = sel;
+  s->nsel = k;
+  for (size_t i = 0; i < s->capfields; i++) s->fields[i] = s->none, s->lens[i] = 0;
+  if (sel && k && sel[k - 1] >= s->capfields && grow_fields(s) != 0) return -1;
+  return 0;
 }
 
 const char *ps_scan_error(const ps_scan *s) { return s->error; }
@@ -460,6 +629,8 @@ void ps_scan_close(ps_scan *s) {
   free(s->path);
   free(s->buf);
   free(s->spans);
+  free(s->ends);
+  free(s->sel);
   free(s->fields);
   free(s->lens);
   free(s);

@@ -9,7 +9,8 @@
  * closed. Whitespace around every field is trimmed unless PS_SCAN_KEEP_SPACE.
  * Zero-copy: it hands out (pointer, length) pairs into its read buffer, unquoting in place only
  * the fields that hold doubled quotes or text after the closing quote. Each field is also
- * NUL-terminated there (the byte after it is a delimiter or a dropped quote).
+ * NUL-terminated there (the byte after it is a delimiter or a dropped quote), and 16 bytes
+ * can be read from its start whatever its length (the buffer is padded: ps_num_finite_n).
  * tests/c/test_csvscan.c and tests/cli/test_csv_real.sh check it on every real export. */
 #ifndef PS_CSVSCAN_H
 #define PS_CSVSCAN_H
@@ -41,6 +42,14 @@ long ps_scan_line(const ps_scan *s);
 /* Moves to byte offset > 0 (a record start found by the caller), numbering the line there
  * line, and clears an error: one scanner reads many blocks of a file, one buffer for all. */
 int ps_scan_seek(ps_scan *s, uint64_t offset, long line);
+/* Hands out only fields i < n with want[i] != 0 from the next record on; the others come as
+ * empty strings, their bytes never cut out (a reader of some columns of a wide file). nfields
+ * and every check of the data (quotes, NUL bytes, line numbers) stay what they are without
+ * it. want NULL: all fields again. Returns 0, or -1 when out of memory. */
+int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n);
+/* One read brings in at most bytes (0: the buffer's size, 4 MiB for a big file): a reader of a
+ * block of the file (ps_scan_seek) reads little past it. */
+void ps_scan_set_chunk(ps_scan *s, size_t bytes);
 /* 1: a record; 0: end of file; -1: error (ps_scan_error; every later call fails too). */
 int ps_scan_next(ps_scan *s, ps_scan_record *rec);
 const char *ps_scan_error(const ps_scan *s);

@@ -120,6 +120,36 @@ static inline int short_decimal(const unsigned char *c, size_t n, uint32_t *mant
   return 0;
 }
 
+/* short_decimal of 1 <= n <= 8 bytes at c with 8 bytes readable there (ps_num_finite_n's
+ * padded cells): one load, the text shifted to the word's top, so the bytes after it fall out
+ * and the digits are already where the combining wants them; a sign, or anything else odd, is
+ * left to short_decimal. */
+static inline int short_decimal_padded(const unsigned char *c, size_t n, uint32_t *mant,
+                                       unsigned *frac, int *negative) {
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  uint64_t v;
+  memcpy(&v, c, 8);
+  unsigned sh = 8 * (unsigned)(8 - n);
+  uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
+  uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
+  uint64_t d = x & live;
+  unsigned nfrac = 0;
+  if (other) {                                            /* one '.', digits besides */
+    unsigned pos = (unsigned)__builtin_ctzll(other) - 7;  /* its byte's lowest bit */
+    if ((other & (other - 1)) || ((x >> pos) & 0xff) != ('.' ^ 0x30) || n == 1)
+      return short_decimal(c, n, mant, frac, negative);
+    uint64_t below = ((uint64_t)1 << pos) - 1;            /* the digits before the '.' */
+    d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
+    nfrac = (64 - pos) / 8 - 1;
+  }
+  d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
+  d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+  *mant = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
+  *frac = nfrac;
+  *negative = 0;
+  return 0;
+}
+
 static inline int parse_short(const unsigned char *c, size_t n, double *out) {
   uint32_t m;
   unsigned nfrac;
@@ -171,14 +201,20 @@ int ps_num_finite(const char *s, size_t len, double *out) {
   return 0;
 }
 
-uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, double *out) {
+uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, int padded, double *out) {
   uint32_t ok = 0;
 #ifdef SWAR
   uint32_t m[32], sign = 0, fast = 0;
   unsigned nfrac[32];
   for (int i = 0; i < n; i++) {
     int neg;
-    if (len[i] - 1 < 9 && short_decimal((const unsigned char *)s[i], len[i], &m[i], &nfrac[i], &neg) == 0)
+    const unsigned char *c = (const unsigned char *)s[i];
+    if (padded && len[i] - 1 < 8) {
+      if (short_decimal_padded(c, len[i], &m[i], &nfrac[i], &neg) == 0)
+        fast |= 1u << i, sign |= (uint32_t)neg << i;
+      else if (ps_num_finite(s[i], len[i], &out[i]) == 0)
+        ok |= 1u << i;
+    } else if (len[i] - 1 < 9 && short_decimal(c, len[i], &m[i], &nfrac[i], &neg) == 0)
       fast |= 1u << i, sign |= (uint32_t)neg << i;
     else if (len[i] && ps_num_finite(s[i], len[i], &out[i]) == 0)
       ok |= 1u << i;
@@ -191,6 +227,7 @@ uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, double 
     }
   return ok | fast;
 #else
+  (void)padded;
   for (int i = 0; i < n; i++)
     if (len[i] && ps_num_finite(s[i], len[i], &out[i]) == 0) ok |= 1u << i;
   return ok;
@@ -277,6 +314,22 @@ int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns) {
   if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
   uint64_t v = 0;
   size_t digits = 0;
+#ifdef SWAR
+  /* eight digits a word (timestamps have sixteen before the point): v stays below 10^19, so
+   * the byte loop's overflow check could not have fired on them */
+  const uint64_t ones = 0x0101010101010101u;
+  while (i + 8 <= len && v < UINT64_C(100000000000)) {
+    uint64_t d;
+    memcpy(&d, s + i, 8);
+    d ^= 0x30 * ones;
+    if ((((d & (0x7f * ones)) + (0x76 * ones)) | d) & (0x80 * ones)) break;   /* a non-digit */
+    d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
+    d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+    v = v * 100000000 + ((d * (1 + ((uint64_t)10000 << 32))) >> 32);
+    i += 8;
+    digits += 8;
+  }
+#endif
   for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
     if (v > (UINT64_MAX - 9) / 10) return -1;
     v = v * 10 + (uint64_t)(s[i] - '0');

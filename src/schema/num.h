@@ -16,8 +16,10 @@ int ps_num_finite(const char *s, size_t len, double *out);
 
 /* ps_num_finite of n <= 32 cells: bit i of the result is set when cells s[i] (len[i] bytes)
  * is a finite number, its value then in out[i]. A row's counters at once: faster than n
- * calls, the common short decimals' divisions run side by side. */
-uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, double *out);
+ * calls, the common short decimals' divisions run side by side. padded: the caller vouches
+ * that 8 bytes can be read at each s[i] whatever its length (the CSV engine's fields, in a
+ * padded buffer: csvscan.h), so a short cell is read in one load. */
+uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, int padded, double *out);
 
 /* The write-back's parse_float: the number, or 0.0 when empty or not a number. */
 double ps_num_or_zero(const char *s, size_t len);

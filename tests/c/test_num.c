@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "num.h"
@@ -177,12 +178,111 @@ static void finite_n_as_one_by_one(void **state) {
   size_t len[32];
   for (int i = 0; i < n; i++) len[i] = strlen(cells[i]);
   double out[32];
-  uint32_t ok = ps_num_finite_n(cells, len, n, out);
+  /* padded: each cell in a buffer with digits, a '.' or a sign after it */
+  char pad[32][32];
+  const char *pcells[32];
   for (int i = 0; i < n; i++) {
-    double d;
-    int rc = ps_num_finite(cells[i], len[i], &d);
-    assert_int_equal(rc == 0, (ok >> i) & 1);
-    if (rc == 0) assert_memory_equal(&d, &out[i], sizeof d);
+    memcpy(pad[i], cells[i], len[i]);
+    memset(pad[i] + len[i], "9.-5"[i % 4], sizeof pad[i] - len[i]);
+    pcells[i] = pad[i];
+  }
+  for (int padded = 0; padded < 2; padded++) {
+    uint32_t ok = ps_num_finite_n(padded ? pcells : cells, len, n, padded, out);
+    for (int i = 0; i < n; i++) {
+      double d;
+      int rc = ps_num_finite(cells[i], len[i], &d);
+      assert_int_equal(rc == 0, (ok >> i) & 1);
+      if (rc == 0) assert_memory_equal(&d, &out[i], sizeof d);
+    }
+  }
+}
+
+/* The padded short-cell read, on random cells of up to 9 bytes of digits, '.', signs, 'e' and
+ * spaces with random bytes after them, is ps_num_finite's, bit for bit. */
+static void finite_n_padded_random(void **state) {
+  (void)state;
+  static const char alpha[] = "0123456789012345678901234567890123456789....-+e _x\x80";
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  char buf[32][24];
+  const char *cells[32];
+  size_t len[32];
+  double out[32];
+  for (int r = 0; r < 200000; r++) {
+    for (int i = 0; i < 25; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      len[i] = (size_t)(x % 10);
+      for (size_t k = 0; k < sizeof buf[i]; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i][k] = alpha[x % (sizeof alpha - 1)];
+      }
+      cells[i] = buf[i];
+    }
+    uint32_t ok = ps_num_finite_n(cells, len, 25, 1, out);
+    for (int i = 0; i < 25; i++) {
+      double d;
+      int rc = ps_num_finite(cells[i], len[i], &d);
+      if ((rc == 0) != ((ok >> i) & 1) || (rc == 0 && memcmp(&d, &out[i], sizeof d) != 0))
+        fprintf(stderr, "[%.*s]: %d %.17g, one by one %d %.17g\n", (int)len[i], cells[i],
+                (int)((ok >> i) & 1), out[i], rc, d);
+      assert_int_equal(rc == 0, (ok >> i) & 1);
+      if (rc == 0) assert_memory_equal(&d, &out[i], sizeof d);
+    }
+  }
+}
+
+/* The oracle of ps_num_us_to_ns, worked out another way: the trimmed text split into its
+ * digit runs (strspn), the integer part in 128 bits, refused past what ns fits in int64 as
+ * ps_num_us_to_ns refuses it; the fourth decimal rounds half up. */
+static int us_to_ns_ref(const char *s, size_t n, int64_t *ns) {
+  char t[64];
+  size_t a = 0, b = n;
+  while (a < b && isspace((unsigned char)s[a])) a++;
+  while (b > a && isspace((unsigned char)s[b - 1])) b--;
+  memcpy(t, s + a, b - a);
+  t[b - a] = 0;
+  const char *p = t + (t[0] == '-' || t[0] == '+');
+  size_t ni = strspn(p, "0123456789"), nf = 0;
+  const char *f = p + ni;
+  if (*f == '.') nf = strspn(++f, "0123456789");
+  if (ni + nf == 0 || f[nf] != 0) return -1;
+  __int128 v = 0;
+  for (size_t k = 0; k < ni; k++) v = v * 10 + (p[k] - '0');
+  if (v > INT64_MAX / 1000 - 1) return -1;
+  int64_t r = (int64_t)v * 1000;
+  for (size_t k = 0, scale = 100; k < 3; k++, scale /= 10)
+    if (k < nf) r += (int64_t)(f[k] - '0') * (int64_t)scale;
+  r += nf > 3 && f[3] >= '5';
+  *ns = t[0] == '-' ? -r : r;
+  return 0;
+}
+
+/* Timestamps of 0 to 29 bytes, digits mostly, with a fraction, sign, stray bytes and spaces,
+ * read as the oracle reads them (the ones near the int64 limit included). */
+static void us_to_ns_as_oracle(void **state) {
+  (void)state;
+  static const char alpha[] = "01234567890123456789012345678901234567899999.-+ \tx";
+  uint64_t x = 0x2545f4914f6cdd1du;
+  char t[40];
+  for (int r = 0; r < 1000000; r++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t n = x % 30;
+    for (size_t k = 0; k < n; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      t[k] = (x >> 40) % 8 ? "0123456789"[(x >> 20) % 10] : alpha[(x >> 8) % (sizeof alpha - 1)];
+    }
+    int64_t a = 7, b = 7;
+    int ra = ps_num_us_to_ns(t, n, &a), rb = us_to_ns_ref(t, n, &b);
+    if (ra != rb || a != b) fprintf(stderr, "[%.*s]: %d %lld, oracle %d %lld\n", (int)n, t, ra, (long long)a, rb, (long long)b);
+    assert_int_equal(ra, rb);
+    assert_true(a == b);
+  }
+  static const char *const edge[] = {"9223372036854775", "9223372036854774.999", "9223372036854775807",
+                                     "18446744073709551615", "99999999999999999999", "1736413971000051.986\t",
+                                     "12345678", "123456789012345678901234", "00000000000000001.5"};
+  for (size_t k = 0; k < sizeof edge / sizeof edge[0]; k++) {
+    int64_t a = 7, b = 7;
+    assert_int_equal(ps_num_us_to_ns(edge[k], strlen(edge[k]), &a), us_to_ns_ref(edge[k], strlen(edge[k]), &b));
+    assert_true(a == b);
   }
 }
 
@@ -191,6 +291,8 @@ int main(void) {
     cmocka_unit_test(python_float_accepts),
     cmocka_unit_test(short_decimals_as_strtod),
     cmocka_unit_test(finite_n_as_one_by_one),
+    cmocka_unit_test(finite_n_padded_random),
+    cmocka_unit_test(us_to_ns_as_oracle),
     cmocka_unit_test(python_float_refuses),
     cmocka_unit_test(long_numbers),
     cmocka_unit_test(finite_and_or_zero),
