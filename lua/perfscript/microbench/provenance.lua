@@ -64,16 +64,22 @@ end
 function M.lines(base, results, input_of)
   if not M.SOURCES[base.source] then error("provenance: source must be measured, simulated or imported", 2) end
   local out = {}
-  local time = os.date("!%Y-%m-%dT%H:%M:%SZ")
+  local enc = cjson.encode
+  -- the members every line shares are encoded once (a write-back can log 100k rows)
+  local common = enc { run = base.run, time = os.date("!%Y-%m-%dT%H:%M:%SZ"), version = perf.version,
+    source = base.source, device = base.device, cann = base.cann, torch = base.torch, torch_npu = base.torch_npu }
+  common = common:sub(2, -2)
+  local display, key_hex, tonumber = perf.sig.display, M.key_hex, tonumber
   for _, res in ipairs(results) do
+    local kernel = enc(res.stem)
     for _, w in ipairs(res.written_rows or {}) do
-      local key = M.key_hex(w.key)
+      local key = key_hex(w.key)
       local file, xxh3
       if input_of then file, xxh3 = input_of(res.stem, key, w.row) end
-      out[#out + 1] = cjson.encode { run = base.run, time = time, version = perf.version, kernel = res.stem,
-        key = key, sig = perf.sig.display(w.row), source = base.source, device = base.device, cann = base.cann,
-        torch = base.torch, torch_npu = base.torch_npu, input = file, input_xxh3 = xxh3,
-        samples = w.row._samples, duration_us = tonumber(w.row["Average Duration(us)"]) }
+      local samples, d = w.row._samples, tonumber(w.row["Average Duration(us)"])
+      out[#out + 1] = ('{%s,"kernel":%s,"key":"%s","sig":%s%s%s%s%s}'):format(common, kernel, key, enc(display(w.row)),
+        file and (',"input":' .. enc(file)) or "", xxh3 and (',"input_xxh3":' .. enc(xxh3)) or "",
+        samples and (',"samples":' .. enc(samples)) or "", d and (',"duration_us":' .. enc(d)) or "")
     end
   end
   return out
