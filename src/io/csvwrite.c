@@ -3,6 +3,7 @@
 #include "infile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,10 +171,23 @@ static int write_failed(ps_csv_writer *w, const char *how, char *err, size_t err
   return -1;
 }
 
+/* Every this many bytes the disk write of what was written so far is started: the commit's
+ * fsync then waits for the last of it only, not for the whole file (a 370 MB write-back spent
+ * 0.6 s in that fsync, after its CPU work was done). */
+#define SYNC_STEP ((uint64_t)16 << 20)
+
 /* Hands the gathered rows to the stream. 0, or -1 with errno set. */
 static int out_flush(ps_csv_writer *w) {
   if (w->olen && fwrite(w->out, 1, w->olen, w->file.fp) != w->olen) return -1;
+  w->handed += w->olen;
   w->olen = 0;
+#ifdef SYNC_FILE_RANGE_WRITE
+  if (w->handed - w->synced >= SYNC_STEP && fflush(w->file.fp) == 0) {
+    /* only a hint (it waits for nothing): a failure here is met again by the commit's fsync */
+    (void)sync_file_range(fileno(w->file.fp), (off_t)w->synced, 0, SYNC_FILE_RANGE_WRITE);
+    w->synced = w->handed;
+  }
+#endif
   return 0;
 }
 

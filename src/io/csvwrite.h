@@ -7,6 +7,7 @@
 #define PS_CSVWRITE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "atomicfile.h"
 
@@ -17,6 +18,7 @@ typedef struct ps_csv_writer {
   long rows;
   char *out;         /* encoded rows not yet handed to file.fp (written in large blocks) */
   size_t olen, ocap;
+  uint64_t handed, synced; /* bytes handed to file.fp; those whose write-back was started */
 } ps_csv_writer;
 
 /* eol: "\n", "\r\n", or NULL to keep the existing file's style (LF for a new file).
