@@ -11,6 +11,8 @@
 
 #include "atomicfile.h"
 
+struct ps_scan_raw;
+
 typedef struct ps_csv_writer {
   ps_atomic file;
   const char *eol;   /* "\n" or "\r\n" */
@@ -45,6 +47,10 @@ int ps_csv_needs_quote(const char *s, size_t len);
 size_t ps_csv_quote(char *out, const char *s, size_t len);
 
 /* Bytes ps_csv_format_row may write for these fields and eol (NULL: none). */
+/* ps_csv_is_formatted for a record as the CSV engine found it (ps_scan_next_raw): 1 when its
+ * bytes are what ps_csv_format_row writes for its fields and eol, every field quoted exactly
+ * when the quoter quotes it, the line end eol (and no other). */
+int ps_csv_raw_is_formatted(const struct ps_scan_raw *rec, const char *eol);
 size_t ps_csv_row_max(const size_t *lens, size_t n, const char *eol);
 /* Encodes one record into out (room for ps_csv_row_max bytes, no NUL added): the fields with
  * minimal quoting joined by commas, then eol unless NULL. Returns the bytes written. */
