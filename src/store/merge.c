@@ -15,7 +15,7 @@
 #include "text.h"
 #include "u64map.h"
 
-#define NUMW 32 /* room for one %.6f number */
+#define NUMW PS_MERGE_NUMW /* room for one %.6f number */
 
 _Static_assert(PS_MERGE_EP_SIZE + 1 == PS_SIG_NCOLUMNS, "merge.h sources follow ps_sig_columns");
 
@@ -423,6 +423,17 @@ int ps_merge_rows(ps_merge *m, char *err, size_t es) {
   ps_scan_close(m->r);
   m->r = NULL;
   return collect_dups(m) != 0 ? oom(err, es) : 0;
+}
+
+size_t ps_merge_cell(const ps_merge_value *own, int k, const double *means, char num[NUMW],
+                     const char **s) {
+  double v;
+  if (own->kind == PS_MERGE_STR) return *s = own->s, own->len;
+  if (own->kind == PS_MERGE_NUM) v = own->num;
+  else if (k >= 0 && k < PS_NCOUNTERS && means && !isnan(means[k])) v = means[k];
+  else return *s = "", 0;
+  *s = num;
+  return (size_t)ps_num_fmt6(num, NUMW, v);
 }
 
 int ps_merge_append(ps_merge *m, const char *const *fields, const size_t *lens, char *err, size_t es) {
