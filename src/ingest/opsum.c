@@ -67,10 +67,10 @@ static char *dup_trim(const char *s) {
   return d;
 }
 
-/* A finite number parsed from the whole field, or NAN. */
-static double number(const char *s) {
+/* A finite number parsed from the whole field of n bytes, or NAN. */
+static double number(const char *s, size_t n) {
   double v;
-  return ps_num_finite(s, strlen(s), &v) == 0 ? v : NAN;
+  return ps_num_finite(s, n, &v) == 0 ? v : NAN;
 }
 
 int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) {
@@ -98,6 +98,7 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
   for (int i = 0; i < PS_NCOUNTERS; i++)
     c_met[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_counter_columns[i]);
 #define F(c) ((c) >= 0 && (size_t)(c) < rec.nfields ? rec.fields[c] : "")
+#define L(c) ((c) >= 0 && (size_t)(c) < rec.nfields ? rec.lens[c] : 0)
   while ((st = ps_csv_next(r, &rec)) > 0) {
     a->rows++;
     const char *op = F(c_type);
@@ -139,18 +140,19 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
       a->ngroups++;
     }
     g->count++;
-    double d = number(F(c_dur));
+    double d = number(F(c_dur), L(c_dur));
     if (d > 0) {
       if (!g->nvalid || d < g->min) g->min = d;
       g->nvalid++;
     }
     for (int i = 0; i < PS_NCOUNTERS; i++) {
       if (c_met[i] < 0) continue;
-      double v = number(F(c_met[i]));
+      double v = number(F(c_met[i]), L(c_met[i]));
       if (!isnan(v)) g->sums[i] += v, g->counts[i]++;
     }
   }
 #undef F
+#undef L
   if (st < 0) {
     snprintf(err, errsize, "%s", ps_csv_error(r));
     ps_csv_close(r);
