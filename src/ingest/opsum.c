@@ -40,11 +40,7 @@ ps_opsum *ps_opsum_new(void) {
 
 void ps_opsum_free(ps_opsum *a) {
   if (!a) return;
-  for (size_t i = 0; i < a->ngroups; i++) {
-    free(a->groups[i].op);
-    for (int c = 0; c < PS_OPSUM_NCELLS; c++) free(a->groups[i].cells[c]);
-  }
-  for (size_t i = 0; i < a->ngroups; i++) free(a->keys[i].key);
+  for (size_t i = 0; i < a->ngroups; i++) free(a->groups[i].op); /* with its cells and key */
   free(a->groups);
   free(a->keys);
   ps_u64map_free(&a->map);
@@ -57,14 +53,6 @@ uint64_t ps_opsum_rows(const ps_opsum *a) { return a->rows; }
 size_t ps_opsum_ngroups(const ps_opsum *a) { return a->ngroups; }
 const ps_opsum_group *ps_opsum_group_at(const ps_opsum *a, size_t i) {
   return i < a->ngroups ? &a->groups[i] : NULL;
-}
-
-/* Fields come trimmed from the reader (PS_CSV_TRIM). */
-static char *dup_trim(const char *s) {
-  size_t n = strlen(s);
-  char *d = malloc(n + 1);
-  if (d) memcpy(d, s, n + 1);
-  return d;
 }
 
 /* A finite number parsed from the whole field of n bytes, or NAN. */
@@ -128,15 +116,25 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
         goto oom;
       g = &a->groups[a->ngroups];
       memset(g, 0, sizeof *g);
-      g->op = dup_trim(op);
-      for (int c = 0; c < PS_NBASE; c++) g->cells[c] = dup_trim(F(c_base[c]));
-      g->cells[PS_OPSUM_TASK_TYPE] = dup_trim(F(c_task));
-      g->hash = ps_sig_hash(a->sig);
-      char *key = malloc(klen);
+      /* its op, cells (trimmed by the reader, PS_CSV_TRIM) and key in one block, g->op */
+      const char *src[1 + PS_OPSUM_NCELLS];
+      size_t len[1 + PS_OPSUM_NCELLS], total = klen;
+      src[0] = op;
+      for (int c = 0; c < PS_NBASE; c++) src[1 + c] = F(c_base[c]);
+      src[1 + PS_OPSUM_TASK_TYPE] = F(c_task);
+      for (int i = 0; i <= PS_OPSUM_NCELLS; i++) total += (len[i] = strlen(src[i])) + 1;
+      char *blk = malloc(total);
       /* the group goes into the map last, so that the map never holds a half-made group */
-      if (!key || !g->op || ps_u64map_add(&a->map, h, a->ngroups) != 0) { free(key); goto oom; }
-      memcpy(key, a->kbuf, klen);
-      a->keys[a->ngroups] = (gkey){key, klen};
+      if (!blk || ps_u64map_add(&a->map, h, a->ngroups) != 0) { free(blk); goto oom; }
+      char *p = blk;
+      for (int i = 0; i <= PS_OPSUM_NCELLS; i++, p += len[i - 1] + 1) {
+        memcpy(p, src[i], len[i] + 1);
+        if (i) g->cells[i - 1] = p;
+      }
+      g->op = blk;
+      memcpy(p, a->kbuf, klen);
+      a->keys[a->ngroups] = (gkey){p, klen};
+      g->hash = ps_sig_hash(a->sig);
       a->ngroups++;
     }
     g->count++;
