@@ -40,11 +40,7 @@ ps_opsum *ps_opsum_new(void) {
 
 void ps_opsum_free(ps_opsum *a) {
   if (!a) return;
-  for (size_t i = 0; i < a->ngroups; i++) {
-    free(a->groups[i].op);
-    for (int c = 0; c < PS_OPSUM_NCELLS; c++) free(a->groups[i].cells[c]);
-  }
-  for (size_t i = 0; i < a->ngroups; i++) free(a->keys[i].key);
+  for (size_t i = 0; i < a->ngroups; i++) free(a->groups[i].op); /* with its cells and key */
   free(a->groups);
   free(a->keys);
   ps_u64map_free(&a->map);
@@ -59,18 +55,10 @@ const ps_opsum_group *ps_opsum_group_at(const ps_opsum *a, size_t i) {
   return i < a->ngroups ? &a->groups[i] : NULL;
 }
 
-/* Fields come trimmed from the reader (PS_CSV_TRIM). */
-static char *dup_trim(const char *s) {
-  size_t n = strlen(s);
-  char *d = malloc(n + 1);
-  if (d) memcpy(d, s, n + 1);
-  return d;
-}
-
-/* A finite number parsed from the whole field, or NAN. */
-static double number(const char *s) {
+/* A finite number parsed from the whole field of n bytes, or NAN. */
+static double number(const char *s, size_t n) {
   double v;
-  return ps_num_finite(s, strlen(s), &v) == 0 ? v : NAN;
+  return ps_num_finite(s, n, &v) == 0 ? v : NAN;
 }
 
 int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) {
@@ -98,6 +86,7 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
   for (int i = 0; i < PS_NCOUNTERS; i++)
     c_met[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_counter_columns[i]);
 #define F(c) ((c) >= 0 && (size_t)(c) < rec.nfields ? rec.fields[c] : "")
+#define L(c) ((c) >= 0 && (size_t)(c) < rec.nfields ? rec.lens[c] : 0)
   while ((st = ps_csv_next(r, &rec)) > 0) {
     a->rows++;
     const char *op = F(c_type);
@@ -127,30 +116,41 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
         goto oom;
       g = &a->groups[a->ngroups];
       memset(g, 0, sizeof *g);
-      g->op = dup_trim(op);
-      for (int c = 0; c < PS_NBASE; c++) g->cells[c] = dup_trim(F(c_base[c]));
-      g->cells[PS_OPSUM_TASK_TYPE] = dup_trim(F(c_task));
-      g->hash = ps_sig_hash(a->sig);
-      char *key = malloc(klen);
+      /* its op, cells (trimmed by the reader, PS_CSV_TRIM) and key in one block, g->op */
+      const char *src[1 + PS_OPSUM_NCELLS];
+      size_t len[1 + PS_OPSUM_NCELLS], total = klen;
+      src[0] = op;
+      for (int c = 0; c < PS_NBASE; c++) src[1 + c] = F(c_base[c]);
+      src[1 + PS_OPSUM_TASK_TYPE] = F(c_task);
+      for (int i = 0; i <= PS_OPSUM_NCELLS; i++) total += (len[i] = strlen(src[i])) + 1;
+      char *blk = malloc(total);
       /* the group goes into the map last, so that the map never holds a half-made group */
-      if (!key || !g->op || ps_u64map_add(&a->map, h, a->ngroups) != 0) { free(key); goto oom; }
-      memcpy(key, a->kbuf, klen);
-      a->keys[a->ngroups] = (gkey){key, klen};
+      if (!blk || ps_u64map_add(&a->map, h, a->ngroups) != 0) { free(blk); goto oom; }
+      char *p = blk;
+      for (int i = 0; i <= PS_OPSUM_NCELLS; i++, p += len[i - 1] + 1) {
+        memcpy(p, src[i], len[i] + 1);
+        if (i) g->cells[i - 1] = p;
+      }
+      g->op = blk;
+      memcpy(p, a->kbuf, klen);
+      a->keys[a->ngroups] = (gkey){p, klen};
+      g->hash = ps_sig_hash(a->sig);
       a->ngroups++;
     }
     g->count++;
-    double d = number(F(c_dur));
+    double d = number(F(c_dur), L(c_dur));
     if (d > 0) {
       if (!g->nvalid || d < g->min) g->min = d;
       g->nvalid++;
     }
     for (int i = 0; i < PS_NCOUNTERS; i++) {
       if (c_met[i] < 0) continue;
-      double v = number(F(c_met[i]));
+      double v = number(F(c_met[i]), L(c_met[i]));
       if (!isnan(v)) g->sums[i] += v, g->counts[i]++;
     }
   }
 #undef F
+#undef L
   if (st < 0) {
     snprintf(err, errsize, "%s", ps_csv_error(r));
     ps_csv_close(r);

@@ -18,7 +18,7 @@
 #define MINBUF (64u << 10)
 #define PAD 64   /* zero bytes after the data: room for a 64-byte load at the sentinel */
 
-typedef struct span { size_t start, end; int unescape; } span;
+typedef ps_scan_field span; /* start, end, unescape: handed out by ps_scan_next_raw */
 
 struct ps_scan {
   int fd;
@@ -434,6 +434,15 @@ static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
 
 /* Sets *fast when the fast scan read the record (its field ends in s->ends), else the exact
  * walk did (its spans in s->spans). */
+/* The exact walk alone (every field's span in s->spans), for the raw records of
+ * ps_scan_next_raw: a merge copies them and unquotes chosen fields from their spans. */
+static int scan_record_spans(ps_scan *s, size_t *nf, size_t *next, long *lines) {
+#ifdef __SSE2__
+  if (!scan_portable) return scan_record_with(s, nf, next, lines, 1);
+#endif
+  return scan_record_with(s, nf, next, lines, 0);
+}
+
 static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines, int *fast) {
   *fast = 0;
 #ifdef __SSE2__
@@ -446,12 +455,13 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines, int *f
   return scan_record_with(s, nf, next, lines, 0);
 }
 
-/* Unquotes a field that holds doubled quotes or text after its closing quote, in place. */
-static size_t unescape(char *b, const span *f) {
-  char *w = b + f->start;
+/* Unquotes a field that holds doubled quotes or text after its closing quote into w, which
+ * may be the field's own place (in place, as ps_scan_next does); returns the length. */
+static size_t unescape_to(char *w, const char *b, const span *f) {
+  char *w0 = w;
   size_t p = f->start;
   if (f->end - p <= 64) {   /* short (shape cells): a byte loop costs less than the calls */
-    const char *r = w, *e = b + f->end;
+    const char *r = b + p, *e = b + f->end;   /* w <= r: in place is safe */
     for (; r < e; r++) {
       if (*r != '"') {
         *w++ = *r;
@@ -463,14 +473,14 @@ static size_t unescape(char *b, const span *f) {
         break;
       }
     }
-    return (size_t)(w - (b + f->start));
+    return (size_t)(w - w0);
   }
   for (;;) {
     char *q = memchr(b + p, '"', f->end - p);
     if (q == NULL) {  /* no more quotes: the rest is literal */
       size_t n = f->end - p;
       memmove(w, b + p, n);
-      return (size_t)(w + n - (b + f->start));
+      return (size_t)(w + n - w0);
     }
     size_t n = (size_t)(q - (b + p));
     memmove(w, b + p, n);
@@ -483,10 +493,12 @@ static size_t unescape(char *b, const span *f) {
       size_t rest = f->end - p;
       memmove(w, b + p, rest);
       /* after the closing quote quotes are literal */
-      return (size_t)(w + rest - (b + f->start));
+      return (size_t)(w + rest - w0);
     }
   }
 }
+
+static size_t unescape(char *b, const span *f) { return unescape_to(b + f->start, b, f); }
 
 static const unsigned char space[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v'] = 1,
                                          ['\f'] = 1, ['\r'] = 1};
@@ -541,6 +553,14 @@ static int nul_error(ps_scan *s) {
   return -1;
 }
 
+/* The error of a scan status other than SCAN_OK and SCAN_MORE: -1. */
+static int scan_failed(ps_scan *s, int st) {
+  if (st == SCAN_NUL) return nul_error(s);
+  set_error(s, s->line, st == SCAN_UNTERMINATED ? "unterminated quoted field (a '\"' opened here is never closed)"
+                                                : "out of memory");
+  return -1;
+}
+
 int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
   if (s->failed) return -1;
   for (;;) {
@@ -557,15 +577,7 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
       if (refill(s) != 0) return -1;
       continue;
     }
-    if (st == SCAN_NUL) return nul_error(s);
-    if (st == SCAN_UNTERMINATED) {
-      set_error(s, s->line, "unterminated quoted field (a '\"' opened here is never closed)");
-      return -1;
-    }
-    if (st == SCAN_NOMEM) {
-      set_error(s, s->line, "out of memory");
-      return -1;
-    }
+    if (st != SCAN_OK) return scan_failed(s, st);
     long line = s->line;
     char last = s->buf[next - 1];
     int ended = next > s->pos && (last == '\n' || last == '\r');
@@ -614,6 +626,50 @@ int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n) {
   for (size_t i = 0; i < s->capfields; i++) s->fields[i] = s->none, s->lens[i] = 0;
   if (sel && k && sel[k - 1] >= s->capfields && grow_fields(s) != 0) return -1;
   return 0;
+}
+
+int ps_scan_next_raw(ps_scan *s, ps_scan_raw *rec) {
+  if (s->failed) return -1;
+  for (;;) {
+    if (s->pos >= s->end) {
+      if (s->eof) return 0;
+      if (refill(s) != 0) return -1;
+      if (s->pos >= s->end) return 0;
+    }
+    size_t nf = 0, next = 0;
+    long lines = 0;
+    int st = scan_record_spans(s, &nf, &next, &lines);
+    if (st == SCAN_MORE) {
+      if (refill(s) != 0) return -1;
+      continue;
+    }
+    if (st != SCAN_OK) return scan_failed(s, st);
+    long line = s->line;
+    char last = s->buf[next - 1];
+    int ended = next > s->pos && (last == '\n' || last == '\r');
+    s->line += lines + ended;
+    size_t start = s->pos;
+    s->pos = next;
+    if (nf == 1 && s->spans[0].end == start && (s->buf[start] != '"')) continue; /* blank */
+    if (s->eol == NULL && ended)
+      s->eol = last == '\r' || (next - start >= 2 && s->buf[next - 2] == '\r') ? "\r\n" : "\n";
+    rec->bytes = s->buf + start;
+    rec->len = next - start;
+    rec->nfields = nf;
+    rec->base = s->buf;
+    rec->fields = s->spans;
+    rec->line = line;
+    return 1;
+  }
+}
+
+size_t ps_scan_unquote(const ps_scan_raw *rec, size_t i, char *out) {
+  const ps_scan_field *f = &rec->fields[i];
+  size_t n = f->end - f->start;
+  if (f->unescape) n = unescape_to(out, rec->base, f);
+  else memcpy(out, rec->base + f->start, n);
+  out[n] = '\0';
+  return n;
 }
 
 const char *ps_scan_error(const ps_scan *s) { return s->error; }

@@ -1,8 +1,10 @@
 #include "csvwrite.h"
+#include "csvscan.h"
 #include "grow.h"
 #include "infile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,27 +66,40 @@ size_t ps_csv_quote(char *out, const char *s, size_t len) {
   return (size_t)(o - out);
 }
 
-int ps_csv_is_formatted(const char *rec, size_t n, size_t nfields, const size_t *lens,
-                        const char *eol) {
+/* The quoting rule of ps_csv_is_formatted on rec[0, n): the bytes of quoting it holds (two
+ * per quoted field, one per doubled quote), or -1 when it is not what the quoter writes. */
+static long formatted_quoting(const char *rec, size_t n, const char *eol) {
   size_t el = strlen(eol);
-  if (nfields == 0 || n <= el || memcmp(rec + n - el, eol, el) != 0) return 0;
-  if (rec[0] == '\n' || rec[0] == '\r' || (el == 1 && n >= 2 && rec[n - 2] == '\r')) return 0;
+  if (n <= el || memcmp(rec + n - el, eol, el) != 0) return -1;
+  if (rec[0] == '\n' || rec[0] == '\r' || (el == 1 && n >= 2 && rec[n - 2] == '\r')) return -1;
   const char *p = rec, *end = rec + n - el, *q;
-  size_t quoting = 0;
+  long quoting = 0;
   while (p < end && (q = memchr(p, '"', (size_t)(end - p))) != NULL) {
-    if (q != rec && q[-1] != ',') return 0;   /* a quote inside an unquoted field */
+    if (q != rec && q[-1] != ',') return -1;   /* a quote inside an unquoted field */
     int needed = 0;
     const char *c = q + 1, *z;
     while ((z = memchr(c, '"', (size_t)(end - c))) != NULL && z + 1 < end && z[1] == '"')
       quoting++, needed = 1, c = z + 2;        /* a doubled quote */
-    if (z == NULL || (z + 1 < end && z[1] != ',')) return 0; /* unclosed; text after it */
-    if (!needed && !ps_csv_needs_quote(q + 1, (size_t)(z - q - 1))) return 0; /* not minimal */
+    if (z == NULL || (z + 1 < end && z[1] != ',')) return -1; /* unclosed; text after it */
+    if (!needed && !ps_csv_needs_quote(q + 1, (size_t)(z - q - 1))) return -1; /* not minimal */
     quoting += 2;
     p = z + 1;
   }
-  size_t sum = nfields - 1 + quoting;
+  return quoting;
+}
+
+int ps_csv_is_formatted(const char *rec, size_t n, size_t nfields, const size_t *lens,
+                        const char *eol) {
+  long quoting = nfields ? formatted_quoting(rec, n, eol) : -1;
+  if (quoting < 0) return 0;
+  size_t sum = nfields - 1 + (size_t)quoting;
   for (size_t i = 0; i < nfields; i++) sum += lens[i];
-  return sum == (size_t)(end - rec);
+  return sum == n - strlen(eol);
+}
+
+/* The record's bytes are the ones the engine split into its fields: the lengths add up. */
+int ps_csv_raw_is_formatted(const ps_scan_raw *rec, const char *eol) {
+  return rec->nfields && formatted_quoting(rec->bytes, rec->len, eol) >= 0;
 }
 
 size_t ps_csv_row_max(const size_t *lens, size_t n, const char *eol) {
@@ -170,10 +185,23 @@ static int write_failed(ps_csv_writer *w, const char *how, char *err, size_t err
   return -1;
 }
 
+/* Every this many bytes the disk write of what was written so far is started: the commit's
+ * fsync then waits for the last of it only, not for the whole file (a 370 MB write-back spent
+ * 0.6 s in that fsync, after its CPU work was done). */
+#define SYNC_STEP ((uint64_t)16 << 20)
+
 /* Hands the gathered rows to the stream. 0, or -1 with errno set. */
 static int out_flush(ps_csv_writer *w) {
   if (w->olen && fwrite(w->out, 1, w->olen, w->file.fp) != w->olen) return -1;
+  w->handed += w->olen;
   w->olen = 0;
+#ifdef SYNC_FILE_RANGE_WRITE
+  if (w->handed - w->synced >= SYNC_STEP && fflush(w->file.fp) == 0) {
+    /* only a hint (it waits for nothing): a failure here is met again by the commit's fsync */
+    (void)sync_file_range(fileno(w->file.fp), (off_t)w->synced, 0, SYNC_FILE_RANGE_WRITE);
+    w->synced = w->handed;
+  }
+#endif
   return 0;
 }
 

@@ -7,8 +7,11 @@
 #define PS_CSVWRITE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "atomicfile.h"
+
+struct ps_scan_raw;
 
 typedef struct ps_csv_writer {
   ps_atomic file;
@@ -17,6 +20,7 @@ typedef struct ps_csv_writer {
   long rows;
   char *out;         /* encoded rows not yet handed to file.fp (written in large blocks) */
   size_t olen, ocap;
+  uint64_t handed, synced; /* bytes handed to file.fp; those whose write-back was started */
 } ps_csv_writer;
 
 /* eol: "\n", "\r\n", or NULL to keep the existing file's style (LF for a new file).
@@ -43,6 +47,10 @@ int ps_csv_needs_quote(const char *s, size_t len);
 size_t ps_csv_quote(char *out, const char *s, size_t len);
 
 /* Bytes ps_csv_format_row may write for these fields and eol (NULL: none). */
+/* ps_csv_is_formatted for a record as the CSV engine found it (ps_scan_next_raw): 1 when its
+ * bytes are what ps_csv_format_row writes for its fields and eol, every field quoted exactly
+ * when the quoter quotes it, the line end eol (and no other). */
+int ps_csv_raw_is_formatted(const struct ps_scan_raw *rec, const char *eol);
 size_t ps_csv_row_max(const size_t *lens, size_t n, const char *eol);
 /* Encodes one record into out (room for ps_csv_row_max bytes, no NUL added): the fields with
  * minimal quoting joined by commas, then eol unless NULL. Returns the bytes written. */

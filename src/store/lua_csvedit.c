@@ -209,7 +209,9 @@ fail:
  *     mcols = {col x 25},                  output columns of the packed counter means (row._m)
  *     updates = {[hash] = {mb =, record =, row =}},
  *     mode_all = bool, prune = bool,
- *     append = function(matched) -> rows  rows to append, given {[hash] = true} of the matches
+ *     append = function(matched) -> rows  rows to append (tables keyed by column name, _m: packed
+ *                                          counter means), given {[hash] = true} of the matches;
+ *                                          their cells as csvedit.cells makes them
  *     stage = st                           perf.fs.stage(): only stage the file (src/io/stage.h)
  *   }) -> {status, updated, unchanged, rows, written, gaps, deleted, duplicates, matched,
  *          applied = {[hash] = true} of the matches whose values were written}
@@ -408,6 +410,63 @@ static void push_result(lua_State *L, const ps_merge *m, int status, int matched
   }
 }
 
+/* The counter (0-based) of each of n output columns, -1 for none, from the counter columns
+ * mcols (a Lua array of 1-based output columns, 0: absent) at stack index t; Lua-owned. */
+static int *counters_of(lua_State *L, int t, size_t n) {
+  int *ctr = scratch(L, n * sizeof *ctr);
+  for (size_t j = 0; j < n; j++) ctr[j] = -1;
+  for (int k = 0; lua_istable(L, t) && k < PS_NCOUNTERS; k++) {
+    lua_Integer c = (lua_rawgeti(L, t, k + 1), lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    if (c >= 1 && (size_t)c <= n) ctr[c - 1] = k;
+  }
+  return ctr;
+}
+
+/* The cells of the appended row at stack index row (a table keyed by the names in the array
+ * header), by the merge's rule (ps_merge_cell), into f and l (num: n numbers of
+ * PS_MERGE_NUMW). The values stay on the stack: the caller drops them after the row. */
+static void row_cells(lua_State *L, int row, int header, size_t n, const int *ctr, char *num,
+                      const char **f, size_t *l) {
+  luaL_checkstack(L, (int)n + 4, "appended row");
+  double means[PS_NCOUNTERS];
+  size_t pl = 0;
+  const char *packed = (lua_getfield(L, row, "_m"), lua_tolstring(L, -1, &pl));
+  if (packed && pl == sizeof means) memcpy(means, packed, sizeof means);
+  for (size_t j = 0; j < n; j++) {
+    lua_rawgeti(L, header, (lua_Integer)j + 1);
+    int ty = lua_rawget(L, row);
+    ps_merge_value v = {PS_MERGE_ABSENT, NULL, 0, 0};
+    if (ty == LUA_TNUMBER && !lua_isinteger(L, -1)) v.kind = PS_MERGE_NUM, v.num = lua_tonumber(L, -1);
+    else if (ty == LUA_TSTRING || ty == LUA_TNUMBER) v.kind = PS_MERGE_STR, v.s = lua_tolstring(L, -1, &v.len);
+    else if (ty != LUA_TNIL) v.kind = PS_MERGE_STR, v.s = luaL_tolstring(L, -1, &v.len);
+    l[j] = ps_merge_cell(&v, ctr[j], packed && pl == sizeof means ? means : NULL,
+                         num + j * PS_MERGE_NUMW, &f[j]);
+  }
+}
+
+/* csvedit.cells(row, header, mcols) -> {cell, ...}: an appended row's cells (ps_merge_cell),
+ * for a new file's rows (csvedit.rewrite's append). */
+static int l_cells(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t n = lua_rawlen(L, 2);
+  int *ctr = counters_of(L, 3, n);
+  char *num = scratch(L, n * PS_MERGE_NUMW);
+  const char **f = scratch(L, n * sizeof *f);
+  size_t *l = scratch(L, n * sizeof *l);
+  int top = lua_gettop(L);
+  row_cells(L, 1, 2, n, ctr, num, f, l);
+  lua_createtable(L, (int)n, 0);
+  for (size_t j = 0; j < n; j++) {
+    lua_pushlstring(L, f[j], l[j]);
+    lua_rawseti(L, -2, (lua_Integer)j + 1);
+  }
+  lua_replace(L, top + 1);
+  lua_settop(L, top + 1);
+  return 1;
+}
+
 static int l_merge(lua_State *L) {
   ps_merge_opts o = {0};
   o.path = luaL_checkstring(L, 1);
@@ -440,16 +499,20 @@ static int l_merge(lua_State *L) {
   if (lua_isfunction(L, append_fn)) { /* rows to append, chosen now that the matches are known */
     const char **f = scratch(L, o.ncols * sizeof *f);
     size_t *l = scratch(L, o.ncols * sizeof *l);
+    char *num = scratch(L, o.ncols * PS_MERGE_NUMW);
+    int header = (lua_getfield(L, 2, "header"), lua_gettop(L));
+    int *ctr = (lua_getfield(L, 2, "mcols"), counters_of(L, lua_gettop(L), o.ncols));
     lua_pushvalue(L, append_fn);
     lua_pushvalue(L, matched);
     lua_call(L, 1, 1);
     int app = lua_gettop(L);
     lua_Integer na = lua_istable(L, app) ? (lua_Integer)lua_rawlen(L, app) : 0;
     for (lua_Integer k = 1; k <= na; k++) {
-      lua_rawgeti(L, app, k);
-      row_fields(L, lua_gettop(L), o.ncols, f, l);
+      if (lua_rawgeti(L, app, k) != LUA_TTABLE)
+        return luaL_error(L, "csvedit.merge: append row %d is not a table", (int)k);
+      row_cells(L, app + 1, header, o.ncols, ctr, num, f, l);
       if (ps_merge_append(m, f, l, err, sizeof err) != 0) return ps_fail(L, err);
-      lua_pop(L, 1);
+      lua_settop(L, app);
     }
   }
   int status = ps_merge_commit(m, err, sizeof err);
@@ -461,7 +524,8 @@ static int l_merge(lua_State *L) {
 }
 
 int luaopen_perfscript_csvedit(lua_State *L) {
-  static const luaL_Reg funcs[] = {{"rewrite", l_rewrite}, {"merge", l_merge}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"rewrite", l_rewrite}, {"merge", l_merge}, {"cells", l_cells},
+                                   {NULL, NULL}};
   luaL_newmetatable(L, "perfscript.csvedit.merge");
   lua_pushcfunction(L, merge_gc);
   lua_setfield(L, -2, "__gc");

@@ -1,40 +1,37 @@
 /* The microbench write-back merge policy (see merge.h). */
 #include "merge.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "atomicfile.h"
 #include "csvscan.h"
 #include "csvwrite.h"
 #include "grow.h"
-#include "infile.h"
 #include "num.h"
 #include "writeback_sig.h"
 #include "text.h"
 #include "u64map.h"
 
-#define NUMW 32 /* room for one %.6f number */
+#define NUMW PS_MERGE_NUMW /* room for one %.6f number */
 
 _Static_assert(PS_MERGE_EP_SIZE + 1 == PS_SIG_NCOLUMNS, "merge.h sources follow ps_sig_columns");
-
-#define RAW_WINDOW ((size_t)4 << 20) /* bytes of the file read at once for verbatim copies */
 
 /* A signature seen in the file: its first row, its row count and the first row's display. */
 typedef struct msig { uint32_t first, count; size_t disp; } msig;
 
-/* The file's own bytes, read a second time (forward only) so that rows the merge leaves alone
- * are copied as they are instead of being quoted again (the scanner unquotes in place). */
-typedef struct rawsrc {
-  int fd;
-  char *buf;
-  size_t len, cap;        /* buf holds the file's bytes [base, base + len) */
-  uint64_t base;
-} rawsrc;
+/* One existing row as the scanner found it (its bytes untouched, so that a row the merge
+ * leaves alone is copied as it is), with the policy's columns unquoted (NULL: no such
+ * column, "" past the row's end); every field only when the row is built. */
+typedef struct mrow {
+  const ps_scan_raw *raw;
+  const char *v[PS_MERGE_NSRC];
+  char *next;             /* where the next unquoted column goes in m->vbuf */
+  size_t len[PS_MERGE_NSRC];
+  ps_scan_record all;     /* after full_row */
+} mrow;
 
 struct ps_merge {
   ps_merge_opts o;
@@ -42,7 +39,10 @@ struct ps_merge {
   ps_scan *r;
   size_t src_ncols;       /* fields of the file's header */
   int verbatim;           /* the output columns are the file's own: rows may be copied */
-  rawsrc raw;
+  char *vbuf, *abuf;      /* the unquoted policy columns / every field of the current row */
+  size_t vcap, abcap;
+  const char **af;        /* every field of the current row (full_row) */
+  size_t *al, capaf;
   ps_csv_writer w;
   int wopen;
   ps_sig *sig;
@@ -90,8 +90,10 @@ static long add_display(ps_merge *m, const char *is, size_t il, const char *os, 
 void ps_merge_free(ps_merge *m) {
   if (m == NULL) return;
   if (m->r) ps_scan_close(m->r);
-  if (m->raw.fd >= 0) close(m->raw.fd);
-  free(m->raw.buf);
+  free(m->vbuf);
+  free(m->abuf);
+  free(m->af);
+  free(m->al);
   if (m->wopen) ps_csv_writer_abort(&m->w);
   ps_sig_free(m->sig);
   ps_u64map_free(&m->upd);
@@ -122,7 +124,6 @@ ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
   ps_merge *m = calloc(1, sizeof *m);
   if (m == NULL) return oom(err, es), NULL;
   m->o = *o;
-  m->raw.fd = -1;
   ps_u64map_init(&m->upd, 1 << 16);
   ps_u64map_init(&m->seen, 1 << 16);
   m->sig = ps_sig_new();
@@ -155,8 +156,6 @@ ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
   m->verbatim = m->src_ncols == o->ncols;
   for (size_t j = 0; j < o->ncols; j++)
     if (o->map[j] != j + 1 || (o->fill && o->fill[j])) m->verbatim = 0;
-  char why[8];
-  if (m->verbatim) m->raw.fd = ps_input_open(o->path, why, sizeof why); /* -1: no copies */
   return m;
 nomem:
   oom(err, es);
@@ -165,27 +164,78 @@ fail:
   return NULL;
 }
 
-/* The current record's field at source column ci ("" when absent). */
-#define FLD(rec, ci) ((ci) >= 0 && (size_t)(ci) < (rec)->nfields ? (rec)->fields[ci] : "")
-#define LEN(rec, ci) ((ci) >= 0 && (size_t)(ci) < (rec)->nfields ? (rec)->lens[ci] : 0)
+/* The row's policy columns from..to - 1, unquoted into m->vbuf (after those before from). */
+static void read_cols(ps_merge *m, mrow *row, int from, int to) {
+  const ps_scan_raw *raw = row->raw;
+  char *o = row->next;
+  for (int k = from; k < to; k++) {
+    int ci = m->o.src[k];
+    row->v[k] = ci < 0 ? NULL : "", row->len[k] = 0;
+    if (ci < 0 || (size_t)ci >= raw->nfields) continue;
+    row->v[k] = o;
+    row->len[k] = ps_scan_unquote(raw, (size_t)ci, o);
+    o += row->len[k] + 1;
+  }
+  row->next = o;
+}
+
+/* The row's signature columns (the op's own name, when the file has one, stands for OP Type
+ * and OP State); the durations later, for the rows that read them (read_durations). 0, or -1
+ * when memory runs out. */
+static int read_row(ps_merge *m, const ps_scan_raw *raw, mrow *row) {
+  row->raw = raw;
+  row->all.nfields = 0;
+  size_t need = PS_MERGE_NSRC; /* the columns' raw lengths bound their values */
+  for (int k = 0; k < PS_MERGE_NSRC; k++) {
+    int ci = m->o.src[k];
+    if (ci >= 0 && (size_t)ci < raw->nfields) need += raw->fields[ci].end - raw->fields[ci].start;
+  }
+  if (ps_grow((void **)&m->vbuf, &m->vcap, need, 1) != 0) return -1;
+  int named = m->o.op && *m->o.op;
+  row->next = m->vbuf;
+  row->v[PS_MERGE_OP_TYPE] = row->v[PS_MERGE_OP_STATE] = NULL;
+  read_cols(m, row, named ? PS_MERGE_IN_SHAPES : 0, PS_MERGE_MB);
+  return 0;
+}
+
+static void read_durations(ps_merge *m, mrow *row) { read_cols(m, row, PS_MERGE_MB, PS_MERGE_NSRC); }
+
+/* Every field of the row, unquoted (row->all), for a row written from its fields. */
+static int full_row(ps_merge *m, mrow *row) {
+  const ps_scan_raw *raw = row->raw;
+  size_t n = raw->nfields;
+  if (ps_grow((void **)&m->abuf, &m->abcap, raw->len + n, 1) != 0 ||
+      (n > m->capaf && (ps_grow((void **)&m->al, &m->capaf, n, sizeof *m->al) != 0 ||
+                        !(m->af = realloc(m->af, m->capaf * sizeof *m->af)))))
+    return -1;
+  char *o = m->abuf;
+  for (size_t i = 0; i < n; i++) {
+    m->af[i] = o;
+    m->al[i] = ps_scan_unquote(raw, i, o);
+    o += m->al[i] + 1;
+  }
+  row->all = (ps_scan_record){n, (const char *const *)m->af, m->al, raw->line};
+  return 0;
+}
 
 /* The row's signature (m->sig). 0, or -1 when memory runs out. */
-static int signature(ps_merge *m, const ps_scan_record *rec) {
-  const int *c = m->o.src;
-#define COL(k) (c[k] >= 0 ? FLD(rec, c[k]) : NULL)
-  ps_sig_row sr = {.op_name = m->o.op, .op_type = COL(PS_MERGE_OP_TYPE),
-                   .op_state = COL(PS_MERGE_OP_STATE), .in_shapes = COL(PS_MERGE_IN_SHAPES),
-                   .in_dtypes = COL(PS_MERGE_IN_DTYPES), .in_formats = COL(PS_MERGE_IN_FORMATS),
-                   .out_shapes = COL(PS_MERGE_OUT_SHAPES), .out_dtypes = COL(PS_MERGE_OUT_DTYPES),
-                   .ep_size = c[PS_MERGE_EP_SIZE] >= 0 ? FLD(rec, c[PS_MERGE_EP_SIZE]) : m->o.ep_default};
-#undef COL
+static int signature(ps_merge *m, const mrow *row) {
+  const char *const *v = row->v;
+  ps_sig_row sr = {.op_name = m->o.op, .op_type = v[PS_MERGE_OP_TYPE],
+                   .op_state = v[PS_MERGE_OP_STATE], .in_shapes = v[PS_MERGE_IN_SHAPES],
+                   .in_dtypes = v[PS_MERGE_IN_DTYPES], .in_formats = v[PS_MERGE_IN_FORMATS],
+                   .out_shapes = v[PS_MERGE_OUT_SHAPES], .out_dtypes = v[PS_MERGE_OUT_DTYPES],
+                   .ep_size = v[PS_MERGE_EP_SIZE] ? v[PS_MERGE_EP_SIZE] : m->o.ep_default};
   return ps_sig_compute(m->sig, &sr);
 }
 
+/* The row's value of policy column k ("" when absent). */
+#define FLD(row, k) ((row)->v[k] ? (row)->v[k] : "")
+#define LEN(row, k) ((row)->len[k])
+
 /* Registers the row's signature hash h: *sid is its index, *first whether this row is its
  * first. 0, or -1 when memory runs out. */
-static int register_sig(ps_merge *m, const ps_scan_record *rec, uint64_t h, size_t *sid, int *first) {
-  const int *c = m->o.src;
+static int register_sig(ps_merge *m, const mrow *rec, uint64_t h, size_t *sid, int *first) {
   *sid = m->seen.used;
   int added = ps_u64map_put(&m->seen, h, sid);
   if (added < 0) return -1;
@@ -198,8 +248,8 @@ static int register_sig(ps_merge *m, const ps_scan_record *rec, uint64_t h, size
     }
     return 0;
   }
-  long off = add_display(m, FLD(rec, c[PS_MERGE_IN_SHAPES]), LEN(rec, c[PS_MERGE_IN_SHAPES]),
-                         FLD(rec, c[PS_MERGE_OUT_SHAPES]), LEN(rec, c[PS_MERGE_OUT_SHAPES]));
+  long off = add_display(m, FLD(rec, PS_MERGE_IN_SHAPES), LEN(rec, PS_MERGE_IN_SHAPES),
+                         FLD(rec, PS_MERGE_OUT_SHAPES), LEN(rec, PS_MERGE_OUT_SHAPES));
   if (off < 0 || ps_grow((void **)&m->sigs, &m->capsigs, *sid + 1, sizeof *m->sigs) != 0) return -1;
   m->sigs[*sid] = (msig){(uint32_t)m->res.rows, 1, (size_t)off};
   return 0;
@@ -212,14 +262,18 @@ static void set(ps_merge *m, int oc, const char *v, size_t len) {
   m->f[oc] = v, m->l[oc] = len;
 }
 
-/* The output row from the source row: mapped columns, then the fill values. */
-static void build_row(ps_merge *m, const ps_scan_record *rec) {
+/* The output row from the source row: mapped columns, then the fill values. 0, or -1 when
+ * memory runs out. */
+static int build_row(ps_merge *m, mrow *row) {
+  if (full_row(m, row) != 0) return -1;
+  const ps_scan_record *rec = &row->all;
   for (size_t j = 0; j < m->o.ncols; j++) {
     size_t i = m->o.map[j];
     m->f[j] = "", m->l[j] = 0;
     if (i >= 1 && i <= rec->nfields) m->f[j] = rec->fields[i - 1], m->l[j] = rec->lens[i - 1];
     if (m->o.fill && m->o.fill[j]) set(m, (int)j, m->o.fill[j], strlen(m->o.fill[j]));
   }
+  return 0;
 }
 
 /* Writes an update's values into the output row. */
@@ -259,14 +313,14 @@ static int add_deleted(ps_merge *m, size_t disp) {
 /* A row whose signature has an update: overwrite it when allowed, count it, note its gap.
  * *mb and *mbl become the duration the row ends up with; *built is set when the output row
  * was built (and changed) from the update. */
-static int merge_update(ps_merge *m, const ps_scan_record *rec, size_t ui, size_t disp,
+static int merge_update(ps_merge *m, mrow *rec, size_t ui, size_t disp,
                         int prof_real, const char **mb, size_t *mbl, int *built) {
   const ps_merge_update *u = &m->o.updates[ui];
   int counted = 0;
   if (u->mb && (m->o.mode_all || (!ps_num_duration_cell(*mb, *mbl) && !prof_real))) {
     ps_merge_update full = *u;
     if (m->o.load) m->o.load(m->o.load_ud, ui, &full);
-    build_row(m, rec);
+    if (build_row(m, rec) != 0) return -1;
     *built = 1;
     apply_update(m, &full);
     m->res.applied[ui] = 1; /* its values were written (their provenance changes) */
@@ -278,65 +332,43 @@ static int merge_update(ps_merge *m, const ps_scan_record *rec, size_t ui, size_
     counted = 1;
   }
   if (!counted) return 0;
-  int cp = m->o.src[PS_MERGE_PROF];
-  double mv = ps_num_or_zero(*mb, *mbl), pv = ps_num_or_zero(FLD(rec, cp), LEN(rec, cp));
+  double mv = ps_num_or_zero(*mb, *mbl);
+  double pv = ps_num_or_zero(FLD(rec, PS_MERGE_PROF), LEN(rec, PS_MERGE_PROF));
   return ps_num_is_duration(mv) && ps_num_is_duration(pv) ? add_gap(m, mv, pv, disp) : 0;
 }
 
-/* The file's bytes [off, off + n), or NULL when they cannot be read (then the row is written
- * from its fields). Offsets only grow: what lies before off is dropped. */
-static const char *raw_bytes(rawsrc *s, uint64_t off, size_t n) {
-  if (s->fd < 0 || off < s->base) return NULL;
-  if (off + n <= s->base + s->len) return s->buf + (off - s->base);
-  size_t keep = off < s->base + s->len ? (size_t)(s->base + s->len - off) : 0;
-  if (keep) memmove(s->buf, s->buf + (off - s->base), keep);
-  s->base = off, s->len = keep;
-  if (ps_grow((void **)&s->buf, &s->cap, n > RAW_WINDOW ? n : RAW_WINDOW, 1) != 0) return NULL;
-  while (s->len < n) {
-    ssize_t got = pread(s->fd, s->buf + s->len, s->cap - s->len, (off_t)(s->base + s->len));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return NULL;
-    s->len += (size_t)got;
-  }
-  return s->buf;
-}
-
-/* Writes a row: its own bytes [start, end) when nothing in it changed (built = 0) and the
- * writer would write those very bytes, else from its fields. */
-static int write_out(ps_merge *m, const ps_scan_record *rec, uint64_t start, uint64_t end,
-                     int built, char *err, size_t es) {
+/* Writes a row: its own bytes when nothing in it changed (built = 0) and the writer would
+ * write those very bytes, else from its fields. */
+static int write_out(ps_merge *m, mrow *row, int built, char *err, size_t es) {
   m->res.written++;
-  if (!built && m->verbatim && rec->nfields == m->o.ncols) {
-    size_t n = (size_t)(end - start);
-    const char *r = raw_bytes(&m->raw, start, n);
-    if (r && ps_csv_is_formatted(r, n, rec->nfields, rec->lens, m->w.eol)) {
-      m->res.copied++;
-      return ps_csv_writer_raw(&m->w, r, n, 1, err, es);
-    }
+  const ps_scan_raw *raw = row->raw;
+  if (!built && m->verbatim && raw->nfields == m->o.ncols && ps_csv_raw_is_formatted(raw, m->w.eol)) {
+    m->res.copied++;
+    return ps_csv_writer_raw(&m->w, raw->bytes, raw->len, 1, err, es);
   }
-  if (!built) build_row(m, rec);
+  if (!built && build_row(m, row) != 0) return oom(err, es);
   return write_row(m, m->f, m->l, err, es);
 }
 
-/* One existing row (the file's bytes [start, end)) through the policy. */
-static int merge_row(ps_merge *m, const ps_scan_record *rec, uint64_t start, uint64_t end,
-                     char *err, size_t es) {
-  const int *c = m->o.src;
+/* One existing row through the policy. */
+static int merge_row(ps_merge *m, const ps_scan_raw *raw, char *err, size_t es) {
+  mrow row, *rec = &row;
   size_t sid;
   int first, built = 0;
-  if (signature(m, rec) != 0) return oom(err, es);
+  if (read_row(m, raw, rec) != 0 || signature(m, rec) != 0) return oom(err, es);
   uint64_t h = ps_sig_hash(m->sig);
   /* the signature table is large and its slots are met at random: fetched now, used below */
   __builtin_prefetch(&m->seen.slots[ps_u64map_home(&m->seen, h)]);
   size_t ui = ps_u64map_get(&m->upd, h);
   if (ui == PS_U64MAP_NONE && !m->o.prune) { /* most rows: nothing to do but copy and count */
-    if (write_out(m, rec, start, end, 0, err, es) != 0) return -1;
+    if (write_out(m, rec, 0, err, es) != 0) return -1;
     return register_sig(m, rec, h, &sid, &first) != 0 ? oom(err, es) : 0;
   }
   if (register_sig(m, rec, h, &sid, &first) != 0) return oom(err, es);
-  const char *mb = FLD(rec, c[PS_MERGE_MB]);
-  size_t mbl = LEN(rec, c[PS_MERGE_MB]);
-  int prof_real = ps_num_duration_cell(FLD(rec, c[PS_MERGE_PROF]), LEN(rec, c[PS_MERGE_PROF]));
+  read_durations(m, rec);
+  const char *mb = FLD(rec, PS_MERGE_MB);
+  size_t mbl = LEN(rec, PS_MERGE_MB);
+  int prof_real = ps_num_duration_cell(FLD(rec, PS_MERGE_PROF), LEN(rec, PS_MERGE_PROF));
   if (ui != PS_U64MAP_NONE && first) { /* an update meets its signature's first row */
     m->res.matched[ui] = 1;
     if (merge_update(m, rec, ui, m->sigs[sid].disp, prof_real, &mb, &mbl, &built) != 0)
@@ -345,11 +377,11 @@ static int merge_row(ps_merge *m, const ps_scan_record *rec, uint64_t start, uin
   if (m->o.prune && !ps_num_duration_cell(mb, mbl) && !prof_real) {
     long disp = (long)m->sigs[sid].disp;
     if (!first) /* a duplicate's own display */
-      disp = add_display(m, FLD(rec, c[PS_MERGE_IN_SHAPES]), LEN(rec, c[PS_MERGE_IN_SHAPES]),
-                         FLD(rec, c[PS_MERGE_OUT_SHAPES]), LEN(rec, c[PS_MERGE_OUT_SHAPES]));
+      disp = add_display(m, FLD(rec, PS_MERGE_IN_SHAPES), LEN(rec, PS_MERGE_IN_SHAPES),
+                         FLD(rec, PS_MERGE_OUT_SHAPES), LEN(rec, PS_MERGE_OUT_SHAPES));
     return disp < 0 || add_deleted(m, (size_t)disp) != 0 ? oom(err, es) : 0;
   }
-  return write_out(m, rec, start, end, built, err, es);
+  return write_out(m, rec, built, err, es);
 }
 #undef FLD
 #undef LEN
@@ -368,10 +400,10 @@ static int collect_dups(ps_merge *m) {
 }
 
 int ps_merge_rows(ps_merge *m, char *err, size_t es) {
-  ps_scan_record rec;
+  ps_scan_raw rec;
   int st = 0;
-  uint64_t start = ps_scan_offset(m->r), first = start; /* rows start after the header */
-  while (m->src_ncols && (st = ps_scan_next(m->r, &rec)) > 0) {
+  uint64_t first = ps_scan_offset(m->r); /* rows start after the header */
+  while (m->src_ncols && (st = ps_scan_next_raw(m->r, &rec)) > 0) {
     uint64_t end = ps_scan_offset(m->r);
     long n = ++m->res.rows;
     if (n >= 4096 && (n & (n - 1)) == 0 && end > first) {
@@ -386,8 +418,7 @@ int ps_merge_rows(ps_merge *m, char *err, size_t es) {
         ps_grow((void **)&m->sigs, &m->capsigs, (size_t)est, sizeof *m->sigs);
       }
     }
-    if (merge_row(m, &rec, start, end, err, es) != 0) return -1;
-    start = end;
+    if (merge_row(m, &rec, err, es) != 0) return -1;
   }
   if (st < 0) {
     snprintf(err, es, "%s", ps_scan_error(m->r));
@@ -395,11 +426,18 @@ int ps_merge_rows(ps_merge *m, char *err, size_t es) {
   }
   ps_scan_close(m->r);
   m->r = NULL;
-  if (m->raw.fd >= 0) close(m->raw.fd);
-  m->raw.fd = -1;
-  free(m->raw.buf);
-  m->raw.buf = NULL;
   return collect_dups(m) != 0 ? oom(err, es) : 0;
+}
+
+size_t ps_merge_cell(const ps_merge_value *own, int k, const double *means, char num[NUMW],
+                     const char **s) {
+  double v;
+  if (own->kind == PS_MERGE_STR) return *s = own->s, own->len;
+  if (own->kind == PS_MERGE_NUM) v = own->num;
+  else if (k >= 0 && k < PS_NCOUNTERS && means && !isnan(means[k])) v = means[k];
+  else return *s = "", 0;
+  *s = num;
+  return (size_t)ps_num_fmt6(num, NUMW, v);
 }
 
 int ps_merge_append(ps_merge *m, const char *const *fields, const size_t *lens, char *err, size_t es) {

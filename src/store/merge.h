@@ -91,6 +91,13 @@ typedef struct ps_merge ps_merge;
 ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t errsize);
 /* Streams the existing rows through the policy. 0, or -1 with a message. */
 int ps_merge_rows(ps_merge *m, char *err, size_t errsize);
+/* The text of one cell of an appended row (docs/rules.md, Write-back): the row's own value
+ * (a number as %.6f); else, in counter column k >= 0, the counter's mean (blank when it had
+ * no valid sample or means is NULL); else blank. num: room for one number; returns the
+ * length, *s the text. */
+#define PS_MERGE_NUMW 32
+size_t ps_merge_cell(const ps_merge_value *own, int k, const double *means,
+                     char num[PS_MERGE_NUMW], const char **s);
 /* Appends one output row of opts.ncols fields (after ps_merge_rows). 0, or -1. */
 int ps_merge_append(ps_merge *m, const char *const *fields, const size_t *lens, char *err,
                     size_t errsize);

@@ -128,6 +128,22 @@ function TestAggregate:test_counters_written_through_merge()
   lu.assertEquals(r3[1]["MicroBench aicore_time(us)"], "5.5")
   lu.assertEquals(r3[1]["MicroBench aiv_time(us)"], "0.250000")
   lu.assertEquals(r3[1]["MicroBench aic_total_cycles"], "")
+  -- appended to an existing file (the C merge makes the cells): the same rule, and an
+  -- integer is written as itself
+  own["MicroBench aiv_time(us)"] = 3
+  local p4 = write_csv(dir .. "/counters/old/Add.csv", header, {
+    { "dynamic", "AI_CORE", '"1,1"', "DT_BF16", "ND", '"1,1"', "DT_BF16", "ND", "1.0", "", "", "" } })
+  local res4 = assert(merge.file(p4, { own }, {}, { mode = "all", say = quiet }))
+  lu.assertEquals(res4.added, 1)
+  local _, r4 = read_rows(p4)
+  lu.assertEquals(#r4, 2)
+  lu.assertEquals(r4[1]["Input Shapes"], '"1,1"')
+  lu.assertEquals(r4[2]["MicroBench aicore_time(us)"], "5.5")
+  lu.assertEquals(r4[2]["MicroBench aiv_time(us)"], "3")
+  lu.assertEquals(r4[2]["MicroBench aic_total_cycles"], "")
+  lu.assertEquals(r4[2][schema.MB_DUR], "2.000000")
+  lu.assertEquals(r4[2]["Input Shapes"], '"8,8;8,8"')
+  lu.assertEquals(r4[2]["Profiling Average Duration(us)"], "")
 end
 
 function TestAggregate:test_no_valid_sample_no_row()

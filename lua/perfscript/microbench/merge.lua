@@ -20,33 +20,9 @@ local schema = require "perfscript.microbench.schema"
 
 local M = {}
 
-local aggregate = require "perfscript.microbench.aggregate"
-local fmt6 = require("perfscript.num").fmt6
 
-local MB_COLS, MB_INDEX = {}, {}
-for i, m in ipairs(schema.METRICS) do MB_COLS[i] = schema.mb_col(m); MB_INDEX[MB_COLS[i]] = i end
-local mtype = math.type
-
--- An appended row's cells in the order of cols; mi[i] is the counter of column i (false when
--- it has none). The row's own value wins; a counter column without one gets its mean ("" when
--- it had no valid sample); floats are written %.6f.
-local function append_cells(row, cols, mi)
-  local a = {}
-  local means = aggregate.means(row)
-  for i = 1, #cols do
-    local v = row[cols[i]]
-    if v == nil then
-      local k = means and mi[i]
-      v = k and means[k]
-      if v ~= v or not v then v = k and "" or nil end -- NaN: no valid sample
-    end
-    if v == nil then a[i] = ""
-    elseif type(v) == "string" then a[i] = v
-    elseif mtype(v) == "float" then a[i] = fmt6(v)
-    else a[i] = tostring(v) end
-  end
-  return a
-end
+local MB_COLS = {}
+for i, m in ipairs(schema.METRICS) do MB_COLS[i] = schema.mb_col(m) end
 
 local function stem_of(path)
   return (path:match("([^/]+)$") or path):gsub("%.csv$", "")
@@ -168,19 +144,23 @@ function M.file(path, rows, match_only, opts)
   -- a miss is no news (most of them belong to the sibling's own file)
   for _, r in ipairs(opts.family or {}) do add(r, "family") end
 
+  -- Output columns of the counter means (0: absent).
+  local mcols = {}
+  for i, k in ipairs(MB_COLS) do mcols[i] = colpos[k] or 0 end
+
   -- Rows to append: incoming signatures (rows to merge, all mode, valid duration) that no
-  -- existing row matched; missing and match-only misses are reported.
+  -- existing row matched, as the aggregated rows (their cells are perf.csvedit.cells': the
+  -- row's own value, a counter column's mean, floats %.6f); missing and match-only misses
+  -- are reported.
   local function appended(matched)
     local out = {}
-    local mi = {}
-    for i, c in ipairs(cols) do mi[i] = MB_INDEX[c] or false end
     for _, h in ipairs(order) do
       local u = updates[h]
       if not matched[h] then
         if u.record then
           res.missing[#res.missing + 1] = perf.sig.display(u.row)
           if mode == "all" and u.dur then
-            out[#out + 1] = append_cells(u.row, cols, mi)
+            out[#out + 1] = u.row
             res.written_rows[#res.written_rows + 1] = { key = h, row = u.row }
           end
         elseif u.kind == "match" then
@@ -198,7 +178,9 @@ function M.file(path, rows, match_only, opts)
       local ok, err = perf.fs.mkdir_p(dir)
       if not ok then return nil, err end
     end
-    local status, err = perf.csvedit.rewrite(nil, path, { header = cols, append = appended({}),
+    local rows = appended({})
+    for i, r in ipairs(rows) do rows[i] = perf.csvedit.cells(r, cols, mcols) end
+    local status, err = perf.csvedit.rewrite(nil, path, { header = cols, append = rows,
                                                           stage = opts.stage })
     if not status then return nil, err end
     res.status, res.columns = status, cols
@@ -209,10 +191,9 @@ function M.file(path, rows, match_only, opts)
   for i, c in ipairs(header) do if not hpos[c] then hpos[c] = i end end
   local map = {}
   for i, c in ipairs(cols) do map[i] = hpos[(src and src[c]) or c] or 0 end
-  local copy, mcols = {}, {}
-  for i, k in ipairs(MB_COLS) do
+  local copy = {}
+  for _, k in ipairs(MB_COLS) do
     if colpos[k] then copy[#copy + 1] = { k, colpos[k] } end
-    mcols[i] = colpos[k] or 0
   end
   local fill
   if ep_fill then fill = { [colpos[schema.EP_SIZE]] = ep_fill } end
@@ -228,7 +209,7 @@ function M.file(path, rows, match_only, opts)
   if not r then return nil, err end
   res.status, res.columns = r.status, cols
   res.updated, res.unchanged = r.updated, r.unchanged
-  -- the rows whose values this merge wrote (their provenance changes), appended ones first
+  -- the rows whose values this merge wrote (their provenance changes): updated, then appended
   local appended_rows = res.written_rows
   res.written_rows = {}
   for _, h in ipairs(order) do
