@@ -282,3 +282,107 @@ int ps_lookup_last_anchors(unsigned kind, int i, const ps_lookup_key_shape *tc,
   }
   return n;
 }
+
+int ps_lookup_fold(int rule, int r) {
+  if (r == PS_RULE_IDENTITY) return rule;
+  if (r == PS_RULE_PADDING) return rule == PS_RULE_IDENTITY ? r : rule;
+  if (r == PS_RULE_BATCH_STRIP_PADDING)
+    return rule == PS_RULE_IDENTITY || rule == PS_RULE_BATCH_STRIP ? r : rule;
+  return r;
+}
+
+int ps_lookup_distance(int rule) {
+  return rule == PS_RULE_PADDING || rule == PS_RULE_BATCH_STRIP_PADDING ||
+         rule == PS_RULE_FLATTEN_3D_PADDING || rule == PS_RULE_MERGE_LAST_DIMS_PADDING;
+}
+
+static void swap_last2(ps_lookup_key_shape *s) {
+  int64_t t = s->dims[s->rank - 1];
+  s->dims[s->rank - 1] = s->dims[s->rank - 2];
+  s->dims[s->rank - 2] = t;
+}
+
+static int add_variant(int *slot, ps_lookup_key_shape *shape, int n, int max, int i,
+                       const ps_lookup_key_shape *v) {
+  if (n >= max) return n;
+  slot[n] = i;
+  shape[n] = *v;
+  return n + 1;
+}
+
+int ps_lookup_variants(unsigned kind, const ps_lookup_key_shape *q, int nq, int *slot,
+                       ps_lookup_key_shape *shape, int max) {
+  ps_lookup_key_shape v = { 0, { 0 } };
+  int n = add_variant(slot, shape, 0, max, -1, &v);
+  if (kind & PS_RULE_KIND_MATMUL)
+    for (int i = 1; i < nq; i++) {
+      strip1(&q[i], &v);
+      if (v.rank == 2 || v.rank == 3) { swap_last2(&v); n = add_variant(slot, shape, n, max, i, &v); }
+    }
+  for (int i = 0; i < nq; i++) {
+    ps_lookup_key_shape s;
+    strip1(&q[i], &s);
+    if (s.rank != 3) s = q[i];
+    if (s.rank == 3 && (kind & PS_RULE_KIND_FLATTEN_3D)) {
+      v.rank = 2;
+      v.dims[0] = wmul(s.dims[0], s.dims[1]);
+      v.dims[1] = s.dims[2];
+      n = add_variant(slot, shape, n, max, i, &v);
+      if (kind & PS_RULE_KIND_MERGE_LAST) {
+        v.dims[0] = s.dims[0];
+        v.dims[1] = wmul(s.dims[1], s.dims[2]);
+        n = add_variant(slot, shape, n, max, i, &v);
+      }
+    }
+    if ((kind & PS_RULE_KIND_INDEX) && q[i].rank == 2 && q[i].dims[0] == 1) {
+      v.rank = 2;
+      v.dims[0] = q[i].dims[1];
+      v.dims[1] = 1;
+      n = add_variant(slot, shape, n, max, i, &v);
+    }
+  }
+  return n;
+}
+
+static int add_slot_variant(ps_lookup_key_shape *out, int n, const ps_lookup_key_shape *tc,
+                            const ps_lookup_key_shape *v) {
+  if (n >= PS_LOOKUP_SLOT_VARIANTS || eq(v, tc)) return n;
+  out[n] = *v;
+  return n + 1;
+}
+
+int ps_lookup_slot_variants(unsigned kind, int j, const ps_lookup_key_shape *tc,
+                            ps_lookup_key_shape *out) {
+  if (tc->rank < 0) return 0;
+  ps_lookup_key_shape st, v;
+  strip1(tc, &st);
+  int n = add_slot_variant(out, 0, tc, &st);                 /* batch_strip: st == csv */
+  if (st.rank < PS_LOOKUP_KEY_MAXRANK) {                     /* batch_strip: st == strip1(csv) */
+    v.rank = st.rank + 1;
+    v.dims[0] = 1;
+    memcpy(v.dims + 1, st.dims, (size_t)st.rank * sizeof *v.dims);
+    n = add_slot_variant(out, n, tc, &v);
+  }
+  if ((kind & PS_RULE_KIND_MATMUL) && j >= 2 && (st.rank == 2 || st.rank == 3)) {
+    v = st;
+    swap_last2(&v);
+    n = add_slot_variant(out, n, tc, &v);
+  }
+  if ((kind & PS_RULE_KIND_INDEX) && tc->rank == 2 && tc->dims[0] == 1) {
+    v.rank = 2;
+    v.dims[0] = tc->dims[1];
+    v.dims[1] = 1;
+    n = add_slot_variant(out, n, tc, &v);
+  }
+  const ps_lookup_key_shape *s3 = st.rank == 3 ? &st : tc->rank == 3 ? tc : NULL;
+  if (s3 && (kind & PS_RULE_KIND_FLATTEN_3D)) {
+    ps_lookup_key_shape f = { 2, { wmul(s3->dims[0], s3->dims[1]), s3->dims[2] } };
+    n = add_slot_variant(out, n, tc, &f);
+    if (kind & PS_RULE_KIND_MERGE_LAST) {
+      f.dims[0] = s3->dims[0];
+      f.dims[1] = wmul(s3->dims[1], s3->dims[2]);
+      n = add_slot_variant(out, n, tc, &f);
+    }
+  }
+  return n;
+}

@@ -101,4 +101,24 @@ int ps_lookup_rule(unsigned kind, int i, const ps_lookup_key_shape *tc,
 int ps_lookup_last_anchors(unsigned kind, int i, const ps_lookup_key_shape *tc,
                            int64_t out[PS_LOOKUP_ANCHORS]);
 
+/* The rule the consumer reports after input rule r, given the rule so far (match.fold):
+ * padding only upgrades identity, batch_strip+padding only identity or batch_strip, every
+ * other non-identity rule overwrites. */
+int ps_lookup_fold(int rule, int r);
+/* The distance of a final rule: 1 for the padded rules, else 0. */
+int ps_lookup_distance(int rule);
+/* The query variants whose index key can find rows matched by distance-0 rules other than
+ * batch_strip (match.variants): first the query itself (slot -1), then each variant as the
+ * one slot it replaces and that slot's shape: a transposed matmul weight (inputs 2..), a
+ * flattened or merged 3-D input, an Index (1,x) as (x,1). Returns the count (at most max). */
+int ps_lookup_variants(unsigned kind, const ps_lookup_key_shape *q, int nq, int *slot,
+                       ps_lookup_key_shape *shape, int max);
+/* The shapes a row's slot j (1-based) has when TC input j matches it by a rule that keeps its
+ * size and is not identity (match.slot_variants): the batch strips, the transposes, flatten
+ * and merge. Writes at most PS_LOOKUP_SLOT_VARIANTS shapes to out; returns the count (a
+ * shape of more than PS_LOOKUP_KEY_MAXRANK dimensions is left out: no row has one). */
+enum { PS_LOOKUP_SLOT_VARIANTS = 8 };
+int ps_lookup_slot_variants(unsigned kind, int j, const ps_lookup_key_shape *tc,
+                            ps_lookup_key_shape *out);
+
 #endif

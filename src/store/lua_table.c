@@ -25,6 +25,7 @@
 
 #include <xxhash.h>
 
+#include "exact.h"
 #include "lookup_key.h"
 #include "luabind.h"
 #include "table.h"
@@ -439,33 +440,12 @@ static int t_shapes(lua_State *L) {
 }
 
 
-/* The next part of a list cell as perfscript.db.match.list makes it: the non-empty runs between
- * ';', those holding a space or '"' trimmed of leading and trailing spaces and quotes, empty
- * results dropped. *p walks the cell; 0 when no part is left. */
-static int list_part(const char **p, const char *end, const char **part, size_t *plen) {
-  while (*p < end) {
-    const char *q = memchr(*p, ';', (size_t)(end - *p));
-    if (q == NULL) q = end;
-    const char *a = *p, *b = q;
-    *p = q + 1;
-    int trim = 0;
-    for (const char *c = a; c < b; c++)
-      if (*c == '"' || ps_is_space(*c)) { trim = 1; break; }
-    if (trim) {
-      while (a < b && (*a == '"' || ps_is_space(*a))) a++;
-      while (b > a && (b[-1] == '"' || ps_is_space(b[-1]))) b--;
-    }
-    if (b > a) { *part = a; *plen = (size_t)(b - a); return 1; }
-  }
-  return 0;
-}
-
 static void push_list(lua_State *L, const char *s, size_t len) {
   lua_newtable(L);
   lua_Integer k = 0;
   const char *p = s, *part;
   size_t plen;
-  while (list_part(&p, s + len, &part, &plen)) {
+  while (ps_exact_list_part(&p, s + len, &part, &plen)) {
     lua_pushlstring(L, part, plen);
     lua_rawseti(L, -2, ++k);
   }
@@ -822,14 +802,13 @@ static int m_pads(lua_State *L) {
  * query rewrite (match.normalize) accepts: as many input slots as qshapes, each dtype in the
  * group of the query's (when qdtypes), each input matched by a rule. The rows others drop
  * could not be candidates; the caller still checks the rows it gets. */
-typedef struct memo memo;
-typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; memo *memo; } slot_ud;
+typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; ps_exact_memo *memo; } slot_ud;
 
 static int sx_gc(lua_State *L) {
   slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
   ps_slotix_free(u->x);
   u->x = NULL;
-  free(u->memo);
+  ps_exact_memo_free(u->memo);
   u->memo = NULL;
   return 0;
 }
@@ -855,99 +834,36 @@ static int t_slot_index(lua_State *L) {
   return 1;
 }
 
-/* The query's dtypes group name as match.lua's group(): DT_BF16 and FLOAT are one. */
-static int same_group(const char *a, size_t alen, const char *b, size_t blen, int fg) {
-  if (alen == blen && memcmp(a, b, alen) == 0) return 1;
-  if (!fg) return 0;
-  int af = (alen == 7 && memcmp(a, "DT_BF16", 7) == 0) || (alen == 5 && memcmp(a, "FLOAT", 5) == 0);
-  int bf = (blen == 7 && memcmp(b, "DT_BF16", 7) == 0) || (blen == 5 && memcmp(b, "FLOAT", 5) == 0);
-  return af && bf;
+/* Reads the query shapes at i (n of them) into q; 0 when one cannot be a row's shape. */
+static int query_shapes(lua_State *L, int i, ps_lookup_key_shape *q, int n) {
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, i, k + 1);
+    int ok = shape_from(L, lua_gettop(L), &q[k]);
+    lua_pop(L, 1);
+    if (!ok) return 0;
+  }
+  return 1;
 }
 
-/* The verdicts of one call on each slot group and each dtypes cell met, so that a walk over
- * many rows judges each distinct slot and dtypes cell once: open addressing over MEMO entries
- * stamped with the call's number (no clearing between calls), probes cut short (an entry not
- * found is judged again). */
-enum { MEMO = 4096, MEMO_PROBES = 8 };
-typedef struct memo { uint32_t key[MEMO], gen[MEMO]; unsigned char val[MEMO]; uint32_t now; } memo;
-
-static int memo_get(const memo *m, uint32_t k, int *v) {
-  for (uint32_t j = (k * 2654435761u) & (MEMO - 1), n = 0; n < MEMO_PROBES; j = (j + 1) & (MEMO - 1), n++) {
-    if (m->gen[j] != m->now) return 0;
-    if (m->key[j] == k) { *v = m->val[j]; return 1; }
+/* Reads the query dtypes at i (n of them; NULL where not a string): the strings stay alive in
+ * the caller's table. */
+static void query_dtypes(lua_State *L, int i, const char **qd, size_t *qdl, int n) {
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, i, k + 1);
+    qd[k] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[k]) : NULL;
+    lua_pop(L, 1);
   }
-  return 0;
 }
 
-static void memo_put(memo *m, uint32_t k, int v) {
-  for (uint32_t j = (k * 2654435761u) & (MEMO - 1), n = 0; n < MEMO_PROBES; j = (j + 1) & (MEMO - 1), n++)
-    if (m->gen[j] != m->now) { m->gen[j] = m->now; m->key[j] = k; m->val[j] = (unsigned char)v; return; }
-}
-
-/* A new call: every entry stale (the stamp wraps after 2^32 calls: then cleared). */
-static void memo_reset(memo *m) {
-  if (++m->now == 0) { memset(m->gen, 0, sizeof m->gen); m->now = 1; }
-}
-
-/* One slot search's query and memos, for the walk's callback. */
-enum { WALK_KEPT = 16 };
-typedef struct walk {
-  const ps_slotix *x; const ps_table *t;
-  memo *slots, *dts;
-  const ps_lookup_key_shape *q;
-  const char **qd; const size_t *qdl;
-  unsigned kind; int fg, has_dt, cd;
-  uint32_t *out; size_t nout, cap; int oom;
-} walk;
-
-/* A row the walk meets: kept when every slot has a rule and the dtypes are in the query's
- * groups (each distinct slot group and dtypes cell judged once per call). */
-static int walk_row(void *ctx, size_t row, const uint32_t *gs, size_t ns) {
-  walk *w = ctx;
-  int good = 1;
-  for (size_t i = 0; i < ns && good; i++) {
-    int verdict;
-    if (!memo_get(w->slots, gs[i], &verdict)) {
-      ps_lookup_key_shape sh;
-      ps_slotix_shape(w->x, gs[i], &sh);
-      verdict = ps_lookup_rule(w->kind, (int)i + 1, &w->q[i], &sh) != PS_RULE_NONE;
-      memo_put(w->slots, gs[i], verdict);
-    }
-    good = verdict;
-  }
-  if (good && w->has_dt) {
-    ps_sid dsid = w->cd >= 0 ? ps_table_cell(w->t, row, (size_t)w->cd) : 0;
-    if (!memo_get(w->dts, dsid, &good)) {
-      size_t dlen = 0;
-      const char *d = w->cd >= 0 ? ps_table_text(w->t, row, (size_t)w->cd, &dlen) : "";
-      const char *dp = d, *part;
-      size_t plen;
-      for (size_t i = 0; i < ns && good; i++)
-        if (!list_part(&dp, d + dlen, &part, &plen) || w->qd[i] == NULL ||
-            !same_group(w->qd[i], w->qdl[i], part, plen, w->fg))
-          good = 0;
-      memo_put(w->dts, dsid, good);
-    }
-  }
-  if (!good) return 0;
-  /* each row once (a row found by two slots); the rows kept are few */
-  for (size_t m = 0; m < w->nout; m++)
-    if (w->out[m] == (uint32_t)row) return 0;
-  if (w->nout == w->cap) {  /* out starts on the caller's stack */
-    uint32_t *o = malloc(w->cap * 2 * sizeof *o);
-    if (o == NULL) { w->oom = 1; return 1; }
-    memcpy(o, w->out, w->nout * sizeof *o);
-    if (w->cap > WALK_KEPT) free(w->out);
-    w->out = o;
-    w->cap *= 2;
-  }
-  w->out[w->nout++] = (uint32_t)row;
-  return 0;
+static slot_ud *check_slots(lua_State *L, int i) {
+  slot_ud *u = luaL_checkudata(L, i, SLOTIX);
+  if (u->x == NULL) luaL_error(L, "attempt to use a freed slot index");
+  if (u->memo == NULL && (u->memo = ps_exact_memo_new()) == NULL) luaL_error(L, "out of memory");
+  return u;
 }
 
 static int sx_rows(lua_State *L) {
-  slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
-  if (u->x == NULL) return luaL_error(L, "attempt to use a freed slot index");
+  slot_ud *u = check_slots(L, 1);
   lua_getiuservalue(L, 1, 1);
   ps_table *t = check_table(L, -1);
   lua_pop(L, 1);
@@ -964,53 +880,33 @@ static int sx_rows(lua_State *L) {
   lua_newtable(L);  /* the result */
   if (nq > PS_LOOKUP_KEY_MAXSLOTS || upto <= 1) return 1;  /* no row has more slots; none before row 1 */
   ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
-  for (int i = 0; i < nq; i++) {
-    lua_rawgeti(L, 4, i + 1);
-    int ok = shape_from(L, lua_gettop(L), &q[i]);
-    lua_pop(L, 1);
-    if (!ok) return 1;  /* a query shape no row's can equal */
-  }
+  if (!query_shapes(L, 4, q, (int)nq)) return 1;  /* a query shape no row's can equal */
   const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
   size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
-  for (int i = 0; has_dt && i < nq; i++) {
-    lua_rawgeti(L, 5, i + 1);
-    qd[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[i]) : NULL;
-    lua_pop(L, 1);  /* the strings stay alive in the query table */
-  }
-  if (u->memo == NULL && (u->memo = calloc(2, sizeof *u->memo)) == NULL) return luaL_error(L, "out of memory");
-  uint32_t kept[WALK_KEPT];  /* the rows kept are few: on the stack unless more */
-  walk w = { u->x, t, u->memo, u->memo + 1, q, qd, qdl, kind, fg, has_dt, cd, kept, 0, WALK_KEPT, 0 };
-  memo_reset(w.slots);
-  memo_reset(w.dts);
-  lua_Integer np = (lua_Integer)lua_rawlen(L, 2);
-  for (lua_Integer p = 1; p + 1 <= np && !w.oom; p += 2) {
-    lua_rawgeti(L, 2, p);
+  if (has_dt) query_dtypes(L, 5, qd, qdl, (int)nq);
+  ps_exact_query eq = { q, (int)nq, qd, qdl, has_dt, kind, fg };
+  lua_Integer np = (lua_Integer)lua_rawlen(L, 2) / 2;
+  int *pj = lua_newuserdatauv(L, (size_t)(np ? np : 1) * (sizeof(int) + sizeof(ps_lookup_key_shape)), 0);
+  ps_lookup_key_shape *pv = (ps_lookup_key_shape *)(pj + (np ? np : 1));
+  int npairs = 0;
+  for (lua_Integer p = 0; p < np; p++) {
+    lua_rawgeti(L, 2, 2 * p + 1);
     lua_Integer j = lua_tointeger(L, -1);
-    lua_rawgeti(L, 2, p + 1);
-    ps_lookup_key_shape v;
-    int ok = shape_from(L, lua_gettop(L), &v);
+    lua_rawgeti(L, 2, 2 * p + 2);
+    int ok = shape_from(L, lua_gettop(L), &pv[npairs]);
     lua_pop(L, 2);
     if (!ok || j < 1 || j > PS_LOOKUP_KEY_MAXSLOTS) continue;  /* no row's slot is that */
-    /* the coarse index: the other slot's last dimension must be one the rules can give */
-    int other = j == 1 ? 2 : 1;
-    int64_t anchors[PS_LOOKUP_ANCHORS];
-    int na = other <= nq ? ps_lookup_last_anchors(kind, other, &q[other - 1], anchors) : -1;
-    size_t from = w.nout;
-    ps_slotix_walk(u->x, ps_slotix_group(u->x, (int)j - 1, &v), (size_t)(upto - 1), (size_t)nq, anchors, na,
-                   walk_row, &w);
-    for (size_t a = from + 1; a < w.nout; a++)  /* this pair's rows ascending (they are few) */
-      for (size_t b = a; b > from && w.out[b - 1] > w.out[b]; b--) {
-        uint32_t tmp = w.out[b];
-        w.out[b] = w.out[b - 1];
-        w.out[b - 1] = tmp;
-      }
+    pj[npairs++] = (int)j;
   }
-  for (size_t m = 0; m < w.nout && !w.oom; m++) {
-    lua_pushinteger(L, (lua_Integer)w.out[m] + 1);
+  uint32_t *rows;
+  long nr = ps_exact_slot_rows(t, u->x, u->memo, &eq, cd, pj, pv, npairs, (size_t)(upto - 1), &rows);
+  lua_pop(L, 1);  /* the pairs */
+  if (nr < 0) return luaL_error(L, "out of memory in a slot search");
+  for (long m = 0; m < nr; m++) {
+    lua_pushinteger(L, (lua_Integer)rows[m] + 1);
     lua_rawseti(L, -2, (lua_Integer)m + 1);
   }
-  if (w.out != kept) free(w.out);
-  if (w.oom) return luaL_error(L, "out of memory in a slot search");
+  free(rows);
   return 1;
 }
 
