@@ -719,18 +719,40 @@ local function core_envelope(t, res, row, lpol)
   end
 end
 
+-- The answer of a measured best row: its latency (the core envelope may replace it), the
+-- fields and the title.
+local function measured(self, res, best, lat, col, qlabel, lpol)
+  local t = self:table()
+  res.latency, res.row, res.line = lat, best.row, t:line(best.row)
+  res.column, res.rule, res.rules, res.source = col, best.rule, best.rules, "MEASURED"
+  res.confidence = 1.0
+  core_envelope(t, res, best.row, lpol)
+  return string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
+                       R.fmt(res.latency), res.line, res.column, res.rule, best.distance > 0 and ", padded" or "")
+end
+
+-- The note on the equally good rows the first in file order beat: n of them, rows the first
+-- (at least 10) in file order.
+local function ties_note(t, res, rows, n)
+  if n == 0 then return end
+  local lines = {}
+  for j = 1, math.min(n, 10) do lines[j] = tostring(t:line(rows[j])) end
+  res:note("%d equally good rows after the chosen one (lines %s%s): the first in file order wins",
+           n, table.concat(lines, ", "), n > 10 and ", ..." or "")
+end
+
 -- The verdict for the best candidate: its latency (or the semantic-unique miss when equally
 -- good rows disagree), the title, and a note on the ties the first row in file order beat.
 local function choose(self, S, res, best, qlabel, lpol)
   local t, lat = S.t, S.lat
   local ties = {}
   for _, c in ipairs(S.cands) do
-    if c ~= best and c.distance == best.distance and c.pri == best.pri then ties[#ties + 1] = c end
+    if c ~= best and c.distance == best.distance and c.pri == best.pri then ties[#ties + 1] = c.row end
   end
   local ambiguous = false
   if self:_semantic_unique() then
-    for _, c in ipairs(ties) do
-      if string.format("%.12f", lat[c.row]) ~= string.format("%.12f", lat[best.row]) then ambiguous = true end
+    for _, r in ipairs(ties) do
+      if string.format("%.12f", lat[r]) ~= string.format("%.12f", lat[best.row]) then ambiguous = true end
     end
   end
   local title
@@ -738,21 +760,38 @@ local function choose(self, S, res, best, qlabel, lpol)
     res.miss = "ambiguous_semantic_match:" .. self.name
     title = string.format("lookup %s %s: MISS %s", self.name, qlabel, res.miss)
   else
-    res.latency, res.row, res.line = lat[best.row], best.row, t:line(best.row)
-    res.column, res.rule, res.rules, res.source = S.src[best.row], best.rule, best.rules, "MEASURED"
-    res.confidence = 1.0
-    core_envelope(t, res, best.row, lpol)
-    title = string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
-                          R.fmt(res.latency), res.line, res.column, res.rule,
-                          best.distance > 0 and ", padded" or "")
+    title = measured(self, res, best, lat[best.row], S.src[best.row], qlabel, lpol)
   end
-  if #ties > 0 then
-    local lines = {}
-    for j = 1, math.min(#ties, 10) do lines[j] = tostring(t:line(ties[j].row)) end
-    res:note("%d equally good rows after the chosen one (lines %s%s): the first in file order wins",
-             #ties, table.concat(lines, ", "), #ties > 10 and ", ..." or "")
-  end
+  ties_note(t, res, ties, #ties)
   return title
+end
+
+-- The exact match in C (perfscript.table's ix:exact, src/store/exact.c) for the lookups it
+-- answers as the scan would: no explain, no MoE, a kernel without a query rewrite whose ties
+-- need no agreement. Returns the best row as the scan's candidate ({row, distance, rule,
+-- rules}), its latency and column, and the ties (the first 10 rows, their count); or nil
+-- (then the Lua scan answers).
+local function exact_in_c(self, q, n, pri)
+  local name, s = self.name, self._
+  if match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name] or self:_semantic_unique() or
+     not q.dtypes then
+    return nil
+  end
+  local L = self:_lookup_index(n)
+  if not L.prepared then
+    local t = self:table()
+    local cols, pris, minpri = {}, {}, math.huge
+    for j, c in ipairs(s.latcols) do cols[j], pris[j] = t:column(c), pri[c] or 9 end
+    for _, v in pairs(pri) do minpri = math.min(minpri, v) end
+    if #cols > 8 or minpri == math.huge then return nil end
+    L.ix:prepare(t:column(M.IS), t:column(M.IF) or false, t:column(M.IDT) or false, n, cols, pris, minpri)
+    L.prepared = true
+  end
+  local sx = #q.shapes >= 2 and self:_slot_index(n) or false
+  local row, distance, rule, rules, lat, latpos, nties, ties =
+    L.ix:exact(sx, q.shapes, q.dtypes, match.kind(name), match.FLOAT_GROUP[name] or false)
+  if not row then return nil end
+  return { row = row, distance = distance, rule = rule, rules = rules }, lat, s.latcols[latpos], ties, nties
 end
 
 -- explain: every row tried with its verdict, and a count of the failures by kind.
@@ -879,14 +918,27 @@ local function compute_lookup(self, shapes, dtypes, opts)
     res.miss = "ep_size_not_configured"
     return res
   end
+  local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
+                 (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
+  if not opts.explain and not moe and not M.lua_only then
+    local best, lat, col, ties, nties = exact_in_c(self, q, n, pri)
+    if best then
+      local res = R.new(nil, { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" })
+      res.query = q
+      res.widths = { ["rule or first failure"] = 200 }
+      res.title = measured(self, res, best, lat, col, qlabel, lpol)
+      ties_note(t, res, ties, nties)
+      res[1] = self:_row_record(best.row, lat, col)
+      res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
+      return res
+    end
+  end
   local S = new_scan(self, q, n, opts, pri, moe, ep)
   scan(self, S)
   table.sort(S.cands, moe and function(a, b) return a.row < b.row end or score_less)
   local best = S.cands[1]
   local res = R.new(nil, opts.explain and { "line", "result", "rule or first failure", "latency(us)", "column" }
                           or { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" })
-  local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
-                 (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
   res.query = q
   res.widths = { ["rule or first failure"] = 200 }
   if best then

@@ -245,10 +245,17 @@ static int key_rows(const ps_table *t, const ps_index *ix, const ps_sid *keys, i
 /* The slot search's rows before upto that the keys did not find, checked. */
 static int slot_rows(const ps_table *t, const ps_slotix *x, ps_exact_memo *m, const ps_exact_query *q,
                      const ps_exact_cols *c, size_t upto, const uint32_t *tried, size_t ntried, cands *cs) {
+  enum { SMALL = 4 * PS_LOOKUP_SLOT_VARIANTS };  /* queries of up to 4 inputs: on the stack */
+  int pj_small[SMALL];
+  ps_lookup_key_shape pv_small[SMALL];
   size_t maxp = (size_t)q->nq * PS_LOOKUP_SLOT_VARIANTS;
-  int *pj = malloc(maxp * sizeof *pj);
-  ps_lookup_key_shape *pv = malloc(maxp * sizeof *pv);
-  if (pj == NULL || pv == NULL) { free(pj); free(pv); return 0; }
+  int *pj = maxp <= SMALL ? pj_small : malloc(maxp * sizeof *pj);
+  ps_lookup_key_shape *pv = maxp <= SMALL ? pv_small : malloc(maxp * sizeof *pv);
+  if (pj == NULL || pv == NULL) {
+    if (pj != pj_small) free(pj);
+    if (pv != pv_small) free(pv);
+    return 0;
+  }
   int np = 0;
   for (int j = 0; j < q->nq; j++) {
     int k = ps_lookup_slot_variants(q->kind, j + 1, &q->q[j], pv + np);
@@ -257,8 +264,8 @@ static int slot_rows(const ps_table *t, const ps_slotix *x, ps_exact_memo *m, co
   }
   uint32_t *rows = NULL;
   long nr = np == 0 ? 0 : ps_exact_slot_rows(t, x, m, q, c->dcol, pj, pv, np, upto, &rows);
-  free(pj);
-  free(pv);
+  if (pj != pj_small) free(pj);
+  if (pv != pv_small) free(pv);
   if (nr < 0) return 0;
   int ok = 1;
   for (long k = 0; k < nr && ok; k++) {

@@ -58,6 +58,7 @@ typedef struct index_ud {
   ps_index *ix;
   size_t nkey, nslots;
   component comp[MAXCOMP];
+  ps_exact_cols cols; int has_cols;  /* ix:prepare's columns of the exact match */
 } index_ud;
 
 static ps_table *check_table(lua_State *L, int i) {
@@ -910,6 +911,232 @@ static int sx_rows(lua_State *L) {
   return 1;
 }
 
+
+/* ---- the exact match in C (exact.h) -------------------------------------------------------
+ *   ix:prepare(shapes_col, formats_col | false, dtypes_col | false, n, {latency cols}, {pri}, minpri)
+ *   ix:exact(slot_index | false, qshapes, qdtypes, kind, float_group)
+ *     -> row, distance, rule, {input rules}, latency, latency column position, ties, {tie rows}
+ *     | nil when only the Lua scan answers as the consumer would (a query without dtypes on a
+ *       two-part key, dtypes no row has, no distance-0 row among the key rows, unusual shapes)
+ * ties counts the equally good rows after the chosen one; {tie rows} holds the first 10. */
+static int ix_prepare(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  ps_table *t = index_table(L, 1);
+  ps_exact_cols *c = &u->cols;
+  c->scol = column_arg(L, t, 2);
+  if (c->scol < 0) return luaL_argerror(L, 2, "no such column");
+  c->fcol = c->dcol = -1;
+  if (lua_toboolean(L, 3) && (c->fcol = column_arg(L, t, 3)) < 0) return luaL_argerror(L, 3, "no such column");
+  if (lua_toboolean(L, 4) && (c->dcol = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
+  lua_Integer n = luaL_checkinteger(L, 5);
+  c->n = n < 0 || n > PS_LOOKUP_KEY_MAXSLOTS ? 0 : (int)n;
+  luaL_checktype(L, 6, LUA_TTABLE);
+  luaL_checktype(L, 7, LUA_TTABLE);
+  lua_Integer nl = (lua_Integer)lua_rawlen(L, 6);
+  luaL_argcheck(L, nl <= PS_EXACT_MAXLAT, 6, "too many latency columns");
+  c->nlat = (int)nl;
+  for (int j = 0; j < c->nlat; j++) {
+    lua_rawgeti(L, 6, j + 1);
+    c->lat[j] = column_arg(L, t, lua_gettop(L));
+    lua_rawgeti(L, 7, j + 1);
+    c->pri[j] = (int)luaL_checkinteger(L, -1);
+    lua_pop(L, 2);
+    if (c->lat[j] < 0) return luaL_argerror(L, 6, "no such column");
+  }
+  c->minpri = (int)luaL_checkinteger(L, 8);
+  u->has_cols = 1;
+  return 0;
+}
+
+/* The canonical key text of the query shapes q (k slots, strip1) with slot repl replaced by
+ * v (repl < 0: none), as t:shapes_key renders it; -1 for a list that function refuses (an
+ * empty slot, a dimension too large to read back). */
+static long query_key_text(const ps_lookup_key_shape *q, int k, int repl, const ps_lookup_key_shape *v,
+                           char *out, size_t cap) {
+  size_t len = 0;
+  for (int i = 0; i < k; i++) {
+    const ps_lookup_key_shape *s = i == repl ? v : &q[i];
+    if (len + 2 + (size_t)PS_LOOKUP_KEY_MAXRANK * 21 >= cap) return -1;
+    if (i > 0) out[len++] = ';';
+    if (s->rank < 0) { out[len++] = '('; out[len++] = ')'; continue; }
+    if (s->rank == 0) return -1;
+    int first = s->rank > 1 && s->dims[0] == 1 ? 1 : 0;
+    for (int d = first; d < s->rank; d++) {
+      if (s->dims[d] >= SK_MAXDIM || s->dims[d] <= -SK_MAXDIM) return -1;
+      if (d > first) out[len++] = ',';
+      char num[24], *p = num + sizeof num;
+      int64_t x = s->dims[d];
+      uint64_t m = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+      do { *--p = (char)('0' + m % 10); m /= 10; } while (m);
+      if (x < 0) *--p = '-';
+      memcpy(out + len, p, (size_t)(num + sizeof num - p));
+      len += (size_t)(num + sizeof num - p);
+    }
+  }
+  return (long)len;
+}
+
+static int ix_exact(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  ps_table *t = index_table(L, 1);
+  if (!u->has_cols) return luaL_error(L, "exact: ix:prepare first");
+  slot_ud *sx = lua_toboolean(L, 2) ? check_slots(L, 2) : NULL;
+  luaL_checktype(L, 3, LUA_TTABLE);
+  int has_dt = lua_toboolean(L, 4);
+  unsigned kind = (unsigned)luaL_checkinteger(L, 5);
+  int fg = lua_toboolean(L, 6);
+  lua_Integer nq = (lua_Integer)lua_rawlen(L, 3);
+  /* the key has a dtypes part: the Lua scan answers a query without dtypes */
+  if (u->nkey != 2 || !has_dt || nq < 1 || nq > PS_LOOKUP_KEY_MAXSLOTS) return 0;
+  luaL_checktype(L, 4, LUA_TTABLE);
+  ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
+  if (!query_shapes(L, 3, q, (int)nq)) return 0;
+  const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
+  size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
+  query_dtypes(L, 4, qd, qdl, (int)nq);
+  lua_getiuservalue(L, 1, 1);
+  table_ud *td = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (td->keybuf == NULL && (td->keybuf = malloc(KEYBUF)) == NULL) return luaL_error(L, "out of memory");
+  char *buf = td->keybuf;
+  /* the dtypes key: table.concat(q.dtypes, ";") under the key's list component */
+  ps_sid key[PS_INDEX_MAXKEY];
+  {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_Integer nd = (lua_Integer)lua_rawlen(L, 4);
+    for (lua_Integer k = 1; k <= nd; k++) {
+      if (lua_rawgeti(L, 4, k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
+      if (k > 1) luaL_addchar(&b, ';');
+      luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    size_t dlen;
+    const char *dtext = lua_tolstring(L, -1, &dlen);
+    const component *c = &u->comp[1];
+    long kl = ps_lookup_key_list(dtext, dlen, c->n, c->flags, buf, KEYBUF);
+    int found = kl >= 0 && text_key(t, c, buf, (size_t)kl, key);
+    lua_pop(L, 1);
+    if (!found) return 0;  /* dtypes no row has: the scan looks at every row */
+  }
+  /* the shape keys of the query's variants */
+  enum { MAXV = 64 };
+  int vslot[MAXV];
+  ps_lookup_key_shape vshape[MAXV];  /* 9 KB of stack */
+  ps_sid keys[MAXV * PS_INDEX_MAXKEY];
+  int nv = ps_lookup_variants(kind, q, (int)nq, vslot, vshape, MAXV), nk = 0;
+  if (nv >= MAXV) return 0;
+  const component *c0 = &u->comp[0];
+  int k = c0->n > 0 && nq > c0->n ? c0->n : (int)nq;
+  for (int v = 0; v < nv; v++) {
+    long kl = query_key_text(q, k, vslot[v], &vshape[v], buf, KEYBUF);
+    if (kl < 0) return 0;
+    ps_sid *kk = keys + (size_t)nk * u->nslots;
+    memcpy(kk, key, u->nslots * sizeof *kk);
+    if (text_key(t, c0, buf, (size_t)kl, kk)) nk++;
+  }
+  ps_exact_query eq = { q, (int)nq, qd, qdl, 1, kind, fg };
+  ps_exact_answer a;
+  if (nq >= 2 && sx == NULL) return luaL_error(L, "exact: a query of two inputs or more needs the slot index");
+  int rc = ps_exact_lookup(t, u->ix, keys, nk, u->nslots, sx ? sx->x : NULL, sx ? sx->memo : NULL, &eq,
+                           &u->cols, &a);
+  if (rc < 0) return luaL_error(L, "out of memory in an exact lookup");
+  if (rc == 0) return 0;
+  lua_pushinteger(L, (lua_Integer)a.row + 1);
+  lua_pushinteger(L, a.distance);
+  lua_pushstring(L, ps_lookup_rule_name(a.rule));
+  lua_createtable(L, (int)nq, 0);
+  for (int i = 0; i < (int)nq; i++) {
+    lua_pushstring(L, ps_lookup_rule_name(a.rules[i]));
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_pushnumber(L, a.latency);
+  lua_pushinteger(L, a.latpos + 1);
+  lua_pushinteger(L, (lua_Integer)a.nties);
+  if (a.nties == 0) {
+    lua_pushnil(L);
+  } else {
+    size_t nt = a.nties < PS_EXACT_TIES ? a.nties : PS_EXACT_TIES;
+    lua_createtable(L, (int)nt, 0);
+    for (size_t i = 0; i < nt; i++) {
+      lua_pushinteger(L, (lua_Integer)a.ties[i] + 1);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  }
+  return 8;
+}
+
+/* T.fold(rule, r) -> the rule the consumer reports after input rule r (ps_lookup_fold). */
+static int rule_id(lua_State *L, int i) {
+  const char *name = luaL_checkstring(L, i);
+  for (int r = PS_RULE_IDENTITY; ps_lookup_rule_name(r); r++)
+    if (strcmp(ps_lookup_rule_name(r), name) == 0) return r;
+  return luaL_argerror(L, i, "not a rule name");
+}
+
+static int m_fold(lua_State *L) {
+  lua_pushstring(L, ps_lookup_rule_name(ps_lookup_fold(rule_id(L, 1), rule_id(L, 2))));
+  return 1;
+}
+
+static void push_shape(lua_State *L, const ps_lookup_key_shape *s) {
+  if (s->rank < 0) {
+    lua_createtable(L, 0, 1);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "scalar");
+    return;
+  }
+  lua_createtable(L, s->rank, 0);
+  for (int d = 0; d < s->rank; d++) {
+    lua_pushinteger(L, (lua_Integer)s->dims[d]);
+    lua_rawseti(L, -2, d + 1);
+  }
+}
+
+/* T.variants(kind, shapes) -> {shapes, variant, ...} (ps_lookup_variants): each variant a new
+ * list holding the query's slot tables but the one it replaces. */
+static int m_variants(lua_State *L) {
+  unsigned kind = (unsigned)luaL_checkinteger(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer nq = (lua_Integer)lua_rawlen(L, 2);
+  lua_newtable(L);
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, -2, 1);
+  ps_lookup_key_shape *q = lua_newuserdatauv(L, (size_t)(nq ? nq : 1) * sizeof *q, 0);
+  if (nq > PS_LOOKUP_KEY_MAXSLOTS || !query_shapes(L, 2, q, (int)nq)) { lua_pop(L, 1); return 1; }
+  int maxv = 4 * (int)nq + 1;
+  int *slot = lua_newuserdatauv(L, (size_t)maxv * (sizeof *slot + sizeof(ps_lookup_key_shape)), 0);
+  ps_lookup_key_shape *shape = (ps_lookup_key_shape *)(slot + maxv);
+  int nv = ps_lookup_variants(kind, q, (int)nq, slot, shape, maxv);
+  for (int v = 1; v < nv; v++) {
+    lua_createtable(L, (int)nq, 0);
+    for (lua_Integer i = 1; i <= nq; i++) {
+      if (i - 1 == slot[v]) push_shape(L, &shape[v]);
+      else lua_rawgeti(L, 2, i);
+      lua_rawseti(L, -2, i);
+    }
+    lua_rawseti(L, -4, v + 1);
+  }
+  lua_pop(L, 2);
+  return 1;
+}
+
+/* T.slot_variants(kind, j, tc) -> {shape, ...} (ps_lookup_slot_variants). */
+static int m_slot_variants(lua_State *L) {
+  unsigned kind = (unsigned)luaL_checkinteger(L, 1);
+  lua_Integer j = luaL_checkinteger(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_newtable(L);
+  ps_lookup_key_shape tc, out[PS_LOOKUP_SLOT_VARIANTS];
+  if (!shape_from(L, 3, &tc)) return 1;
+  int n = ps_lookup_slot_variants(kind, j > INT32_MAX ? INT32_MAX : j < INT32_MIN ? INT32_MIN : (int)j, &tc, out);
+  for (int i = 0; i < n; i++) {
+    push_shape(L, &out[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 static int sx_memory(lua_State *L) {
   slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
   lua_pushinteger(L, u->x ? (lua_Integer)ps_slotix_memory(u->x) : 0);
@@ -926,7 +1153,7 @@ static const luaL_Reg table_methods[] = {
 };
 
 static const luaL_Reg index_methods[] = {
-  {"find", ix_find}, {"find_keys", ix_find_keys}, {"ngroups", ix_ngroups}, {"group", ix_group}, {"rows", ix_rows},
+  {"find", ix_find}, {"find_keys", ix_find_keys}, {"prepare", ix_prepare}, {"exact", ix_exact}, {"ngroups", ix_ngroups}, {"group", ix_group}, {"rows", ix_rows},
   {"groups", ix_groups}, {"skipped", ix_skipped}, {NULL, NULL}
 };
 
@@ -940,7 +1167,8 @@ static const luaL_Reg slot_methods[] = { {"rows", sx_rows}, {"memory", sx_memory
 static const luaL_Reg slot_meta[] = { {"__gc", sx_gc}, {"__close", sx_gc}, {NULL, NULL} };
 
 static const luaL_Reg module_functions[] = {
-  {"load", t_load}, {"rule", m_rule}, {"padded", m_padded}, {"pads", m_pads}, {NULL, NULL}
+  {"load", t_load}, {"rule", m_rule}, {"padded", m_padded}, {"pads", m_pads}, {"fold", m_fold},
+  {"variants", m_variants}, {"slot_variants", m_slot_variants}, {NULL, NULL}
 };
 
 int luaopen_perfscript_table(lua_State *L) {
