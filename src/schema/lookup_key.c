@@ -52,8 +52,44 @@ static int parse_int(const char *p, size_t len, int64_t *v) {
   return 1;
 }
 
+/* The common cell in one pass: after its outer '"' runs, only digits, ',' and ';', every
+ * slot non-empty, every dimension 1 to 17 digits, at most 16 dimensions and MAXSLOTS slots.
+ * Returns the slot count, or -1 for any other cell (the general parser then decides). */
+static int parse_simple(const char *s, size_t len, ps_lookup_key_shape *out, int max) {
+  const char *p = s, *end = s + len;
+  while (p < end && *p == '"') p++;
+  while (end > p && end[-1] == '"') end--;
+  if (p == end) return -1;
+  int n = 0;
+  for (;;) {
+    ps_lookup_key_shape tmp, *sh = n < max ? &out[n] : &tmp;
+    int rank = 0;
+    for (;;) {
+      const char *d = p;
+      int64_t x = 0;
+      while (p < end && (unsigned)(*p - '0') < 10) x = x * 10 + (*p++ - '0');
+      if (p == d || p - d > 17 || rank == PS_LOOKUP_KEY_MAXRANK) return -1;
+      sh->dims[rank++] = x;
+      if (p == end || *p == ';') break;
+      if (*p++ != ',') return -1;
+    }
+    sh->rank = rank;
+    if (++n > PS_LOOKUP_KEY_MAXSLOTS) return -1;
+    if (p == end) break;
+    p++;  /* ';' */
+    if (p == end) return -1;
+  }
+  return n < max ? n : max;
+}
+
 int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *out, int max,
-                          char *err, size_t errsize) {
+                               char *err, size_t errsize) {
+  int n = max > 0 ? parse_simple(s, len, out, max) : -1;
+  return n >= 0 ? n : ps_lookup_key_parse_shapes_general(s, len, out, max, err, errsize);
+}
+
+int ps_lookup_key_parse_shapes_general(const char *s, size_t len, ps_lookup_key_shape *out, int max,
+                                       char *err, size_t errsize) {
   const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
   size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
   int n = ps_lookup_key_split_list(s, len, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);

@@ -33,6 +33,10 @@ typedef struct ps_lookup_key_shape {
  * -1 with a reason in err (non-integer dimension, too many slots or dimensions). */
 int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *out, int max,
                           char *err, size_t errsize);
+/* The same parse without the one-pass path for plain cells (digits, ',' and ';' inside the
+ * outer quotes) that ps_lookup_key_parse_shapes takes first; the tests hold them equal. */
+int ps_lookup_key_parse_shapes_general(const char *s, size_t len, ps_lookup_key_shape *out, int max,
+                                       char *err, size_t errsize);
 
 /* Splits a list cell into parts (empty parts dropped); returns the part count, max + 1 when
  * there are more than max (then only max are stored). Each part is a (pointer, length) pair
