@@ -138,6 +138,7 @@ int ps_lookup_key_nz_restore(ps_lookup_key_shape *sh) {
 
 int ps_lookup_key_restore(ps_lookup_key_shape *sh, int n, const char *formats, size_t flen,
                           char *err, size_t errsize) {
+  if (memchr(formats, 'F', flen) == NULL) return 0;  /* no FRACTAL_NZ part (ND;ND): nothing to do */
   const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
   size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
   int nf = ps_lookup_key_split_list(formats, flen, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
