@@ -251,7 +251,11 @@ function Kmethods:_lookup_index(n)
       comps[2] = { col = M.IDT, kind = "list", float_group = match.FLOAT_GROUP[self.name] or nil, n = n }
     end
     -- the query side of the components (no formats: a query's shapes are as given)
-    s.lix[n] = { ix = t:index(comps), comps = comps,
+    -- the slot index of the same input slots comes from the same parse of every row
+    local ix, sx = t:index(comps, true)
+    s.slotix = s.slotix or {}
+    s.slotix[n] = s.slotix[n] or sx
+    s.lix[n] = { ix = ix, comps = comps,
                  shape_comp = { kind = "shapes", strip1 = true, n = n },
                  dtype_comp = comps[2] and { kind = "list", float_group = comps[2].float_group, n = n } }
   end
@@ -263,6 +267,7 @@ end
 function Kmethods:_slot_index(n)
   local s = self._
   s.slotix = s.slotix or {}
+  if not s.slotix[n] and self:_has(M.IS) then self:_lookup_index(n) end  -- made with it
   if not s.slotix[n] then
     local t = self:table()
     s.slotix[n] = t:slot_index(n, t:column(M.IS), t:column(M.IF) or false)

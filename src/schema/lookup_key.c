@@ -195,6 +195,40 @@ long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t
   if (k < 0) return -1;
   if (n > 0 && k > n) k = n;
   if (formats && ps_lookup_key_restore(sh, k, formats, flen, err, errsize) != 0) return -1;
+  long kl = ps_lookup_key_render(sh, k, flags, out, cap);
+  if (kl < 0) snprintf(err, errsize, "shape cell too long");
+  return kl;
+}
+
+/* Slot i's text at p (room for PS_LOOKUP_KEY_MAXRANK dimensions of 20 characters and a
+ * separator each); returns the end. */
+static char *render_slot(const ps_lookup_key_shape *sh, unsigned flags, char *p) {
+  if (sh->rank < 0) { *p++ = '('; *p++ = ')'; return p; }
+  int first = (flags & PS_LOOKUP_KEY_STRIP1) && sh->rank > 1 && sh->dims[0] == 1;
+  for (int d = first; d < sh->rank; d++) {
+    if (d > first) *p++ = ',';
+    char num[24], *q = num + sizeof num;
+    int64_t v = sh->dims[d];
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do { *--q = (char)('0' + u % 10); u /= 10; } while (u);
+    if (v < 0) *--q = '-';
+    memcpy(p, q, (size_t)(num + sizeof num - q));
+    p += num + sizeof num - q;
+  }
+  return p;
+}
+
+long ps_lookup_key_render(const ps_lookup_key_shape *sh, int k, unsigned flags, char *out, size_t cap) {
+  enum { SLOTMAX = PS_LOOKUP_KEY_MAXRANK * 21 + 2 };
+  if (k >= 0 && cap > (size_t)k * SLOTMAX) {  /* room for any k slots: no check per character */
+    char *p = out;
+    for (int i = 0; i < k; i++) {
+      if (i) *p++ = ';';
+      p = render_slot(&sh[i], flags, p);
+    }
+    *p = '\0';
+    return (long)(p - out);
+  }
   outbuf b = { out, 0, cap, 0 };
   if (cap == 0) return -1;
   out[0] = '\0';
@@ -208,11 +242,7 @@ long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t
       put_int(&b, sh[i].dims[d]);
     }
   }
-  if (b.over) {
-    snprintf(err, errsize, "shape cell too long");
-    return -1;
-  }
-  return (long)b.len;
+  return b.over ? -1 : (long)b.len;
 }
 
 /* ---- input rules ------------------------------------------------------------------------ */

@@ -61,6 +61,9 @@ typedef struct index_ud {
   ps_exact_cols cols; int has_cols;  /* ix:prepare's columns of the exact match */
 } index_ud;
 
+/* A slot index (t:slot_index) and its search memo. */
+typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; ps_exact_memo *memo; } slot_ud;
+
 static ps_table *check_table(lua_State *L, int i) {
   table_ud *u = luaL_checkudata(L, i, TABLE);
   if (u->t == NULL) luaL_error(L, "attempt to use a freed table");
@@ -294,6 +297,9 @@ typedef struct keyctx {
   char *buf;
   size_t ncache;
   ps_sid *cache_b[MAXCOMP], *cache_v[MAXCOMP];
+  ps_slotix *sx;              /* the slot index built in the same pass, or NULL */
+  ps_lookup_key_shape *sh;    /* PS_LOOKUP_KEY_MAXSLOTS slots */
+  int oom;
 } keyctx;
 
 static ps_sid row_component(ps_table *t, size_t row, const component *c, char *buf,
@@ -331,10 +337,36 @@ static long row_text(ps_table *t, size_t row, const component *c, char *buf) {
   return canon(c, s, len, c->fcol >= 0 ? f : NULL, flen, buf, err, sizeof err);
 }
 
+/* The row's input slots parsed once for both indexes (component 0, the shapes): every slot
+ * restored and cut to n for the slot index, as ps_table_inputs gives them, and when the
+ * component is hashed its key from the same first n slots (the restore is per slot). Returns
+ * 1 with the key written, 0 when the key is to be made as usual, -1 when it has none. */
+static int fused_row(ps_table *t, size_t row, keyctx *k, const component *c, ps_sid *key) {
+  size_t len, flen = 0;
+  const char *s = ps_table_text(t, row, (size_t)c->col, &len);
+  char err[256];
+  int ns = ps_lookup_key_parse_shapes(s, len, k->sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
+  int kk = ns >= 0 && c->n > 0 && ns > c->n ? c->n : ns, ok = ns >= 0;
+  if (ok && c->fcol >= 0) {
+    const char *f = ps_table_text(t, row, (size_t)c->fcol, &flen);
+    ok = ps_lookup_key_restore(k->sh, ns, f, flen, err, sizeof err) == 0;
+  }
+  if (ps_slotix_add(k->sx, row, k->sh, ok ? kk : -1) != 0) { k->oom = 1; return -1; }
+  if (ns < 0) return -1;
+  if (!ok || !c->hashed) return 0;  /* a later slot's restore failed: the key's own parse decides */
+  long n = ps_lookup_key_render(k->sh, kk, c->flags, k->buf, KEYBUF);
+  if (n < 0) return -1;
+  put_hash(key + c->slot, XXH3_64bits(k->buf, (size_t)n));
+  return 1;
+}
+
 static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
   keyctx *k = ud;
+  int fused = 0;
+  if (k->sx && (fused = fused_row(t, row, k, &k->u->comp[0], key)) < 0) return 0;
   for (size_t i = 0; i < k->u->nkey; i++) {
     const component *c = &k->u->comp[i];
+    if (i == 0 && fused) continue;
     if (c->hashed) {
       long n = row_text(t, row, c, k->buf);
       if (n < 0) return 0;
@@ -348,9 +380,12 @@ static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
   return 1;
 }
 
+static slot_ud *new_slots(lua_State *L, int table, int scol, int fcol, int n);
+
 static int t_index(lua_State *L) {
   ps_table *t = check_table(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
+  int with_slots = lua_toboolean(L, 3);
   size_t n = lua_rawlen(L, 2);
   luaL_argcheck(L, n >= 1 && n <= MAXCOMP, 2, "1 to 8 key components");
   index_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
@@ -368,8 +403,18 @@ static int t_index(lua_State *L) {
     c->slot = (int)u->nslots;
     u->nslots += c->hashed ? 2 : 1;
   }
-  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0} };
+  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0}, NULL, NULL, 0 };
   int ok = k.buf != NULL;
+  slot_ud *sx = NULL;
+  if (with_slots) {
+    /* the slot index of the same slots, from the same parse (t:slot_index(n, col, formats)) */
+    const component *c = &u->comp[0];
+    luaL_argcheck(L, c->kind == K_SHAPES && c->col >= 0, 3, "a slot index needs a shapes column first");
+    sx = new_slots(L, 1, c->col, c->fcol, c->n);
+    k.sx = sx->x = ps_slotix_new(ps_table_nrows(t));
+    k.sh = malloc(PS_LOOKUP_KEY_MAXSLOTS * sizeof *k.sh);
+    ok = ok && k.sx && k.sh;
+  }
   for (size_t i = 0; i < n && ok; i++) {
     if (u->comp[i].kind == K_RAW || u->comp[i].hashed) continue;
     k.cache_b[i] = malloc(k.ncache * sizeof(ps_sid));
@@ -379,9 +424,11 @@ static int t_index(lua_State *L) {
   }
   if (ok) u->ix = ps_index_build(t, u->nslots, keyfn, &k);
   free(k.buf);
+  free(k.sh);
   for (size_t i = 0; i < n; i++) { free(k.cache_b[i]); free(k.cache_v[i]); }
-  if (u->ix == NULL) return luaL_error(L, "out of memory building an index");
-  return 1;
+  if (u->ix == NULL || k.oom || (sx && ps_slotix_finish(sx->x) != 0))
+    return luaL_error(L, "out of memory building an index");
+  return with_slots ? 2 : 1;
 }
 
 /* t:key(component, text [, formats]) -> the canonical text the index would hold. */
@@ -803,7 +850,6 @@ static int m_pads(lua_State *L) {
  * query rewrite (match.normalize) accepts: as many input slots as qshapes, each dtype in the
  * group of the query's (when qdtypes), each input matched by a rule. The rows others drop
  * could not be candidates; the caller still checks the rows it gets. */
-typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; ps_exact_memo *memo; } slot_ud;
 
 static int sx_gc(lua_State *L) {
   slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
@@ -814,6 +860,21 @@ static int sx_gc(lua_State *L) {
   return 0;
 }
 
+/* A slot index userdata on the stack (its index not built yet), keeping the table at the
+ * stack index table alive. */
+static slot_ud *new_slots(lua_State *L, int table, int scol, int fcol, int n) {
+  slot_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  u->x = NULL;
+  u->memo = NULL;
+  luaL_setmetatable(L, SLOTIX);
+  lua_pushvalue(L, table);
+  lua_setiuservalue(L, -2, 1);  /* the index keeps its table alive */
+  u->scol = scol;
+  u->fcol = fcol;
+  u->n = n;
+  return u;
+}
+
 static int t_slot_index(lua_State *L) {
   ps_table *t = check_table(L, 1);
   lua_Integer n = luaL_checkinteger(L, 2);
@@ -821,15 +882,7 @@ static int t_slot_index(lua_State *L) {
   if (cs < 0) return luaL_argerror(L, 3, "no such column");
   int cf = -1;
   if (lua_toboolean(L, 4) && (cf = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
-  slot_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
-  u->x = NULL;
-  u->memo = NULL;
-  luaL_setmetatable(L, SLOTIX);
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1);  /* the index keeps its table alive */
-  u->scol = cs;
-  u->fcol = cf;
-  u->n = n < 0 || n > PS_LOOKUP_KEY_MAXSLOTS ? 0 : (int)n;
+  slot_ud *u = new_slots(L, 1, cs, cf, n < 0 || n > PS_LOOKUP_KEY_MAXSLOTS ? 0 : (int)n);
   u->x = ps_slotix_build(t, cs, cf, u->n);
   if (u->x == NULL) return luaL_error(L, "out of memory building a slot index");
   return 1;

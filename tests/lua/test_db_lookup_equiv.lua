@@ -510,4 +510,53 @@ function TestExactInC:test_c_path_equals_lua_scan()
                 string.format("ties %d, padded %d, answered in C %d of %d", ties, padded, in_c, n))
 end
 
+-- The key index and the slot index made from one parse of each row (t:index(comps, true))
+-- equal the two made apart (t:index(comps), t:slot_index(n, ...)): the groups and their keys,
+-- the rows left out, and the slot search's rows; with malformed cells and a FRACTAL_NZ slot
+-- whose restore leaves int64 past the n compared.
+function TestExactInC:test_one_parse_indexes_equal_separate()
+  local seed = 1418
+  local function rng(a, b)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return a + seed % (b - a + 1)
+  end
+  local dir = h.tmpdir()
+  local path = dir .. "/MatMulV2.csv"
+  local rows = gen_kernel(path, "MatMulV2", 300, rng)
+  local f = assert(io.open(path, "a"))
+  f:write('"16,32;a,b",DT_BF16;DT_BF16,ND;ND,1.0,\n',
+          '"16,32;4611686018427387904,2,16,16",DT_BF16;DT_BF16,ND;FRACTAL_NZ,1.0,\n',
+          '"16,32;16,32;4611686018427387904,2,16,16",DT_BF16;DT_BF16;INT8,ND;ND;FRACTAL_NZ,1.0,\n',
+          '"();16,32",DT_BF16;DT_BF16,ND;ND,2.0,\n', '"",DT_BF16,ND,2.0,\n')
+  f:close()
+  local T = require "perfscript.table"
+  local t = assert(T.load(path))
+  for _, n in ipairs { 0, 2 } do
+    local comps = { { col = "Input Shapes", kind = "shapes", formats = "Input Formats", strip1 = true, n = n },
+                    { col = "Input Data Types", kind = "list", float_group = true, n = n } }
+    local a, sx = t:index(comps, true)
+    local b = t:index(comps)
+    local sy = t:slot_index(n, t:column("Input Shapes"), t:column("Input Formats"))
+    lu.assertEquals(a:ngroups(), b:ngroups())
+    for g = 1, a:ngroups() do lu.assertEquals(table.pack(a:group(g)), table.pack(b:group(g)), "group " .. g) end
+    lu.assertEquals(a:skipped(), b:skipped())
+    lu.assertTrue(#a:skipped() >= 2, "the malformed rows are left out")
+    for _ = 1, 300 do
+      local row = rows[rng(1, #rows)]
+      local q = {}
+      for i, s in ipairs(row.shapes) do q[i] = rng(1, 2) == 1 and related(rng, s) or s end
+      local pairs_ = {}
+      for j, tc in ipairs(q) do
+        for _, v in ipairs(match.slot_variants("MatMulV2", j, tc)) do pairs_[#pairs_ + 1] = j; pairs_[#pairs_ + 1] = v end
+        pairs_[#pairs_ + 1] = j
+        pairs_[#pairs_ + 1] = tc
+      end
+      local upto = rng(1, #t + 1)
+      local kind = match.kind("MatMulV2")
+      lu.assertEquals(sx:rows(pairs_, upto, q, row.dts, kind, true, "Input Data Types"),
+                      sy:rows(pairs_, upto, q, row.dts, kind, true, "Input Data Types"))
+    end
+  end
+end
+
 os.exit(lu.LuaUnit.run())
