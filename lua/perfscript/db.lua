@@ -297,7 +297,7 @@ end
 -- slots are restored as the row's are (a row's own cells then find it; docs/rules.md, Lookups).
 -- A record of db:rows() (its "Input Shapes" and neighbours) is a query in a row's terms too.
 function Kmethods:_query(shapes, dtypes, formats)
-  local q = {}
+  local q = { shapes = nil, formats = nil, dtypes = nil }  -- sized for them (no rehash)
   if type(shapes) == "table" and shapes.shapes == nil and type(shapes[M.IS]) == "string" then
     shapes = { shapes = shapes[M.IS], dtypes = shapes[M.IDT], formats = shapes[M.IF] }
   end
@@ -395,7 +395,9 @@ local ROW_COLS = { "line", M.IS, M.IDT, M.OS, "latency(us)", "column" }
 function Kmethods:_row_record(i, lat, src)
   local t = self:table()
   if lat == nil then lat, src = self:latency(i) end
-  local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil }
+  -- sized for every field a lookup's record gets (no rehash as they come)
+  local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil, [M.IS] = nil, [M.IDT] = nil,
+              [M.OS] = nil, [M.IF] = nil, rule = nil, ["input rules"] = nil }
   local s = self._
   if not s.show then
     s.show = {}
@@ -778,10 +780,10 @@ end
 -- (then the Lua scan answers).
 local function exact_in_c(self, q, n, pri)
   local name, s = self.name, self._
-  if match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name] or self:_semantic_unique() or
-     not q.dtypes then
-    return nil
+  if s.cexact == nil then
+    s.cexact = not (match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name] or self:_semantic_unique())
   end
+  if not s.cexact or not q.dtypes then return nil end
   local L = self:_lookup_index(n)
   if not L.prepared then
     local t = self:table()
@@ -917,7 +919,9 @@ local function compute_lookup(self, shapes, dtypes, opts)
   -- MoE (DispatchFFNCombine, docs/rules.md, Lookups): a file with an EP Size column needs the
   -- query's ep; rows must equal it, and the first matching row wins
   local ep = opts.ep or opts.ep_size
-  local moe = t:column("EP Size") and (self.name == "DispatchFFNCombine" or opts.moe)
+  local s = self._
+  if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
+  local moe = s.has_ep and (self.name == "DispatchFFNCombine" or opts.moe)
   if moe and not ep then
     local res = R.new(string.format("lookup %s: MISS ep_size_not_configured (the file has EP Size; pass {ep = n})", self.name), {})
     res.miss = "ep_size_not_configured"
@@ -928,9 +932,11 @@ local function compute_lookup(self, shapes, dtypes, opts)
   if not opts.explain and not moe and not M.lua_only then
     local best, lat, col, ties, nties = exact_in_c(self, q, n, pri)
     if best then
-      local res = R.new(nil, { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" })
-      res.query = q
-      res.widths = { ["rule or first failure"] = 200 }
+      -- sized for every field of the answer (no rehash as they come)
+      local res = R.new(nil, { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" },
+                        { query = q, widths = { ["rule or first failure"] = 200 }, title = nil, columns = nil, notes = nil,
+                          latency = nil, row = nil, line = nil, column = nil, rule = nil, rules = nil, source = nil,
+                          confidence = nil })
       res.title = measured(self, res, best, lat, col, qlabel, lpol)
       ties_note(t, res, ties, nties)
       res[1] = self:_row_record(best.row, lat, col)
@@ -1020,11 +1026,14 @@ end
 -- Options a query table may carry itself: db:lookup(k, {shapes = ..., explain = true}).
 local QUERY_OPTS = { "explain", "n", "tc_input_count", "ep", "ep_size", "moe", "out", "out_dtype" }
 
+-- The options of a lookup given none (read only: shared by every such call).
+local NOOPTS = setmetatable({}, { __newindex = function() error("lookup: the default options are read only", 2) end })
+
 function Kmethods:lookup(shapes, dtypes, opts)
   if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then
     opts, dtypes = dtypes, nil
   end
-  opts = opts or {}
+  opts = opts or NOOPTS
   if type(shapes) == "table" then
     local copy
     for _, k in ipairs(QUERY_OPTS) do
@@ -1041,7 +1050,9 @@ function Kmethods:lookup(shapes, dtypes, opts)
     end
   end
   local t = self:table()
-  if t:column("message_bytes") and not t:column(M.IS) then
+  local s = self._
+  if s.comm == nil then s.comm = (t:column("message_bytes") and not t:column(M.IS)) and true or false end
+  if s.comm then
     return require("perfscript.db.comm").lookup(self, shapes, opts)
   end
   if type(shapes) == "table" and shapes.seq and (t:column("Runtime avg_seq_len") or t:column("avg_seq_len")) then

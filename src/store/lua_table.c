@@ -622,7 +622,12 @@ static int t_shapes_label(lua_State *L) {
       lua_pop(L, 1);
       if (!isint) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
       if (d > 1) slot[len++] = ',';
-      len += (size_t)snprintf(slot + len, sizeof slot - len, LUA_INTEGER_FMT, (LUAI_UACINT)v);
+      char num[24], *p = num + sizeof num;  /* LUA_INTEGER_FMT's digits, without snprintf */
+      lua_Unsigned m = v < 0 ? (lua_Unsigned)0 - (lua_Unsigned)v : (lua_Unsigned)v;
+      do { *--p = (char)('0' + m % 10); m /= 10; } while (m);
+      if (v < 0) *--p = '-';
+      memcpy(slot + len, p, (size_t)(num + sizeof num - p));
+      len += (size_t)(num + sizeof num - p);
     }
     slot[len++] = ')';
     lua_pop(L, 1);
