@@ -159,12 +159,19 @@ static void put(outbuf *b, const char *s, size_t n) {
   b->p[b->len] = '\0';
 }
 
-static void put_int(outbuf *b, int64_t v) {
+size_t ps_lookup_key_int(char *out, int64_t v) {
   char num[24], *p = num + sizeof num;
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
   do { *--p = (char)('0' + u % 10); u /= 10; } while (u);
   if (v < 0) *--p = '-';
-  put(b, p, (size_t)(num + sizeof num - p));
+  size_t n = (size_t)(num + sizeof num - p);
+  memcpy(out, p, n);
+  return n;
+}
+
+static void put_int(outbuf *b, int64_t v) {
+  char num[24];
+  put(b, num, ps_lookup_key_int(num, v));
 }
 
 long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *out, size_t cap) {
@@ -207,13 +214,7 @@ static char *render_slot(const ps_lookup_key_shape *sh, unsigned flags, char *p)
   int first = (flags & PS_LOOKUP_KEY_STRIP1) && sh->rank > 1 && sh->dims[0] == 1;
   for (int d = first; d < sh->rank; d++) {
     if (d > first) *p++ = ',';
-    char num[24], *q = num + sizeof num;
-    int64_t v = sh->dims[d];
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do { *--q = (char)('0' + u % 10); u /= 10; } while (u);
-    if (v < 0) *--q = '-';
-    memcpy(p, q, (size_t)(num + sizeof num - q));
-    p += num + sizeof num - q;
+    p += ps_lookup_key_int(p, sh->dims[d]);
   }
   return p;
 }

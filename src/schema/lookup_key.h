@@ -60,6 +60,8 @@ long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *
  * Returns the length, or -1 with a reason in err (malformed cell or too long). */
 long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t flen, int n,
                      unsigned flags, char *out, size_t cap, char *err, size_t errsize);
+/* The decimal digits of v at out (at most 20 characters, no NUL); returns their count. */
+size_t ps_lookup_key_int(char *out, int64_t v);
 /* The canonical text of k parsed slots (flags: PS_LOOKUP_KEY_STRIP1), what
  * ps_lookup_key_shapes writes after its parse; the length, or -1 if it does not fit. */
 long ps_lookup_key_render(const ps_lookup_key_shape *sh, int k, unsigned flags, char *out, size_t cap);

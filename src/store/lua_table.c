@@ -622,12 +622,7 @@ static int t_shapes_label(lua_State *L) {
       lua_pop(L, 1);
       if (!isint) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
       if (d > 1) slot[len++] = ',';
-      char num[24], *p = num + sizeof num;  /* LUA_INTEGER_FMT's digits, without snprintf */
-      lua_Unsigned m = v < 0 ? (lua_Unsigned)0 - (lua_Unsigned)v : (lua_Unsigned)v;
-      do { *--p = (char)('0' + m % 10); m /= 10; } while (m);
-      if (v < 0) *--p = '-';
-      memcpy(slot + len, p, (size_t)(num + sizeof num - p));
-      len += (size_t)(num + sizeof num - p);
+      len += ps_lookup_key_int(slot + len, (int64_t)v);  /* LUA_INTEGER_FMT's digits */
     }
     slot[len++] = ')';
     lua_pop(L, 1);
@@ -1022,13 +1017,7 @@ static long query_key_text(const ps_lookup_key_shape *q, int k, int repl, const 
     for (int d = first; d < s->rank; d++) {
       if (s->dims[d] >= SK_MAXDIM || s->dims[d] <= -SK_MAXDIM) return -1;
       if (d > first) out[len++] = ',';
-      char num[24], *p = num + sizeof num;
-      int64_t x = s->dims[d];
-      uint64_t m = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
-      do { *--p = (char)('0' + m % 10); m /= 10; } while (m);
-      if (x < 0) *--p = '-';
-      memcpy(out + len, p, (size_t)(num + sizeof num - p));
-      len += (size_t)(num + sizeof num - p);
+      len += ps_lookup_key_int(out + len, s->dims[d]);
     }
   }
   return (long)len;
