@@ -253,7 +253,11 @@ function Kmethods:_lookup_index(n)
       comps[2] = { col = M.IDT, kind = "list", float_group = match.FLOAT_GROUP[self.name] or nil, n = n }
     end
     -- the query side of the components (no formats: a query's shapes are as given)
-    s.lix[n] = { ix = t:index(comps), comps = comps,
+    -- the slot index of the same input slots comes from the same parse of every row
+    local ix, sx = t:index(comps, true)
+    s.slotix = s.slotix or {}
+    s.slotix[n] = s.slotix[n] or sx
+    s.lix[n] = { ix = ix, comps = comps,
                  shape_comp = { kind = "shapes", strip1 = true, n = n },
                  dtype_comp = comps[2] and { kind = "list", float_group = comps[2].float_group, n = n } }
   end
@@ -265,6 +269,7 @@ end
 function Kmethods:_slot_index(n)
   local s = self._
   s.slotix = s.slotix or {}
+  if not s.slotix[n] and self:_has(M.IS) then self:_lookup_index(n) end  -- made with it
   if not s.slotix[n] then
     local t = self:table()
     s.slotix[n] = t:slot_index(n, t:column(M.IS), t:column(M.IF) or false)
@@ -294,7 +299,7 @@ end
 -- slots are restored as the row's are (a row's own cells then find it; docs/rules.md, Lookups).
 -- A record of db:rows() (its "Input Shapes" and neighbours) is a query in a row's terms too.
 function Kmethods:_query(shapes, dtypes, formats)
-  local q = {}
+  local q = { shapes = nil, formats = nil, dtypes = nil }  -- sized for them (no rehash)
   if type(shapes) == "table" and shapes.shapes == nil and type(shapes[M.IS]) == "string" then
     shapes = { shapes = shapes[M.IS], dtypes = shapes[M.IDT], formats = shapes[M.IF] }
   end
@@ -392,7 +397,9 @@ local ROW_COLS = { "line", M.IS, M.IDT, M.OS, "latency(us)", "column" }
 function Kmethods:_row_record(i, lat, src)
   local t = self:table()
   if lat == nil then lat, src = self:latency(i) end
-  local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil }
+  -- sized for every field a lookup's record gets (no rehash as they come)
+  local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil, [M.IS] = nil, [M.IDT] = nil,
+              [M.OS] = nil, [M.IF] = nil, rule = nil, ["input rules"] = nil }
   local s = self._
   if not s.show then
     s.show = {}
@@ -765,18 +772,40 @@ local function core_envelope(t, res, row, lpol)
   end
 end
 
+-- The answer of a measured best row: its latency (the core envelope may replace it), the
+-- fields and the title.
+local function measured(self, res, best, lat, col, qlabel, lpol)
+  local t = self:table()
+  res.latency, res.row, res.line = lat, best.row, t:line(best.row)
+  res.column, res.rule, res.rules, res.source = col, best.rule, best.rules, "MEASURED"
+  res.confidence = 1.0
+  core_envelope(t, res, best.row, lpol)
+  return string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
+                       R.fmt(res.latency), res.line, res.column, res.rule, best.distance > 0 and ", padded" or "")
+end
+
+-- The note on the equally good rows the first in file order beat: n of them, rows the first
+-- (at least 10) in file order.
+local function ties_note(t, res, rows, n)
+  if n == 0 then return end
+  local lines = {}
+  for j = 1, math.min(n, 10) do lines[j] = tostring(t:line(rows[j])) end
+  res:note("%d equally good rows after the chosen one (lines %s%s): the first in file order wins",
+           n, table.concat(lines, ", "), n > 10 and ", ..." or "")
+end
+
 -- The verdict for the best candidate: its latency (or the semantic-unique miss when equally
 -- good rows disagree), the title, and a note on the ties the first row in file order beat.
 local function choose(self, S, res, best, qlabel, lpol)
   local t, lat = S.t, S.lat
   local ties = {}
   for _, c in ipairs(S.cands) do
-    if c ~= best and c.distance == best.distance and c.pri == best.pri then ties[#ties + 1] = c end
+    if c ~= best and c.distance == best.distance and c.pri == best.pri then ties[#ties + 1] = c.row end
   end
   local ambiguous = false
   if self:_semantic_unique() then
-    for _, c in ipairs(ties) do
-      if string.format("%.12f", lat[c.row]) ~= string.format("%.12f", lat[best.row]) then ambiguous = true end
+    for _, r in ipairs(ties) do
+      if string.format("%.12f", lat[r]) ~= string.format("%.12f", lat[best.row]) then ambiguous = true end
     end
   end
   local title
@@ -784,21 +813,38 @@ local function choose(self, S, res, best, qlabel, lpol)
     res.miss = "ambiguous_semantic_match:" .. self.name
     title = string.format("lookup %s %s: MISS %s", self.name, qlabel, res.miss)
   else
-    res.latency, res.row, res.line = lat[best.row], best.row, t:line(best.row)
-    res.column, res.rule, res.rules, res.source = S.src[best.row], best.rule, best.rules, "MEASURED"
-    res.confidence = 1.0
-    core_envelope(t, res, best.row, lpol)
-    title = string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
-                          R.fmt(res.latency), res.line, res.column, res.rule,
-                          best.distance > 0 and ", padded" or "")
+    title = measured(self, res, best, lat[best.row], S.src[best.row], qlabel, lpol)
   end
-  if #ties > 0 then
-    local lines = {}
-    for j = 1, math.min(#ties, 10) do lines[j] = tostring(t:line(ties[j].row)) end
-    res:note("%d equally good rows after the chosen one (lines %s%s): the first in file order wins",
-             #ties, table.concat(lines, ", "), #ties > 10 and ", ..." or "")
-  end
+  ties_note(t, res, ties, #ties)
   return title
+end
+
+-- The exact match in C (perfscript.table's ix:exact, src/store/exact.c) for the lookups it
+-- answers as the scan would: no explain, no MoE, a kernel without a query rewrite whose ties
+-- need no agreement. Returns the best row as the scan's candidate ({row, distance, rule,
+-- rules}), its latency and column, and the ties (the first 10 rows, their count); or nil
+-- (then the Lua scan answers).
+local function exact_in_c(self, q, n, pri)
+  local name, s = self.name, self._
+  if s.cexact == nil then
+    s.cexact = not (match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name] or self:_semantic_unique())
+  end
+  if not s.cexact or not q.dtypes then return nil end
+  local L = self:_lookup_index(n)
+  if not L.prepared then
+    local t = self:table()
+    local cols, pris, minpri = {}, {}, math.huge
+    for j, c in ipairs(s.latcols) do cols[j], pris[j] = t:column(c), pri[c] or 9 end
+    for _, v in pairs(pri) do minpri = math.min(minpri, v) end
+    if #cols > 8 or minpri == math.huge then return nil end
+    L.ix:prepare(t:column(M.IS), t:column(M.IF) or false, t:column(M.IDT) or false, n, cols, pris, minpri)
+    L.prepared = true
+  end
+  local sx = #q.shapes >= 2 and self:_slot_index(n) or false
+  local row, distance, rule, rules, lat, latpos, nties, ties =
+    L.ix:exact(sx, q.shapes, q.dtypes, match.kind(name), match.FLOAT_GROUP[name] or false)
+  if not row then return nil end
+  return { row = row, distance = distance, rule = rule, rules = rules }, lat, s.latcols[latpos], ties, nties
 end
 
 -- explain: every row tried with its verdict, and a count of the failures by kind.
@@ -919,11 +965,30 @@ local function compute_lookup(self, shapes, dtypes, opts)
   -- MoE (DispatchFFNCombine, docs/rules.md, Lookups): a file with an EP Size column needs the
   -- query's ep; rows must equal it, and the first matching row wins
   local ep = opts.ep or opts.ep_size
-  local moe = t:column("EP Size") and (self.name == "DispatchFFNCombine" or opts.moe)
+  local s = self._
+  if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
+  local moe = s.has_ep and (self.name == "DispatchFFNCombine" or opts.moe)
   if moe and not ep then
     local res = R.new(string.format("lookup %s: MISS ep_size_not_configured (the file has EP Size; pass {ep = n})", self.name), {})
     res.miss = "ep_size_not_configured"
     return res
+  end
+  local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
+                 (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
+  if not opts.explain and not moe and not M.lua_only then
+    local best, lat, col, ties, nties = exact_in_c(self, q, n, pri)
+    if best then
+      -- sized for every field of the answer (no rehash as they come)
+      local res = R.new(nil, { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" },
+                        { query = q, widths = { ["rule or first failure"] = 200 }, title = nil, columns = nil, notes = nil,
+                          latency = nil, row = nil, line = nil, column = nil, rule = nil, rules = nil, source = nil,
+                          confidence = nil })
+      res.title = measured(self, res, best, lat, col, qlabel, lpol)
+      ties_note(t, res, ties, nties)
+      res[1] = self:_row_record(best.row, lat, col)
+      res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
+      return res
+    end
   end
   local S = new_scan(self, q, n, opts, pri, moe, ep)
   scan(self, S)
@@ -931,8 +996,6 @@ local function compute_lookup(self, shapes, dtypes, opts)
   local best = S.cands[1]
   local res = R.new(nil, opts.explain and { "line", "result", "rule or first failure", "latency(us)", "column" }
                           or { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" })
-  local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
-                 (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
   res.query = q
   res.widths = { ["rule or first failure"] = 200 }
   if best then
@@ -1021,11 +1084,14 @@ end
 -- Options a query table may carry itself: db:lookup(k, {shapes = ..., explain = true}).
 local QUERY_OPTS = { "explain", "n", "tc_input_count", "ep", "ep_size", "moe", "out", "out_dtype" }
 
+-- The options of a lookup given none (read only: shared by every such call).
+local NOOPTS = setmetatable({}, { __newindex = function() error("lookup: the default options are read only", 2) end })
+
 function Kmethods:lookup(shapes, dtypes, opts)
   if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then
     opts, dtypes = dtypes, nil
   end
-  opts = opts or {}
+  opts = opts or NOOPTS
   if type(shapes) == "table" then
     local copy
     for _, k in ipairs(QUERY_OPTS) do
@@ -1042,7 +1108,9 @@ function Kmethods:lookup(shapes, dtypes, opts)
     end
   end
   local t = self:table()
-  if t:column("message_bytes") and not t:column(M.IS) then
+  local s = self._
+  if s.comm == nil then s.comm = (t:column("message_bytes") and not t:column(M.IS)) and true or false end
+  if s.comm then
     return require("perfscript.db.comm").lookup(self, shapes, opts)
   end
   if type(shapes) == "table" and shapes.seq and (t:column("Runtime avg_seq_len") or t:column("avg_seq_len")) then

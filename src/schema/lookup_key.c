@@ -52,8 +52,44 @@ static int parse_int(const char *p, size_t len, int64_t *v) {
   return 1;
 }
 
+/* The common cell in one pass: after its outer '"' runs, only digits, ',' and ';', every
+ * slot non-empty, every dimension 1 to 17 digits, at most 16 dimensions and MAXSLOTS slots.
+ * Returns the slot count, or -1 for any other cell (the general parser then decides). */
+static int parse_simple(const char *s, size_t len, ps_lookup_key_shape *out, int max) {
+  const char *p = s, *end = s + len;
+  while (p < end && *p == '"') p++;
+  while (end > p && end[-1] == '"') end--;
+  if (p == end) return -1;
+  int n = 0;
+  for (;;) {
+    ps_lookup_key_shape tmp, *sh = n < max ? &out[n] : &tmp;
+    int rank = 0;
+    for (;;) {
+      const char *d = p;
+      int64_t x = 0;
+      while (p < end && (unsigned)(*p - '0') < 10) x = x * 10 + (*p++ - '0');
+      if (p == d || p - d > 17 || rank == PS_LOOKUP_KEY_MAXRANK) return -1;
+      sh->dims[rank++] = x;
+      if (p == end || *p == ';') break;
+      if (*p++ != ',') return -1;
+    }
+    sh->rank = rank;
+    if (++n > PS_LOOKUP_KEY_MAXSLOTS) return -1;
+    if (p == end) break;
+    p++;  /* ';' */
+    if (p == end) return -1;
+  }
+  return n < max ? n : max;
+}
+
 int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *out, int max,
-                          char *err, size_t errsize) {
+                               char *err, size_t errsize) {
+  int n = max > 0 ? parse_simple(s, len, out, max) : -1;
+  return n >= 0 ? n : ps_lookup_key_parse_shapes_general(s, len, out, max, err, errsize);
+}
+
+int ps_lookup_key_parse_shapes_general(const char *s, size_t len, ps_lookup_key_shape *out, int max,
+                                       char *err, size_t errsize) {
   const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
   size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
   int n = ps_lookup_key_split_list(s, len, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
@@ -102,6 +138,7 @@ int ps_lookup_key_nz_restore(ps_lookup_key_shape *sh) {
 
 int ps_lookup_key_restore(ps_lookup_key_shape *sh, int n, const char *formats, size_t flen,
                           char *err, size_t errsize) {
+  if (memchr(formats, 'F', flen) == NULL) return 0;  /* no FRACTAL_NZ part (ND;ND): nothing to do */
   const char *parts[PS_LOOKUP_KEY_MAXSLOTS];
   size_t lens[PS_LOOKUP_KEY_MAXSLOTS];
   int nf = ps_lookup_key_split_list(formats, flen, parts, lens, PS_LOOKUP_KEY_MAXSLOTS);
@@ -122,12 +159,19 @@ static void put(outbuf *b, const char *s, size_t n) {
   b->p[b->len] = '\0';
 }
 
-static void put_int(outbuf *b, int64_t v) {
+size_t ps_lookup_key_int(char *out, int64_t v) {
   char num[24], *p = num + sizeof num;
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
   do { *--p = (char)('0' + u % 10); u /= 10; } while (u);
   if (v < 0) *--p = '-';
-  put(b, p, (size_t)(num + sizeof num - p));
+  size_t n = (size_t)(num + sizeof num - p);
+  memcpy(out, p, n);
+  return n;
+}
+
+static void put_int(outbuf *b, int64_t v) {
+  char num[24];
+  put(b, num, ps_lookup_key_int(num, v));
 }
 
 long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *out, size_t cap) {
@@ -158,6 +202,34 @@ long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t
   if (k < 0) return -1;
   if (n > 0 && k > n) k = n;
   if (formats && ps_lookup_key_restore(sh, k, formats, flen, err, errsize) != 0) return -1;
+  long kl = ps_lookup_key_render(sh, k, flags, out, cap);
+  if (kl < 0) snprintf(err, errsize, "shape cell too long");
+  return kl;
+}
+
+/* Slot i's text at p (room for PS_LOOKUP_KEY_MAXRANK dimensions of 20 characters and a
+ * separator each); returns the end. */
+static char *render_slot(const ps_lookup_key_shape *sh, unsigned flags, char *p) {
+  if (sh->rank < 0) { *p++ = '('; *p++ = ')'; return p; }
+  int first = (flags & PS_LOOKUP_KEY_STRIP1) && sh->rank > 1 && sh->dims[0] == 1;
+  for (int d = first; d < sh->rank; d++) {
+    if (d > first) *p++ = ',';
+    p += ps_lookup_key_int(p, sh->dims[d]);
+  }
+  return p;
+}
+
+long ps_lookup_key_render(const ps_lookup_key_shape *sh, int k, unsigned flags, char *out, size_t cap) {
+  enum { SLOTMAX = PS_LOOKUP_KEY_MAXRANK * 21 + 2 };
+  if (k >= 0 && cap > (size_t)k * SLOTMAX) {  /* room for any k slots: no check per character */
+    char *p = out;
+    for (int i = 0; i < k; i++) {
+      if (i) *p++ = ';';
+      p = render_slot(&sh[i], flags, p);
+    }
+    *p = '\0';
+    return (long)(p - out);
+  }
   outbuf b = { out, 0, cap, 0 };
   if (cap == 0) return -1;
   out[0] = '\0';
@@ -171,11 +243,7 @@ long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t
       put_int(&b, sh[i].dims[d]);
     }
   }
-  if (b.over) {
-    snprintf(err, errsize, "shape cell too long");
-    return -1;
-  }
-  return (long)b.len;
+  return b.over ? -1 : (long)b.len;
 }
 
 /* ---- input rules ------------------------------------------------------------------------ */
@@ -279,6 +347,110 @@ int ps_lookup_last_anchors(unsigned kind, int i, const ps_lookup_key_shape *tc,
   if (kind & PS_RULE_KIND_MERGE_LAST) {
     const ps_lookup_key_shape *s3 = st.rank == 3 ? &st : tc->rank == 3 ? tc : NULL;
     if (s3) out[n++] = wmul(s3->dims[1], s3->dims[2]);
+  }
+  return n;
+}
+
+int ps_lookup_fold(int rule, int r) {
+  if (r == PS_RULE_IDENTITY) return rule;
+  if (r == PS_RULE_PADDING) return rule == PS_RULE_IDENTITY ? r : rule;
+  if (r == PS_RULE_BATCH_STRIP_PADDING)
+    return rule == PS_RULE_IDENTITY || rule == PS_RULE_BATCH_STRIP ? r : rule;
+  return r;
+}
+
+int ps_lookup_distance(int rule) {
+  return rule == PS_RULE_PADDING || rule == PS_RULE_BATCH_STRIP_PADDING ||
+         rule == PS_RULE_FLATTEN_3D_PADDING || rule == PS_RULE_MERGE_LAST_DIMS_PADDING;
+}
+
+static void swap_last2(ps_lookup_key_shape *s) {
+  int64_t t = s->dims[s->rank - 1];
+  s->dims[s->rank - 1] = s->dims[s->rank - 2];
+  s->dims[s->rank - 2] = t;
+}
+
+static int add_variant(int *slot, ps_lookup_key_shape *shape, int n, int max, int i,
+                       const ps_lookup_key_shape *v) {
+  if (n >= max) return n;
+  slot[n] = i;
+  shape[n] = *v;
+  return n + 1;
+}
+
+int ps_lookup_variants(unsigned kind, const ps_lookup_key_shape *q, int nq, int *slot,
+                       ps_lookup_key_shape *shape, int max) {
+  ps_lookup_key_shape v = { 0, { 0 } };
+  int n = add_variant(slot, shape, 0, max, -1, &v);
+  if (kind & PS_RULE_KIND_MATMUL)
+    for (int i = 1; i < nq; i++) {
+      strip1(&q[i], &v);
+      if (v.rank == 2 || v.rank == 3) { swap_last2(&v); n = add_variant(slot, shape, n, max, i, &v); }
+    }
+  for (int i = 0; i < nq; i++) {
+    ps_lookup_key_shape s;
+    strip1(&q[i], &s);
+    if (s.rank != 3) s = q[i];
+    if (s.rank == 3 && (kind & PS_RULE_KIND_FLATTEN_3D)) {
+      v.rank = 2;
+      v.dims[0] = wmul(s.dims[0], s.dims[1]);
+      v.dims[1] = s.dims[2];
+      n = add_variant(slot, shape, n, max, i, &v);
+      if (kind & PS_RULE_KIND_MERGE_LAST) {
+        v.dims[0] = s.dims[0];
+        v.dims[1] = wmul(s.dims[1], s.dims[2]);
+        n = add_variant(slot, shape, n, max, i, &v);
+      }
+    }
+    if ((kind & PS_RULE_KIND_INDEX) && q[i].rank == 2 && q[i].dims[0] == 1) {
+      v.rank = 2;
+      v.dims[0] = q[i].dims[1];
+      v.dims[1] = 1;
+      n = add_variant(slot, shape, n, max, i, &v);
+    }
+  }
+  return n;
+}
+
+static int add_slot_variant(ps_lookup_key_shape *out, int n, const ps_lookup_key_shape *tc,
+                            const ps_lookup_key_shape *v) {
+  if (n >= PS_LOOKUP_SLOT_VARIANTS || eq(v, tc)) return n;
+  out[n] = *v;
+  return n + 1;
+}
+
+int ps_lookup_slot_variants(unsigned kind, int j, const ps_lookup_key_shape *tc,
+                            ps_lookup_key_shape *out) {
+  if (tc->rank < 0) return 0;
+  ps_lookup_key_shape st, v;
+  strip1(tc, &st);
+  int n = add_slot_variant(out, 0, tc, &st);                 /* batch_strip: st == csv */
+  if (st.rank < PS_LOOKUP_KEY_MAXRANK) {                     /* batch_strip: st == strip1(csv) */
+    v.rank = st.rank + 1;
+    v.dims[0] = 1;
+    memcpy(v.dims + 1, st.dims, (size_t)st.rank * sizeof *v.dims);
+    n = add_slot_variant(out, n, tc, &v);
+  }
+  if ((kind & PS_RULE_KIND_MATMUL) && j >= 2 && (st.rank == 2 || st.rank == 3)) {
+    v = st;
+    swap_last2(&v);
+    n = add_slot_variant(out, n, tc, &v);
+  }
+  if ((kind & PS_RULE_KIND_INDEX) && tc->rank == 2 && tc->dims[0] == 1) {
+    v.rank = 2;
+    v.dims[0] = tc->dims[1];
+    v.dims[1] = 1;
+    n = add_slot_variant(out, n, tc, &v);
+  }
+  const ps_lookup_key_shape *s3 = st.rank == 3 ? &st : tc->rank == 3 ? tc : NULL;
+  if (s3 && (kind & PS_RULE_KIND_FLATTEN_3D)) {
+    ps_lookup_key_shape f = { 2, { wmul(s3->dims[0], s3->dims[1]), s3->dims[2] } };
+    n = add_slot_variant(out, n, tc, &f);
+    if (kind & PS_RULE_KIND_MERGE_LAST) {
+      f.dims[0] = s3->dims[0];
+      f.dims[1] = wmul(s3->dims[1], s3->dims[2]);
+      n = add_slot_variant(out, n, tc, &f);
+    }
   }
   return n;
 }

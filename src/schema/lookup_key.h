@@ -33,6 +33,10 @@ typedef struct ps_lookup_key_shape {
  * -1 with a reason in err (non-integer dimension, too many slots or dimensions). */
 int ps_lookup_key_parse_shapes(const char *s, size_t len, ps_lookup_key_shape *out, int max,
                           char *err, size_t errsize);
+/* The same parse without the one-pass path for plain cells (digits, ',' and ';' inside the
+ * outer quotes) that ps_lookup_key_parse_shapes takes first; the tests hold them equal. */
+int ps_lookup_key_parse_shapes_general(const char *s, size_t len, ps_lookup_key_shape *out, int max,
+                                       char *err, size_t errsize);
 
 /* Splits a list cell into parts (empty parts dropped); returns the part count, max + 1 when
  * there are more than max (then only max are stored). Each part is a (pointer, length) pair
@@ -56,6 +60,11 @@ long ps_lookup_key_list(const char *s, size_t len, int n, unsigned flags, char *
  * Returns the length, or -1 with a reason in err (malformed cell or too long). */
 long ps_lookup_key_shapes(const char *s, size_t len, const char *formats, size_t flen, int n,
                      unsigned flags, char *out, size_t cap, char *err, size_t errsize);
+/* The decimal digits of v at out (at most 20 characters, no NUL); returns their count. */
+size_t ps_lookup_key_int(char *out, int64_t v);
+/* The canonical text of k parsed slots (flags: PS_LOOKUP_KEY_STRIP1), what
+ * ps_lookup_key_shapes writes after its parse; the length, or -1 if it does not fit. */
+long ps_lookup_key_render(const ps_lookup_key_shape *sh, int k, unsigned flags, char *out, size_t cap);
 
 /* ---- the consumer's per-input shape rules (docs/rules.md, Lookups) ------------------------
  * The one home of _inputs_match's conditions; perfscript.db.match calls them (match.rule,
@@ -100,5 +109,25 @@ int ps_lookup_rule(unsigned kind, int i, const ps_lookup_key_shape *tc,
  * count, or -1 when tc gives no bound (a scalar or empty shape). Changes with the rules. */
 int ps_lookup_last_anchors(unsigned kind, int i, const ps_lookup_key_shape *tc,
                            int64_t out[PS_LOOKUP_ANCHORS]);
+
+/* The rule the consumer reports after input rule r, given the rule so far (match.fold):
+ * padding only upgrades identity, batch_strip+padding only identity or batch_strip, every
+ * other non-identity rule overwrites. */
+int ps_lookup_fold(int rule, int r);
+/* The distance of a final rule: 1 for the padded rules, else 0. */
+int ps_lookup_distance(int rule);
+/* The query variants whose index key can find rows matched by distance-0 rules other than
+ * batch_strip (match.variants): first the query itself (slot -1), then each variant as the
+ * one slot it replaces and that slot's shape: a transposed matmul weight (inputs 2..), a
+ * flattened or merged 3-D input, an Index (1,x) as (x,1). Returns the count (at most max). */
+int ps_lookup_variants(unsigned kind, const ps_lookup_key_shape *q, int nq, int *slot,
+                       ps_lookup_key_shape *shape, int max);
+/* The shapes a row's slot j (1-based) has when TC input j matches it by a rule that keeps its
+ * size and is not identity (match.slot_variants): the batch strips, the transposes, flatten
+ * and merge. Writes at most PS_LOOKUP_SLOT_VARIANTS shapes to out; returns the count (a
+ * shape of more than PS_LOOKUP_KEY_MAXRANK dimensions is left out: no row has one). */
+enum { PS_LOOKUP_SLOT_VARIANTS = 8 };
+int ps_lookup_slot_variants(unsigned kind, int j, const ps_lookup_key_shape *tc,
+                            ps_lookup_key_shape *out);
 
 #endif

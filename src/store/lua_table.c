@@ -25,6 +25,7 @@
 
 #include <xxhash.h>
 
+#include "exact.h"
 #include "lookup_key.h"
 #include "luabind.h"
 #include "table.h"
@@ -57,7 +58,11 @@ typedef struct index_ud {
   ps_index *ix;
   size_t nkey, nslots;
   component comp[MAXCOMP];
+  ps_exact_cols cols; int has_cols;  /* ix:prepare's columns of the exact match */
 } index_ud;
+
+/* A slot index (t:slot_index) and its search memo. */
+typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; ps_exact_memo *memo; } slot_ud;
 
 static ps_table *check_table(lua_State *L, int i) {
   table_ud *u = luaL_checkudata(L, i, TABLE);
@@ -292,6 +297,9 @@ typedef struct keyctx {
   char *buf;
   size_t ncache;
   ps_sid *cache_b[MAXCOMP], *cache_v[MAXCOMP];
+  ps_slotix *sx;              /* the slot index built in the same pass, or NULL */
+  ps_lookup_key_shape *sh;    /* PS_LOOKUP_KEY_MAXSLOTS slots */
+  int oom;
 } keyctx;
 
 static ps_sid row_component(ps_table *t, size_t row, const component *c, char *buf,
@@ -329,10 +337,36 @@ static long row_text(ps_table *t, size_t row, const component *c, char *buf) {
   return canon(c, s, len, c->fcol >= 0 ? f : NULL, flen, buf, err, sizeof err);
 }
 
+/* The row's input slots parsed once for both indexes (component 0, the shapes): every slot
+ * restored and cut to n for the slot index, as ps_table_inputs gives them, and when the
+ * component is hashed its key from the same first n slots (the restore is per slot). Returns
+ * 1 with the key written, 0 when the key is to be made as usual, -1 when it has none. */
+static int fused_row(ps_table *t, size_t row, keyctx *k, const component *c, ps_sid *key) {
+  size_t len, flen = 0;
+  const char *s = ps_table_text(t, row, (size_t)c->col, &len);
+  char err[256];
+  int ns = ps_lookup_key_parse_shapes(s, len, k->sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
+  int kk = ns >= 0 && c->n > 0 && ns > c->n ? c->n : ns, ok = ns >= 0;
+  if (ok && c->fcol >= 0) {
+    const char *f = ps_table_text(t, row, (size_t)c->fcol, &flen);
+    ok = ps_lookup_key_restore(k->sh, ns, f, flen, err, sizeof err) == 0;
+  }
+  if (ps_slotix_add(k->sx, row, k->sh, ok ? kk : -1) != 0) { k->oom = 1; return -1; }
+  if (ns < 0) return -1;
+  if (!ok || !c->hashed) return 0;  /* a later slot's restore failed: the key's own parse decides */
+  long n = ps_lookup_key_render(k->sh, kk, c->flags, k->buf, KEYBUF);
+  if (n < 0) return -1;
+  put_hash(key + c->slot, XXH3_64bits(k->buf, (size_t)n));
+  return 1;
+}
+
 static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
   keyctx *k = ud;
+  int fused = 0;
+  if (k->sx && (fused = fused_row(t, row, k, &k->u->comp[0], key)) < 0) return 0;
   for (size_t i = 0; i < k->u->nkey; i++) {
     const component *c = &k->u->comp[i];
+    if (i == 0 && fused) continue;
     if (c->hashed) {
       long n = row_text(t, row, c, k->buf);
       if (n < 0) return 0;
@@ -346,9 +380,12 @@ static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
   return 1;
 }
 
+static slot_ud *new_slots(lua_State *L, int table, int scol, int fcol, int n);
+
 static int t_index(lua_State *L) {
   ps_table *t = check_table(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
+  int with_slots = lua_toboolean(L, 3);
   size_t n = lua_rawlen(L, 2);
   luaL_argcheck(L, n >= 1 && n <= MAXCOMP, 2, "1 to 8 key components");
   index_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
@@ -366,8 +403,18 @@ static int t_index(lua_State *L) {
     c->slot = (int)u->nslots;
     u->nslots += c->hashed ? 2 : 1;
   }
-  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0} };
+  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0}, NULL, NULL, 0 };
   int ok = k.buf != NULL;
+  slot_ud *sx = NULL;
+  if (with_slots) {
+    /* the slot index of the same slots, from the same parse (t:slot_index(n, col, formats)) */
+    const component *c = &u->comp[0];
+    luaL_argcheck(L, c->kind == K_SHAPES && c->col >= 0, 3, "a slot index needs a shapes column first");
+    sx = new_slots(L, 1, c->col, c->fcol, c->n);
+    k.sx = sx->x = ps_slotix_new(ps_table_nrows(t));
+    k.sh = malloc(PS_LOOKUP_KEY_MAXSLOTS * sizeof *k.sh);
+    ok = ok && k.sx && k.sh;
+  }
   for (size_t i = 0; i < n && ok; i++) {
     if (u->comp[i].kind == K_RAW || u->comp[i].hashed) continue;
     k.cache_b[i] = malloc(k.ncache * sizeof(ps_sid));
@@ -377,9 +424,11 @@ static int t_index(lua_State *L) {
   }
   if (ok) u->ix = ps_index_build(t, u->nslots, keyfn, &k);
   free(k.buf);
+  free(k.sh);
   for (size_t i = 0; i < n; i++) { free(k.cache_b[i]); free(k.cache_v[i]); }
-  if (u->ix == NULL) return luaL_error(L, "out of memory building an index");
-  return 1;
+  if (u->ix == NULL || k.oom || (sx && ps_slotix_finish(sx->x) != 0))
+    return luaL_error(L, "out of memory building an index");
+  return with_slots ? 2 : 1;
 }
 
 /* t:key(component, text [, formats]) -> the canonical text the index would hold. */
@@ -439,33 +488,12 @@ static int t_shapes(lua_State *L) {
 }
 
 
-/* The next part of a list cell as perfscript.db.match.list makes it: the non-empty runs between
- * ';', those holding a space or '"' trimmed of leading and trailing spaces and quotes, empty
- * results dropped. *p walks the cell; 0 when no part is left. */
-static int list_part(const char **p, const char *end, const char **part, size_t *plen) {
-  while (*p < end) {
-    const char *q = memchr(*p, ';', (size_t)(end - *p));
-    if (q == NULL) q = end;
-    const char *a = *p, *b = q;
-    *p = q + 1;
-    int trim = 0;
-    for (const char *c = a; c < b; c++)
-      if (*c == '"' || ps_is_space(*c)) { trim = 1; break; }
-    if (trim) {
-      while (a < b && (*a == '"' || ps_is_space(*a))) a++;
-      while (b > a && (b[-1] == '"' || ps_is_space(b[-1]))) b--;
-    }
-    if (b > a) { *part = a; *plen = (size_t)(b - a); return 1; }
-  }
-  return 0;
-}
-
 static void push_list(lua_State *L, const char *s, size_t len) {
   lua_newtable(L);
   lua_Integer k = 0;
   const char *p = s, *part;
   size_t plen;
-  while (list_part(&p, s + len, &part, &plen)) {
+  while (ps_exact_list_part(&p, s + len, &part, &plen)) {
     lua_pushlstring(L, part, plen);
     lua_rawseti(L, -2, ++k);
   }
@@ -594,7 +622,7 @@ static int t_shapes_label(lua_State *L) {
       lua_pop(L, 1);
       if (!isint) { lua_pop(L, 1); return luaL_pushresult(&b), lua_pop(L, 1), lua_pushboolean(L, 0), 1; }
       if (d > 1) slot[len++] = ',';
-      len += (size_t)snprintf(slot + len, sizeof slot - len, LUA_INTEGER_FMT, (LUAI_UACINT)v);
+      len += ps_lookup_key_int(slot + len, (int64_t)v);  /* LUA_INTEGER_FMT's digits */
     }
     slot[len++] = ')';
     lua_pop(L, 1);
@@ -822,16 +850,29 @@ static int m_pads(lua_State *L) {
  * query rewrite (match.normalize) accepts: as many input slots as qshapes, each dtype in the
  * group of the query's (when qdtypes), each input matched by a rule. The rows others drop
  * could not be candidates; the caller still checks the rows it gets. */
-typedef struct memo memo;
-typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; memo *memo; } slot_ud;
 
 static int sx_gc(lua_State *L) {
   slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
   ps_slotix_free(u->x);
   u->x = NULL;
-  free(u->memo);
+  ps_exact_memo_free(u->memo);
   u->memo = NULL;
   return 0;
+}
+
+/* A slot index userdata on the stack (its index not built yet), keeping the table at the
+ * stack index table alive. */
+static slot_ud *new_slots(lua_State *L, int table, int scol, int fcol, int n) {
+  slot_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  u->x = NULL;
+  u->memo = NULL;
+  luaL_setmetatable(L, SLOTIX);
+  lua_pushvalue(L, table);
+  lua_setiuservalue(L, -2, 1);  /* the index keeps its table alive */
+  u->scol = scol;
+  u->fcol = fcol;
+  u->n = n;
+  return u;
 }
 
 static int t_slot_index(lua_State *L) {
@@ -841,113 +882,42 @@ static int t_slot_index(lua_State *L) {
   if (cs < 0) return luaL_argerror(L, 3, "no such column");
   int cf = -1;
   if (lua_toboolean(L, 4) && (cf = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
-  slot_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
-  u->x = NULL;
-  u->memo = NULL;
-  luaL_setmetatable(L, SLOTIX);
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1);  /* the index keeps its table alive */
-  u->scol = cs;
-  u->fcol = cf;
-  u->n = n < 0 || n > PS_LOOKUP_KEY_MAXSLOTS ? 0 : (int)n;
+  slot_ud *u = new_slots(L, 1, cs, cf, n < 0 || n > PS_LOOKUP_KEY_MAXSLOTS ? 0 : (int)n);
   u->x = ps_slotix_build(t, cs, cf, u->n);
   if (u->x == NULL) return luaL_error(L, "out of memory building a slot index");
   return 1;
 }
 
-/* The query's dtypes group name as match.lua's group(): DT_BF16 and FLOAT are one. */
-static int same_group(const char *a, size_t alen, const char *b, size_t blen, int fg) {
-  if (alen == blen && memcmp(a, b, alen) == 0) return 1;
-  if (!fg) return 0;
-  int af = (alen == 7 && memcmp(a, "DT_BF16", 7) == 0) || (alen == 5 && memcmp(a, "FLOAT", 5) == 0);
-  int bf = (blen == 7 && memcmp(b, "DT_BF16", 7) == 0) || (blen == 5 && memcmp(b, "FLOAT", 5) == 0);
-  return af && bf;
+/* Reads the query shapes at i (n of them) into q; 0 when one cannot be a row's shape. */
+static int query_shapes(lua_State *L, int i, ps_lookup_key_shape *q, int n) {
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, i, k + 1);
+    int ok = shape_from(L, lua_gettop(L), &q[k]);
+    lua_pop(L, 1);
+    if (!ok) return 0;
+  }
+  return 1;
 }
 
-/* The verdicts of one call on each slot group and each dtypes cell met, so that a walk over
- * many rows judges each distinct slot and dtypes cell once: open addressing over MEMO entries
- * stamped with the call's number (no clearing between calls), probes cut short (an entry not
- * found is judged again). */
-enum { MEMO = 4096, MEMO_PROBES = 8 };
-typedef struct memo { uint32_t key[MEMO], gen[MEMO]; unsigned char val[MEMO]; uint32_t now; } memo;
-
-static int memo_get(const memo *m, uint32_t k, int *v) {
-  for (uint32_t j = (k * 2654435761u) & (MEMO - 1), n = 0; n < MEMO_PROBES; j = (j + 1) & (MEMO - 1), n++) {
-    if (m->gen[j] != m->now) return 0;
-    if (m->key[j] == k) { *v = m->val[j]; return 1; }
+/* Reads the query dtypes at i (n of them; NULL where not a string): the strings stay alive in
+ * the caller's table. */
+static void query_dtypes(lua_State *L, int i, const char **qd, size_t *qdl, int n) {
+  for (int k = 0; k < n; k++) {
+    lua_rawgeti(L, i, k + 1);
+    qd[k] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[k]) : NULL;
+    lua_pop(L, 1);
   }
-  return 0;
 }
 
-static void memo_put(memo *m, uint32_t k, int v) {
-  for (uint32_t j = (k * 2654435761u) & (MEMO - 1), n = 0; n < MEMO_PROBES; j = (j + 1) & (MEMO - 1), n++)
-    if (m->gen[j] != m->now) { m->gen[j] = m->now; m->key[j] = k; m->val[j] = (unsigned char)v; return; }
-}
-
-/* A new call: every entry stale (the stamp wraps after 2^32 calls: then cleared). */
-static void memo_reset(memo *m) {
-  if (++m->now == 0) { memset(m->gen, 0, sizeof m->gen); m->now = 1; }
-}
-
-/* One slot search's query and memos, for the walk's callback. */
-enum { WALK_KEPT = 16 };
-typedef struct walk {
-  const ps_slotix *x; const ps_table *t;
-  memo *slots, *dts;
-  const ps_lookup_key_shape *q;
-  const char **qd; const size_t *qdl;
-  unsigned kind; int fg, has_dt, cd;
-  uint32_t *out; size_t nout, cap; int oom;
-} walk;
-
-/* A row the walk meets: kept when every slot has a rule and the dtypes are in the query's
- * groups (each distinct slot group and dtypes cell judged once per call). */
-static int walk_row(void *ctx, size_t row, const uint32_t *gs, size_t ns) {
-  walk *w = ctx;
-  int good = 1;
-  for (size_t i = 0; i < ns && good; i++) {
-    int verdict;
-    if (!memo_get(w->slots, gs[i], &verdict)) {
-      ps_lookup_key_shape sh;
-      ps_slotix_shape(w->x, gs[i], &sh);
-      verdict = ps_lookup_rule(w->kind, (int)i + 1, &w->q[i], &sh) != PS_RULE_NONE;
-      memo_put(w->slots, gs[i], verdict);
-    }
-    good = verdict;
-  }
-  if (good && w->has_dt) {
-    ps_sid dsid = w->cd >= 0 ? ps_table_cell(w->t, row, (size_t)w->cd) : 0;
-    if (!memo_get(w->dts, dsid, &good)) {
-      size_t dlen = 0;
-      const char *d = w->cd >= 0 ? ps_table_text(w->t, row, (size_t)w->cd, &dlen) : "";
-      const char *dp = d, *part;
-      size_t plen;
-      for (size_t i = 0; i < ns && good; i++)
-        if (!list_part(&dp, d + dlen, &part, &plen) || w->qd[i] == NULL ||
-            !same_group(w->qd[i], w->qdl[i], part, plen, w->fg))
-          good = 0;
-      memo_put(w->dts, dsid, good);
-    }
-  }
-  if (!good) return 0;
-  /* each row once (a row found by two slots); the rows kept are few */
-  for (size_t m = 0; m < w->nout; m++)
-    if (w->out[m] == (uint32_t)row) return 0;
-  if (w->nout == w->cap) {  /* out starts on the caller's stack */
-    uint32_t *o = malloc(w->cap * 2 * sizeof *o);
-    if (o == NULL) { w->oom = 1; return 1; }
-    memcpy(o, w->out, w->nout * sizeof *o);
-    if (w->cap > WALK_KEPT) free(w->out);
-    w->out = o;
-    w->cap *= 2;
-  }
-  w->out[w->nout++] = (uint32_t)row;
-  return 0;
+static slot_ud *check_slots(lua_State *L, int i) {
+  slot_ud *u = luaL_checkudata(L, i, SLOTIX);
+  if (u->x == NULL) luaL_error(L, "attempt to use a freed slot index");
+  if (u->memo == NULL && (u->memo = ps_exact_memo_new()) == NULL) luaL_error(L, "out of memory");
+  return u;
 }
 
 static int sx_rows(lua_State *L) {
-  slot_ud *u = luaL_checkudata(L, 1, SLOTIX);
-  if (u->x == NULL) return luaL_error(L, "attempt to use a freed slot index");
+  slot_ud *u = check_slots(L, 1);
   lua_getiuservalue(L, 1, 1);
   ps_table *t = check_table(L, -1);
   lua_pop(L, 1);
@@ -964,53 +934,253 @@ static int sx_rows(lua_State *L) {
   lua_newtable(L);  /* the result */
   if (nq > PS_LOOKUP_KEY_MAXSLOTS || upto <= 1) return 1;  /* no row has more slots; none before row 1 */
   ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
-  for (int i = 0; i < nq; i++) {
-    lua_rawgeti(L, 4, i + 1);
-    int ok = shape_from(L, lua_gettop(L), &q[i]);
-    lua_pop(L, 1);
-    if (!ok) return 1;  /* a query shape no row's can equal */
-  }
+  if (!query_shapes(L, 4, q, (int)nq)) return 1;  /* a query shape no row's can equal */
   const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
   size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
-  for (int i = 0; has_dt && i < nq; i++) {
-    lua_rawgeti(L, 5, i + 1);
-    qd[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[i]) : NULL;
-    lua_pop(L, 1);  /* the strings stay alive in the query table */
-  }
-  if (u->memo == NULL && (u->memo = calloc(2, sizeof *u->memo)) == NULL) return luaL_error(L, "out of memory");
-  uint32_t kept[WALK_KEPT];  /* the rows kept are few: on the stack unless more */
-  walk w = { u->x, t, u->memo, u->memo + 1, q, qd, qdl, kind, fg, has_dt, cd, kept, 0, WALK_KEPT, 0 };
-  memo_reset(w.slots);
-  memo_reset(w.dts);
-  lua_Integer np = (lua_Integer)lua_rawlen(L, 2);
-  for (lua_Integer p = 1; p + 1 <= np && !w.oom; p += 2) {
-    lua_rawgeti(L, 2, p);
+  if (has_dt) query_dtypes(L, 5, qd, qdl, (int)nq);
+  ps_exact_query eq = { q, (int)nq, qd, qdl, has_dt, kind, fg };
+  lua_Integer np = (lua_Integer)lua_rawlen(L, 2) / 2;
+  int *pj = lua_newuserdatauv(L, (size_t)(np ? np : 1) * (sizeof(int) + sizeof(ps_lookup_key_shape)), 0);
+  ps_lookup_key_shape *pv = (ps_lookup_key_shape *)(pj + (np ? np : 1));
+  int npairs = 0;
+  for (lua_Integer p = 0; p < np; p++) {
+    lua_rawgeti(L, 2, 2 * p + 1);
     lua_Integer j = lua_tointeger(L, -1);
-    lua_rawgeti(L, 2, p + 1);
-    ps_lookup_key_shape v;
-    int ok = shape_from(L, lua_gettop(L), &v);
+    lua_rawgeti(L, 2, 2 * p + 2);
+    int ok = shape_from(L, lua_gettop(L), &pv[npairs]);
     lua_pop(L, 2);
     if (!ok || j < 1 || j > PS_LOOKUP_KEY_MAXSLOTS) continue;  /* no row's slot is that */
-    /* the coarse index: the other slot's last dimension must be one the rules can give */
-    int other = j == 1 ? 2 : 1;
-    int64_t anchors[PS_LOOKUP_ANCHORS];
-    int na = other <= nq ? ps_lookup_last_anchors(kind, other, &q[other - 1], anchors) : -1;
-    size_t from = w.nout;
-    ps_slotix_walk(u->x, ps_slotix_group(u->x, (int)j - 1, &v), (size_t)(upto - 1), (size_t)nq, anchors, na,
-                   walk_row, &w);
-    for (size_t a = from + 1; a < w.nout; a++)  /* this pair's rows ascending (they are few) */
-      for (size_t b = a; b > from && w.out[b - 1] > w.out[b]; b--) {
-        uint32_t tmp = w.out[b];
-        w.out[b] = w.out[b - 1];
-        w.out[b - 1] = tmp;
-      }
+    pj[npairs++] = (int)j;
   }
-  for (size_t m = 0; m < w.nout && !w.oom; m++) {
-    lua_pushinteger(L, (lua_Integer)w.out[m] + 1);
+  uint32_t *rows;
+  long nr = ps_exact_slot_rows(t, u->x, u->memo, &eq, cd, pj, pv, npairs, (size_t)(upto - 1), &rows);
+  lua_pop(L, 1);  /* the pairs */
+  if (nr < 0) return luaL_error(L, "out of memory in a slot search");
+  for (long m = 0; m < nr; m++) {
+    lua_pushinteger(L, (lua_Integer)rows[m] + 1);
     lua_rawseti(L, -2, (lua_Integer)m + 1);
   }
-  if (w.out != kept) free(w.out);
-  if (w.oom) return luaL_error(L, "out of memory in a slot search");
+  free(rows);
+  return 1;
+}
+
+
+/* ---- the exact match in C (exact.h) -------------------------------------------------------
+ *   ix:prepare(shapes_col, formats_col | false, dtypes_col | false, n, {latency cols}, {pri}, minpri)
+ *   ix:exact(slot_index | false, qshapes, qdtypes, kind, float_group)
+ *     -> row, distance, rule, {input rules}, latency, latency column position, ties, {tie rows}
+ *     | nil when only the Lua scan answers as the consumer would (a query without dtypes on a
+ *       two-part key, dtypes no row has, no distance-0 row among the key rows, unusual shapes)
+ * ties counts the equally good rows after the chosen one; {tie rows} holds the first 10. */
+static int ix_prepare(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  ps_table *t = index_table(L, 1);
+  ps_exact_cols *c = &u->cols;
+  c->scol = column_arg(L, t, 2);
+  if (c->scol < 0) return luaL_argerror(L, 2, "no such column");
+  c->fcol = c->dcol = -1;
+  if (lua_toboolean(L, 3) && (c->fcol = column_arg(L, t, 3)) < 0) return luaL_argerror(L, 3, "no such column");
+  if (lua_toboolean(L, 4) && (c->dcol = column_arg(L, t, 4)) < 0) return luaL_argerror(L, 4, "no such column");
+  lua_Integer n = luaL_checkinteger(L, 5);
+  c->n = n < 0 || n > PS_LOOKUP_KEY_MAXSLOTS ? 0 : (int)n;
+  luaL_checktype(L, 6, LUA_TTABLE);
+  luaL_checktype(L, 7, LUA_TTABLE);
+  lua_Integer nl = (lua_Integer)lua_rawlen(L, 6);
+  luaL_argcheck(L, nl <= PS_EXACT_MAXLAT, 6, "too many latency columns");
+  c->nlat = (int)nl;
+  for (int j = 0; j < c->nlat; j++) {
+    lua_rawgeti(L, 6, j + 1);
+    c->lat[j] = column_arg(L, t, lua_gettop(L));
+    lua_rawgeti(L, 7, j + 1);
+    c->pri[j] = (int)luaL_checkinteger(L, -1);
+    lua_pop(L, 2);
+    if (c->lat[j] < 0) return luaL_argerror(L, 6, "no such column");
+  }
+  c->minpri = (int)luaL_checkinteger(L, 8);
+  u->has_cols = 1;
+  return 0;
+}
+
+/* The canonical key text of the query shapes q (k slots, strip1) with slot repl replaced by
+ * v (repl < 0: none), as t:shapes_key renders it; -1 for a list that function refuses (an
+ * empty slot, a dimension too large to read back). */
+static long query_key_text(const ps_lookup_key_shape *q, int k, int repl, const ps_lookup_key_shape *v,
+                           char *out, size_t cap) {
+  size_t len = 0;
+  for (int i = 0; i < k; i++) {
+    const ps_lookup_key_shape *s = i == repl ? v : &q[i];
+    if (len + 2 + (size_t)PS_LOOKUP_KEY_MAXRANK * 21 >= cap) return -1;
+    if (i > 0) out[len++] = ';';
+    if (s->rank < 0) { out[len++] = '('; out[len++] = ')'; continue; }
+    if (s->rank == 0) return -1;
+    int first = s->rank > 1 && s->dims[0] == 1 ? 1 : 0;
+    for (int d = first; d < s->rank; d++) {
+      if (s->dims[d] >= SK_MAXDIM || s->dims[d] <= -SK_MAXDIM) return -1;
+      if (d > first) out[len++] = ',';
+      len += ps_lookup_key_int(out + len, s->dims[d]);
+    }
+  }
+  return (long)len;
+}
+
+static int ix_exact(lua_State *L) {
+  index_ud *u = check_index(L, 1);
+  ps_table *t = index_table(L, 1);
+  if (!u->has_cols) return luaL_error(L, "exact: ix:prepare first");
+  slot_ud *sx = lua_toboolean(L, 2) ? check_slots(L, 2) : NULL;
+  luaL_checktype(L, 3, LUA_TTABLE);
+  int has_dt = lua_toboolean(L, 4);
+  unsigned kind = (unsigned)luaL_checkinteger(L, 5);
+  int fg = lua_toboolean(L, 6);
+  lua_Integer nq = (lua_Integer)lua_rawlen(L, 3);
+  /* the key has a dtypes part: the Lua scan answers a query without dtypes */
+  if (u->nkey != 2 || !has_dt || nq < 1 || nq > PS_LOOKUP_KEY_MAXSLOTS) return 0;
+  luaL_checktype(L, 4, LUA_TTABLE);
+  ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
+  if (!query_shapes(L, 3, q, (int)nq)) return 0;
+  const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
+  size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
+  query_dtypes(L, 4, qd, qdl, (int)nq);
+  lua_getiuservalue(L, 1, 1);
+  table_ud *td = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (td->keybuf == NULL && (td->keybuf = malloc(KEYBUF)) == NULL) return luaL_error(L, "out of memory");
+  char *buf = td->keybuf;
+  /* the dtypes key: table.concat(q.dtypes, ";") under the key's list component */
+  ps_sid key[PS_INDEX_MAXKEY];
+  {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_Integer nd = (lua_Integer)lua_rawlen(L, 4);
+    for (lua_Integer k = 1; k <= nd; k++) {
+      if (lua_rawgeti(L, 4, k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
+      if (k > 1) luaL_addchar(&b, ';');
+      luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    size_t dlen;
+    const char *dtext = lua_tolstring(L, -1, &dlen);
+    const component *c = &u->comp[1];
+    long kl = ps_lookup_key_list(dtext, dlen, c->n, c->flags, buf, KEYBUF);
+    int found = kl >= 0 && text_key(t, c, buf, (size_t)kl, key);
+    lua_pop(L, 1);
+    if (!found) return 0;  /* dtypes no row has: the scan looks at every row */
+  }
+  /* the shape keys of the query's variants */
+  enum { MAXV = 64 };
+  int vslot[MAXV];
+  ps_lookup_key_shape vshape[MAXV];  /* 9 KB of stack */
+  ps_sid keys[MAXV * PS_INDEX_MAXKEY];
+  int nv = ps_lookup_variants(kind, q, (int)nq, vslot, vshape, MAXV), nk = 0;
+  if (nv >= MAXV) return 0;
+  const component *c0 = &u->comp[0];
+  int k = c0->n > 0 && nq > c0->n ? c0->n : (int)nq;
+  for (int v = 0; v < nv; v++) {
+    long kl = query_key_text(q, k, vslot[v], &vshape[v], buf, KEYBUF);
+    if (kl < 0) return 0;
+    ps_sid *kk = keys + (size_t)nk * u->nslots;
+    memcpy(kk, key, u->nslots * sizeof *kk);
+    if (text_key(t, c0, buf, (size_t)kl, kk)) nk++;
+  }
+  ps_exact_query eq = { q, (int)nq, qd, qdl, 1, kind, fg };
+  ps_exact_answer a;
+  if (nq >= 2 && sx == NULL) return luaL_error(L, "exact: a query of two inputs or more needs the slot index");
+  int rc = ps_exact_lookup(t, u->ix, keys, nk, u->nslots, sx ? sx->x : NULL, sx ? sx->memo : NULL, &eq,
+                           &u->cols, &a);
+  if (rc < 0) return luaL_error(L, "out of memory in an exact lookup");
+  if (rc == 0) return 0;
+  lua_pushinteger(L, (lua_Integer)a.row + 1);
+  lua_pushinteger(L, a.distance);
+  lua_pushstring(L, ps_lookup_rule_name(a.rule));
+  lua_createtable(L, (int)nq, 0);
+  for (int i = 0; i < (int)nq; i++) {
+    lua_pushstring(L, ps_lookup_rule_name(a.rules[i]));
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_pushnumber(L, a.latency);
+  lua_pushinteger(L, a.latpos + 1);
+  lua_pushinteger(L, (lua_Integer)a.nties);
+  if (a.nties == 0) {
+    lua_pushnil(L);
+  } else {
+    size_t nt = a.nties < PS_EXACT_TIES ? a.nties : PS_EXACT_TIES;
+    lua_createtable(L, (int)nt, 0);
+    for (size_t i = 0; i < nt; i++) {
+      lua_pushinteger(L, (lua_Integer)a.ties[i] + 1);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  }
+  return 8;
+}
+
+/* T.fold(rule, r) -> the rule the consumer reports after input rule r (ps_lookup_fold). */
+static int rule_id(lua_State *L, int i) {
+  const char *name = luaL_checkstring(L, i);
+  for (int r = PS_RULE_IDENTITY; ps_lookup_rule_name(r); r++)
+    if (strcmp(ps_lookup_rule_name(r), name) == 0) return r;
+  return luaL_argerror(L, i, "not a rule name");
+}
+
+static int m_fold(lua_State *L) {
+  lua_pushstring(L, ps_lookup_rule_name(ps_lookup_fold(rule_id(L, 1), rule_id(L, 2))));
+  return 1;
+}
+
+static void push_shape(lua_State *L, const ps_lookup_key_shape *s) {
+  if (s->rank < 0) {
+    lua_createtable(L, 0, 1);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "scalar");
+    return;
+  }
+  lua_createtable(L, s->rank, 0);
+  for (int d = 0; d < s->rank; d++) {
+    lua_pushinteger(L, (lua_Integer)s->dims[d]);
+    lua_rawseti(L, -2, d + 1);
+  }
+}
+
+/* T.variants(kind, shapes) -> {shapes, variant, ...} (ps_lookup_variants): each variant a new
+ * list holding the query's slot tables but the one it replaces. */
+static int m_variants(lua_State *L) {
+  unsigned kind = (unsigned)luaL_checkinteger(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer nq = (lua_Integer)lua_rawlen(L, 2);
+  lua_newtable(L);
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, -2, 1);
+  ps_lookup_key_shape *q = lua_newuserdatauv(L, (size_t)(nq ? nq : 1) * sizeof *q, 0);
+  if (nq > PS_LOOKUP_KEY_MAXSLOTS || !query_shapes(L, 2, q, (int)nq)) { lua_pop(L, 1); return 1; }
+  int maxv = 4 * (int)nq + 1;
+  int *slot = lua_newuserdatauv(L, (size_t)maxv * (sizeof *slot + sizeof(ps_lookup_key_shape)), 0);
+  ps_lookup_key_shape *shape = (ps_lookup_key_shape *)(slot + maxv);
+  int nv = ps_lookup_variants(kind, q, (int)nq, slot, shape, maxv);
+  for (int v = 1; v < nv; v++) {
+    lua_createtable(L, (int)nq, 0);
+    for (lua_Integer i = 1; i <= nq; i++) {
+      if (i - 1 == slot[v]) push_shape(L, &shape[v]);
+      else lua_rawgeti(L, 2, i);
+      lua_rawseti(L, -2, i);
+    }
+    lua_rawseti(L, -4, v + 1);
+  }
+  lua_pop(L, 2);
+  return 1;
+}
+
+/* T.slot_variants(kind, j, tc) -> {shape, ...} (ps_lookup_slot_variants). */
+static int m_slot_variants(lua_State *L) {
+  unsigned kind = (unsigned)luaL_checkinteger(L, 1);
+  lua_Integer j = luaL_checkinteger(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_newtable(L);
+  ps_lookup_key_shape tc, out[PS_LOOKUP_SLOT_VARIANTS];
+  if (!shape_from(L, 3, &tc)) return 1;
+  int n = ps_lookup_slot_variants(kind, j > INT32_MAX ? INT32_MAX : j < INT32_MIN ? INT32_MIN : (int)j, &tc, out);
+  for (int i = 0; i < n; i++) {
+    push_shape(L, &out[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 
@@ -1030,7 +1200,7 @@ static const luaL_Reg table_methods[] = {
 };
 
 static const luaL_Reg index_methods[] = {
-  {"find", ix_find}, {"find_keys", ix_find_keys}, {"ngroups", ix_ngroups}, {"group", ix_group}, {"rows", ix_rows},
+  {"find", ix_find}, {"find_keys", ix_find_keys}, {"prepare", ix_prepare}, {"exact", ix_exact}, {"ngroups", ix_ngroups}, {"group", ix_group}, {"rows", ix_rows},
   {"groups", ix_groups}, {"skipped", ix_skipped}, {NULL, NULL}
 };
 
@@ -1044,7 +1214,8 @@ static const luaL_Reg slot_methods[] = { {"rows", sx_rows}, {"memory", sx_memory
 static const luaL_Reg slot_meta[] = { {"__gc", sx_gc}, {"__close", sx_gc}, {NULL, NULL} };
 
 static const luaL_Reg module_functions[] = {
-  {"load", t_load}, {"rule", m_rule}, {"padded", m_padded}, {"pads", m_pads}, {NULL, NULL}
+  {"load", t_load}, {"rule", m_rule}, {"padded", m_padded}, {"pads", m_pads}, {"fold", m_fold},
+  {"variants", m_variants}, {"slot_variants", m_slot_variants}, {NULL, NULL}
 };
 
 int luaopen_perfscript_table(lua_State *L) {

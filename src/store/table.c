@@ -584,38 +584,46 @@ static int build_buckets(ps_slotix *x, const uint32_t *gkey) {
   return 1;
 }
 
-ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n) {
+ps_slotix *ps_slotix_new(size_t nrows) {
   ps_slotix *x = calloc(1, sizeof *x);
   if (x == NULL) return NULL;
   ps_u64map_init(&x->map, 1024);
-  x->nrows = t->nrows;
-  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
-  char err[256];
-  if (t->nrows >= SLOT_MAX || (x->rowoff = malloc((t->nrows + 1) * sizeof *x->rowoff)) == NULL) goto oom;
-  for (size_t row = 0; row < t->nrows; row++) {
-    x->rowoff[row] = (uint32_t)x->nentries;
-    int k = ps_table_inputs(t, row, scol, fcol, n, sh, err, sizeof err);
-    if (k > 0 && x->nentries + (size_t)k >= SLOT_MAX) goto oom;
-    if (k > 0 && ps_grow((void **)&x->slotgroup, &x->ecap, x->nentries + (size_t)k, sizeof *x->slotgroup) != 0)
-      goto oom;
-    for (int j = 0; j < k; j++) {
-      size_t g = group_of(x, j, &sh[j]);
-      if (g == PS_U64MAP_NONE) goto oom;
-      x->slotgroup[x->nentries++] = (uint32_t)g;
-      x->gstart[g]++;
-    }
+  x->nrows = nrows;
+  if (nrows >= SLOT_MAX || (x->rowoff = malloc((nrows + 1) * sizeof *x->rowoff)) == NULL) {
+    ps_slotix_free(x);
+    return NULL;
   }
-  x->rowoff[t->nrows] = (uint32_t)x->nentries;
+  return x;
+}
+
+int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k) {
+  if (row >= x->nrows) return -1;
+  x->rowoff[row] = (uint32_t)x->nentries;
+  if (k <= 0) return 0;
+  if (x->nentries + (size_t)k >= SLOT_MAX ||
+      ps_grow((void **)&x->slotgroup, &x->ecap, x->nentries + (size_t)k, sizeof *x->slotgroup) != 0)
+    return -1;
+  for (int j = 0; j < k; j++) {
+    size_t g = group_of(x, j, &sh[j]);
+    if (g == PS_U64MAP_NONE) return -1;
+    x->slotgroup[x->nentries++] = (uint32_t)g;
+    x->gstart[g]++;
+  }
+  return 0;
+}
+
+int ps_slotix_finish(ps_slotix *x) {
+  x->rowoff[x->nrows] = (uint32_t)x->nentries;
   /* counts -> starts; then each row into its groups, rows ascending */
   uint32_t sum = 0;
   for (size_t g = 0; g < x->ngroups; g++) { uint32_t c = x->gstart[g]; x->gstart[g] = sum; sum += c; }
   if (x->gstart) x->gstart[x->ngroups] = sum;
-  if ((x->grows = malloc((x->nentries ? x->nentries : 1) * sizeof *x->grows)) == NULL) goto oom;
+  if ((x->grows = malloc((x->nentries ? x->nentries : 1) * sizeof *x->grows)) == NULL) return -1;
   uint32_t *fill = malloc((x->ngroups ? x->ngroups : 1) * sizeof *fill);
   uint32_t *gkey = malloc((x->nentries ? x->nentries : 1) * sizeof *gkey);
-  if (fill == NULL || gkey == NULL) { free(fill); free(gkey); goto oom; }
+  if (fill == NULL || gkey == NULL) { free(fill); free(gkey); return -1; }
   if (x->ngroups) memcpy(fill, x->gstart, x->ngroups * sizeof *fill);
-  for (size_t row = 0; row < t->nrows; row++) {
+  for (size_t row = 0; row < x->nrows; row++) {
     uint32_t off = x->rowoff[row], ns = x->rowoff[row + 1] - off;
     for (uint32_t e = off; e < off + ns; e++) {
       uint32_t other = e == off ? 1 : 0, pos = fill[x->slotgroup[e]]++;
@@ -626,7 +634,17 @@ ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n) {
   free(fill);
   int ok = build_buckets(x, gkey);
   free(gkey);
-  if (!ok) goto oom;
+  return ok ? 0 : -1;
+}
+
+ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n) {
+  ps_slotix *x = ps_slotix_new(t->nrows);
+  if (x == NULL) return NULL;
+  ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+  char err[256];
+  for (size_t row = 0; row < t->nrows; row++)
+    if (ps_slotix_add(x, row, sh, ps_table_inputs(t, row, scol, fcol, n, sh, err, sizeof err)) != 0) goto oom;
+  if (ps_slotix_finish(x) != 0) goto oom;
   return x;
 oom:
   ps_slotix_free(x);

@@ -81,6 +81,12 @@ int ps_table_inputs(const ps_table *t, size_t row, int scol, int fcol, int n,
  * j" is a group's rows, and a row's slots are a list of groups. */
 typedef struct ps_slotix ps_slotix;
 ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n);
+/* The same built row by row from shapes parsed elsewhere (one parse for two indexes): new for
+ * nrows rows, then add for each row in order (its k slots; k < 0: none), then finish. add and
+ * finish return -1 when memory runs out (then free x). */
+ps_slotix *ps_slotix_new(size_t nrows);
+int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k);
+int ps_slotix_finish(ps_slotix *x);
 void ps_slotix_free(ps_slotix *x);
 long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh);  /* -1: none */
 size_t ps_slotix_ngroups(const ps_slotix *x);

@@ -293,9 +293,45 @@ static void test_load_errors(void **state) {
   assert_null(ps_table_load("/nonexistent/x.csv", err, sizeof err));
 }
 
+/* The one-pass parse of plain cells equals the general parser on random cells of digits,
+ * separators, quotes, blanks, parentheses and signs (either both fail or both give the same
+ * slots), for several slot limits. */
+static void test_parse_fast_equals_general(void **state) {
+  (void)state;
+  static const char alpha[] = "0123456789,,,;;\"\" ()-+1x";
+  uint32_t seed = 16;
+  int simple = 0;
+  for (int it = 0; it < 200000; it++) {
+    char cell[64];
+    seed = seed * 1103515245u + 12345u;
+    int len = (int)(seed >> 16) % 40, plain = (seed >> 8) % 3 != 0;
+    for (int i = 0; i < len; i++) {
+      seed = seed * 1103515245u + 12345u;
+      cell[i] = plain ? "0123456789,;1"[(seed >> 16) % 13] : alpha[(seed >> 16) % (sizeof alpha - 1)];
+    }
+    cell[len] = 0;
+    if ((seed >> 4) % 4 == 0 && len > 2) cell[0] = '"', cell[len - 1] = '"';
+    for (int max = 1; max <= 5; max += 2) {
+      ps_lookup_key_shape a[PS_LOOKUP_KEY_MAXSLOTS], b[PS_LOOKUP_KEY_MAXSLOTS];
+      char ea[128], eb[128];
+      int na = ps_lookup_key_parse_shapes(cell, (size_t)len, a, max, ea, sizeof ea);
+      int nb = ps_lookup_key_parse_shapes_general(cell, (size_t)len, b, max, eb, sizeof eb);
+      if (na != nb) fail_msg("'%s' max %d: %d slots, general %d", cell, max, na, nb);
+      if (na < 0) { assert_string_equal(ea, eb); continue; }
+      simple++;
+      for (int i = 0; i < na; i++) {
+        assert_int_equal(a[i].rank, b[i].rank);
+        for (int d = 0; d < a[i].rank; d++) assert_true(a[i].dims[d] == b[i].dims[d]);
+      }
+    }
+  }
+  assert_true(simple > 100000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_shape_keys),
+    cmocka_unit_test(test_parse_fast_equals_general),
     cmocka_unit_test(test_key_limits),
     cmocka_unit_test(test_list_keys),
     cmocka_unit_test(test_table_and_index),

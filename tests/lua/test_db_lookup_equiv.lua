@@ -258,4 +258,305 @@ function TestLookupEquiv:test_lookup_equals_full_scan()
                               slot_rows, misses))
 end
 
+-- ---- the C exact match against the Lua scan it bypasses -------------------------------------
+-- db:lookup answers a query without explain or MoE by the C exact match (perfscript.table's
+-- ix:exact); db.lua_only = true sends every lookup through the Lua scan (the path before it).
+-- Whole results are compared: title, verdict, notes, the record and the query.
+
+local dbm = require "perfscript.db"
+
+-- The old Lua query variants, slot variants and rule fold (moved to src/schema/lookup_key.c),
+-- as the oracle of the C versions.
+do
+  local function eq(a, b)
+    if a.scalar or b.scalar then return a.scalar == b.scalar end
+    if #a ~= #b then return false end
+    for i = 1, #a do if a[i] ~= b[i] then return false end end
+    return true
+  end
+  local function strip1(s)
+    if s.scalar or #s <= 1 or s[1] ~= 1 then return s end
+    return table.move(s, 2, #s, 1, {})
+  end
+  local function copy(x) return table.move(x, 1, #x, 1, {}) end
+  function REF.fold(rule, r)
+    if r == "identity" then return rule end
+    if r == "padding" then return rule == "identity" and r or rule end
+    if r == "batch_strip+padding" then return (rule == "identity" or rule == "batch_strip") and r or rule end
+    return r
+  end
+  function REF.variants(kernel, shapes)
+    local out = { shapes }
+    if match.MATMUL[kernel] then
+      for i = 2, #shapes do
+        local s = strip1(shapes[i])
+        if not s.scalar and (#s == 2 or #s == 3) then
+          local v = table.move(shapes, 1, #shapes, 1, {})
+          local t = table.move(s, 1, #s, 1, {})
+          t[#t - 1], t[#t] = t[#t], t[#t - 1]
+          v[i] = t
+          out[#out + 1] = v
+        end
+      end
+    end
+    for i = 1, #shapes do
+      local s = strip1(shapes[i])
+      if #s ~= 3 then s = shapes[i] end
+      if not s.scalar and #s == 3 then
+        if match.FLATTEN_3D[kernel] then
+          local v = table.move(shapes, 1, #shapes, 1, {})
+          v[i] = { s[1] * s[2], s[3] }
+          out[#out + 1] = v
+          if match.MERGE_LAST[kernel] then
+            v = table.move(shapes, 1, #shapes, 1, {})
+            v[i] = { s[1], s[2] * s[3] }
+            out[#out + 1] = v
+          end
+        end
+      end
+      s = shapes[i]
+      if kernel == "Index" and not s.scalar and #s == 2 and s[1] == 1 then
+        local v = table.move(shapes, 1, #shapes, 1, {})
+        v[i] = { s[2], 1 }
+        out[#out + 1] = v
+      end
+    end
+    return out
+  end
+  function REF.slot_variants(kernel, j, tc)
+    if tc.scalar then return {} end
+    local st = strip1(tc)
+    local out = {}
+    local function add(v) if not eq(v, tc) then out[#out + 1] = v end end
+    add(st)
+    local one = { 1 }
+    for _, d in ipairs(st) do one[#one + 1] = d end
+    add(one)
+    if match.MATMUL[kernel] and j >= 2 and (#st == 2 or #st == 3) then
+      local t = copy(st)
+      t[#t - 1], t[#t] = t[#t], t[#t - 1]
+      add(t)
+    end
+    if kernel == "Index" and #tc == 2 and tc[1] == 1 then add({ tc[2], 1 }) end
+    local s3 = #st == 3 and st or #tc == 3 and tc or nil
+    if s3 and match.FLATTEN_3D[kernel] then
+      add({ s3[1] * s3[2], s3[3] })
+      if match.MERGE_LAST[kernel] then add({ s3[1], s3[2] * s3[3] }) end
+    end
+    return out
+  end
+end
+
+local function shapes_str(list)
+  local parts = {}
+  for i, s in ipairs(list) do parts[i] = match.format_shape(s) end
+  return table.concat(parts, " ")
+end
+
+function TestRulesInC:test_variants_fold_equal_lua()
+  local seed = 1416
+  local function rng(a, b)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return a + seed % (b - a + 1)
+  end
+  local kernels = { "MatMulV2", "BatchMatMulV2", "RmsNorm", "AscendQuantV2", "Index", "Add" }
+  for _ = 1, 20000 do
+    local k = kernels[rng(1, #kernels)]
+    local q = {}
+    for i = 1, rng(1, 4) do q[i] = rnd_shape(rng) end
+    local want, got = REF.variants(k, q), match.variants(k, q)
+    lu.assertEquals(#got, #want, k .. " variants of " .. shapes_str(q))
+    for v = 1, #want do lu.assertEquals(shapes_str(got[v]), shapes_str(want[v]), k .. " variant " .. v) end
+    local j = rng(1, #q)
+    lu.assertEquals(shapes_str(match.slot_variants(k, j, q[j])), shapes_str(REF.slot_variants(k, j, q[j])),
+                    k .. " slot variants of " .. match.format_shape(q[j]))
+  end
+  local rules = { "identity", "batch_strip", "singleton_axis_transpose", "transpose", "batched_transpose", "padding",
+                  "batch_strip+padding", "flatten_3d", "flatten_3d+padding", "merge_last_dims", "merge_last_dims+padding" }
+  for _, a in ipairs(rules) do
+    for _, b in ipairs(rules) do lu.assertEquals(match.fold(a, b), REF.fold(a, b), a .. " then " .. b) end
+  end
+end
+
+-- A result as text: every field a user or a caller reads.
+local function dump(r)
+  local out = { "title=" .. tostring(r.title), "miss=" .. tostring(r.miss), "reason=" .. tostring(r.reason) }
+  for _, k in ipairs { "latency", "row", "line", "column", "rule", "source", "confidence", "latency_selection" } do
+    out[#out + 1] = k .. "=" .. tostring(r[k])
+  end
+  out[#out + 1] = "rules=" .. (r.rules and table.concat(r.rules, ",") or "nil")
+  out[#out + 1] = "notes=" .. table.concat(r.notes, " | ")
+  out[#out + 1] = "columns=" .. table.concat(r.columns, ",")
+  for i, rec in ipairs(r) do
+    local keys = {}
+    for key in pairs(rec) do keys[#keys + 1] = key end
+    table.sort(keys)
+    for _, key in ipairs(keys) do out[#out + 1] = string.format("[%d].%s=%s", i, key, tostring(rec[key])) end
+  end
+  out[#out + 1] = "query=" .. (r.query and (shapes_str(r.query.shapes) .. " " .. table.concat(r.query.dtypes or {}, ";")) or "nil")
+  return table.concat(out, "\n")
+end
+
+-- Kernels of every rule kind (matmul transposes, flatten and merge, Index's singleton
+-- transpose, none), rows near each other (leading 1s, transposes, paddings, FRACTAL_NZ
+-- weights, repeats: ties) with 2 or 3 inputs, dtypes of the FLOAT group and others, latencies
+-- missing or in the profiling column only.
+local function gen_kernel(path, kernel, nrows, rng)
+  local D = { 1, 2, 3, 16, 17, 32, 48, 64, 100, 112, 128, 130 }
+  local lines = { "Input Shapes,Input Data Types,Input Formats,Average Duration(us),Profiling Average Duration(us)\n" }
+  local rows = {}
+  for r = 1, nrows do
+    local prev = rows[rng(1, math.max(1, r - 1))]
+    local shapes
+    if prev and rng(1, 4) == 1 then
+      shapes = {}
+      for i, s in ipairs(prev.shapes) do shapes[i] = rng(1, 3) == 1 and related(rng, s) or s end
+    else
+      shapes = {}
+      for i = 1, rng(2, 3) do
+        local s = {}
+        for d = 1, rng(1, 3) do s[d] = D[rng(1, #D)] end
+        if rng(1, 5) == 1 then table.insert(s, 1, 1) end
+        shapes[i] = s
+      end
+    end
+    for i, s in ipairs(shapes) do if s.scalar or #s == 0 then shapes[i] = { 16 } end end
+    local dts = {}
+    for i = 1, #shapes do dts[i] = ({ "DT_BF16", "FLOAT", "INT8" })[rng(1, 3)] end
+    local fms = {}
+    for i = 1, #shapes do fms[i] = "ND" end
+    local text = fmt_shapes(shapes)
+    if rng(1, 12) == 1 then
+      local s = shapes[#shapes]
+      if #s == 2 and s[1] % 16 == 0 and s[2] % 16 == 0 and s[1] > 0 and s[2] > 0 then
+        local raw = table.move(shapes, 1, #shapes, 1, {})
+        raw[#raw] = { s[2] // 16, s[1] // 16, 16, 16 }
+        fms[#fms] = "FRACTAL_NZ"
+        text = fmt_shapes(raw)
+      end
+    end
+    local avg, prof = string.format("%d.%d", rng(1, 50), rng(0, 9)), ""
+    local roll = rng(1, 10)
+    if roll == 1 then avg = "" elseif roll == 2 then avg, prof = "", "7.5" elseif roll == 3 then prof = "3.25" end
+    if prev and rng(1, 6) == 1 then text, shapes, dts = prev.text, prev.shapes, prev.dts end  -- a repeat: a tie
+    lines[#lines + 1] = string.format('"%s",%s,%s,%s,%s\n', text, table.concat(dts, ";"), table.concat(fms, ";"), avg, prof)
+    rows[r] = { shapes = shapes, dts = dts, text = text }
+  end
+  h.write(path, table.concat(lines))
+  return rows
+end
+
+TestExactInC = {}
+
+function TestExactInC:test_c_path_equals_lua_scan()
+  local seed = 1417
+  local function rng(a, b)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return a + seed % (b - a + 1)
+  end
+  local dir = h.tmpdir()
+  local kernels = { "MatMulV2", "BatchMatMulV2", "RmsNorm", "AscendQuantV2", "Index", "Add" }
+  local gen = {}
+  for _, k in ipairs(kernels) do gen[k] = gen_kernel(dir .. "/" .. k .. ".csv", k, 200, rng) end
+  local db_c, db_lua = assert(perf.open(dir)), assert(perf.open(dir))
+  -- count the answers the C path gives (the rest fall back to the scan)
+  local K = db_c.MatMulV2
+  local ix = K:_lookup_index(0).ix
+  local methods = getmetatable(ix).__index
+  local exact, in_c = methods.exact, 0
+  methods.exact = function(...)
+    local r = table.pack(exact(...))
+    if r[1] then in_c = in_c + 1 end
+    return table.unpack(r, 1, r.n)
+  end
+  local n, ties, padded = 0, 0, 0
+  for _, k in ipairs(kernels) do
+    for _, row in ipairs(gen[k]) do
+      for _ = 1, 2 do
+        local q = {}
+        for i, s in ipairs(row.shapes) do
+          local how = rng(1, 6)
+          if how == 1 then
+            q[i] = related(rng, s)
+          elseif how == 2 then  -- one dimension padded up to a block of 16 or 32
+            q[i] = table.move(s, 1, #s, 1, {})
+            local d, b = rng(1, #s), rng(1, 2) * 16
+            q[i][d] = (q[i][d] + b - 1) // b * b
+          else
+            q[i] = s
+          end
+        end
+        local dts = rng(1, 5) == 1 and "bfloat16" or table.concat(row.dts, ";")
+        local args = { fmt_shapes(q), dts }
+        if rng(1, 10) == 1 then args = { q, dts, { n = 1 } } end
+        dbm.lua_only = false
+        local got = dump(db_c:lookup(k, table.unpack(args)))
+        dbm.lua_only = true
+        local want = dump(db_lua:lookup(k, table.unpack(args)))
+        dbm.lua_only = false
+        if got ~= want then
+          lu.fail(string.format("%s %s %s:\n--- C\n%s\n--- Lua\n%s", k, type(args[1]) == "string" and args[1] or
+                                fmt_shapes(args[1]), args[2], got, want))
+        end
+        n = n + 1
+        if got:find("equally good rows", 1, true) then ties = ties + 1 end
+        if got:find(", padded", 1, true) then padded = padded + 1 end
+      end
+    end
+  end
+  lu.assertTrue(n >= 2000, "queries: " .. n)
+  methods.exact = exact
+  lu.assertTrue(ties > 50 and padded > 10 and in_c > n // 5,
+                string.format("ties %d, padded %d, answered in C %d of %d", ties, padded, in_c, n))
+end
+
+-- The key index and the slot index made from one parse of each row (t:index(comps, true))
+-- equal the two made apart (t:index(comps), t:slot_index(n, ...)): the groups and their keys,
+-- the rows left out, and the slot search's rows; with malformed cells and a FRACTAL_NZ slot
+-- whose restore leaves int64 past the n compared.
+function TestExactInC:test_one_parse_indexes_equal_separate()
+  local seed = 1418
+  local function rng(a, b)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return a + seed % (b - a + 1)
+  end
+  local dir = h.tmpdir()
+  local path = dir .. "/MatMulV2.csv"
+  local rows = gen_kernel(path, "MatMulV2", 300, rng)
+  local f = assert(io.open(path, "a"))
+  f:write('"16,32;a,b",DT_BF16;DT_BF16,ND;ND,1.0,\n',
+          '"16,32;4611686018427387904,2,16,16",DT_BF16;DT_BF16,ND;FRACTAL_NZ,1.0,\n',
+          '"16,32;16,32;4611686018427387904,2,16,16",DT_BF16;DT_BF16;INT8,ND;ND;FRACTAL_NZ,1.0,\n',
+          '"();16,32",DT_BF16;DT_BF16,ND;ND,2.0,\n', '"",DT_BF16,ND,2.0,\n')
+  f:close()
+  local T = require "perfscript.table"
+  local t = assert(T.load(path))
+  for _, n in ipairs { 0, 2 } do
+    local comps = { { col = "Input Shapes", kind = "shapes", formats = "Input Formats", strip1 = true, n = n },
+                    { col = "Input Data Types", kind = "list", float_group = true, n = n } }
+    local a, sx = t:index(comps, true)
+    local b = t:index(comps)
+    local sy = t:slot_index(n, t:column("Input Shapes"), t:column("Input Formats"))
+    lu.assertEquals(a:ngroups(), b:ngroups())
+    for g = 1, a:ngroups() do lu.assertEquals(table.pack(a:group(g)), table.pack(b:group(g)), "group " .. g) end
+    lu.assertEquals(a:skipped(), b:skipped())
+    lu.assertTrue(#a:skipped() >= 2, "the malformed rows are left out")
+    for _ = 1, 300 do
+      local row = rows[rng(1, #rows)]
+      local q = {}
+      for i, s in ipairs(row.shapes) do q[i] = rng(1, 2) == 1 and related(rng, s) or s end
+      local pairs_ = {}
+      for j, tc in ipairs(q) do
+        for _, v in ipairs(match.slot_variants("MatMulV2", j, tc)) do pairs_[#pairs_ + 1] = j; pairs_[#pairs_ + 1] = v end
+        pairs_[#pairs_ + 1] = j
+        pairs_[#pairs_ + 1] = tc
+      end
+      local upto = rng(1, #t + 1)
+      local kind = match.kind("MatMulV2")
+      lu.assertEquals(sx:rows(pairs_, upto, q, row.dts, kind, true, "Input Data Types"),
+                      sy:rows(pairs_, upto, q, row.dts, kind, true, "Input Data Types"))
+    end
+  end
+end
+
 os.exit(lu.LuaUnit.run())

@@ -144,12 +144,7 @@ end
 -- upgrades identity, batch_strip+padding only identity or batch_strip, every other non-identity
 -- rule overwrites. The distance comes from the final name only, so a padded input followed (or
 -- preceded) by a transpose or a batch strip counts as distance 0 (as the consumer reports it).
-function M.fold(rule, r)
-  if r == "identity" then return rule end
-  if r == "padding" then return rule == "identity" and r or rule end
-  if r == "batch_strip+padding" then return (rule == "identity" or rule == "batch_strip") and r or rule end
-  return r
-end
+M.fold = C.fold
 
 local function copy(x) return table.move(x, 1, #x, 1, {}) end
 
@@ -249,70 +244,18 @@ function M.row(kernel, q, shapes, dtypes, quiet)
 end
 
 -- Query shapes whose index key can find rows matched by distance-0 rules other than
--- batch_strip: transposed matmul weights and flattened 3-D activations.
+-- batch_strip: transposed matmul weights and flattened 3-D activations (the query first; one
+-- home in C, ps_lookup_variants, which the C exact match keys with).
 function M.variants(kernel, shapes)
-  local out = { shapes }
-  if M.MATMUL[kernel] then
-    for i = 2, #shapes do
-      local s = M.strip1(shapes[i])
-      if not s.scalar and (#s == 2 or #s == 3) then
-        local v = table.move(shapes, 1, #shapes, 1, {})
-        local t = table.move(s, 1, #s, 1, {})
-        t[#t - 1], t[#t] = t[#t], t[#t - 1]
-        v[i] = t
-        out[#out + 1] = v
-      end
-    end
-  end
-  for i = 1, #shapes do
-    local s = M.strip1(shapes[i])
-    if #s ~= 3 then s = shapes[i] end
-    if not s.scalar and #s == 3 then
-      if M.FLATTEN_3D[kernel] then
-        local v = table.move(shapes, 1, #shapes, 1, {})
-        v[i] = { s[1] * s[2], s[3] }
-        out[#out + 1] = v
-        if M.MERGE_LAST[kernel] then
-          v = table.move(shapes, 1, #shapes, 1, {})
-          v[i] = { s[1], s[2] * s[3] }
-          out[#out + 1] = v
-        end
-      end
-    end
-    s = shapes[i]
-    if kernel == "Index" and not s.scalar and #s == 2 and s[1] == 1 then
-      local v = table.move(shapes, 1, #shapes, 1, {})
-      v[i] = { s[2], 1 }
-      out[#out + 1] = v
-    end
-  end
-  return out
+  return C.variants(kinds[kernel] or M.kind(kernel), shapes)
 end
 
 -- The shapes a row's slot j has when TC input j (1-based) matches it by a rule that keeps its
 -- size and is not identity (batch strip, transpose, batched transpose, singleton transpose,
--- flatten, merge): a distance-0 match the index keys miss has such a slot (match.fold).
+-- flatten, merge): a distance-0 match the index keys miss has such a slot (match.fold). One
+-- home in C (ps_lookup_slot_variants).
 function M.slot_variants(kernel, j, tc)
-  if tc.scalar then return {} end
-  local st = M.strip1(tc)
-  local out = {}
-  local function add(v) if not eq(v, tc) then out[#out + 1] = v end end
-  add(st)                                    -- batch_strip: st == csv
-  local one = { 1 }
-  for _, d in ipairs(st) do one[#one + 1] = d end
-  add(one)                                   -- batch_strip: st == strip1(csv)
-  if M.MATMUL[kernel] and j >= 2 and (#st == 2 or #st == 3) then
-    local t = copy(st)
-    t[#t - 1], t[#t] = t[#t], t[#t - 1]
-    add(t)
-  end
-  if kernel == "Index" and #tc == 2 and tc[1] == 1 then add({ tc[2], 1 }) end
-  local s3 = #st == 3 and st or #tc == 3 and tc or nil
-  if s3 and M.FLATTEN_3D[kernel] then
-    add({ s3[1] * s3[2], s3[3] })
-    if M.MERGE_LAST[kernel] then add({ s3[1], s3[2] * s3[3] }) end
-  end
-  return out
+  return C.slot_variants(kinds[kernel] or M.kind(kernel), j, tc)
 end
 
 function M.shapes_text(shapes)
