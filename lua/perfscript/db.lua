@@ -819,6 +819,21 @@ local function choose(self, S, res, best, qlabel, lpol)
   return title
 end
 
+-- Where an answer's value came from, when the database has a provenance log: a column, and a
+-- simulated value says SIMULATED in the title first (never MEASURED).
+local function with_provenance(k, res, row)
+  if not k.db:_provenance() then return end
+  local e = k:provenance_of(row)
+  res[1].provenance = require("perfscript.microbench.provenance").label(e)
+  res[1].provenance_entry = e
+  res.columns[#res.columns + 1] = "provenance"
+  res.widths.provenance = 160
+  if e and e.source == "simulated" then
+    res.title = res.title:gsub(": MEASURED ", ": SIMULATED ", 1)
+    res:note("the answer is SIMULATED (run %s: a roofline model), not a measurement", tostring(e.run))
+  end
+end
+
 -- The exact match in C (perfscript.table's ix:exact, src/store/exact.c) for the lookups it
 -- answers as the scan would: no explain, no MoE, a kernel without a query rewrite whose ties
 -- need no agreement. Returns the best row as the scan's candidate ({row, distance, rule,
@@ -987,6 +1002,7 @@ local function compute_lookup(self, shapes, dtypes, opts)
       ties_note(t, res, ties, nties)
       res[1] = self:_row_record(best.row, lat, col)
       res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
+      with_provenance(self, res, best.row)
       return res
     end
   end
@@ -1019,18 +1035,7 @@ local function compute_lookup(self, shapes, dtypes, opts)
   elseif best and not res.miss then
     res[1] = self:_row_record(best.row, S.lat[best.row], S.src[best.row])
     res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
-    if self.db:_provenance() then
-      -- where the answer's value came from (a simulated one says so first)
-      local e = self:provenance_of(best.row)
-      res[1].provenance = require("perfscript.microbench.provenance").label(e)
-      res[1].provenance_entry = e
-      res.columns[#res.columns + 1] = "provenance"
-      res.widths.provenance = 160
-      if e and e.source == "simulated" then
-        res.title = res.title:gsub(": MEASURED ", ": SIMULATED ", 1)
-        res:note("the answer is SIMULATED (run %s: a roofline model), not a measurement", tostring(e.run))
-      end
-    end
+    with_provenance(self, res, best.row)
   end
   return res
 end
