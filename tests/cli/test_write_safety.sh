@@ -9,8 +9,8 @@ ver=ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5
 seed="$SRC/data/seed_db/$ver"
 cd "$TMP"
 
-# the content of every file of a directory (reports and temporary files aside), as checksums
-snap() { (cd "$1" && find . -type f ! -path './reports/*' ! -name '.*' -print0 | sort -z | xargs -0 sha256sum); }
+# the content of every file of a directory (reports, run journals and temporary files aside), as checksums
+snap() { (cd "$1" && find . -type f ! -path './reports/*' ! -path './.perfscript/*' ! -name '.*' -print0 | sort -z | xargs -0 sha256sum); }
 temps() { find "$1" -name '.*.tmp.*' | wc -l; }
 grid() { "$PS_BIN" "$SRC/recipes/qwen3_grid.lua" --database-path "$1" --rows 4 "${@:2}" 2>&1; }
 fresh() { rm -rf "${1:?}"; cp -r "$seed" "$1"; }

@@ -31,6 +31,8 @@ local report = require "perfscript.microbench.report"
 local msprof = require "perfscript.microbench.msprof"
 local simulate = require "perfscript.microbench.simulate"
 local paths = require "perfscript.path"
+local journal = require "perfscript.microbench.journal"
+local resume = require "perfscript.microbench.resume"
 
 local M = {}
 
@@ -95,6 +97,7 @@ function M.parser()
     .. "a row is rejected. The interpreter is --python when given, else the first of python3 and "
     .. "/usr/bin/python3 that imports torch. (--device is the database's device folder.)")
     :args("?"):choices { "meta", "cpu" }
+  resume.options(p)
   p:option("--max-elements", "With --validate cpu: rows with more input and output elements stay on meta "
     .. "(0: no cap).", "4194304"):convert(math.tointeger)
   return p
@@ -414,6 +417,17 @@ local function drop_unrunnable(a, ops, files)
   return kept
 end
 
+-- Writes the plan of an EP group (or of a batch of it) for the executor.
+local function write_plan(a, path, gp, ep)
+  local default_ep = a.dispatch_ffn_combine_ep_size
+  assert(plan.write(path, gp, { repeat_count = a.repeat_count, warmup = a.warmup, distributed = {
+    -- the torchrun layout flags describe the --dispatch-ffn-combine-ep-size run
+    nproc_per_node = ep == default_ep and a.dispatch_ffn_combine_nproc_per_node or nil,
+    nnodes = ep == default_ep and a.dispatch_ffn_combine_nnodes or nil,
+    node_rank = ep == default_ep and a.dispatch_ffn_combine_node_rank or nil,
+    master_addr = a.dispatch_ffn_combine_master_addr, master_port = a.dispatch_ffn_combine_master_port } }))
+end
+
 -- 1. The replay plan (read-only; --prof-path re-parses without replaying, so it needs no plan),
 -- written with the executor into run_dir. Returns the plan and its path.
 local function make_plan(a, files, run_dir)
@@ -430,12 +444,7 @@ local function make_plan(a, files, run_dir)
   p.groups = plan.split_ep(p, default_ep)
   for _, g in ipairs(p.groups) do
     g.path = run_dir .. (g.ep == default_ep and "/plan.jsonl" or ("/plan_ep%d.jsonl"):format(g.ep))
-    assert(plan.write(g.path, g.p, { repeat_count = a.repeat_count, warmup = a.warmup, distributed = {
-      -- the torchrun layout flags describe the --dispatch-ffn-combine-ep-size run
-      nproc_per_node = g.ep == default_ep and a.dispatch_ffn_combine_nproc_per_node or nil,
-      nnodes = g.ep == default_ep and a.dispatch_ffn_combine_nnodes or nil,
-      node_rank = g.ep == default_ep and a.dispatch_ffn_combine_node_rank or nil,
-      master_addr = a.dispatch_ffn_combine_master_addr, master_port = a.dispatch_ffn_combine_master_port } }))
+    write_plan(a, g.path, g.p, g.ep)
   end
   assert(plan.write_executor(run_dir .. "/executor.py"))
   local plan_path = p.groups[1].path
@@ -483,13 +492,24 @@ local function collect(a, p, plan_path, run_dir)
     say("[SUMMARY] Nothing to replay.")
     return {}
   elseif a.simulate then
-    return { (simulate.write_op_summary(run_dir .. "/prof", p.cases, { repeat_count = a.repeat_count })) },
+    return { (simulate.write_op_summary(run_dir .. "/prof", p.cases, { repeat_count = a.repeat_count,
+      index = p.sim_index })) },
       { success = p.ops, failed = {}, skipped = {} }
   end
   check_custom_env(p.ops)
   local summaries, status = profile(a, p.ops, plan_path, run_dir)
   if not summaries then perf.fail("%s", status) end
   return summaries, status
+end
+
+-- Adds an aggregation (of one EP group) to the merged one.
+local function add_agg(merged, agg)
+  for _, op in ipairs(agg.order) do
+    if not merged.rows[op] then merged.rows[op] = {}; merged.order[#merged.order + 1] = op end
+    for _, r in ipairs(agg.rows[op]) do table.insert(merged.rows[op], r) end
+  end
+  for _, x in ipairs(agg.no_duration) do merged.no_duration[#merged.no_duration + 1] = x end
+  merged.samples = merged.samples + (agg.samples or 0)
 end
 
 -- Runs every EP group of the plan (plan.split_ep: DispatchFFNCombine rows at their own EP
@@ -517,13 +537,7 @@ local function collect_groups(a, p, run_dir)
       local dir = gi == 1 and run_dir or ("%s/ep%d"):format(run_dir, g.ep)
       if gi > 1 then assert(perf.fs.mkdir_p(dir)) end
       local summaries, st = collect(a, g.p, g.path, dir)
-      local agg = assert(aggregate.files(summaries, { ep_size = g.ep }))
-      for _, op in ipairs(agg.order) do
-        if not merged.rows[op] then merged.rows[op] = {}; merged.order[#merged.order + 1] = op end
-        for _, r in ipairs(agg.rows[op]) do table.insert(merged.rows[op], r) end
-      end
-      for _, x in ipairs(agg.no_duration) do merged.no_duration[#merged.no_duration + 1] = x end
-      merged.samples = merged.samples + (agg.samples or 0)
+      add_agg(merged, assert(aggregate.files(summaries, { ep_size = g.ep })))
       if st then
         if not status then status = st
         else
@@ -565,6 +579,81 @@ local function settle_status(a, status, agg, profiled_ops)
     end
   end
   status.success = ok
+end
+
+-- Why this machine cannot run an EP group (more local ranks than visible NPUs), or nil.
+local function ep_unrunnable(a, g, gi, cache)
+  if gi == 1 or a.simulate then return nil end
+  cache.visible = cache.visible or plan.visible_npus()
+  if cache.visible > 0 and g.ep > cache.visible then
+    return ("EP Size %d needs %d local ranks; %d NPU(s) visible"):format(g.ep, g.ep, cache.visible)
+  end
+end
+
+-- 2. Journal runs: the cases still to do (ctx.todo), EP group by group, in batches of
+-- --batch-size cases (0: the group at once); each batch is staged in the run directory and
+-- marked in the journal before the next one starts, so that a kill loses at most one batch.
+local function measure(a, p, run_dir, ctx)
+  local bs, nb, cache = a.batch_size or 0, 0, {}
+  for gi, g in ipairs(p.groups) do
+    local todo, pos = {}, {}
+    for i, c in ipairs(g.p.cases) do
+      if ctx.todo[c.id] then todo[#todo + 1] = c; pos[#pos + 1] = i end
+    end
+    local why = #todo > 0 and ep_unrunnable(a, g, gi, cache)
+    if why then
+      say(("[SKIP] %d DispatchFFNCombine row(s) with EP Size %d need %d local ranks; %d NPU(s) visible.")
+        :format(#todo, g.ep, g.ep, cache.visible))
+      for _, c in ipairs(todo) do
+        p.unreplayable[#p.unreplayable + 1] = { op = c.op, csv = c.csv, row = c.row, kind = "skipped",
+          shapes = c.record and c.record["Input Shapes"], reason = why }
+      end
+      resume.fail_cases(ctx, todo, why)
+    elseif #todo > 0 then
+      local size = bs > 0 and bs or #todo
+      for first = 1, #todo, size do
+        local chunk, idx, ops, seen = {}, {}, {}, {}
+        for i = first, math.min(first + size - 1, #todo) do
+          local c = todo[i]
+          chunk[#chunk + 1], idx[#idx + 1] = c, pos[i]
+          if not seen[c.op] then seen[c.op] = true; ops[#ops + 1] = c.op end
+        end
+        nb = nb + 1
+        local whole = #chunk == #g.p.cases
+        local dir, path, sub
+        if whole then
+          -- the whole group at once: the layout of a run without a journal
+          dir, path, sub = gi == 1 and run_dir or ("%s/ep%d"):format(run_dir, g.ep), g.path, g.p
+        else
+          dir = ("%s/batch%d"):format(run_dir, nb)
+          path, sub = dir .. "/plan.jsonl", { cases = chunk, ops = ops, unreplayable = {}, no_builder = {} }
+        end
+        assert(perf.fs.mkdir_p(dir))
+        if not whole then
+          write_plan(a, path, sub, g.ep)
+          assert(plan.write_executor(dir .. "/executor.py"))
+          say(("[BATCH] %d: %d case(s) of %s"):format(nb, #chunk, table.concat(ops, ", ")))
+        end
+        sub.sim_index = idx
+        local summaries, st = collect(a, sub, path, dir)
+        settle_status(a, st, assert(aggregate.files(summaries, { ep_size = g.ep })), sub.ops)
+        resume.stage(ctx, summaries, g.ep, chunk, st)
+        sub.sim_index = nil
+        -- a long run keeps only what is staged, not every batch's profiler output
+        if not whole and not a.keep_workdir then paths.rmtree(dir) end
+      end
+    end
+  end
+end
+
+-- The write-back's input from a journal run: every staged batch the journal marks done,
+-- aggregated per EP group (in plan order), and the status by operator from the journal.
+local function staged_agg(a, ctx)
+  local merged = { order = {}, rows = {}, no_duration = {}, samples = 0 }
+  for _, g in ipairs(resume.staged(ctx, a.dispatch_ffn_combine_ep_size)) do
+    add_agg(merged, assert(aggregate.files(g.files, { ep_size = g.ep })))
+  end
+  return merged, resume.status(ctx)
 end
 
 -- The aggregated rows by file stem (kernel type -> operator name).
@@ -725,30 +814,70 @@ end
 function M.run(a, script)
   if a.validate then return require("perfscript.microbench.validate").run(a, script or "recipes/microbench.lua") end
   local ops = check_args(a)
+  local shard = resume.check(a)
   local src, dst = databases(a, script or "recipes/microbench.lua")
   local files = drop_unrunnable(a, ops, (target_files(src, ops, a.prof_path)))
-  local id = run_id()
+  local id = a.resume == nil and a.run_id or run_id()
   local work = abspath(a.work_dir or os.getenv("TMPDIR") or "/tmp")
-  local run_dir = ("%s/perfscript-microbench-%s"):format(work, id)
+  local run_dir = ("%s/perfscript-microbench-%s"):format(work, run_id())
   assert(perf.fs.mkdir_p(run_dir))
   local wd <close> = workdir(run_dir, a.keep_workdir or a.plan_only)
   if a.simulate then say("SIMULATED run: durations come from a roofline model, not an NPU.") end
   say(("Database: %s%s"):format(src, dst ~= src and (" -> results into " .. dst) or ""))
 
   local p = make_plan(a, files, run_dir)
-  if a.plan_only or nothing_missing(a, p, files) then return 0 end
-  local agg, status = collect_groups(a, p, run_dir)
+  if a.plan_only or (not a.resume and not a.run_id and nothing_missing(a, p, files)) then return 0 end
+  local agg, status, ctx
+  if a.prof_path then
+    agg, status = collect_groups(a, p, run_dir)
+  else
+    -- a journal run: measured batches are staged in <dst>/.perfscript/runs/<id>/ first
+    ctx = resume.start(a, dst, p, say, { shard = shard, tmp = run_dir, id = id, argv = M.argv })
+    id = ctx.id
+    if not a.writeback_only then measure(a, p, run_dir, ctx) end
+    if a.stage_only then
+      local info = assert(journal.read(ctx.dir))
+      for _, l in ipairs(journal.summary(info)) do say(l) end
+      say(("[STAGED] run %s: results staged in %s; write them back with --resume %s --writeback-only")
+        :format(ctx.id, ctx.dir, ctx.id))
+      local bad = 0
+      for _, c in pairs(info.cases) do
+        if (c.status == "failed" or c.status == "timeout") and (not shard or c.shard == shard.k) then bad = bad + 1 end
+      end
+      return bad > 0 and 3 or 0
+    end
+    agg, status = staged_agg(a, ctx)
+    local left = ctx.info.totals.left
+    if left > 0 then
+      say(("[WARN] run %s: %d case(s) not measured (left as they are in the database)."):format(ctx.id, left))
+    end
+    assert(ctx.j:event("writeback-begin"))
+  end
   for _, g in ipairs(agg.no_duration) do
     say(("[WARN] %s: %d sample(s) of %s had no valid duration; nothing written for it."):format(g.op, g.count, g.sig))
   end
-  settle_status(a, status, agg, p.ops)
+  if not ctx then settle_status(a, status, agg, p.ops) end
   local new_db = not has_csv(dst)
-  local targets = write_targets(a, files, dst, p.ops, ops)
+  local replayed = p.ops
+  if ctx then
+    replayed = {}
+    for _, x in ipairs(status.success) do replayed[#replayed + 1] = x end
+    for _, f in ipairs(status.failed) do replayed[#replayed + 1] = f.op end
+  end
+  local targets = write_targets(a, files, dst, replayed, ops)
   local w = write_back(a, targets, rows_by_stem(agg), dst, status)
   local held <close> = w.lock
   local staged <close> = w.stage  -- an error before the commit removes the staged files
   local ignored = ignored_types(a, agg, w.used, dst, new_db)
-  return write_report(a, id, dst, p, status, ignored, w)
+  resume.crash_point("writeback-staged")
+  local rc = write_report(a, id, dst, p, status, ignored, w)
+  if ctx then
+    resume.crash_point("committed")
+    assert(ctx.j:event("written"))
+    local info = assert(journal.read(ctx.dir))
+    for _, l in ipairs(journal.summary(info)) do say(l) end
+  end
+  return rc
 end
 
 -- Shared with --validate (perfscript.microbench.validate).
@@ -756,6 +885,8 @@ M.check_args, M.target_files, M.workdir, M.run_id, M.say = check_args, target_fi
 
 -- The recipe's entry: parses argv (the recipe's `arg`) and runs; returns the exit status.
 function M.main(argv, script)
+  M.argv = {}
+  for i = 0, #(argv or {}) do M.argv[#M.argv + 1] = argv[i] end
   return M.run(M.parser():parse(argv), script or (argv and argv[0]))
 end
 

@@ -88,7 +88,9 @@ M.SIDE_KERNELS = {
 -- Writes <root>/PROF_<tag>/mindstudio_profiler_output/op_summary_<tag>.csv for cases (each
 -- with .op and .record), repeat_count rows per case with a small deterministic jitter.
 -- opts: repeat_count, tag, device_id, skip_ops (set), side_kernels (also write the side
--- kernels of M.SIDE_KERNELS before each case, as a real replay does). Returns the file path
+-- kernels of M.SIDE_KERNELS before each case, as a real replay does), index (index[i]: case
+-- i's position in its whole plan, for the jitter, so that a batch of a plan measures as the
+-- whole plan does). Returns the file path
 -- and row count.
 function M.write_op_summary(root, cases, opts)
   opts = opts or {}
@@ -115,7 +117,7 @@ function M.write_op_summary(root, cases, opts)
       local base, cube = M.duration_us(c.op, rec)
       for rep = 1, opts.repeat_count or 1 do
         task = task + 1
-        local jitter = 1 + ((ci * 7919 + rep * 104729) % 97) / 1000
+        local jitter = 1 + (((opts.index and opts.index[ci] or ci) * 7919 + rep * 104729) % 97) / 1000
         local d = base * jitter
         local row = { tostring(opts.device_id or 0), "4294967295", tostring(task), "2",
           c.op .. "_" .. ci, c.op, rec["OP State"] ~= "" and rec["OP State"] or "dynamic",
