@@ -138,4 +138,99 @@ expect_eq "array task 1 output" "$(cat "$C/trivial-1.out" 2>&1)" "task 1 of $arr
 expect_eq "dependent job output" "$(cat "$C/trivial-final.out" 2>&1)" "final"
 expect_contains "the array asked for npu:4" "$(cl scontrol show job "${arr}_0" 2>&1)" "npu:4"
 
+# ---- 2. microbench.lua --slurm over 2 "nodes" of 4 NPUs on a small copy of the seed database ----
+MSPROF="$SRC/tests/fixtures/microbench/msprof"
+MB="$SRC/recipes/microbench.lua"
+RUNS="$SRC/recipes/runs.lua"
+SEED="$SRC/data/seed_db/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
+KERNELS=(MatMulV2 BatchMatMulV2 Add RmsNorm SwiGlu DynamicQuant)
+small_db() {  # small_db DIR: the seed's rows of a few kernels
+  mkdir -p "$1"; local k
+  for k in "${KERNELS[@]}"; do cp "$SEED/$k.csv" "$1/"; done
+}
+same_db() {  # same_db A B: the CSV files byte for byte (reports and run directories aside)
+  local f d=""
+  for f in "$1"/*.csv; do cmp -s "$f" "$2/${f##*/}" || d="$d ${f##*/}"; done
+  echo "${d:-same}"
+}
+journal_of() { cat "$1"/.perfscript/runs/"$2"/journal*.jsonl 2>/dev/null; }
+done_twice() { journal_of "$@" | grep '"ev":"done"' | grep -o '"case":"[^"]*"' | sort | uniq -d | wc -l; }
+# the ids of the last "[SLURM] array job A (tasks ...), final job F (...)" line
+jobs_of() { sed -n 's/^\[SLURM\] array job \([0-9]*\) .*final job \([0-9]*\) .*/\1 \2/p' | tail -n 1; }
+mkdir -p "$TMP/work"
+cd "$TMP" || exit 1
+small_db seed; small_db ref; small_db db
+# the reference: the same shards run by hand, then written back (the stand-in's durations
+# depend on a case's place in its msprof run, so a run without shards would differ)
+for k in 1 2; do
+  "$PS_BIN" "$MB" --database-path ref --msprof "$MSPROF" --work-dir "$TMP/work" --devices 0,1,2,3 \
+    --run-id H --shard "$k/2" --stage-only > "ref$k.out" 2>&1 || not_ok "reference shard $k" "$(cat "ref$k.out")"
+done
+"$PS_BIN" "$MB" --database-path ref --msprof "$MSPROF" --work-dir "$TMP/work" --resume H --writeback-only > ref.out 2>&1
+expect_eq "reference run without Slurm exits 0" "$?" "0"
+ncases=$(sed -n 's/^\[PLAN\] \([0-9]*\) case(s).*/\1/p' ref.out)
+[[ ${ncases:-0} -ge 4 ]] && ok "the reference plans $ncases cases" || not_ok "reference plan" "$(cat ref.out)"
+expect_eq "the reference wrote every file" "$(same_db seed ref)" " Add.csv BatchMatMulV2.csv DynamicQuant.csv MatMulV2.csv RmsNorm.csv SwiGlu.csv"
+
+out=$("$PS_BIN" "$MB" --database-path db --msprof "$MSPROF" --work-dir "$TMP/work" --slurm-dry-run \
+  --nodes 2 --npus-per-node 4 --run-id S1 2>&1)
+expect_contains "dry run prints the array script" "$out" "#SBATCH --gres=npu:4"
+expect_eq "dry run writes nothing" "$(ls -A db | grep -c '^.perfscript$')" "0"
+
+out=$("$PS_BIN" "$MB" --database-path db --msprof "$MSPROF" --work-dir "$TMP/work" --slurm \
+  --nodes 2 --npus-per-node 4 --run-id S1 2>&1); rc=$?
+expect_eq "--slurm submits (exit 0)" "$rc" "0"
+read -r arr fin <<<"$(jobs_of <<<"$out")"
+[[ -n $arr && -n $fin ]] && ok "array job $arr and final job $fin submitted" || not_ok "job ids" "$out"
+wait_jobs "$arr" "$fin" && ok "the run's jobs ended" || not_ok "the run's jobs did not end in 30 s" "$(cl squeue)"
+R=db/.perfscript/runs/S1
+expect_eq "the array tasks are told their shard and NPUs" \
+  "$(grep -c -- '--devices 0,1,2,3 --run-id S1 --shard "${SLURM_ARRAY_TASK_ID:?}/2" --stage-only' "$R/slurm-array.sbatch")" "1"
+expect_contains "the final job depended on the array" "$(cl scontrol show job "$fin")" "JobState=COMPLETED"
+expect_eq "one output file per array task" "$(ls "$R"/slurm-"${arr}"_[12].out 2>/dev/null | wc -l)" "2"
+expect_eq "the database got the values the run without Slurm wrote" "$(same_db ref db)" "same"
+expect_eq "one journal per shard" "$(ls "$R" | grep -c '^journal-shard[12].jsonl$')" "2"
+expect_eq "each case planned once over the shards" "$(journal_of db S1 | grep -c '"ev":"plan"')" "$ncases"
+expect_eq "each case done once" "$(journal_of db S1 | grep -c '"ev":"done"') $(done_twice db S1)" "$ncases 0"
+expect_eq "written back once, by the final job" "$(journal_of db S1 | grep -c '"ev":"written"')" "1"
+expect_contains "the final job's summary" "$(cat "$R"/slurm-"$fin"-writeback.out)" \
+  "[JOURNAL] run S1: $ncases case(s): $ncases done, 0 failed, 0 timed out, 0 left; written back 1 time(s)"
+out=$("$PS_BIN" "$RUNS" --database-path db 2>&1)
+echo "$out"
+expect_contains "runs.lua lists the run" "$out" "| S1 "
+out=$("$PS_BIN" "$RUNS" --database-path db --run S1 2>&1)
+echo "$out"
+expect_contains "runs.lua --run: the jobs" "$out" "submitted: array $arr (tasks 1-2) + final $fin"
+out=$("$PS_BIN" "$RUNS" --database-path db --run S1 --resume 2>&1)
+expect_contains "a finished run resubmits nothing" "$out" "every shard is finished and written back; nothing to submit"
+
+# ---- 3. a node lost mid-run: only its shard is resubmitted ----------------------------------------
+# the msprof of array task 2 kills its perfscript (a pre-empted node) while $TMP/break exists
+printf '#!/bin/bash\nif [[ ${SLURM_ARRAY_TASK_ID:-} == 2 && -e %q ]]; then kill -9 $PPID; exit 1; fi\nexec %q "$@"\n' \
+  "$TMP/break" "$MSPROF" > "$TMP/msprof-flaky"
+chmod +x "$TMP/msprof-flaky"
+small_db db2; touch "$TMP/break"
+out=$("$PS_BIN" "$MB" --database-path db2 --msprof "$TMP/msprof-flaky" --work-dir "$TMP/work" --slurm \
+  --nodes 2 --npus-per-node 4 --run-id S2 2>&1)
+read -r arr fin <<<"$(jobs_of <<<"$out")"
+wait_jobs "$arr" "$fin" && ok "the broken run's jobs ended" || not_ok "the broken run's jobs did not end"
+out=$("$PS_BIN" "$RUNS" --database-path db2 --run S2 2>&1)
+echo "$out"
+expect_contains "runs.lua: shard 2 is unfinished" "$out" "| unfinished"
+expect_contains "runs.lua: shard 1 is finished" "$out" "| finished"
+expect_contains "runs.lua: shard 1's results written back" "$out" "Written back: 1"
+rm -f "$TMP/break"
+out=$("$PS_BIN" "$RUNS" --database-path db2 --run S2 --resume 2>&1); rc=$?
+expect_eq "runs.lua --resume exits 0" "$rc" "0"
+expect_contains "only shard 2 is resubmitted" "$out" "resubmitting shard(s) 2 of 2"
+read -r arr2 fin2 <<<"$(jobs_of <<<"$out")"
+wait_jobs "$arr2" "$fin2" && ok "the resubmitted jobs ended" || not_ok "the resubmitted jobs did not end"
+expect_eq "the resubmitted array ran task 2 only" "$(cd db2/.perfscript/runs/S2 && ls slurm-"${arr2}"_*.out)" "slurm-${arr2}_2.out"
+expect_eq "the resumed database equals the uninterrupted one" "$(same_db ref db2)" "same"
+expect_eq "each case done once over both submissions" "$(journal_of db2 S2 | grep -c '"ev":"done"') $(done_twice db2 S2)" "$ncases 0"
+out=$("$PS_BIN" "$RUNS" --database-path db2 --run S2 2>&1)
+echo "$out"
+expect_contains "runs.lua: every case done" "$out" "| all   | $ncases     | $ncases    | 0      | 0         | 0    |"
+expect_contains "runs.lua: written back twice" "$out" "Written back: 2"
+
 finish

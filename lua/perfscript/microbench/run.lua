@@ -98,6 +98,7 @@ function M.parser()
     .. "/usr/bin/python3 that imports torch. (--device is the database's device folder.)")
     :args("?"):choices { "meta", "cpu" }
   resume.options(p)
+  require("perfscript.microbench.slurm").options(p)
   p:option("--max-elements", "With --validate cpu: rows with more input and output elements stay on meta "
     .. "(0: no cap).", "4194304"):convert(math.tointeger)
   return p
@@ -112,7 +113,8 @@ end
 
 -- Source and target database directories; script finds the bundled seed database. Without
 -- database flags: the default database (dbpath.default); a simulated run only reads it.
-local function databases(a, script)
+-- no_copy: only name them (--slurm-dry-run).
+local function databases(a, script, no_copy)
   local dir, how = options.database_dir(a, { script = script, say = say,
     write = not a.simulate and not a.output_database })
   local src = abspath(dir)
@@ -123,7 +125,7 @@ local function databases(a, script)
       or (src:gsub("/+$", "") .. "_simulated")
   end
   dst = dst or src
-  if dst ~= src and isdir(src) then
+  if dst ~= src and isdir(src) and not no_copy then
     local n = copy_tree(src, dst)
     if n > 0 then say(("Copied %d file(s) of %s into %s."):format(n, src, dst)) end
   end
@@ -880,6 +882,9 @@ function M.run(a, script)
   return rc
 end
 
+-- Shared with --slurm (perfscript.microbench.slurm): the source and target databases.
+M.databases = databases
+
 -- Shared with --validate (perfscript.microbench.validate).
 M.check_args, M.target_files, M.workdir, M.run_id, M.say = check_args, target_files, workdir, run_id, say
 
@@ -887,7 +892,10 @@ M.check_args, M.target_files, M.workdir, M.run_id, M.say = check_args, target_fi
 function M.main(argv, script)
   M.argv = {}
   for i = 0, #(argv or {}) do M.argv[#M.argv + 1] = argv[i] end
-  return M.run(M.parser():parse(argv), script or (argv and argv[0]))
+  local a = M.parser():parse(argv)
+  local slurm = require "perfscript.microbench.slurm"
+  if slurm.wanted(a) then return slurm.main(a, argv, script or argv[0] or "recipes/microbench.lua") end
+  return M.run(a, script or (argv and argv[0]))
 end
 
 return M
