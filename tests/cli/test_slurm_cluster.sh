@@ -48,6 +48,19 @@ stop_cluster() {
 }
 up=
 trap 'stop_cluster; rm -rf "${TMP:?}"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM
+# a daemon dies with this script even when it is killed outright (setpriv: util-linux)
+PDEATH=(); setpriv --pdeathsig KILL true 2>/dev/null && PDEATH=(setpriv --pdeathsig KILL)
+# and a watchdog outside its process group (a ctest timeout kills the group) then kills the jobs'
+# processes that slurmd left (slurmstepd, the job's own) and removes the scratch directory
+SETSID=(); command -v setsid >/dev/null && SETSID=(setsid)
+"${SETSID[@]}" bash -c '
+  while kill -0 "$1" 2>/dev/null; do sleep 1; done
+  for e in /proc/[0-9]*/environ; do
+    p=${e#/proc/}; p=${p%/environ}
+    { tr "\0" "\n" < "$e"; } 2>/dev/null | grep -qxF "$2" && kill -9 "$p" 2>/dev/null
+  done
+  [[ $3 == */cli.* ]] && rm -rf "$3"' watchdog "$$" "$MARK" "$TMP" </dev/null >/dev/null 2>&1 &
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 base=$((20000 + ($$ * 7) % 30000))
@@ -83,6 +96,7 @@ SchedulerType=sched/builtin
 ReturnToService=2
 MinJobAge=300
 MessageTimeout=5
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 GresTypes=npu
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 Gres=npu:8 State=UNKNOWN
 PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP
@@ -90,7 +104,7 @@ EOF
 # the NPUs are only counted: no device files, no plugin
 echo "NodeName=localhost Name=npu Count=8 Flags=CountOnly" > "$C/gres.conf"
 
-env "$MARK" munged -F --key-file="$C/munge/munge.key" --socket="$C/munge/munge.sock" \
+env "$MARK" "${PDEATH[@]}" munged -F --key-file="$C/munge/munge.key" --socket="$C/munge/munge.sock" \
   --pid-file="$C/munge/munged.pid" --log-file="$C/munge/munged.log" --seed-file="$C/munge/munged.seed" >"$C/munged.out" 2>&1 &
 pids+=($!)
 for ((i = 0; i < 50; i++)); do
@@ -98,9 +112,9 @@ for ((i = 0; i < 50; i++)); do
   sleep 0.1
 done
 ((i < 50)) || { tail -n 3 "$C/munge/munged.log"; skip "munged did not start (log above)"; }
-env "$MARK" slurmctld -D -f "$C/slurm.conf" >"$C/slurmctld.out" 2>&1 &
+env "$MARK" "${PDEATH[@]}" slurmctld -D -f "$C/slurm.conf" >"$C/slurmctld.out" 2>&1 &
 pids+=($!)
-env "$MARK" slurmd -D -f "$C/slurm.conf" -N localhost >"$C/slurmd.out" 2>&1 &
+env "$MARK" "${PDEATH[@]}" slurmd -D -f "$C/slurm.conf" -N localhost >"$C/slurmd.out" 2>&1 &
 pids+=($!)
 for ((i = 0; i < 100; i++)); do
   if [[ $(timeout 2 sinfo -h -N -o '%T %G' 2>/dev/null) == "idle npu:8"* ]]; then up=1; break; fi
