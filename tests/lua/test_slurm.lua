@@ -123,15 +123,20 @@ end
 
 -- 7 cases over 3 shards: indices 0,3,6 | 1,4 | 2,5
 function testShardsCountTheCasesOfShardsNotStarted()
-  local info = { shards = { [1] = { total = 3, done = 2, failed = 1, timeout = 0, left = 0 },
-                            [3] = { total = 2, done = 1, failed = 0, timeout = 0, left = 1 } } }
+  local function case(i, status, shard) return { id = "c" .. i, index = i, status = status, shard = shard } end
+  local info = { cases = { case(0, "done"), case(3, "done"), case(6, "failed"), case(2, "done"), case(5) } }
   local s = slurm.shards(info, { cases = 7 }, 3)
   lu.assertEquals(#s, 3)
-  lu.assertEquals({ s[1].total, s[1].done, s[1].failed, s[1].left, s[1].started, s[1].finished }, { 3, 2, 1, 0, true, true })
+  lu.assertEquals({ s[1].total, s[1].done, s[1].failed, s[1].left, s[1].finished }, { 3, 2, 1, 0, true })
   lu.assertEquals({ s[2].total, s[2].done, s[2].left, s[2].started, s[2].finished }, { 2, 0, 2, false, false })
-  lu.assertEquals({ s[3].total, s[3].done, s[3].left, s[3].started, s[3].finished }, { 2, 1, 1, true, false })
+  lu.assertEquals({ s[3].total, s[3].done, s[3].left, s[3].finished }, { 2, 1, 1, false })
+  -- a case journaled by another process (the final job plans what no shard has) counts for the
+  -- shard its index gives
+  info = { cases = { case(0, "done", 1), case(1, nil, 1) } }
+  s = slurm.shards(info, { cases = 2 }, 2)
+  lu.assertEquals({ s[1].total, s[1].done, s[1].finished, s[2].total, s[2].left, s[2].finished }, { 1, 1, true, 1, 1, false })
   -- more nodes than cases: the empty shards are finished
-  s = slurm.shards({ shards = { [1] = { total = 1, done = 1, failed = 0, timeout = 0, left = 0 } } }, { cases = 1 }, 3)
+  s = slurm.shards({ cases = { case(0, "done") } }, { cases = 1 }, 3)
   lu.assertEquals({ s[2].total, s[2].finished, s[3].finished }, { 0, true, true })
   -- no shard has started (no run.json): every shard is unfinished
   s = slurm.shards(nil, nil, 2)

@@ -278,22 +278,30 @@ local function expected(cases, k, n)
 end
 
 -- Per shard 1..n of a run: {k =, total =, done =, failed =, timeout =, left =, started =,
--- finished =} from journal.read's info (nil: no shard has started) and run.json's meta: a
--- shard that has not planned yet counts its cases (from the plan size) as left.
+-- finished =} from journal.read's info (nil: no shard has started) and run.json's meta. A case
+-- counts for the shard its plan index gives (index % n + 1: the shard that measures it, whoever
+-- journaled its plan); a shard's cases not planned yet count as left; started: the shard has its
+-- journal file.
 function M.shards(info, meta, n)
   local out = {}
-  local cases = meta and math.tointeger(meta.cases)
   for k = 1, n do
-    local s = info and info.shards[k]
-    local r = { k = k, total = 0, done = 0, failed = 0, timeout = 0, left = 0, started = s ~= nil }
-    if s then for f in pairs(r) do if type(s[f]) == "number" then r[f] = s[f] end end end
-    local want = expected(cases, k, n)
-    if cases and want > r.total then
-      r.left, r.total = r.left + want - r.total, want
+    out[k] = { k = k, total = 0, done = 0, failed = 0, timeout = 0, left = 0,
+      started = info ~= nil and info.dir ~= nil and paths.isfile(journal.file_of(info.dir, { k = k, n = n })) }
+  end
+  for _, c in pairs(info and info.cases or {}) do
+    local k = math.tointeger(c.index) and (c.index % n) + 1 or math.tointeger(c.shard) or 1
+    local r = out[k]
+    if r then
+      local st = c.status or "left"
+      r.total, r[st] = r.total + 1, r[st] + 1
     end
+  end
+  local cases = meta and math.tointeger(meta.cases)
+  for k, r in ipairs(out) do
+    local want = expected(cases, k, n)
+    if cases and want > r.total then r.left, r.total = r.left + want - r.total, want end
     -- without a plan size (no shard has run), a shard is unfinished
     r.finished = cases ~= nil and r.left == 0
-    out[k] = r
   end
   return out
 end
