@@ -29,6 +29,7 @@ M.EXTRAS = {
 M.help = {
   { "db:kernels()", "per kernel type: rows, rows with a valid latency, theory rows" },
   { "db:rows(k, filter)", "rows of kernel k; filter: {column = value, M = 128} or function(r)" },
+  { "db:rows(k, {run = id})", "the rows a run wrote (also {source = \"simulated\"}); the provenance log's rows" },
   { "db:lookup(k, shapes, dtypes, {explain = true})", "the consumer's exact match; explain: each row's first failing input" },
   { "db:lookup(hcom_k, {bytes = b, devices = n})", "communication: exact, else the alpha-beta fit clamped to its bracket" },
   { "db:lookup(\"FusedInferAttentionScore\", {q = \"T,N,D\", seq = s})", "attention: runtime filters, nearest avg_seq_len within 16" },
@@ -421,6 +422,30 @@ function Kmethods:_row_view(i)
                       { __index = function(_, name) local c = t:column(name); return c and t:cell(i, c) or nil end })
 end
 
+-- ---- provenance (perfscript.microbench.provenance: who wrote each row) ----------------------
+
+local SIG_COLS = { "OP Type", "OP State", M.IS, M.IDT, M.IF, M.OS, M.ODT, M.OF, "EP Size" }
+
+-- The database's provenance index (loaded once), or false when it has no log.
+function DBmethods:_provenance()
+  if self._prov == nil then
+    local idx, err = require("perfscript.microbench.provenance").index(self._dir)
+    if not idx and err then perf.fail("%s", err) end
+    self._prov = idx or false
+  end
+  return self._prov
+end
+
+-- The provenance entry of row i (the latest run that wrote its values), or nil.
+function Kmethods:provenance_of(i)
+  local idx = self.db:_provenance()
+  if not idx or not idx[self.name] then return nil end
+  local t = self:table()
+  local row = {}
+  for _, c in ipairs(SIG_COLS) do if t:column(c) then row[c] = t:cell(i, c) end end
+  return require("perfscript.microbench.provenance").of(idx, self.name, row)
+end
+
 function Kmethods:rows(filter)
   local t = self:table()
   local n = #t
@@ -464,6 +489,16 @@ function Kmethods:rows(filter)
             return cell == want or (wnum ~= nil and num.finite(cell) == wnum)
           end
         end
+      elseif k == "run" or k == "source" then
+        -- the provenance log's run id, or its source (measured, simulated, imported)
+        if not self.db:_provenance() then
+          perf.fail("rows: {%s = ...}: %s has no provenance log (.perfscript/provenance.jsonl)", k, self.db._dir)
+        end
+        local want = tostring(v)
+        checks[#checks + 1] = function(i)
+          local e = self:provenance_of(i)
+          return e ~= nil and tostring(e[k]) == want
+        end
       elseif analysis.is_axis(self, k) then
         checks[#checks + 1] = function(i) return analysis.row_axis(self, i, k) == v end
       else
@@ -478,9 +513,22 @@ function Kmethods:rows(filter)
   else
     perf.fail("rows: filter must be a table of column values or a function")
   end
-  local res = R.new(nil, ROW_COLS)
+  local prov = self.db:_provenance() and true or false
+  local cols = ROW_COLS
+  if prov then
+    cols = {}
+    for _, c in ipairs(ROW_COLS) do cols[#cols + 1] = c end
+    cols[#cols + 1] = "provenance"
+  end
+  local res = R.new(nil, cols)
+  if prov then res.widths = { provenance = 160 } end
+  local label = prov and require("perfscript.microbench.provenance").label
   for i = 1, n do
-    if keep(i) then res[#res + 1] = self:_row_record(i) end
+    if keep(i) then
+      local r = self:_row_record(i)
+      if prov then r.provenance = label(self:provenance_of(i)) end
+      res[#res + 1] = r
+    end
   end
   res.title = string.format("%s: %d of %d rows", self.name, #res, n)
   if errors > 0 then
@@ -910,6 +958,18 @@ local function compute_lookup(self, shapes, dtypes, opts)
   elseif best and not res.miss then
     res[1] = self:_row_record(best.row, S.lat[best.row], S.src[best.row])
     res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
+    if self.db:_provenance() then
+      -- where the answer's value came from (a simulated one says so first)
+      local e = self:provenance_of(best.row)
+      res[1].provenance = require("perfscript.microbench.provenance").label(e)
+      res[1].provenance_entry = e
+      res.columns[#res.columns + 1] = "provenance"
+      res.widths.provenance = 160
+      if e and e.source == "simulated" then
+        res.title = res.title:gsub(": MEASURED ", ": SIMULATED ", 1)
+        res:note("the answer is SIMULATED (run %s: a roofline model), not a measurement", tostring(e.run))
+      end
+    end
   end
   return res
 end

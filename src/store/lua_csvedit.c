@@ -211,7 +211,8 @@ fail:
  *     mode_all = bool, prune = bool,
  *     append = function(matched) -> rows  rows to append, given {[hash] = true} of the matches
  *     stage = st                           perf.fs.stage(): only stage the file (src/io/stage.h)
- *   }) -> {status, updated, unchanged, rows, written, gaps, deleted, duplicates, matched}
+ *   }) -> {status, updated, unchanged, rows, written, gaps, deleted, duplicates, matched,
+ *          applied = {[hash] = true} of the matches whose values were written}
  *   or nil, message */
 
 static int opt_int(lua_State *L, int t, const char *k) {
@@ -425,10 +426,16 @@ static int l_merge(lua_State *L) {
   const ps_merge_result *r = ps_merge_result_of(m);
   lua_newtable(L);
   int matched = lua_gettop(L);
+  lua_newtable(L);
+  int applied = lua_gettop(L);
   for (size_t i = 0; i < o.nupdates; i++)
     if (r->matched[i]) {
       lua_pushboolean(L, 1);
       lua_rawseti(L, matched, (lua_Integer)o.updates[i].hash);
+      if (r->matched[i] == 2) {
+        lua_pushboolean(L, 1);
+        lua_rawseti(L, applied, (lua_Integer)o.updates[i].hash);
+      }
     }
   if (lua_isfunction(L, append_fn)) { /* rows to append, chosen now that the matches are known */
     const char **f = scratch(L, o.ncols * sizeof *f);
@@ -448,6 +455,8 @@ static int l_merge(lua_State *L) {
   int status = ps_merge_commit(m, err, sizeof err);
   if (status < 0) return ps_fail(L, err);
   push_result(L, m, status, matched);
+  lua_pushvalue(L, applied);
+  lua_setfield(L, -2, "applied");
   return 1;
 }
 

@@ -266,6 +266,7 @@ static int merge_update(ps_merge *m, const ps_scan_record *rec, size_t ui, size_
     build_row(m, rec);
     *built = 1;
     apply_update(m, &full);
+    m->res.matched[ui] = 2; /* matched and written (its provenance changes) */
     if (!same_trimmed(*mb, *mbl, u->mb, u->mblen)) m->res.updated++;
     *mb = u->mb, *mbl = u->mblen;
     counted = 1;

@@ -8,7 +8,8 @@
 --   * the file is rewritten (atomically) only when a value changes; rows are never reordered
 --     and only deleted when pruning is asked for.
 -- The caller holds the database lock. With opts.stage (perf.fs.stage()) the new content is
--- only staged; res.status says what the stage's commit will do.
+-- only staged; res.status says what the stage's commit will do. res.written_rows lists the
+-- rows whose values were written ({key = signature hash, row = the incoming row}): provenance.
 --
 --   local res = merge.file(path, rows, match_only, {mode = "all", prune = false, say = print,
 --                          stage = st,
@@ -54,7 +55,7 @@ end
 local function new_result(path)
   return { csv_path = path, csv_name = path:match("([^/]+)$") or path, stem = stem_of(path),
            updated = 0, added = 0, unchanged = 0, missing = {}, deleted = {}, duplicates = {},
-           gaps = {} }
+           gaps = {}, written_rows = {} }
 end
 
 -- Distinct non-blank EP Size values of the incoming rows.
@@ -178,7 +179,10 @@ function M.file(path, rows, match_only, opts)
       if not matched[h] then
         if u.record then
           res.missing[#res.missing + 1] = perf.sig.display(u.row)
-          if mode == "all" and u.dur then out[#out + 1] = append_cells(u.row, cols, mi) end
+          if mode == "all" and u.dur then
+            out[#out + 1] = append_cells(u.row, cols, mi)
+            res.written_rows[#res.written_rows + 1] = { key = h, row = u.row }
+          end
         elseif u.kind == "match" then
           say(("[WARN] match-only profiling row did not match %s: %s"):format(res.csv_name, perf.sig.display(u.row)))
         end
@@ -224,6 +228,13 @@ function M.file(path, rows, match_only, opts)
   if not r then return nil, err end
   res.status, res.columns = r.status, cols
   res.updated, res.unchanged = r.updated, r.unchanged
+  -- the rows whose values this merge wrote (their provenance changes), appended ones first
+  local appended_rows = res.written_rows
+  res.written_rows = {}
+  for _, h in ipairs(order) do
+    if r.applied and r.applied[h] then res.written_rows[#res.written_rows + 1] = { key = h, row = updates[h].row } end
+  end
+  for _, x in ipairs(appended_rows) do res.written_rows[#res.written_rows + 1] = x end
   res.deleted = r.deleted
   for _, g in ipairs(r.gaps) do
     res.gaps[#res.gaps + 1] = { op_type = stem, csv_name = res.csv_name, signature = g[3], mb_us = g[1],

@@ -192,7 +192,7 @@ function M.start(a, dst, p, say, opts)
   local info, ierr = journal.read(j.dir)
   if not info then perf.fail("%s", ierr) end
   local ctx = { j = j, dir = j.dir, id = j.id, todo = {}, info = info, resumed = existing, shard = shard,
-    simulated = a.simulate or false, seq = 0 }
+    simulated = a.simulate or false, seq = 0, identity = now.identity }
   -- this process's cases: recorded once in the plan, replayed while not done
   local new, mine = {}, 0
   local devices = a.devices and #a.devices > 0 and table.concat(a.devices, ",") or nil
@@ -297,7 +297,9 @@ function M.staged(ctx, default_ep)
     return x.batch < y.batch
   end)
   local groups, by = {}, {}
+  ctx.batch_meta = {}
   for _, b in ipairs(list) do
+    ctx.batch_meta[b.batch] = b
     local ep = b.ep or default_ep
     if not by[ep] then
       by[ep] = { ep = ep, files = {}, batches = {} }

@@ -33,6 +33,7 @@ local simulate = require "perfscript.microbench.simulate"
 local paths = require "perfscript.path"
 local journal = require "perfscript.microbench.journal"
 local resume = require "perfscript.microbench.resume"
+local provenance = require "perfscript.microbench.provenance"
 
 local M = {}
 
@@ -658,6 +659,42 @@ local function staged_agg(a, ctx)
   return merged, resume.status(ctx)
 end
 
+-- The provenance lines of the rows the write-back wrote: measured / simulated by a journal
+-- run (the input: the staged op_summary file of the row's case), or imported (--prof-path).
+local function provenance_lines(a, ctx, p, results, id)
+  local base = { run = id, source = a.simulate and "simulated" or a.prof_path and "imported" or "measured" }
+  local input_of
+  if ctx then
+    for k, v in pairs(ctx.identity or {}) do if base[k] == nil then base[k] = v end end
+    local by_key = {}
+    for _, c in ipairs(p.cases) do
+      local ok, key = pcall(provenance.key, c.record or {}, c.op)
+      if ok then by_key[c.op .. "\0" .. key] = c.id end
+    end
+    input_of = function(kernel, key)
+      local cid = by_key[kernel .. "\0" .. key]
+      local c = cid and ctx.info.cases[cid]
+      local b = c and c.batch and ctx.batch_meta and ctx.batch_meta[c.batch]
+      if not b then return nil end
+      local names, hashes = {}, {}
+      for _, f in ipairs(b.files or {}) do
+        names[#names + 1] = ("%s/staged/%s/%s"):format(ctx.dir, b.batch, f.name)
+        hashes[#hashes + 1] = f.xxh3
+      end
+      return table.concat(names, ","), table.concat(hashes, ",")
+    end
+  elseif a.prof_path then
+    local files = msprof.find_summaries(abspath(a.prof_path)) or {}
+    local hashes = {}
+    for _, f in ipairs(files) do hashes[#hashes + 1] = provenance.file_xxh3(f) or "unreadable" end
+    local input = #files == 1 and files[1] or abspath(a.prof_path)
+    -- several files: the XXH3 of their XXH3s, in order
+    local xxh3 = #files == 1 and hashes[1] or provenance.key_hex(perf.sig.hash(table.concat(hashes, ",")))
+    input_of = function() return input, xxh3 end
+  end
+  return provenance.lines(base, results, input_of)
+end
+
 -- The aggregated rows by file stem (kernel type -> operator name).
 local function rows_by_stem(agg)
   local by_stem = {}
@@ -871,6 +908,13 @@ function M.run(a, script)
   local held <close> = w.lock
   local staged <close> = w.stage  -- an error before the commit removes the staged files
   local ignored = ignored_types(a, agg, w.used, dst, new_db)
+  local plines = provenance_lines(a, ctx, p, w.results, id)
+  if #plines > 0 then
+    local ok, err = provenance.append(dst, plines, w.stage)
+    if not ok then perf.fail("%s", err) end
+    w.writes[#w.writes + 1] = ("[WRITE] provenance of %d row(s) (%s) appended to %s"):format(#plines,
+      a.simulate and "SIMULATED" or a.prof_path and "imported" or "measured", provenance.path(dst))
+  end
   resume.crash_point("writeback-staged")
   local rc = write_report(a, id, dst, p, status, ignored, w)
   if ctx then
