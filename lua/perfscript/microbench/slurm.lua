@@ -1,4 +1,4 @@
--- microbench.lua --slurm (docs/rules.md, Collecting on a cluster): a collection as Slurm jobs.
+-- microbench.lua --slurm (README, Collecting on a cluster): a collection as Slurm jobs.
 -- A job array with one task per node measures the plan's shards (`--shard K/N --stage-only`
 -- over the node's NPUs with --devices, K = SLURM_ARRAY_TASK_ID, 1-based), staging into the
 -- run directory <database>/.perfscript/runs/<id>/ (shared storage); a final job that depends on
@@ -181,8 +181,10 @@ end
 M.read_state = read_state
 
 local function write_state(run_dir, state)
-  local ok, err = perf.fs.write_atomic(run_dir .. "/" .. M.STATE, cjson.encode(state) .. "\n", { if_changed = false })
-  if not ok then perf.fail("%s", err) end
+  local path = run_dir .. "/" .. M.STATE
+  local how, err = perf.fs.write_atomic(path, cjson.encode(state) .. "\n", { if_changed = false })
+  if not how then perf.fail("%s", err) end
+  say(("[WRITE] %s %s"):format(how, path))
 end
 
 -- Submits the array (indices: nil for the script's own, else "2,4") and the final job after it
