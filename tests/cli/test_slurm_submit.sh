@@ -123,7 +123,28 @@ expect_eq "--retry-failed: shard 2 again, told to retry; the final job" "$(cat "
 out=$(SLURM_ARRAY_TASK_ID=2 PERFSCRIPT_RETRY_FAILED=1 bash "$D3/slurm-array.sbatch" 2>&1)
 expect_contains "the retried task replays the failed cases" "$out" "(failed and timed-out ones included"
 
-# 5. errors
+# 5. DispatchFFNCombine (torchrun) runs across every NPU of the task, never on one device's worker
+# (its rows' EP Size is the default here: it shares the plan with the other operators)
+mkdir -p dfc opp
+for k in DispatchFFNCombine Add MatMulV2 RmsNorm; do cp "$SEED/$k.csv" dfc/; done
+printf '#!/bin/bash\necho "${ASCEND_RT_VISIBLE_DEVICES:-} |$*" >> %q\nexec %q "$@"\n' "$TMP/visible.log" "$MSPROF" \
+  > msprof-visible
+chmod +x msprof-visible
+export ASCEND_CUSTOM_OPP_PATH="$TMP/opp" LD_LIBRARY_PATH="$TMP/opp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mb --database-path dfc --msprof "$TMP/msprof-visible" --dispatch-ffn-combine-ep-size 32 --slurm --nodes 1 --npus-per-node 4 --run-id D >/dev/null 2>&1
+out=$(SLURM_ARRAY_TASK_ID=1 bash dfc/.perfscript/runs/D/slurm-array.sbatch 2>&1)
+expect_eq "the task with DispatchFFNCombine exits 0" "$?" "0"
+expect_contains "it says where DispatchFFNCombine runs" "$out" "[RUN] devices 0,1,2,3: DispatchFFNCombine"
+expect_eq "DispatchFFNCombine's msprof sees the task's 4 NPUs, and runs only it" \
+  "$(grep -c '^0,1,2,3 |.* --ops DispatchFFNCombine$' visible.log)" "1"
+expect_eq "the other operators run on one device each" "$(grep -c '^[0-3] |' visible.log)" "3"
+expect_eq "no device worker gets DispatchFFNCombine" "$(grep '^[0-3] |' visible.log | grep -c DispatchFFNCombine)" "0"
+out=$(bash dfc/.perfscript/runs/D/slurm-final.sbatch 2>&1)
+expect_eq "its write-back exits 0" "$?" "0"
+expect_contains "DispatchFFNCombine written back" "$out" "dfc/DispatchFFNCombine.csv"
+unset ASCEND_CUSTOM_OPP_PATH
+
+# 6. errors
 out=$(FAKE_SBATCH_FAIL=1 mb --database-path db --slurm --run-id E 2>&1); rc=$?
 expect_eq "a failing sbatch fails the run" "$rc" "1"
 expect_contains "with sbatch's own message" "$out" "Invalid partition name specified"
