@@ -13,10 +13,7 @@ local report = require "perfscript.microbench.report"
 
 local M = {}
 
-local function say(s)
-  io.stdout:write(s, "\n")
-  io.stdout:flush()
-end
+local say = require("perfscript.microbench.run").say  -- a line on stdout, flushed
 
 function M.parser()
   local p = argparse("runs.lua", "List the microbench runs of a database and their progress (cases done, "

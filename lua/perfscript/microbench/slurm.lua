@@ -17,15 +17,13 @@ local cjson = require "cjson"
 local paths = require "perfscript.path"
 local journal = require "perfscript.microbench.journal"
 local msprof = require "perfscript.microbench.msprof"
+local run = require "perfscript.microbench.run"
 
 local M = {}
 
 M.ARRAY, M.FINAL, M.STATE = "slurm-array.sbatch", "slurm-final.sbatch", "slurm.json"
 
-local function say(s)
-  io.stdout:write(s, "\n")
-  io.stdout:flush()
-end
+local say = run.say  -- a line on stdout, flushed
 
 local function positive(s)
   local v = math.tointeger(tonumber(s))
@@ -236,7 +234,6 @@ function M.main(a, argv, script)
   for _, f in ipairs(REFUSED) do
     if a[f] then perf.fail("--%s cannot be combined with --slurm (the jobs set their own)", (f:gsub("_", "-"))) end
   end
-  local run = require "perfscript.microbench.run"
   -- the database the jobs write (made now, so that no two tasks copy a seed at once)
   local _, dst = run.databases(a, script, a.slurm_dry_run)
   a.nodes, a.npus_per_node = a.nodes or 1, a.npus_per_node or 8
