@@ -37,7 +37,7 @@ function M.options(p)
     .. "the results in the run directory <database>/.perfscript/runs/<id>/ (shared storage), and a final "
     .. "job, after the array, that writes everything back under the database lock. The sbatch scripts "
     .. "are kept in the run directory; recipes/runs.lua follows the run and resubmits what is unfinished.")
-  p:flag("--slurm-dry-run", "Print the sbatch scripts and commands of --slurm; submit and write nothing.")
+  p:flag("--slurm-dry-run", "Print the sbatch scripts and commands of --slurm; write no script, submit nothing.")
   p:option("--nodes", "With --slurm: nodes, i.e. array tasks (shards of the plan) (default: 1).")
     :convert(positive)
   p:option("--npus-per-node", "With --slurm: NPUs per node; each task asks for the generic resource "
