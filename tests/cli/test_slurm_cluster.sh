@@ -17,9 +17,11 @@ for b in munged munge slurmctld slurmd sbatch squeue scontrol scancel; do
 done
 
 # ---- the cluster ------------------------------------------------------------------------------
-C="$TMP/cluster"                   # munged checks that every directory above its socket is searchable
+# munged wants every directory above its socket searchable by all: the cluster lives in /tmp
+C=$(mktemp -d /tmp/cli.slurm.XXXXXX)
+[[ -n $C && -d $C && $C == /tmp/cli.slurm.* ]] || { echo "no cluster directory" >&2; exit 1; }
 mkdir -p "$C/state" "$C/spool" "$C/munge"
-chmod 755 "$TMP" "$C" "$C/munge"
+chmod 755 "$C" "$C/munge"
 MARK="PS_SLURM_TEST=$C"            # every daemon and job process carries it: the cleanup finds them
 export SLURM_CONF="$C/slurm.conf"
 pids=()
@@ -47,7 +49,7 @@ stop_cluster() {
   pids=()
 }
 up=
-trap 'stop_cluster; rm -rf "${TMP:?}"' EXIT
+trap 'stop_cluster; rm -rf "${C:?}" "${TMP:?}"' EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM
 # a daemon dies with this script even when it is killed outright (setpriv: util-linux)
 PDEATH=(); setpriv --pdeathsig KILL true 2>/dev/null && PDEATH=(setpriv --pdeathsig KILL)
@@ -60,7 +62,7 @@ SETSID=(); command -v setsid >/dev/null && SETSID=(setsid)
     p=${e#/proc/}; p=${p%/environ}
     { tr "\0" "\n" < "$e"; } 2>/dev/null | grep -qxF "$2" && kill -9 "$p" 2>/dev/null
   done
-  [[ $3 == */cli.* ]] && rm -rf "$3"' watchdog "$$" "$MARK" "$TMP" </dev/null >/dev/null 2>&1 &
+  for d in "${@:3}"; do [[ $d == */cli.* ]] && rm -rf "$d"; done' watchdog "$$" "$MARK" "$C" "$TMP" </dev/null >/dev/null 2>&1 &
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 base=$((20000 + ($$ * 7) % 30000))
