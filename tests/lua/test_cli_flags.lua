@@ -111,6 +111,8 @@ local EXTERNAL = {
   ["--export"] = "msprof",
   ["--nproc_per_node"] = "torchrun", ["--master_port"] = "torchrun", ["--master_addr"] = "torchrun",
   ["--nnodes"] = "torchrun", ["--node_rank"] = "torchrun",
+  ["--account"] = "sbatch", ["--job-name"] = "sbatch", ["--array"] = "sbatch", ["--ntasks"] = "sbatch",
+  ["--gres"] = "sbatch", ["--parsable"] = "sbatch", ["--dependency"] = "sbatch",
 }
 
 -- Every flag the perfscript host (perfscript --help) and the replay executor (executor.py's

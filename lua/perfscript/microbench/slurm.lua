@@ -64,7 +64,7 @@ function M.forward(argv)
     local name = s:match("^(%-%-[%w-]+)=") or s
     local n = OWN[name]
     if n == nil then out[#out + 1] = s; i = i + 1
-    elseif name ~= s then i = i + 1          -- --flag=value
+    elseif name ~= s then i = i + 1          -- the value after "="
     else i = i + 1 + n end
   end
   return out
