@@ -424,8 +424,6 @@ end
 
 -- ---- provenance (perfscript.microbench.provenance: who wrote each row) ----------------------
 
-local SIG_COLS = { "OP Type", "OP State", M.IS, M.IDT, M.IF, M.OS, M.ODT, M.OF, "EP Size" }
-
 -- The database's provenance index (loaded once), or false when it has no log.
 function DBmethods:_provenance()
   if self._prov == nil then
@@ -441,9 +439,8 @@ function Kmethods:provenance_of(i)
   local idx = self.db:_provenance()
   if not idx or not idx[self.name] then return nil end
   local t = self:table()
-  local row = {}
-  for _, c in ipairs(SIG_COLS) do if t:column(c) then row[c] = t:cell(i, c) end end
-  return require("perfscript.microbench.provenance").of(idx, self.name, row)
+  local prov = require "perfscript.microbench.provenance"
+  return prov.of(idx, self.name, prov.sig_row(function(c) return t:column(c) and t:cell(i, c) or nil end))
 end
 
 function Kmethods:rows(filter)

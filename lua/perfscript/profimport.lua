@@ -365,6 +365,7 @@ end
 -- Merge into the database
 
 local real = require("perfscript.num").is_duration
+local provenance = require "perfscript.microbench.provenance"
 
 local function read_table(path)
   local r, err = perf.csv.open(path)
@@ -382,12 +383,21 @@ local function read_table(path)
   return header, rows
 end
 
+-- Notes a row this import writes, for the provenance log (get(column) -> cell).
+local function written(res, t, get)
+  if not res.written_rows then return end
+  local row = provenance.sig_row(get)
+  local _, h = perf.sig.row(row, t.stem)
+  res.written_rows[#res.written_rows + 1] = { key = h, row = row }
+end
+
 -- Merges one table into dir/<file>. Returns a result record:
 -- {file=, status="created"|"updated"|"unchanged"|"would create"|..., added=, replaced=,
 --  kept=, filled=, columns_added=}
 local function merge_one(dir, t, opts)
   local path = dir .. "/" .. t.file
-  local res = { file = t.file, added = 0, replaced = 0, kept = 0, columns_added = 0, rows = t.rows }
+  local res = { file = t.file, added = 0, replaced = 0, kept = 0, columns_added = 0, rows = t.rows,
+                written_rows = opts.provenance and {} or nil, stem = t.stem }
   local exists = lfs.attributes(path, "mode") == "file"
   local header, rows
   if exists then
@@ -406,6 +416,13 @@ local function merge_one(dir, t, opts)
       local text = table.concat(head, ",") .. "\r\n" .. t.agg:csv_text(t.groups, t.extra, "\r\n")
       local ok, err = perf.fs.write_atomic(path, text, { stage = opts.stage })
       if not ok then perf.fail("%s", err) end
+      if opts.provenance then
+        res.written_rows = {}
+        for k = 1, t.rows do
+          local cells = t.row(k).cells
+          written(res, t, function(c) return cells[t.index[c]] end)
+        end
+      end
     end
     return res
   end
@@ -441,6 +458,7 @@ local function merge_one(dir, t, opts)
       index[new.key] = #rows
       res.added = res.added + 1
       changed = true
+      written(res, t, function(c) return pos[c] and row[pos[c]] end)
     else
       local row = rows[i]
       local replace = opts.mode == "all"
@@ -459,7 +477,9 @@ local function merge_one(dir, t, opts)
           end
         end
       end
-      if did then res.replaced = res.replaced + 1; changed = true
+      if did then
+        res.replaced = res.replaced + 1; changed = true
+        written(res, t, function(c) return pos[c] and row[pos[c]] end)
       else res.kept = res.kept + 1 end
     end
   end
@@ -515,7 +535,19 @@ function M.merge(dir, tables, opts)
   local stage <close> = not opts.dry_run and perf.fs.stage() or nil
   local one = setmetatable({ stage = stage }, { __index = opts })
   for _, t in ipairs(tables) do
+    if opts.provenance then
+      t.stem, t.index = t.file:gsub("%.csv$", ""), {}
+      for i, c in ipairs(t.columns) do t.index[c] = i end
+    end
     results[#results + 1] = merge_one(dir, t, one)
+  end
+  if stage and opts.provenance then
+    -- one line per written row, committed with the files (docs/rules.md, Provenance)
+    local p = opts.provenance
+    local lines = provenance.lines({ run = p.run, source = "imported" }, results, function() return p.input, p.xxh3 end)
+    local ok, err = provenance.append(dir, lines, stage)
+    if not ok then perf.fail("%s", err) end
+    opts.provenance.written = #lines
   end
   if stage then
     local ok, err = stage:commit()

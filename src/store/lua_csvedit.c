@@ -432,7 +432,7 @@ static int l_merge(lua_State *L) {
     if (r->matched[i]) {
       lua_pushboolean(L, 1);
       lua_rawseti(L, matched, (lua_Integer)o.updates[i].hash);
-      if (r->matched[i] == 2) {
+      if (r->applied[i]) {
         lua_pushboolean(L, 1);
         lua_rawseti(L, applied, (lua_Integer)o.updates[i].hash);
       }

@@ -106,6 +106,7 @@ void ps_merge_free(ps_merge *m) {
   free(m->res.deleted);
   free(m->res.dups);
   free(m->res.matched);
+  free(m->res.applied);
   free(m);
 }
 
@@ -129,7 +130,9 @@ ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
   m->l = calloc(o->ncols, sizeof *m->l);
   m->numbuf = malloc((o->ncopy + PS_NCOUNTERS) * NUMW);
   m->res.matched = calloc(o->nupdates ? o->nupdates : 1, 1);
-  if (!m->sig || !m->f || !m->l || !m->numbuf || !m->res.matched || ps_u64map_reserve(&m->seen, 1) != 0)
+  m->res.applied = calloc(o->nupdates ? o->nupdates : 1, 1);
+  if (!m->sig || !m->f || !m->l || !m->numbuf || !m->res.matched || !m->res.applied ||
+      ps_u64map_reserve(&m->seen, 1) != 0)
     goto nomem;
   for (size_t i = 0; i < o->nupdates; i++) {
     size_t id = i;
@@ -266,7 +269,7 @@ static int merge_update(ps_merge *m, const ps_scan_record *rec, size_t ui, size_
     build_row(m, rec);
     *built = 1;
     apply_update(m, &full);
-    m->res.matched[ui] = 2; /* matched and written (its provenance changes) */
+    m->res.applied[ui] = 1; /* its values were written (their provenance changes) */
     if (!same_trimmed(*mb, *mbl, u->mb, u->mblen)) m->res.updated++;
     *mb = u->mb, *mbl = u->mblen;
     counted = 1;

@@ -81,7 +81,8 @@ typedef struct ps_merge_result {
   size_t ndeleted;
   ps_merge_dup *dups;       /* signatures held by several rows (after ps_merge_rows) */
   size_t ndups;
-  unsigned char *matched;   /* per update: 1 it met its signature's first row, 2 and was written */
+  unsigned char *matched;   /* per update: it met its signature's first row */
+  unsigned char *applied;   /* per update: its values were written into that row */
 } ps_merge_result;
 
 typedef struct ps_merge ps_merge;

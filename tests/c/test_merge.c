@@ -83,6 +83,9 @@ static void update_keep_prune(void **state) {
   assert_int_equal(r->matched[0], 1);
   assert_int_equal(r->matched[1], 1);
   assert_int_equal(r->matched[2], 0);
+  /* applied: the updates whose values went into their row (the provenance log's rows) */
+  assert_int_equal(r->applied[0] + r->applied[1], 1);
+  assert_int_equal(r->applied[2], 0);
   assert_int_equal(r->ngaps, 1);
   assert_true(r->gaps[0].mb == 5.0 && r->gaps[0].prof == 6.0);
   assert_string_equal(ps_merge_text(m, r->gaps[0].disp), "3,4 -> 3,4");
@@ -144,6 +147,7 @@ static void nothing_to_do_leaves_the_file(void **state) {
   run(&o, &m);
   const ps_merge_result *r = ps_merge_result_of(m);
   assert_int_equal(r->matched[0], 1);
+  assert_int_equal(r->applied[0], 0); /* nothing to write */
   assert_int_equal(r->unchanged, 0); /* match-only rows are not counted */
   assert_int_equal(r->changed, 0);
   char err[256];

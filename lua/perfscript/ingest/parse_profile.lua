@@ -143,7 +143,10 @@ function M.main(argv)
   local agg, per_file = M.aggregate(files, args.threads)
   local tables = imp.tables(agg)
   local warnings = imp.attach_fia(agg, tables, files, per_file)
-  local results = imp.merge(dir, tables, { mode = args.update_mode, dry_run = args.dry_run })
+  -- every written row is logged in <dir>/.perfscript/provenance.jsonl as imported
+  local prov = { run = require("perfscript.microbench.journal").new_id() }
+  prov.input, prov.xxh3 = require("perfscript.microbench.provenance").inputs(files, args.profiling_path)
+  local results = imp.merge(dir, tables, { mode = args.update_mode, dry_run = args.dry_run, provenance = prov })
 
   M.print_totals(agg, files, tables, empty, found)
   M.print_absent(per_file)
@@ -151,6 +154,10 @@ function M.main(argv)
   print("Database rows per kernel type:")
   for _, tb in ipairs(tables) do print(string.format("  %-40s %d", tb.type, tb.rows)) end
   M.print_results(results, dir, args)
+  if prov.written and prov.written > 0 then
+    print(string.format("Provenance of %d row(s) (imported, run %s) appended to %s", prov.written, prov.run,
+      require("perfscript.microbench.provenance").path(dir)))
+  end
 end
 
 return M

@@ -140,6 +140,11 @@ function J:event(kind, fields)
   return append(self.file, { cjson.encode(o) })
 end
 
+-- A run id two runs cannot share: local time plus the process id.
+function M.new_id()
+  return os.date("%Y%m%d_%H%M%S") .. "_" .. tostring(M.pid() or math.random(1, 999999))
+end
+
 function M.pid()
   local f = io.open("/proc/self/stat")
   local pid = f and f:read("n")

@@ -28,7 +28,7 @@ function M.key_hex(h) return ("%016x"):format(h) end
 
 -- The row's signature key as the log holds it (the write-back's match key).
 function M.key(row, kernel)
-  local _, h = perf.sig.row(row, kernel)
+  local _, h = perf.sig.row(M.sig_row(function(c) return row[c] end), kernel)
   return M.key_hex(h)
 end
 
@@ -37,6 +37,26 @@ function M.file_xxh3(path)
   local text, err = paths.read(path)
   if not text then return nil, err end
   return M.key_hex(perf.sig.hash(text))
+end
+
+-- The columns of a row's signature (what perf.sig.row reads), in one place for every caller.
+M.SIG_COLS = { "OP Type", "OP State", "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+  "Output Data Types", "Output Formats", "EP Size" }
+
+-- A database row as key() takes it, from get(column) -> cell | nil.
+function M.sig_row(get)
+  local row = {}
+  for _, c in ipairs(M.SIG_COLS) do row[c] = get(c) end
+  return row
+end
+
+-- What several input files are, for the log: the file itself when there is one (and its
+-- XXH3), else where they were found and the XXH3 of their XXH3s, in order.
+function M.inputs(files, where)
+  local hashes = {}
+  for _, f in ipairs(files) do hashes[#hashes + 1] = M.file_xxh3(f) or "unreadable" end
+  if #files == 1 then return files[1], hashes[1] end
+  return where, M.key_hex(perf.sig.hash(table.concat(hashes, ",")))
 end
 
 -- The lines of a write-back: base {run =, source =, device =, cann =, torch =, torch_npu =}

@@ -57,6 +57,12 @@ function M.check(a)
       conflict("--" .. f:gsub("_", "-"), a.prof_path and "--prof-path" or a.validate and "--validate" or "--plan-only")
     end
   end
+  for _, f in ipairs { "run_id", "resume" } do
+    local v = a[f]
+    if v and not v:match("^[%w][%w._-]*$") then
+      perf.fail("--%s %s: a run id is letters, digits, '.', '_' and '-' (as in .perfscript/runs/<id>)", f:gsub("_", "-"), v)
+    end
+  end
   if a.batch_size and a.batch_size < 0 then perf.fail("--batch-size must be 0 or positive, got %d", a.batch_size) end
   return shard
 end
@@ -215,6 +221,7 @@ function M.start(a, dst, p, say, opts)
     if not ok then perf.fail("%s", perr) end
   end
   ctx.mine = mine
+  ctx.before = info.totals
   local n = 0
   for _ in pairs(ctx.todo) do n = n + 1 end
   ctx.ntodo = n
@@ -300,7 +307,7 @@ function M.staged(ctx, default_ep)
   ctx.batch_meta = {}
   for _, b in ipairs(list) do
     ctx.batch_meta[b.batch] = b
-    local ep = b.ep or default_ep
+    local ep = b.ep and (math.tointeger(b.ep) or b.ep) or default_ep  -- JSON numbers come back as floats
     if not by[ep] then
       by[ep] = { ep = ep, files = {}, batches = {} }
       groups[#groups + 1] = by[ep]

@@ -200,13 +200,7 @@ local function check_custom_env(ops)
   end
 end
 
--- A run id two runs cannot share: local time plus the process id.
-local function run_id()
-  local f = io.open("/proc/self/stat")
-  local pid = f and f:read("n")
-  if f then f:close() end
-  return os.date("%Y%m%d_%H%M%S") .. "_" .. tostring(pid or math.random(1, 999999))
-end
+local run_id = journal.new_id
 
 -- Executor command line for an operator (nil: all of the plan).
 local function app_for(a, plan_path, status_path)
@@ -722,18 +716,14 @@ local function provenance_lines(a, ctx, p, results, id)
       if not b then return nil end
       local names, hashes = {}, {}
       for _, f in ipairs(b.files or {}) do
-        names[#names + 1] = ("%s/staged/%s/%s"):format(ctx.dir, b.batch, f.name)
+        -- relative to the database (the log travels with it)
+        names[#names + 1] = ("%s/%s/staged/%s/%s"):format(journal.DIR, ctx.id, b.batch, f.name)
         hashes[#hashes + 1] = f.xxh3
       end
       return table.concat(names, ","), table.concat(hashes, ",")
     end
   elseif a.prof_path then
-    local files = msprof.find_summaries(abspath(a.prof_path)) or {}
-    local hashes = {}
-    for _, f in ipairs(files) do hashes[#hashes + 1] = provenance.file_xxh3(f) or "unreadable" end
-    local input = #files == 1 and files[1] or abspath(a.prof_path)
-    -- several files: the XXH3 of their XXH3s, in order
-    local xxh3 = #files == 1 and hashes[1] or provenance.key_hex(perf.sig.hash(table.concat(hashes, ",")))
+    local input, xxh3 = provenance.inputs(msprof.find_summaries(abspath(a.prof_path)) or {}, abspath(a.prof_path))
     input_of = function() return input, xxh3 end
   end
   return provenance.lines(base, results, input_of)
@@ -917,6 +907,7 @@ function M.run(a, script)
     -- a journal run: measured batches are staged in <dst>/.perfscript/runs/<id>/ first
     ctx = resume.start(a, dst, p, say, { shard = shard, tmp = run_dir, id = id, argv = M.argv })
     id = ctx.id
+    if #p.cases == 0 then say("[SUMMARY] Nothing to replay.") end
     if not a.writeback_only then measure(a, p, run_dir, ctx) end
     if a.stage_only then
       local info = assert(journal.read(ctx.dir))
@@ -966,6 +957,11 @@ function M.run(a, script)
     assert(ctx.j:event("written"))
     local info = assert(journal.read(ctx.dir))
     for _, l in ipairs(journal.summary(info)) do say(l) end
+    if ctx.resumed then
+      say(("[RESUME] run %s: %d case(s) done before this resume, %d replayed by it (%s), every staged result written back")
+        :format(ctx.id, ctx.before.done, a.writeback_only and 0 or ctx.ntodo,
+          a.writeback_only and "--writeback-only" or (a.retry_failed and "left, failed and timed out" or "left")))
+    end
   end
   return rc
 end
