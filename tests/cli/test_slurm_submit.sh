@@ -159,6 +159,8 @@ out=$(mb --database-path db --nodes 2 2>&1)
 expect_contains "--nodes needs --slurm" "$out" "--nodes needs --slurm"
 out=$(mb --database-path db --slurm --devices 0,1 2>&1)
 expect_contains "--devices is the jobs' own" "$out" "--devices cannot be combined with --slurm"
+out=$(mb --database-path db --slurm --run-id 'a b' 2>&1)
+expect_contains "a run id follows the journal's rule" "$out" "a run id is letters, digits"
 out=$(mb --database-path db --slurm --sbatch-arg='--comment=a b' 2>&1)
 expect_contains "an #SBATCH line cannot hold blanks" "$out" "an #SBATCH line cannot hold blanks"
 expect_eq "a refused submission leaves no run directory" "$(ls db/.perfscript/runs | tr '\n' ' ')" "E L R "

@@ -234,10 +234,11 @@ function M.main(a, argv, script)
   for _, f in ipairs(REFUSED) do
     if a[f] then perf.fail("--%s cannot be combined with --slurm (the jobs set their own)", (f:gsub("_", "-"))) end
   end
+  require("perfscript.microbench.resume").check(a)  -- the run id's rule
   -- the database the jobs write (made now, so that no two tasks copy a seed at once)
   local _, dst = run.databases(a, script, a.slurm_dry_run)
   a.nodes, a.npus_per_node = a.nodes or 1, a.npus_per_node or 8
-  local id = a.run_id or run.run_id()
+  local id = a.run_id or journal.new_id()
   local run_dir = paths.join(journal.runs_dir(dst), id)
   if lfs.attributes(run_dir) then
     perf.fail("run %s already exists (%s): choose another --run-id, or follow it with recipes/runs.lua --run %s",
