@@ -18,6 +18,8 @@ PACKAGES=(
   python3-torch  # the replay goldens (executor.py --device cpu|meta, microbench.lua --validate) and their tests
 )
 
+# the tests (not the build) start a one-node Slurm cluster: tests/cli/test_slurm_cluster.sh
+[[ ${1:-} == test || ${1:-} == sanitize ]] && PACKAGES+=(slurm-wlm munge)
 # the fuzz targets need clang and its libFuzzer runtime (only for ./setup.sh fuzz)
 [[ ${1:-} == fuzz ]] && PACKAGES+=(clang-14 libclang-rt-14-dev)
 

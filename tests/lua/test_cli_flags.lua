@@ -112,6 +112,8 @@ local EXTERNAL = {
   ["--nproc_per_node"] = "torchrun", ["--master_port"] = "torchrun", ["--master_addr"] = "torchrun",
   ["--nnodes"] = "torchrun", ["--node_rank"] = "torchrun",
   ["--build"] = "cmake", ["--defined-only"] = "nm",  -- insight_trace's build and symbol lookup
+  ["--account"] = "sbatch", ["--job-name"] = "sbatch", ["--array"] = "sbatch", ["--ntasks"] = "sbatch",
+  ["--gres"] = "sbatch", ["--parsable"] = "sbatch", ["--dependency"] = "sbatch",
 }
 
 -- Every flag the perfscript host (perfscript --help) and the replay executor (executor.py's

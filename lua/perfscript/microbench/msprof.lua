@@ -89,10 +89,12 @@ end
 
 -- Removes a directory tree (the profiler scratch directory); links are removed, never followed.
 
+-- argv as one POSIX shell command line (shown in messages, written into the Slurm scripts):
+-- a word of only characters no shell treats specially stays as it is, others are single-quoted.
 local function quote_cmd(argv)
   local parts = {}
   for i, a in ipairs(argv) do
-    parts[i] = a:find("[%s'\"$]") and ("'" .. a:gsub("'", "'\\''") .. "'") or a
+    parts[i] = (a == "" or a:find("[^%w@%%+=:,./_-]")) and ("'" .. a:gsub("'", "'\\''") .. "'") or a
   end
   return table.concat(parts, " ")
 end

@@ -105,6 +105,7 @@ function M.parser()
     .. "/usr/bin/python3 that imports torch. (--device is the database's device folder.)")
     :args("?"):choices { "meta", "cpu" }
   resume.options(p)
+  require("perfscript.microbench.slurm").options(p)
   p:option("--max-elements", "With --validate cpu: rows with more input and output elements stay on meta "
     .. "(0: no cap).", "4194304"):convert(math.tointeger)
   return p
@@ -119,7 +120,8 @@ end
 
 -- Source and target database directories; script finds the bundled seed database. Without
 -- database flags: the default database (dbpath.default); a simulated run only reads it.
-local function databases(a, script)
+-- no_copy: only name them (--slurm-dry-run).
+local function databases(a, script, no_copy)
   local dir, how = options.database_dir(a, { script = script, say = say,
     write = not a.simulate and not a.torch_device and not a.output_database })
   local src = abspath(dir)
@@ -131,7 +133,7 @@ local function databases(a, script)
       or (src:gsub("/+$", "") .. "_" .. tag)
   end
   dst = dst or src
-  if dst ~= src and isdir(src) then
+  if dst ~= src and isdir(src) and not no_copy then
     local n = copy_tree(src, dst)
     if n > 0 then say(("Copied %d file(s) of %s into %s."):format(n, src, dst)) end
   end
@@ -230,23 +232,67 @@ local function read_status(path)
 end
 
 -- Profiling on one or several devices; returns summaries, status, failures.
-local function profile(a, ops, plan_path, run_dir)
-  local status_path = run_dir .. "/status.json"
-  local env = {}
+-- One msprof run of the operators, with ASCEND_RT_VISIBLE_DEVICES = visible when given;
+-- tag names its output and status files apart; only: the plan's other operators are left out
+-- (--ops). Returns summaries, status or nil, message.
+local function profile_one(a, ops, plan_path, run_dir, visible, tag, only)
+  local status_path = run_dir .. "/status.json" .. tag
   local timeout = (a.timeout and a.timeout > 0) and a.timeout or nil
+  local app = app_for(a, plan_path, status_path)
+  if only then
+    local all = app
+    app = function(op)
+      local argv = all(op)
+      if not op then argv[#argv + 1] = "--ops"; argv[#argv + 1] = table.concat(ops, ",") end
+      return argv
+    end
+  end
+  local res, err = msprof.profile { msprof = a.msprof, out = run_dir .. "/prof" .. tag,
+    env = { ASCEND_RT_VISIBLE_DEVICES = visible }, cwd = run_dir, timeout = timeout, ops = ops,
+    allow_fallback = a.ops ~= nil, fail_fast = a.fail_fast, say = say, app_for = app, keep = a.keep_workdir }
+  if not res then return nil, err end
+  local status = read_status(status_path) or { success = {}, failed = {}, skipped = {} }
+  for _, f in ipairs(res.failed) do status.failed[#status.failed + 1] = f end
+  return res.summaries, status
+end
+
+local profile_devices
+
+local function profile(a, ops, plan_path, run_dir)
   local devices = {}
   for _, d in ipairs(a.devices or {}) do devices[#devices + 1] = d end
-  if #devices <= 1 then
-    if devices[1] then env.ASCEND_RT_VISIBLE_DEVICES = devices[1] end
-    local res, err = msprof.profile { msprof = a.msprof, out = run_dir .. "/prof", env = env,
-      cwd = run_dir, timeout = timeout, ops = ops, allow_fallback = a.ops ~= nil,
-      fail_fast = a.fail_fast, say = say, app_for = app_for(a, plan_path, status_path), keep = a.keep_workdir }
-    if not res then return nil, err end
-    local status = read_status(status_path) or { success = {}, failed = {}, skipped = {} }
-    for _, f in ipairs(res.failed) do status.failed[#status.failed + 1] = f end
-    return res.summaries, status
+  if #devices <= 1 then return profile_one(a, ops, plan_path, run_dir, devices[1], "") end
+  -- An operator that runs on several ranks (DispatchFFNCombine under torchrun) is not given to
+  -- one device's worker: it runs after them, in one msprof that sees every device of --devices.
+  local split, together = {}, {}
+  for _, op in ipairs(ops) do
+    if op == schema.DFC then together[#together + 1] = op else split[#split + 1] = op end
   end
-  -- One worker per device on a shard of the operators, all at once; merged afterwards.
+  local summaries, status = {}, { success = {}, failed = {}, skipped = {} }
+  if #split > 0 then
+    local err
+    summaries, err = profile_devices(a, split, devices, plan_path, run_dir)
+    if not summaries then return nil, err end
+    status = err
+  end
+  if #together > 0 and not (a.fail_fast and #status.failed > 0) then
+    local visible = table.concat(devices, ",")
+    say(("[RUN] devices %s: %s"):format(visible, table.concat(together, ", ")))
+    local got, st = profile_one(a, together, plan_path, run_dir, visible, ".all", #split > 0)
+    if not got then return nil, st end
+    for _, x in ipairs(got) do summaries[#summaries + 1] = x end
+    for _, k in ipairs { "success", "failed", "skipped" } do
+      for _, x in ipairs(st[k] or {}) do status[k][#status[k] + 1] = x end
+    end
+  end
+  return summaries, status
+end
+
+-- One worker per device on a share of the operators, all at once; merged afterwards.
+-- Returns summaries, status or nil, message.
+function profile_devices(a, ops, devices, plan_path, run_dir)
+  local status_path = run_dir .. "/status.json"
+  local timeout = (a.timeout and a.timeout > 0) and a.timeout or nil
   local shards = {}
   for i, op in ipairs(ops) do
     local k = (i - 1) % #devices + 1
@@ -939,6 +985,9 @@ function M.run(a, script)
   return rc
 end
 
+-- Shared with --slurm (perfscript.microbench.slurm): the source and target databases.
+M.databases = databases
+
 -- Shared with --validate (perfscript.microbench.validate).
 M.check_args, M.target_files, M.workdir, M.run_id, M.say = check_args, target_files, workdir, run_id, say
 
@@ -946,7 +995,10 @@ M.check_args, M.target_files, M.workdir, M.run_id, M.say = check_args, target_fi
 function M.main(argv, script)
   M.argv = {}
   for i = 0, #(argv or {}) do M.argv[#M.argv + 1] = argv[i] end
-  return M.run(M.parser():parse(argv), script or (argv and argv[0]))
+  local a = M.parser():parse(argv)
+  local slurm = require "perfscript.microbench.slurm"
+  if slurm.wanted(a) then return slurm.main(a, argv, script or argv[0] or "recipes/microbench.lua") end
+  return M.run(a, script or (argv and argv[0]))
 end
 
 return M
