@@ -114,6 +114,20 @@ fast_sets = function(ctx)
   return fast
 end
 
+-- keep_cells(ctx, is, idt, ifm, ep) -> keep's answer for a compute-mode candidate from its
+-- Input Shapes, Input Data Types, Input Formats and EP Size cells, decided in C (gridscan.keep)
+-- where every set it asks holds its keys there; nil when keep must take the Lua path.
+function M.keep_cells(ctx, is, idt, ifm, ep)
+  local fast = ctx.fast
+  if fast == nil then fast = fast_sets(ctx); ctx.fast = fast end
+  if not fast then return nil end
+  for j = 1, #fast, 2 do if next(fast[j].keys) ~= nil then return nil end end
+  local a = fast.args
+  if #a == 2 then return gridscan.keep(is, idt, ifm, ep, fast.n, a[1], a[2]) end
+  if #a == 4 then return gridscan.keep(is, idt, ifm, ep, fast.n, a[1], a[2], a[3], a[4]) end
+  return gridscan.keep(is, idt, ifm, ep, fast.n, table.unpack(a))
+end
+
 -- keep(ctx, get [, views, i]) -> true to append the candidate (get(column) -> its cell), false
 -- when an earlier row would answer its query instead, nil, why when no query can reach it.
 -- views: a table of the views already made of candidates with the same cells but their shapes,
@@ -124,17 +138,9 @@ function M.keep(ctx, get, views, i)
   if km.alternates_of and (ctx.mode == "elementwise" or ctx.mode == "moe_fused") then
     return nil, "alternate of a first-match lookup"
   end
-  local fast = ctx.fast
-  if fast == nil then fast = fast_sets(ctx); ctx.fast = fast end
-  if fast then
-    -- compute mode, every set in C: the candidate's cells straight to perfscript.gridscan
-    local ok = true
-    for j = 1, #fast, 2 do if next(fast[j].keys) ~= nil then ok = false; break end end
-    if ok then
-      local r = gridscan.keep(get("Input Shapes"), get("Input Data Types"), get("Input Formats"), get("EP Size"),
-                              fast.n, table.unpack(fast.args))
-      if r ~= nil then return r end
-    end
+  if ctx.mode == "compute" then
+    local r = M.keep_cells(ctx, get("Input Shapes"), get("Input Data Types"), get("Input Formats"), get("EP Size"))
+    if r ~= nil then return r end
   end
   local v
   if views then

@@ -584,12 +584,19 @@ local function reachable(ctx, T, S, idx, st)
     if v == nil then v = T[c] end
     return v
   end
+  local compute, t_ep = ctx.mode == "compute", T["EP Size"]
   for n = 1, #idx do
     i = idx[n]
     extra = EX[i]
     local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
     local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
-    if ok and not flagged then ok = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
+    if ok and not flagged then
+      -- compute mode: the cells straight to C (keep_cells), else keep with the cell reader
+      local r
+      if compute then r = reach.keep_cells(ctx, IT[i], IDT[i], IFM[i], extra["EP Size"] or t_ep) end
+      if r == nil then r = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
+      ok = r
+    end
     if ok and not flagged then out[#out + 1] = i elseif not flagged then st.shadowed = st.shadowed + 1 end
   end
   return out
