@@ -218,10 +218,7 @@ local function empty_keys(kernel)
   return assert(sc.keys)
 end
 
-local function flags(kernel)
-  return (match.MATMUL[kernel] and 1 or 0) | (match.FLATTEN_3D[kernel] and 2 or 0)
-    | (match.MERGE_LAST[kernel] and 4 or 0) | (kernel == "Index" and 8 or 0)
-end
+local flags = require("perfscript.grid.reach").variant_flags
 
 function test_keep_in_c_decides_as_the_lua_sets()
   local seed = 3

@@ -87,10 +87,11 @@ M.VIEW_EXTRA = { "EP Size", "Runtime avg_seq_len", "avg_seq_len", "Runtime spars
                  "Runtime num_key_value_heads" }
 
 -- The class of a kernel's query variants (match.variants) as perfscript.gridscan's flags.
-local function variant_flags(kernel)
+function M.variant_flags(kernel)
   return (match.MATMUL[kernel] and 1 or 0) | (match.FLATTEN_3D[kernel] and 2 or 0)
     | (match.MERGE_LAST[kernel] and 4 or 0) | (kernel == "Index" and 8 or 0)
 end
+local variant_flags = M.variant_flags
 
 -- For a compute-mode file whose sets (the kernels tried before it and its own) all hold their
 -- keys in C (gridscan's): {set, ..., n = key n, args = gridscan.keep's sets and flags}; false
