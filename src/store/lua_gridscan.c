@@ -65,6 +65,8 @@ static int l_keep(lua_State *L) {
   int n = (int)luaL_checkinteger(L, 5);
   int top = lua_gettop(L);
   keyset *own = luaL_checkudata(L, 6, KEYSET);
+  luaL_checkinteger(L, 7);
+  if (top % 2 == 0) return luaL_error(L, "gridscan.keep: an earlier set without its flags");
   ps_gridscan_view v;
   if (ps_gridscan_view_of(&v, is, idt, ifm, ep, n) != 0) { lua_pushnil(L); return 1; }
   char key[8192];

@@ -272,6 +272,11 @@ function test_keep_in_c_decides_as_the_lua_sets()
   end
   -- cells the Lua path must read (quoted or spaced): nil, the caller's fallback
   lu.assertNil(gridscan.keep("4, 5", "DT_BF16", "ND", "", -1, empty_keys("MatMulV2"), 1))
+  -- misuse raises: a set without its flags, or no set
+  local set = empty_keys("MatMulV2")
+  lu.assertError(gridscan.keep, "4,5", "DT_BF16", "ND", "", -1, set)
+  lu.assertError(gridscan.keep, "4,5", "DT_BF16", "ND", "", -1, set, 1, set)
+  lu.assertError(gridscan.keep, "4,5", "DT_BF16", "ND", "", -1, {}, 1)
   rm_rf(TMP)
 end
 
