@@ -43,6 +43,52 @@ static int keys_has(lua_State *L) {
   return 1;
 }
 
+/* gridscan.keep(is, idt, ifm, ep, n, set, flags [, earlier_set, earlier_flags]...) -> true |
+ * false | nil: Reach's keep in compute mode for a candidate row's cells (gridscan.h): false
+ * when a key of its query is in an earlier kernel's set or its own (an earlier row answers
+ * it), else true with its key added to set; nil when the cells are not in the plain form (the
+ * caller then takes the Lua path). n < 0: every slot. */
+typedef struct keys_probe { keyset **sets; int nsets; } keys_probe;
+
+static int probe(void *ud, const char *key, size_t len) {
+  keys_probe *p = ud;
+  uint64_t h = ps_sig_hash_bytes(key, len);
+  for (int i = 0; i < p->nsets; i++)
+    if (ps_u64map_get(&p->sets[i]->map, h) != PS_U64MAP_NONE) return 1;
+  return 0;
+}
+
+static const char *opt_cell(lua_State *L, int i) { return lua_isnoneornil(L, i) ? NULL : luaL_checkstring(L, i); }
+
+static int l_keep(lua_State *L) {
+  const char *is = opt_cell(L, 1), *idt = opt_cell(L, 2), *ifm = opt_cell(L, 3), *ep = opt_cell(L, 4);
+  int n = (int)luaL_checkinteger(L, 5);
+  int top = lua_gettop(L);
+  keyset *own = luaL_checkudata(L, 6, KEYSET);
+  luaL_checkinteger(L, 7);
+  if (top % 2 == 0) return luaL_error(L, "gridscan.keep: an earlier set without its flags");
+  ps_gridscan_view v;
+  if (ps_gridscan_view_of(&v, is, idt, ifm, ep, n) != 0) { lua_pushnil(L); return 1; }
+  char key[8192];
+  keyset *one[1];
+  keys_probe p = {one, 1};
+  /* the earlier kernels first, each with its own variants, then the kernel's own set */
+  for (int i = 8; i <= top + 1; i += 2) {
+    int at = i <= top ? i : 6;
+    one[0] = luaL_checkudata(L, at, KEYSET);
+    unsigned flags = (unsigned)luaL_checkinteger(L, at + 1);
+    int r = ps_gridscan_variant_keys(&v, flags, key, sizeof key, probe, &p);
+    if (r < 0) { lua_pushnil(L); return 1; }
+    if (r) { lua_pushboolean(L, 0); return 1; }
+  }
+  long klen = ps_gridscan_view_key(&v, key, sizeof key);
+  if (klen < 0) { lua_pushnil(L); return 1; }
+  size_t id = 0;
+  if (ps_u64map_put(&own->map, ps_sig_hash_bytes(key, (size_t)klen), &id) < 0) return luaL_error(L, "out of memory");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* Indexes in header (0-based, -1 when absent) of the names in the array at idx. */
 static int header_cols(lua_State *L, int idx, char *const *header, size_t n, int *cols, const char **names) {
   int k = 0;
@@ -270,7 +316,7 @@ int luaopen_perfscript_gridscan(lua_State *L) {
   static const luaL_Reg none[] = {{NULL, NULL}};
   ps_newclass(L, KEYSET, keys_meta, keys_methods);
   ps_newclass(L, "perfscript.gridscan.state", state_meta, none);
-  static const luaL_Reg funcs[] = {{"scan", l_scan}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"scan", l_scan}, {"keep", l_keep}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

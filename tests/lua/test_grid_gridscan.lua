@@ -206,4 +206,78 @@ function test_attention_index_answers_as_the_scan()
   lu.assertTrue(hits > 100 and hits < 2900, "the test needs both answers: " .. hits)
 end
 
+-- gridscan.keep (the grid's compute-mode keep in C) decides as the Lua sets do (view, the
+-- earlier kernel's set and the own set answering over match.variants, then add), on the
+-- kernels of every variant class: transposed matmul weights, 3-D flatten and merge, Index's
+-- [1,n] -> [n,1], and leading 1s; the cells in the form a grid writes (run.lua's cells.text).
+local function empty_keys(kernel)
+  assert(perf.fs.mkdir_p(TMP))
+  local path = TMP .. "/" .. kernel .. ".csv"
+  write(path, table.concat(HEADER, ",") .. "\n")
+  local sc = assert(gridscan.scan(path, { op = kernel, key_n = -1, reach_cols = REACH }))
+  return assert(sc.keys)
+end
+
+local flags = require("perfscript.grid.reach").variant_flags
+
+function test_keep_in_c_decides_as_the_lua_sets()
+  local seed = 3
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end
+  local DIMS = { 1, 1, 2, 3, 4, 6, 8, 12 }
+  local function slot()
+    local r = rnd(6)
+    if r == 6 then return "()" elseif r == 5 then return "" end
+    local d = {}
+    for i = 1, rnd(4) do d[i] = DIMS[rnd(#DIMS)] end
+    return table.concat(d, ",")
+  end
+  for _, pair in ipairs { { "MatMulV2", "MatMulV3" }, { "RmsNorm", "AscendQuantV2" }, { "Add", "Index" },
+                          { "Index", "QuantBatchMatmulV3" } } do
+    local before, kernel = pair[1], pair[2]
+    local lua_before, lua_own = answer.answer_set(before, "compute"), answer.answer_set(kernel, "compute")
+    local c_before, c_own = empty_keys(before), empty_keys(kernel)
+    local counts = { [true] = 0, [false] = 0 }
+    for step = 1, 3000 do
+      local slots = {}
+      for i = 1, rnd(3) do slots[i] = slot() end
+      local is = table.concat(slots, ";")
+      local dts = {}
+      for i = 1, #slots do dts[i] = rnd(4) == 1 and "FLOAT" or "DT_BF16" end
+      local fms = {}
+      for i = 1, #slots do fms[i] = rnd(8) == 1 and "FRACTAL_NZ" or "ND" end
+      local ep = rnd(3) == 1 and "8" or ""
+      local n = rnd(3) == 1 and 1 or -1
+      local cells = { ["Input Shapes"] = is, ["Input Data Types"] = table.concat(dts, ";"),
+                      ["Input Formats"] = table.concat(fms, ";"), ["EP Size"] = ep }
+      local v = answer.view(function(c) return cells[c] end, "compute", n >= 0 and n or nil)
+      lu.assertNotNil(v, is)
+      -- the first third of the rows fill the earlier kernel's sets, the rest are the kernel's
+      local lset, cset, k = lua_own, c_own, kernel
+      if step <= 1000 then lset, cset, k = lua_before, c_before, before end
+      local want = not (lset ~= lua_before and lua_before:answers(v, before)) and not lset:answers(v, k)
+      if want then lset:add(v) end
+      local got
+      if lset == lua_before then
+        got = gridscan.keep(cells["Input Shapes"], cells["Input Data Types"], cells["Input Formats"], ep, n,
+                            cset, flags(k))
+      else
+        got = gridscan.keep(cells["Input Shapes"], cells["Input Data Types"], cells["Input Formats"], ep, n,
+                            cset, flags(k), c_before, flags(before))
+      end
+      lu.assertEquals(got, want, string.format("%s after %s, step %d: %s | %s | %s | n %d", kernel, before, step,
+                                               is, cells["Input Data Types"], cells["Input Formats"], n))
+      counts[want] = counts[want] + 1
+    end
+    lu.assertTrue(counts[true] > 100 and counts[false] > 100, "the test needs both answers")
+  end
+  -- cells the Lua path must read (quoted or spaced): nil, the caller's fallback
+  lu.assertNil(gridscan.keep("4, 5", "DT_BF16", "ND", "", -1, empty_keys("MatMulV2"), 1))
+  -- misuse raises: a set without its flags, or no set
+  local set = empty_keys("MatMulV2")
+  lu.assertError(gridscan.keep, "4,5", "DT_BF16", "ND", "", -1, set)
+  lu.assertError(gridscan.keep, "4,5", "DT_BF16", "ND", "", -1, set, 1, set)
+  lu.assertError(gridscan.keep, "4,5", "DT_BF16", "ND", "", -1, {}, 1)
+  rm_rf(TMP)
+end
+
 os.exit(lu.LuaUnit.run())

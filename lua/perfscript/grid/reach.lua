@@ -9,8 +9,11 @@
 -- (the consumer's matching model, shared with db_lint); this module keeps the per-directory
 -- state of the append: the kernels' modes, the kernels tried first, the rows accepted so far.
 local answer = require "perfscript.db.reach"
+local match = require "perfscript.db.match"
+local gridscan = require "perfscript.gridscan"
 
 local M = {}
+local fast_sets
 
 M.misspelled = answer.misspelled
 
@@ -83,6 +86,49 @@ end
 M.VIEW_EXTRA = { "EP Size", "Runtime avg_seq_len", "avg_seq_len", "Runtime sparse_mode",
                  "Runtime num_key_value_heads" }
 
+-- The class of a kernel's query variants (match.variants) as perfscript.gridscan's flags.
+function M.variant_flags(kernel)
+  return (match.MATMUL[kernel] and 1 or 0) | (match.FLATTEN_3D[kernel] and 2 or 0)
+    | (match.MERGE_LAST[kernel] and 4 or 0) | (kernel == "Index" and 8 or 0)
+end
+local variant_flags = M.variant_flags
+
+-- For a compute-mode file whose sets (the kernels tried before it and its own) all hold their
+-- keys in C (gridscan's): {set, ..., n = key n, args = gridscan.keep's sets and flags}; false
+-- otherwise. The sets' Lua keys must stay empty for the C answer to be whole (keep checks).
+fast_sets = function(ctx)
+  if ctx.mode ~= "compute" or not ctx.set.ckeys then return false end
+  local n = M.key_n(ctx.state, ctx.kernel)
+  if not n then return false end
+  local km = ctx.state.meta[ctx.kernel] or {}
+  local fast, args = { n = n }, { ctx.set.ckeys, variant_flags(ctx.kernel) }
+  fast[1], fast[2] = ctx.set, true
+  for _, k in ipairs(km.before or {}) do
+    local s = ctx.state.sets[k]
+    if s and s.mode == ctx.mode then
+      if not s.ckeys then return false end
+      fast[#fast + 1], fast[#fast + 2] = s, true
+      args[#args + 1], args[#args + 2] = s.ckeys, variant_flags(k)
+    end
+  end
+  fast.args = args
+  return fast
+end
+
+-- keep_cells(ctx, is, idt, ifm, ep) -> keep's answer for a compute-mode candidate from its
+-- Input Shapes, Input Data Types, Input Formats and EP Size cells, decided in C (gridscan.keep)
+-- where every set it asks holds its keys there; nil when keep must take the Lua path.
+function M.keep_cells(ctx, is, idt, ifm, ep)
+  local fast = ctx.fast
+  if fast == nil then fast = fast_sets(ctx); ctx.fast = fast end
+  if not fast then return nil end
+  for j = 1, #fast, 2 do if next(fast[j].keys) ~= nil then return nil end end
+  local a = fast.args
+  if #a == 2 then return gridscan.keep(is, idt, ifm, ep, fast.n, a[1], a[2]) end
+  if #a == 4 then return gridscan.keep(is, idt, ifm, ep, fast.n, a[1], a[2], a[3], a[4]) end
+  return gridscan.keep(is, idt, ifm, ep, fast.n, table.unpack(a))
+end
+
 -- keep(ctx, get [, views, i]) -> true to append the candidate (get(column) -> its cell), false
 -- when an earlier row would answer its query instead, nil, why when no query can reach it.
 -- views: a table of the views already made of candidates with the same cells but their shapes,
@@ -92,6 +138,10 @@ function M.keep(ctx, get, views, i)
   -- elementwise and MoE lookups read only the mapping's kernel_type, never its alternates
   if km.alternates_of and (ctx.mode == "elementwise" or ctx.mode == "moe_fused") then
     return nil, "alternate of a first-match lookup"
+  end
+  if ctx.mode == "compute" then
+    local r = M.keep_cells(ctx, get("Input Shapes"), get("Input Data Types"), get("Input Formats"), get("EP Size"))
+    if r ~= nil then return r end
   end
   local v
   if views then

@@ -296,10 +296,14 @@ end
 -- with the row as the file would hold it; a refusal is counted under its reason in st.
 -- The builders' verdicts are remembered per builder and template in S (shared by the files
 -- of a pattern): MatMul and MatMulV2 ask MatMulV2's builder about the same rows. A builder
--- reads only the row and ctx (always {ep_size = job.ep_size}).
+-- reads only the row and ctx (always {ep_size = job.ep_size}), and never the template's own
+-- CANDIDATE cells, which every candidate overwrites: MatMul, MatMulV2 and MatMulV3 (one
+-- builder) whose templates differ in their shapes share the verdicts.
+local CANDIDATE = { ["Input Shapes"] = true, ["Input Data Types"] = true, ["Input Formats"] = true,
+                    ["Output Shapes"] = true, ["Output Data Types"] = true }
 local function template_sig(T)
   local names = {}
-  for k in pairs(T) do names[#names + 1] = k end
+  for k in pairs(T) do if not CANDIDATE[k] then names[#names + 1] = k end end
   table.sort(names)
   for n, k in ipairs(names) do names[n] = k .. "\1" .. T[k] end
   return table.concat(names, "\2")
@@ -584,12 +588,19 @@ local function reachable(ctx, T, S, idx, st)
     if v == nil then v = T[c] end
     return v
   end
+  local compute, t_ep = ctx.mode == "compute", T["EP Size"]
   for n = 1, #idx do
     i = idx[n]
     extra = EX[i]
     local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
     local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
-    if ok and not flagged then ok = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
+    if ok and not flagged then
+      -- compute mode: the cells straight to C (keep_cells), else keep with the cell reader
+      local r
+      if compute then r = reach.keep_cells(ctx, IT[i], IDT[i], IFM[i], extra["EP Size"] or t_ep) end
+      if r == nil then r = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
+      ok = r
+    end
     if ok and not flagged then out[#out + 1] = i elseif not flagged then st.shadowed = st.shadowed + 1 end
   end
   return out

@@ -19,8 +19,13 @@ local function body(row, exact, api)
   return { api = api or "torch.mm", args = { a, b } }
 end
 
+-- one builder per (exact, api): MatMulV2 and MatMulV3 share theirs, so the grid's verdict
+-- memo (keyed by builder) asks it once for the rows of both
+local made = {}
 return function(exact, api)
-  return function(row)
+  local key = tostring(exact) .. "\0" .. tostring(api)
+  made[key] = made[key] or function(row)
     return C.guard(body, row, exact, api)
   end
+  return made[key]
 end
