@@ -383,6 +383,12 @@ local function read_table(path)
   return header, rows
 end
 
+-- The database columns of a signature (provenance.SIG_COLS) that an import's row takes from
+-- its group's cells (agg:group), by the cell's name there; the row has no OP Type nor EP Size.
+local SIG_CELL = { ["OP State"] = "op_state", ["Input Shapes"] = "in_shapes", ["Input Data Types"] = "in_dtypes",
+  ["Input Formats"] = "in_formats", ["Output Shapes"] = "out_shapes", ["Output Data Types"] = "out_dtypes",
+  ["Output Formats"] = "out_formats" }
+
 -- Notes a row this import writes, for the provenance log (get(column) -> cell).
 local function written(res, t, get)
   if not res.written_rows then return end
@@ -417,10 +423,14 @@ local function merge_one(dir, t, opts)
       local ok, err = perf.fs.write_atomic(path, text, { stage = opts.stage })
       if not ok then perf.fail("%s", err) end
       if opts.provenance then
+        -- the signature cells only (agg:group without statistics): a full row per group
+        -- formats every counter, which cost more than the import's parse
         res.written_rows = {}
+        local g
+        local function get(c) local f = SIG_CELL[c]; return f and g[f] or nil end
         for k = 1, t.rows do
-          local cells = t.row(k).cells
-          written(res, t, function(c) return cells[t.index[c]] end)
+          g = t.agg:group(t.groups[k], false)
+          written(res, t, get)
         end
       end
     end

@@ -561,56 +561,69 @@ static int scan_failed(ps_scan *s, int st) {
   return -1;
 }
 
-int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
-  if (s->failed) return -1;
+/* The next record that is not a blank line: 1 with its field count, its first byte's offset,
+ * its first line and whether the fast scan read it (its field ends in s->ends; else the exact
+ * walk's spans in s->spans, the only kind when spans_only), 0 at the end, -1 on an error. */
+static inline int next_record(ps_scan *s, int spans_only, size_t *nf, size_t *start, long *line, int *fast) {
   for (;;) {
     if (s->pos >= s->end) {
       if (s->eof) return 0;
       if (refill(s) != 0) return -1;
       if (s->pos >= s->end) return 0;
     }
-    size_t nf = 0, next = 0;
+    size_t next = 0;
     long lines = 0;
-    int fast;
-    int st = scan_record(s, &nf, &next, &lines, &fast);
+    *nf = 0;
+    *fast = 0;
+    int st = spans_only ? scan_record_spans(s, nf, &next, &lines) : scan_record(s, nf, &next, &lines, fast);
     if (st == SCAN_MORE) {
       if (refill(s) != 0) return -1;
       continue;
     }
     if (st != SCAN_OK) return scan_failed(s, st);
-    long line = s->line;
+    *line = s->line;
     char last = s->buf[next - 1];
     int ended = next > s->pos && (last == '\n' || last == '\r');
     s->line += lines + ended;
-    size_t start = s->pos;
+    *start = s->pos;
     s->pos = next;
     /* a blank line is no record */
-    if (nf == 1 && (fast ? s->ends[1] : s->spans[0].end) == start && (s->buf[start] != '"')) continue;
+    if (*nf == 1 && (*fast ? s->ends[1] : s->spans[0].end) == *start && (s->buf[*start] != '"')) continue;
     if (s->eol == NULL && ended)
-      s->eol = last == '\r' || (next - start >= 2 && s->buf[next - 2] == '\r') ? "\r\n" : "\n";
-    /* locals: the NUL stores below may alias anything, s's members would be reloaded */
-    int trim = !(s->flags & PS_SCAN_KEEP_SPACE);
-    char *buf = s->buf, **fields = s->fields;
-    const span *spans = s->spans;
-    size_t *lens = s->lens;
-    const size_t *sel = s->sel;
-    if (fast) {
-      s->ends[0] = start - 1;
-      if (sel) cut_fast(buf, s->ends, nf, sel, s->nsel, trim, fields, lens);
-      else cut_fast(buf, s->ends, nf, NULL, nf, trim, fields, lens);
-    } else {
-      for (size_t j = 0, nsel = sel ? s->nsel : nf; j < nsel; j++) {
-        size_t i = sel ? sel[j] : j;
-        if (i >= nf) break;
-        cut_field(buf, &spans[i], trim, &fields[i], &lens[i]);
-      }
-    }
-    rec->nfields = nf;
-    rec->fields = (const char *const *)s->fields;
-    rec->lens = s->lens;
-    rec->line = line;
+      s->eol = last == '\r' || (next - *start >= 2 && s->buf[next - 2] == '\r') ? "\r\n" : "\n";
     return 1;
   }
+}
+
+int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
+  if (s->failed) return -1;
+  size_t nf, start;
+  long line;
+  int fast;
+  int got = next_record(s, 0, &nf, &start, &line, &fast);
+  if (got <= 0) return got;
+  /* locals: the NUL stores below may alias anything, s's members would be reloaded */
+  int trim = !(s->flags & PS_SCAN_KEEP_SPACE);
+  char *buf = s->buf, **fields = s->fields;
+  const span *spans = s->spans;
+  size_t *lens = s->lens;
+  const size_t *sel = s->sel;
+  if (fast) {
+    s->ends[0] = start - 1;
+    if (sel) cut_fast(buf, s->ends, nf, sel, s->nsel, trim, fields, lens);
+    else cut_fast(buf, s->ends, nf, NULL, nf, trim, fields, lens);
+  } else {
+    for (size_t j = 0, nsel = sel ? s->nsel : nf; j < nsel; j++) {
+      size_t i = sel ? sel[j] : j;
+      if (i >= nf) break;
+      cut_field(buf, &spans[i], trim, &fields[i], &lens[i]);
+    }
+  }
+  rec->nfields = nf;
+  rec->fields = (const char *const *)s->fields;
+  rec->lens = s->lens;
+  rec->line = line;
+  return 1;
 }
 
 void ps_scan_set_chunk(ps_scan *s, size_t bytes) { s->chunk = bytes; }
@@ -630,37 +643,18 @@ int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n) {
 
 int ps_scan_next_raw(ps_scan *s, ps_scan_raw *rec) {
   if (s->failed) return -1;
-  for (;;) {
-    if (s->pos >= s->end) {
-      if (s->eof) return 0;
-      if (refill(s) != 0) return -1;
-      if (s->pos >= s->end) return 0;
-    }
-    size_t nf = 0, next = 0;
-    long lines = 0;
-    int st = scan_record_spans(s, &nf, &next, &lines);
-    if (st == SCAN_MORE) {
-      if (refill(s) != 0) return -1;
-      continue;
-    }
-    if (st != SCAN_OK) return scan_failed(s, st);
-    long line = s->line;
-    char last = s->buf[next - 1];
-    int ended = next > s->pos && (last == '\n' || last == '\r');
-    s->line += lines + ended;
-    size_t start = s->pos;
-    s->pos = next;
-    if (nf == 1 && s->spans[0].end == start && (s->buf[start] != '"')) continue; /* blank */
-    if (s->eol == NULL && ended)
-      s->eol = last == '\r' || (next - start >= 2 && s->buf[next - 2] == '\r') ? "\r\n" : "\n";
-    rec->bytes = s->buf + start;
-    rec->len = next - start;
-    rec->nfields = nf;
-    rec->base = s->buf;
-    rec->fields = s->spans;
-    rec->line = line;
-    return 1;
-  }
+  size_t nf, start;
+  long line;
+  int fast;
+  int got = next_record(s, 1, &nf, &start, &line, &fast);
+  if (got <= 0) return got;
+  rec->bytes = s->buf + start;
+  rec->len = s->pos - start;
+  rec->nfields = nf;
+  rec->base = s->buf;
+  rec->fields = s->spans;
+  rec->line = line;
+  return 1;
 }
 
 size_t ps_scan_unquote(const ps_scan_raw *rec, size_t i, char *out) {
