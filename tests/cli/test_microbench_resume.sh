@@ -207,6 +207,8 @@ sed -i 's/"version":"[^"]*"/"version":"0.0.1"/' "$rd/run.json"
 out=$(sim --output "$db" --resume W --writeback-only 2>&1); rc=$?
 expect_eq "--writeback-only, another perfscript version: refused" "$rc" "1"
 expect_contains "says the version differs" "$out" "the perfscript version differs (run: 0.0.1, now:"
+expect_contains "says what a write-back-only resume compares" "$out" \
+  "compares the perfscript version, the database path and the plan inputs, not the device, CANN or torch"
 cp "$TMP/run.json.w" "$rd/run.json"
 sed -i 's/"device":"[^"]*"/"device":"910B3"/; s/"cann":"[^"]*"/"cann":"8.5.RC1"/; s/"torch":"[^"]*"/"torch":"2.9.0"/' "$rd/run.json"
 out=$(sim --output "$db" --resume W --writeback-only 2>&1); rc=$?

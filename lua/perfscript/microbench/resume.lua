@@ -154,9 +154,6 @@ local function differences(meta, now, skip_plan)
   return out
 end
 
--- The shard (1-based) of the plan's case at index (0-based) among n shards.
-local function shard_of(index, n) return (index % n) + 1 end
-
 -- Creates, joins or resumes the run; returns ctx = {j =, dir =, id =, todo = {[case id] = true},
 -- info = journal.read before this process measured, resumed = bool, mine = n}.
 function M.start(a, dst, p, say, opts)
@@ -215,7 +212,7 @@ function M.start(a, dst, p, say, opts)
   if nshards < 1 then nshards = 1 end
   local devices = a.devices and #a.devices > 0 and table.concat(a.devices, ",") or nil
   for i, c in ipairs(p.cases) do
-    local k = shard_of(i - 1, nshards)
+    local k = journal.shard_of(i - 1, nshards)
     if not shard or k == shard.k then
       mine = mine + 1
       local known = info.cases[c.id]
