@@ -184,4 +184,41 @@ expect_eq "--writeback-only exits 0" "$rc" "0"
 expect_eq "shards written back: the uninterrupted run's database" "$(same_db "$TMP/ref" "$db")" "same"
 expect_eq "each case measured once over the shards" "$(done_marks "$db") $(dup_marks "$db")" "$NCASES 0"
 
+# 5. A shard that never started: the write-back journals its cases under that shard, not shard 1.
+db="$TMP/lost"
+for k in 1 3; do sim --output "$db" --run-id R2 --shard "$k/3" --stage-only >/dev/null 2>&1; done
+out=$(sim --output "$db" --resume R2 --writeback-only 2>&1); rc=$?
+expect_eq "a shard lost: --writeback-only exits 0" "$rc" "0"
+# the closing summary (the last lines that name each shard)
+expect_contains "shard 1 counts only its own cases" "$(grep 'shard 1:' <<<"$out" | tail -n 1)" \
+  "shard 1: 3 case(s): 3 done, 0 failed, 0 timed out, 0 left"
+expect_contains "the lost shard's cases count under it" "$(grep 'shard 2:' <<<"$out" | tail -n 1)" \
+  "shard 2: 3 case(s): 0 done, 0 failed, 0 timed out, 3 left"
+expect_eq "the write-back planned them with their shard" \
+  "$(grep -c '"shard":2' "$db/.perfscript/runs/R2/journal.jsonl")" "3"
+
+# 6. A write-back-only resume measures nothing: another device, CANN or torch does not refuse it
+# (the Slurm final job may land on a node without npu-smi); the version and database path do.
+db="$TMP/wbonly"
+for k in 1 2; do sim --output "$db" --run-id W --shard "$k/2" --stage-only >/dev/null 2>&1; done
+rd="$db/.perfscript/runs/W"
+cp "$rd/run.json" "$TMP/run.json.w"
+sed -i 's/"version":"[^"]*"/"version":"0.0.1"/' "$rd/run.json"
+out=$(sim --output "$db" --resume W --writeback-only 2>&1); rc=$?
+expect_eq "--writeback-only, another perfscript version: refused" "$rc" "1"
+expect_contains "says the version differs" "$out" "the perfscript version differs (run: 0.0.1, now:"
+expect_contains "says what a write-back-only resume compares" "$out" \
+  "compares the perfscript version, the database path and the plan inputs, not the device, CANN or torch"
+cp "$TMP/run.json.w" "$rd/run.json"
+sed -i 's/"device":"[^"]*"/"device":"910B3"/; s/"cann":"[^"]*"/"cann":"8.5.RC1"/; s/"torch":"[^"]*"/"torch":"2.9.0"/' "$rd/run.json"
+out=$(sim --output "$db" --resume W --writeback-only 2>&1); rc=$?
+expect_eq "--writeback-only, another device / CANN / torch: written back (exit 0)" "$rc" "0"
+expect_not_contains "the measuring identity is not compared" "$out" "differs"
+expect_eq "the shards written back: the uninterrupted run's database" "$(same_db "$TMP/ref" "$db")" "same"
+expect_eq "the provenance names the device that measured (the run's), not the write-back's" \
+  "$(grep -c '"device":"910B3"' "$db/.perfscript/provenance.jsonl")" "$NCASES"
+out=$(sim --output "$db" --resume W 2>&1); rc=$?
+expect_eq "a resume that measures still compares the device: refused" "$rc" "1"
+expect_contains "it says the device differs" "$out" "the device differs (run: 910B3"
+
 finish

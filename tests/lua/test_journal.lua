@@ -84,4 +84,11 @@ function TestJournal:test_list_resolve_and_errors()
   lu.assertStrContains(err, dir .. "/journal.jsonl:2: not a journal record")
 end
 
+-- --shard K/N takes index % N == K-1 (0-based index, 1-based shard)
+function TestJournal:test_shard_of()
+  lu.assertEquals({ journal.shard_of(0, 3), journal.shard_of(1, 3), journal.shard_of(2, 3), journal.shard_of(3, 3) },
+    { 1, 2, 3, 1 })
+  lu.assertEquals(journal.shard_of(5, 1), 1)
+end
+
 os.exit(lu.LuaUnit.run())

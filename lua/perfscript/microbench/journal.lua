@@ -16,6 +16,7 @@
 --   j:event(kind, fields)                            -- writeback-begin, written, ...
 --   local info = journal.read(run_dir)  -- info.cases[id], info.order, info.shards[k], info.totals
 --   journal.list(dbdir)  -> runs newest first;  journal.resolve(dbdir, "last" | id) -> run dir
+--   journal.shard_of(index, n) -> the shard (1-based) of the case at plan index (0-based)
 -- Lines: {"ev":"plan","case":id,"op":,"sig":,"device":,"shard":,"index":}
 --        {"ev":"done"|"failed"|"timeout","case":id,"reason":,"batch":,"t":}
 --        {"ev":"writeback-begin"|"written"|...,"t":, ...}
@@ -43,6 +44,10 @@ local function check_id(id)
     error(("journal: bad run id %q (letters, digits, '.', '_' and '-')"):format(tostring(id)), 3)
   end
 end
+
+-- The shard (1-based) of the plan's case at index (0-based) among n shards (--shard K/N takes
+-- index % N == K-1), whichever process journals the case.
+function M.shard_of(index, n) return (index % n) + 1 end
 
 -- The journal file of a shard ({k =, n =} or nil).
 function M.file_of(run_dir, shard)

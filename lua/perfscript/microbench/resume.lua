@@ -22,7 +22,8 @@ function M.options(p)
     .. "a shard; a shard that already ran replays only what it has not done.")
   p:option("--resume", "Resume a run (an id, or `last`): replay only the cases not done, then write "
     .. "back everything staged. Refused when the perfscript version, the database path, the plan's "
-    .. "inputs or the CANN / torch / device identity differ (see --force).")
+    .. "inputs or the CANN / torch / device identity differ (see --force); with --writeback-only the "
+    .. "CANN / torch / device identity is not compared (nothing is measured).")
   p:flag("--retry-failed", "With --resume: also replay the cases that failed or timed out.")
   p:flag("--force", "Resume despite a different perfscript version, database path, plan inputs or "
     .. "CANN / torch / device identity (each difference is said).")
@@ -30,7 +31,8 @@ function M.options(p)
     .. "per node); the shard appends to its own journal-shard<K>.jsonl.")
   p:flag("--stage-only", "Measure and stage the results in the run directory; no write-back.")
   p:flag("--writeback-only", "With --resume: measure nothing; write back everything staged under "
-    .. "the database lock (the cluster's final job).")
+    .. "the database lock (the cluster's final job, on any node: it compares the perfscript version, "
+    .. "the database path and the plan inputs, not the device, CANN or torch).")
   p:option("--batch-size", "Cases per msprof run (0: all of a shard's cases in one run). A kill "
     .. "loses at most the batch being measured.", "0"):convert(math.tointeger)
 end
@@ -137,30 +139,30 @@ local CHECKS = {
   { "device", "device", true } }
 
 -- The differences between a run's recorded meta and now: {"the plan inputs differ (...)", ...}.
+-- now.identity nil: the identity is not compared (a write-back-only resume measures nothing).
 local function differences(meta, now, skip_plan)
   local out = {}
   for _, c in ipairs(CHECKS) do
     local key, words, ident = c[1], c[2], c[3]
     local was = ident and (meta.identity or {})[key] or meta[key]
-    local is = ident and now.identity[key] or now[key]
-    if not (skip_plan and key == "plan_hash") and tostring(was) ~= tostring(is) then
+    local is = ident and (now.identity or {})[key] or now[key]
+    if not (skip_plan and key == "plan_hash") and not (ident and not now.identity)
+        and tostring(was) ~= tostring(is) then
       out[#out + 1] = ("the %s differs (run: %s, now: %s)"):format(words, tostring(was or "unknown"), tostring(is or "unknown"))
     end
   end
   return out
 end
 
--- The plan's index of each case (0-based) and its shard (1-based).
-local function shard_of(index, shard) return shard and (index % shard.n) + 1 or 1 end
-
 -- Creates, joins or resumes the run; returns ctx = {j =, dir =, id =, todo = {[case id] = true},
 -- info = journal.read before this process measured, resumed = bool, mine = n}.
 function M.start(a, dst, p, say, opts)
   opts = opts or {}
   local shard = opts.shard
+  -- a write-back-only resume measures nothing: no identity of this machine to compare or record
   local now = { version = perf.version, database = dst, plan_hash = M.plan_hash(a, p),
-    identity = M.identity(a, opts.tmp or "/tmp") }
-  local dir, j, err
+    identity = not a.writeback_only and M.identity(a, opts.tmp or "/tmp") or nil }
+  local dir, j, err, meta
   local existing = false
   if a.resume then
     dir, err = journal.resolve(dst, a.resume)
@@ -171,7 +173,8 @@ function M.start(a, dst, p, say, opts)
     existing = true
   end
   if existing then
-    local meta, merr = journal.meta(dir)
+    local merr
+    meta, merr = journal.meta(dir)
     if not meta then perf.fail("%s", merr) end
     local info0, ierr = journal.read(dir)
     if not info0 then perf.fail("%s", ierr) end
@@ -181,15 +184,17 @@ function M.start(a, dst, p, say, opts)
     local diff = differences(meta, now, begun)
     if #diff > 0 then
       if not a.force then
-        perf.fail("cannot resume run %s: %s. Resume anyway with --force, or start a new run.",
-          meta.id, table.concat(diff, "; "))
+        perf.fail("cannot resume run %s: %s%s. Resume anyway with --force, or start a new run.",
+          meta.id, table.concat(diff, "; "), a.writeback_only and " (--writeback-only measures nothing: it "
+            .. "compares the perfscript version, the database path and the plan inputs, not the device, "
+            .. "CANN or torch)" or "")
       end
       for _, d in ipairs(diff) do say("[RESUME] --force: " .. d) end
     end
     j, err = journal.open(dir, shard)
     if not j then perf.fail("%s", err) end
   else
-    local meta = { id = a.run_id or opts.id, version = now.version, database = dst, plan_hash = now.plan_hash,
+    meta = { id = a.run_id or opts.id, version = now.version, database = dst, plan_hash = now.plan_hash,
       identity = now.identity, argv = opts.argv, cases = #p.cases, shards = shard and shard.n or 1,
       simulated = a.simulate or false }
     j, err = journal.create(dst, meta, shard)
@@ -198,12 +203,16 @@ function M.start(a, dst, p, say, opts)
   local info, ierr = journal.read(j.dir)
   if not info then perf.fail("%s", ierr) end
   local ctx = { j = j, dir = j.dir, id = j.id, todo = {}, info = info, resumed = existing, shard = shard,
-    simulated = a.simulate or false, seq = 0, identity = now.identity }
-  -- this process's cases: recorded once in the plan, replayed while not done
+    simulated = a.simulate or false, seq = 0, identity = now.identity or (meta and meta.identity) }
+  -- this process's cases: recorded once in the plan, replayed while not done; a case is
+  -- planned under the shard its index gives among the run's shards, whoever plans it (a
+  -- resume without --shard plans the cases of a shard that never started)
   local new, mine = {}, 0
+  local nshards = shard and shard.n or math.tointeger(meta.shards) or 1
+  if nshards < 1 then nshards = 1 end
   local devices = a.devices and #a.devices > 0 and table.concat(a.devices, ",") or nil
   for i, c in ipairs(p.cases) do
-    local k = shard_of(i - 1, shard)
+    local k = journal.shard_of(i - 1, nshards)
     if not shard or k == shard.k then
       mine = mine + 1
       local known = info.cases[c.id]

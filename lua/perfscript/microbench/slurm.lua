@@ -279,9 +279,9 @@ end
 
 -- Per shard 1..n of a run: {k =, total =, done =, failed =, timeout =, left =, started =,
 -- finished =} from journal.read's info (nil: no shard has started) and run.json's meta. A case
--- counts for the shard its plan index gives (index % n + 1: the shard that measures it, whoever
--- journaled its plan); a shard's cases not planned yet count as left; started: the shard has its
--- journal file.
+-- counts for the shard its plan index gives (journal.shard_of: the shard that measures it, whoever
+-- journaled its plan; journals from before resume.start planned by index count right too); a
+-- shard's cases not planned yet count as left; started: the shard has its journal file.
 function M.shards(info, meta, n)
   local out = {}
   for k = 1, n do
@@ -289,7 +289,7 @@ function M.shards(info, meta, n)
       started = info ~= nil and info.dir ~= nil and paths.isfile(journal.file_of(info.dir, { k = k, n = n })) }
   end
   for _, c in pairs(info and info.cases or {}) do
-    local k = math.tointeger(c.index) and (c.index % n) + 1 or math.tointeger(c.shard) or 1
+    local k = math.tointeger(c.index) and journal.shard_of(c.index, n) or math.tointeger(c.shard) or 1
     local r = out[k]
     if r then
       local st = c.status or "left"
