@@ -42,6 +42,19 @@ function M.real_data(rel)
   return path
 end
 
+-- A CSV file's header and its rows as {[column] = cell} tables.
+function M.read_rows(path)
+  local r = assert(require("perfscript").csv.open(path))
+  local header, rows = r:header(), {}
+  for f in r:lines() do
+    local row = {}
+    for i, c in ipairs(header) do row[c] = f[i] end
+    rows[#rows + 1] = row
+  end
+  r:close()
+  return header, rows
+end
+
 -- Gives every row without a latency the latency 1.0 (Average Duration(us)), atomically.
 function M.fill_latencies(dir)
   local perf = require "perfscript"

@@ -12,17 +12,7 @@ local report = require "perfscript.microbench.report"
 local dir = h.tmpdir()
 local quiet = function() end
 
-local function read_rows(path)
-  local r = assert(perf.csv.open(path))
-  local header, rows = r:header(), {}
-  for f in r:lines() do
-    local row = {}
-    for i, c in ipairs(header) do row[c] = f[i] end
-    rows[#rows + 1] = row
-  end
-  r:close()
-  return header, rows
-end
+local read_rows = h.read_rows
 
 local function csv_line(cells)
   local out = {}

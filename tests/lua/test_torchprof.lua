@@ -101,14 +101,7 @@ function TestTorchprof:test_measured_op_summary_rows()
   local path, n = simulate.write_op_summary(dir, cases, { repeat_count = 2, measured = { ["Add:2"] = { 2.125, 2.25 } },
     task_type = "TORCH_CUDA" })
   lu.assertEquals(n, 2) -- Add:3 was not measured: no row
-  local r = assert(perf.csv.open(path))
-  local header, rows = r:header(), {}
-  for f in r:lines() do
-    local row = {}
-    for i, c in ipairs(header) do row[c] = f[i] end
-    rows[#rows + 1] = row
-  end
-  r:close()
+  local _, rows = h.read_rows(path)
   lu.assertEquals(#rows, 2)
   lu.assertEquals(rows[1]["Task Duration(us)"], "2.125")
   lu.assertEquals(rows[2]["Task Duration(us)"], "2.250")
