@@ -8,7 +8,6 @@ local lu = require "luaunit"
 local h = require "tests.lua.helpers"
 local torchprof = require "perfscript.microbench.torchprof"
 local simulate = require "perfscript.microbench.simulate"
-local perf = require "perfscript"
 
 TestTorchprof = {}
 
