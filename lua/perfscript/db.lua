@@ -774,12 +774,11 @@ end
 
 -- The answer of a measured best row: its latency (the core envelope may replace it), the
 -- fields and the title.
-local function measured_fields(self, res, best, lat, col, lpol)
-  local t = self:table()
-  res.latency, res.row, res.line = lat, best.row, t:line(best.row)
-  res.column, res.rule, res.rules, res.source = col, best.rule, best.rules, "MEASURED"
+local function measured_fields(t, res, row, rule, rules, lat, col, lpol)
+  res.latency, res.row, res.line = lat, row, t:line(row)
+  res.column, res.rule, res.rules, res.source = col, rule, rules, "MEASURED"
   res.confidence = 1.0
-  core_envelope(t, res, best.row, lpol)
+  core_envelope(t, res, row, lpol)
 end
 
 local function measured_title(name, qlabel, lat, line, col, rule, padded)
@@ -788,7 +787,7 @@ local function measured_title(name, qlabel, lat, line, col, rule, padded)
 end
 
 local function measured(self, res, best, lat, col, qlabel, lpol)
-  measured_fields(self, res, best, lat, col, lpol)
+  measured_fields(self:table(), res, best.row, best.rule, best.rules, lat, col, lpol)
   return measured_title(self.name, qlabel, res.latency, res.line, res.column, res.rule, best.distance > 0)
 end
 
@@ -861,9 +860,9 @@ end
 
 -- The exact match in C (perfscript.table's ix:exact, src/store/exact.c) for the lookups it
 -- answers as the scan would: no explain, no MoE, a kernel without a query rewrite whose ties
--- need no agreement. Returns the best row as the scan's candidate ({row, distance, rule,
--- rules}), its latency and column, and the ties (the first 10 rows, their count); or nil
--- (then the Lua scan answers).
+-- need no agreement. Returns the best row, its distance, rule and input rules, its latency
+-- and column, and the ties (the first 10 rows, their count); or nil (then the Lua scan
+-- answers).
 local function exact_in_c(self, q, n, pri)
   local name, s = self.name, self._
   if s.cexact == nil then
@@ -884,7 +883,7 @@ local function exact_in_c(self, q, n, pri)
   local row, distance, rule, rules, lat, latpos, nties, ties =
     L.ix:exact(sx, q.shapes, q.dtypes, match.kind(name), match.FLOAT_GROUP[name] or false)
   if not row then return nil end
-  return { row = row, distance = distance, rule = rule, rules = rules }, lat, s.latcols[latpos], ties, nties
+  return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties
 end
 
 -- explain: every row tried with its verdict, and a count of the failures by kind.
@@ -1014,20 +1013,21 @@ local function compute_lookup(self, shapes, dtypes, opts)
     return res
   end
   if not opts.explain and not moe and not M.lua_only then
-    local best, lat, col, ties, nties = exact_in_c(self, q, n, pri)
-    if best then
+    local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, q, n, pri)
+    if row then
       -- sized for every field of the answer (no rehash as they come)
       local res = R.new(nil, { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" },
                         { query = q, widths = LOOKUP_WIDTHS, title = nil, columns = nil, notes = nil, _lazy = nil,
                           latency = nil, row = nil, line = nil, column = nil, rule = nil, rules = nil, source = nil,
                           confidence = nil })
-      measured_fields(self, res, best, lat, col, lpol)
-      R.lazy(res, "title", { lazy_measured_title, self.name, t, q, res.latency, res.line, res.column, res.rule,
-                             best.distance > 0, field = nil })
+      measured_fields(t, res, row, rule, rules, lat, col, lpol)
+      R.lazy(res, "title", { lazy_measured_title, self.name, t, q, res.latency, res.line, res.column, rule,
+                             distance > 0, field = nil })
       ties_note(t, res, ties, nties)
-      res[1] = self:_row_record(best.row, lat, col)
-      res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
-      with_provenance(self, res, best.row)
+      local rec = self:_row_record(row, lat, col)
+      rec.rule, rec["input rules"] = rule, table.concat(rules, ",")
+      res[1] = rec
+      with_provenance(self, res, row)
       return res
     end
   end
