@@ -774,14 +774,32 @@ end
 
 -- The answer of a measured best row: its latency (the core envelope may replace it), the
 -- fields and the title.
-local function measured(self, res, best, lat, col, qlabel, lpol)
-  local t = self:table()
-  res.latency, res.row, res.line = lat, best.row, t:line(best.row)
-  res.column, res.rule, res.rules, res.source = col, best.rule, best.rules, "MEASURED"
+local function measured_fields(t, res, row, rule, rules, lat, col, lpol)
+  res.latency, res.row, res.line = lat, row, t:line(row)
+  res.column, res.rule, res.rules, res.source = col, rule, rules, "MEASURED"
   res.confidence = 1.0
-  core_envelope(t, res, best.row, lpol)
-  return string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", self.name, qlabel,
-                       R.fmt(res.latency), res.line, res.column, res.rule, best.distance > 0 and ", padded" or "")
+  core_envelope(t, res, row, lpol)
+end
+
+local function measured_title(name, qlabel, lat, line, col, rule, padded)
+  return string.format("lookup %s %s: MEASURED %s us from line %d (%s, rule %s%s)", name, qlabel,
+                       R.fmt(lat), line, col, rule, padded and ", padded" or "")
+end
+
+local function measured(self, res, best, lat, col, qlabel, lpol)
+  measured_fields(self:table(), res, best.row, best.rule, best.rules, lat, col, lpol)
+  return measured_title(self.name, qlabel, res.latency, res.line, res.column, res.rule, best.distance > 0)
+end
+
+-- A query's label in titles: its shapes as the table writes them, then its dtypes.
+local function query_label(t, q)
+  return (t:shapes_label(q.shapes) or shapes_label(q.shapes)) .. (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
+end
+
+-- The C path's title, rendered when first read (R.lazy): from the answer's fields as they
+-- were made (snap = {render, name, table, query, latency, line, column, rule, padded}).
+local function lazy_measured_title(snap)
+  return measured_title(snap[2], query_label(snap[3], snap[4]), snap[5], snap[6], snap[7], snap[8], snap[9])
 end
 
 -- The note on the equally good rows the first in file order beat: n of them, rows the first
@@ -819,15 +837,21 @@ local function choose(self, S, res, best, qlabel, lpol)
   return title
 end
 
+-- The cell widths of a lookup's answer (read only; shared by the C path's answers).
+local LOOKUP_WIDTHS = { ["rule or first failure"] = 200 }
+
 -- Where an answer's value came from, when the database has a provenance log: a column, and a
 -- simulated value says SIMULATED in the title first (never MEASURED).
+
 local function with_provenance(k, res, row)
   if not k.db:_provenance() then return end
   local e = k:provenance_of(row)
   res[1].provenance = require("perfscript.microbench.provenance").label(e)
   res[1].provenance_entry = e
   res.columns[#res.columns + 1] = "provenance"
-  res.widths.provenance = 160
+  local widths = { provenance = 160 }  -- its own (the C path's answers share LOOKUP_WIDTHS)
+  for c, w in pairs(res.widths or {}) do widths[c] = w end
+  res.widths = widths
   if e and e.source == "simulated" then
     res.title = res.title:gsub(": MEASURED ", ": SIMULATED ", 1)
     res:note("the answer is SIMULATED (run %s: a roofline model), not a measurement", tostring(e.run))
@@ -836,9 +860,9 @@ end
 
 -- The exact match in C (perfscript.table's ix:exact, src/store/exact.c) for the lookups it
 -- answers as the scan would: no explain, no MoE, a kernel without a query rewrite whose ties
--- need no agreement. Returns the best row as the scan's candidate ({row, distance, rule,
--- rules}), its latency and column, and the ties (the first 10 rows, their count); or nil
--- (then the Lua scan answers).
+-- need no agreement. Returns the best row, its distance, rule and input rules, its latency
+-- and column, and the ties (the first 10 rows, their count); or nil (then the Lua scan
+-- answers).
 local function exact_in_c(self, q, n, pri)
   local name, s = self.name, self._
   if s.cexact == nil then
@@ -859,7 +883,7 @@ local function exact_in_c(self, q, n, pri)
   local row, distance, rule, rules, lat, latpos, nties, ties =
     L.ix:exact(sx, q.shapes, q.dtypes, match.kind(name), match.FLOAT_GROUP[name] or false)
   if not row then return nil end
-  return { row = row, distance = distance, rule = rule, rules = rules }, lat, s.latcols[latpos], ties, nties
+  return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties
 end
 
 -- explain: every row tried with its verdict, and a count of the failures by kind.
@@ -988,24 +1012,26 @@ local function compute_lookup(self, shapes, dtypes, opts)
     res.miss = "ep_size_not_configured"
     return res
   end
-  local qlabel = (t:shapes_label(q.shapes) or shapes_label(q.shapes)) ..
-                 (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
   if not opts.explain and not moe and not M.lua_only then
-    local best, lat, col, ties, nties = exact_in_c(self, q, n, pri)
-    if best then
+    local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, q, n, pri)
+    if row then
       -- sized for every field of the answer (no rehash as they come)
       local res = R.new(nil, { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" },
-                        { query = q, widths = { ["rule or first failure"] = 200 }, title = nil, columns = nil, notes = nil,
+                        { query = q, widths = LOOKUP_WIDTHS, title = nil, columns = nil, notes = nil, _lazy = nil,
                           latency = nil, row = nil, line = nil, column = nil, rule = nil, rules = nil, source = nil,
                           confidence = nil })
-      res.title = measured(self, res, best, lat, col, qlabel, lpol)
+      measured_fields(t, res, row, rule, rules, lat, col, lpol)
+      R.lazy(res, "title", { lazy_measured_title, self.name, t, q, res.latency, res.line, res.column, rule,
+                             distance > 0, field = nil })
       ties_note(t, res, ties, nties)
-      res[1] = self:_row_record(best.row, lat, col)
-      res[1].rule, res[1]["input rules"] = best.rule, table.concat(best.rules, ",")
-      with_provenance(self, res, best.row)
+      local rec = self:_row_record(row, lat, col)
+      rec.rule, rec["input rules"] = rule, table.concat(rules, ",")
+      res[1] = rec
+      with_provenance(self, res, row)
       return res
     end
   end
+  local qlabel = query_label(t, q)
   local S = new_scan(self, q, n, opts, pri, moe, ep)
   scan(self, S)
   table.sort(S.cands, moe and function(a, b) return a.row < b.row end or score_less)

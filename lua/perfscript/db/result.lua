@@ -12,12 +12,37 @@ M.max_cell = 48     -- characters shown per cell
 M.more_hint = nil
 
 local Result = {}
-Result.__index = Result
 M.Result = Result
+
+-- A field may be rendered when first read (a lookup's title: most answers are read for their
+-- latency only): M.lazy(r, field, snap) makes r[field] snap[1](snap) on first read, then a
+-- plain field (one such field per result). The notes list is made when first read or added to.
+function Result.__index(r, k)
+  local m = Result[k]
+  if m ~= nil then return m end
+  if k == "notes" then
+    local notes = {}
+    rawset(r, "notes", notes)
+    return notes
+  end
+  local snap = rawget(r, "_lazy")
+  if snap and snap.field == k then
+    rawset(r, "_lazy", nil)
+    local v = snap[1](snap)
+    rawset(r, k, v)
+    return v
+  end
+end
+
+function M.lazy(r, field, snap)
+  snap.field = field
+  rawset(r, "_lazy", snap)
+  return r
+end
 
 function M.new(title, columns, rows, notes)
   local r = rows or {}
-  r.title, r.columns, r.notes = title, columns, notes or {}
+  r.title, r.columns, r.notes = title, columns, notes
   return setmetatable(r, Result)
 end
 
