@@ -18,6 +18,7 @@
  *       file lacks (EP Size of legacy files). nil, message on error
  *   sig.SEP: the separator between tuple fields in the canonical text ("\31")
  * The row's op is the explicit op_name, else its `OP Type`, else its `OP State`. */
+#include <errno.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -408,6 +409,20 @@ static int l_hash(lua_State *L) {
   return 1;
 }
 
+/* sig.hash_file(path) -> the XXH3 of the file's bytes (as hash(text) of its whole text), or
+ * nil, "path: reason". */
+static int l_hash_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  uint64_t h;
+  if (ps_sig_hash_file(path, &h) != 0) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushinteger(L, (lua_Integer)h);
+  return 1;
+}
+
 static int l_op_name(lua_State *L) {
   const char *name = luaL_optstring(L, 1, "");
   char out[256];
@@ -427,7 +442,7 @@ static int l_is_matmul(lua_State *L) {
 int luaopen_perfscript_sig(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"row", l_row}, {"tuple", l_tuple}, {"columns", l_columns}, {"record", l_record},
-    {"display", l_display}, {"hash", l_hash}, {"op_name", l_op_name},
+    {"display", l_display}, {"hash", l_hash}, {"hash_file", l_hash_file}, {"op_name", l_op_name},
     {"is_matmul", l_is_matmul}, {"scan", l_scan}, {NULL, NULL}};
   luaL_newlibtable(L, funcs);
   sig_ud *u = lua_newuserdatauv(L, sizeof *u, 0);

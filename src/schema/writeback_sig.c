@@ -262,6 +262,23 @@ int ps_sig_is_matmul(const char *op) {
 
 uint64_t ps_sig_hash_bytes(const void *p, size_t len) { return XXH3_64bits(p, len); }
 
+int ps_sig_hash_file(const char *path, uint64_t *out) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return -1;
+  XXH3_state_t *st = XXH3_createState();
+  char *buf = malloc(1 << 20);
+  int rc = -1;
+  if (st != NULL && buf != NULL && XXH3_64bits_reset(st) == XXH_OK) {
+    size_t n;
+    while ((n = fread(buf, 1, 1 << 20, f)) > 0) XXH3_64bits_update(st, buf, n);
+    if (!ferror(f)) *out = XXH3_64bits_digest(st), rc = 0;
+  }
+  free(buf);
+  XXH3_freeState(st);
+  fclose(f);
+  return rc;
+}
+
 ps_sig *ps_sig_new(void) { return calloc(1, sizeof(ps_sig)); }
 
 void ps_sig_free(ps_sig *g) {

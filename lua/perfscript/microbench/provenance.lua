@@ -34,9 +34,9 @@ end
 
 -- XXH3 of a file's bytes (hex), or nil, message.
 function M.file_xxh3(path)
-  local text, err = paths.read(path)
-  if not text then return nil, err end
-  return M.key_hex(perf.sig.hash(text))
+  local h, err = perf.sig.hash_file(path) -- streamed: a 300 MB export is not read into memory
+  if not h then return nil, err end
+  return M.key_hex(h)
 end
 
 -- The columns of a row's signature (what perf.sig.row reads), in one place for every caller.
