@@ -67,8 +67,11 @@ static int parse_simple(const char *s, size_t len, ps_lookup_key_shape *out, int
     for (;;) {
       const char *d = p;
       int64_t x = 0;
-      while (p < end && (unsigned)(*p - '0') < 10) x = x * 10 + (*p++ - '0');
-      if (p == d || p - d > 17 || rank == PS_LOOKUP_KEY_MAXRANK) return -1;
+      while (p < end && (unsigned)(*p - '0') < 10) {
+        if (p - d == 17) return -1;  /* an 18th digit: the general parser decides (no overflow) */
+        x = x * 10 + (*p++ - '0');
+      }
+      if (p == d || rank == PS_LOOKUP_KEY_MAXRANK) return -1;
       sh->dims[rank++] = x;
       if (p == end || *p == ';') break;
       if (*p++ != ',') return -1;

@@ -940,8 +940,9 @@ static int sx_rows(lua_State *L) {
   if (has_dt) query_dtypes(L, 5, qd, qdl, (int)nq);
   ps_exact_query eq = { q, (int)nq, qd, qdl, has_dt, kind, fg };
   lua_Integer np = (lua_Integer)lua_rawlen(L, 2) / 2;
-  int *pj = lua_newuserdatauv(L, (size_t)(np ? np : 1) * (sizeof(int) + sizeof(ps_lookup_key_shape)), 0);
-  ps_lookup_key_shape *pv = (ps_lookup_key_shape *)(pj + (np ? np : 1));
+  /* the shapes first: their int64 dims need the userdata's alignment, the ints do not */
+  ps_lookup_key_shape *pv = lua_newuserdatauv(L, (size_t)(np ? np : 1) * (sizeof(ps_lookup_key_shape) + sizeof(int)), 0);
+  int *pj = (int *)(pv + (np ? np : 1));
   int npairs = 0;
   for (lua_Integer p = 0; p < np; p++) {
     lua_rawgeti(L, 2, 2 * p + 1);
@@ -1152,8 +1153,9 @@ static int m_variants(lua_State *L) {
   ps_lookup_key_shape *q = lua_newuserdatauv(L, (size_t)(nq ? nq : 1) * sizeof *q, 0);
   if (nq > PS_LOOKUP_KEY_MAXSLOTS || !query_shapes(L, 2, q, (int)nq)) { lua_pop(L, 1); return 1; }
   int maxv = 4 * (int)nq + 1;
-  int *slot = lua_newuserdatauv(L, (size_t)maxv * (sizeof *slot + sizeof(ps_lookup_key_shape)), 0);
-  ps_lookup_key_shape *shape = (ps_lookup_key_shape *)(slot + maxv);
+  /* the shapes first: their int64 dims need the userdata's alignment, the ints do not */
+  ps_lookup_key_shape *shape = lua_newuserdatauv(L, (size_t)maxv * (sizeof *shape + sizeof(int)), 0);
+  int *slot = (int *)(shape + maxv);
   int nv = ps_lookup_variants(kind, q, (int)nq, slot, shape, maxv);
   for (int v = 1; v < nv; v++) {
     lua_createtable(L, (int)nq, 0);
