@@ -547,7 +547,7 @@ local function collect(a, p, plan_path, run_dir)
       index = p.sim_index })) },
       { success = p.ops, failed = {}, skipped = {} }
   elseif a.torch_device then
-    local path, status = torchprof.collect(a, p, plan_path, run_dir)
+    local path, status = torchprof.collect(a, p, plan_path, run_dir, say)
     return { path }, status
   end
   check_custom_env(p.ops)

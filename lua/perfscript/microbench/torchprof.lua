@@ -101,11 +101,6 @@ function M.case_times(path)
   return out
 end
 
-local function say(s)
-  io.stdout:write(s, "\n")
-  io.stdout:flush()
-end
-
 -- The run's outcome from the executor's status and the trace's times: measured (case id ->
 -- microseconds per repeat, only cases with every repeat timed), the status by operator
 -- ({success, failed = {op, reason}, skipped = {op, reason}}; an operator fails when one of its
@@ -140,9 +135,10 @@ end
 
 -- Runs run_dir/executor.py over plan_path under torch.profiler on a.torch_device and writes
 -- the op_summary of the timed cases under run_dir/prof. Returns the op_summary path and the
--- run status ({success, failed, skipped} by operator, as the msprof path gives); fails with
+-- run status ({success, failed, skipped} by operator, as the msprof path gives); say(line)
+-- prints progress (microbench.run's); fails with
 -- the executor's log tail when it could not run.
-function M.collect(a, p, plan_path, run_dir)
+function M.collect(a, p, plan_path, run_dir, say)
   local explicit = a.python ~= "python3" and a.python or nil
   local py, info = require("perfscript.microbench.validate").find_python(explicit, run_dir)
   if not py then perf.fail("%s", info) end

@@ -409,13 +409,17 @@ def check_outputs(torch, y, outputs):
             raise Rejected(f"output {i + 1}: dtype {have}, the row records {o.get('dtype')}")
 
 
+def golden_attempts(c):
+    """A case's attempts off the NPU, its fallback included (tried after the others)."""
+    attempts = as_list(c.get("attempts")) or [c]
+    return attempts + [c["fallback"]] if c.get("fallback") else attempts
+
+
 def run_case(torch, goldens, c, device, seed):
     """The case's attempts (a fallback included) on device through the goldens, the outputs
     checked: (None, api, elements of the outputs) when valid, else (reason, None, 0)."""
     from golden import GoldenError
-    attempts = as_list(c.get("attempts")) or [c]
-    if c.get("fallback"):
-        attempts = attempts + [c["fallback"]]
+    attempts = golden_attempts(c)
     reason = None
     for a in attempts:
         gen = torch.Generator().manual_seed(seed)
@@ -514,9 +518,7 @@ def uses_nz(v):
 def plain_attempt(c, device):
     """The first attempt of case c (its fallback included) that plain torch can run on device,
     or (None, reason)."""
-    attempts = as_list(c.get("attempts")) or [c]
-    if c.get("fallback"):
-        attempts = attempts + [c["fallback"]]
+    attempts = golden_attempts(c)
     reasons = []
     for a in attempts:
         api = a.get("api") or ""
