@@ -73,6 +73,18 @@ typedef struct slot {
 
 static void free_groups(struct group *g, size_t cap);
 
+/* The groups' keys and cells live in chunks that are neither moved nor freed one by one: a
+ * malloc per string (ten a group) and its free at the end were a tenth of a big import's time,
+ * and cost 16 bytes or more each. A share's table (the pass's q) fills its own chunks, for its
+ * new groups and p's, and hands them to p at the end of the pass (strings_give). */
+#define STR_CHUNK (64u << 10)
+typedef struct str_chunk { struct str_chunk *next; char data[]; } str_chunk;
+typedef struct strings {
+  str_chunk *owned;           /* the chunks this table frees */
+  char *at;                   /* free room of the current chunk */
+  size_t left;
+} strings;
+
 struct ps_profile {
   int threads;                /* 1: read every file in one thread */
   uint64_t split_min;         /* files below this size are read by one thread */
@@ -81,6 +93,7 @@ struct ps_profile {
   size_t ngroups, capgroups;
   slot *slots;                /* open addressing on the key hash */
   size_t nslots;              /* power of two */
+  strings str;                /* the groups' keys and cells */
   uint64_t *seen[2];          /* duplicate window: current and previous generation */
   size_t nseen;
   ps_profile_counts totals;
@@ -108,13 +121,12 @@ void ps_profile_set_block(ps_profile *p, uint64_t bytes) { p->block = bytes; }
 
 void ps_profile_free(ps_profile *p) {
   if (p == NULL) return;
-  for (size_t i = 0; i < p->ngroups; i++) {
-    group *g = &p->groups[i];
-    free(g->key);
-    for (int c = 0; c < PS_PC_NCELLS; c++) free(g->cells[c]);
-    free(g->durs);
-  }
+  for (size_t i = 0; i < p->ngroups; i++) free(p->groups[i].durs);
   free_groups(p->groups, p->capgroups);
+  for (str_chunk *c = p->str.owned, *next; c; c = next) {
+    next = c->next;
+    free(c);
+  }
   free(p->slots);
   free(p->seen[0]);
   free(p->seen[1]);
@@ -159,6 +171,41 @@ int ps_profile_no_dims(const char *s, size_t len) {
 }
 
 /* ---- groups --------------------------------------------------------------------------- */
+
+/* A NUL-terminated copy of s[0..len) in st (the empty string is a shared ""), or NULL. */
+static char *str_put(strings *st, const char *s, size_t len) {
+  static char empty[1];
+  if (len == 0) return empty;
+  if (len + 1 > st->left) {
+    size_t n = len + 1 > STR_CHUNK / 4 ? len + 1 : STR_CHUNK;   /* a long one: a chunk its size */
+    str_chunk *c = malloc(sizeof *c + n);
+    if (c == NULL) return NULL;
+    c->next = st->owned;
+    st->owned = c;
+    if (n == STR_CHUNK) st->at = c->data, st->left = n;
+    else {
+      memcpy(c->data, s, len);
+      c->data[len] = 0;
+      return c->data;
+    }
+  }
+  char *d = st->at;
+  memcpy(d, s, len);
+  d[len] = 0;
+  st->at += len + 1;
+  st->left -= len + 1;
+  return d;
+}
+
+/* to frees from's chunks from now on (from's groups moved to to, or to's cells set from
+ * from); from keeps filling its current chunk. */
+static void strings_give(strings *to, strings *from) {
+  str_chunk **tail = &from->owned;
+  while (*tail) tail = &(*tail)->next;
+  *tail = to->owned;
+  to->owned = from->owned;
+  from->owned = NULL;
+}
 
 /* The groups array: every row lands on a random group, so on big runs it lives in huge pages
  * (one TLB entry per 2 MB instead of per 4 KB) when the kernel grants them. */
@@ -216,10 +263,7 @@ static group *find_or_add(ps_profile *p, const char *key, size_t keylen, const u
   }
   group *g = &p->groups[p->ngroups];
   memset(g, 0, sizeof *g);
-  g->key = malloc(keylen + 1);
-  if (g->key == NULL) return NULL;
-  memcpy(g->key, key, keylen);
-  g->key[keylen] = 0;
+  if ((g->key = str_put(&p->str, key, keylen)) == NULL) return NULL;
   g->keylen = keylen;
   g->hash = hash[0];
   g->hash2 = hash[1];
@@ -262,13 +306,11 @@ static int seen_before(ps_profile *p, uint64_t hash) {
   return 0;
 }
 
-static int set_cell(group *g, int c, const char *s, size_t len) {
+/* (an empty cell's "" replaced later stays in the chunk: the strings are never freed alone) */
+static int set_cell(strings *st, group *g, int c, const char *s, size_t len) {
   if (len == 0 && g->cells[c]) return 0;
-  char *v = malloc(len + 1);
+  char *v = str_put(st, s, len);
   if (v == NULL) return -1;
-  memcpy(v, s, len);
-  v[len] = 0;
-  free(g->cells[c]);
   g->cells[c] = v;
   if (len) g->filled |= 1u << c;
   return 0;
@@ -703,11 +745,11 @@ static void share_step(pass *x, int t, size_t r) {
       if (add_duration(g, r->dur) != 0) goto oom;
       /* the first non-empty value of each cell */
       const char *cs = b->arena + r->off + r->keylen;
-      if (created && set_cell(g, PS_PC_TYPE, cs, r->clen[PS_PC_TYPE]) != 0) goto oom;
+      if (created && set_cell(&q->str, g, PS_PC_TYPE, cs, r->clen[PS_PC_TYPE]) != 0) goto oom;
       if (g->filled != (1u << PS_PC_NCELLS) - 1) {
         const char *c0 = cs + r->clen[PS_PC_TYPE];
         for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
-          if (!(g->filled & (1u << c)) && (created || r->clen[c]) && set_cell(g, c, c0, r->clen[c]) != 0)
+          if (!(g->filled & (1u << c)) && (created || r->clen[c]) && set_cell(&q->str, g, c, c0, r->clen[c]) != 0)
             goto oom;
           c0 += r->clen[c];
         }
@@ -938,6 +980,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   for (int t = 0; t < MAX_THREADS; t++) {
     ps_scan_close(x->w[t].scan);
     ps_import_key_free(x->w[t].keys);
+    if (x->q[t]) strings_give(&p->str, &x->q[t]->str);   /* p's groups point into them */
     ps_profile_free(x->q[t]);
     for (int h = 0; h < 2; h++) free(x->blk[h][t].recs), free(x->blk[h][t].arena);
   }
