@@ -38,6 +38,7 @@ struct ps_scan {
                                  ends[1] on; ends[0] is the byte before the record */
   size_t *sel, nsel;          /* ps_scan_select: the fields handed out, ascending (sel NULL:
                                  all); the others' entries in fields and lens stay none, 0 */
+  size_t nplain;              /* sel[nsel..nsel + nplain): the PS_SCAN_PLAIN ones, ascending */
   char none[1];
   char **fields;
   size_t *lens;
@@ -167,7 +168,8 @@ static int refill(ps_scan *s) {
 
 static int grow_fields(ps_scan *s) {
   size_t c = s->capfields ? s->capfields * 2 : 64;
-  if (s->sel && s->nsel && s->sel[s->nsel - 1] >= c) c = s->sel[s->nsel - 1] + 1;
+  for (size_t j = 0; s->sel && j < s->nsel + s->nplain; j++)
+    if (s->sel[j] >= c) c = s->sel[j] + 1;
   span *sp = realloc(s->spans, c * sizeof *sp);
   if (sp == NULL) return -1;
   s->spans = sp;
@@ -544,6 +546,19 @@ static inline __attribute__((always_inline)) void cut_fast(char *buf, const size
   }
 }
 
+/* The PS_SCAN_PLAIN fields sel[0..nsel) of a record the fast scan read: an unquoted one as it
+ * lies, a quoted one cut. */
+static inline void plain_fast(char *buf, const size_t *ends, size_t nf, const size_t *sel, size_t nsel,
+                              int trim, char **fields, size_t *lens) {
+  for (size_t j = 0; j < nsel; j++) {
+    size_t i = sel[j];
+    if (i >= nf) return;
+    size_t fs = ends[i] + 1;
+    if (buf[fs] == '"') cut_fast(buf, ends, nf, &sel[j], 1, trim, fields, lens);
+    else fields[i] = buf + fs, lens[i] = ends[i + 1] - fs;
+  }
+}
+
 /* The record at pos holds the first NUL byte: an error on the NUL's own line. */
 static int nul_error(ps_scan *s) {
   const char *nul = s->buf + (s->nul_offset - s->base);
@@ -610,13 +625,17 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
   const size_t *sel = s->sel;
   if (fast) {
     s->ends[0] = start - 1;
-    if (sel) cut_fast(buf, s->ends, nf, sel, s->nsel, trim, fields, lens);
-    else cut_fast(buf, s->ends, nf, NULL, nf, trim, fields, lens);
+    if (sel) {
+      cut_fast(buf, s->ends, nf, sel, s->nsel, trim, fields, lens);
+      if (s->nplain) plain_fast(buf, s->ends, nf, sel + s->nsel, s->nplain, trim, fields, lens);
+    } else {
+      cut_fast(buf, s->ends, nf, NULL, nf, trim, fields, lens);
+    }
   } else {
-    for (size_t j = 0, nsel = sel ? s->nsel : nf; j < nsel; j++) {
+    /* the plain fields (sel[nsel..]) are cut too */
+    for (size_t j = 0, nsel = sel ? s->nsel + s->nplain : nf; j < nsel; j++) {
       size_t i = sel ? sel[j] : j;
-      if (i >= nf) break;
-      cut_field(buf, &spans[i], trim, &fields[i], &lens[i]);
+      if (i < nf) cut_field(buf, &spans[i], trim, &fields[i], &lens[i]);
     }
   }
   rec->nfields = nf;
@@ -629,15 +648,20 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
 void ps_scan_set_chunk(ps_scan *s, size_t bytes) { s->chunk = bytes; }
 
 int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n) {
-  size_t *sel = NULL, k = 0;
+  size_t *sel = NULL, k = 0, np = 0;
   if (want != NULL && (sel = malloc((n ? n : 1) * sizeof *sel)) == NULL) return -1;
   for (size_t i = 0; sel && i < n; i++)
-    if (want[i]) sel[k++] = i;
+    if (want[i] && want[i] != PS_SCAN_PLAIN) sel[k++] = i;
+  for (size_t i = 0; sel && i < n; i++)
+    if (want[i] == PS_SCAN_PLAIN) sel[k + np++] = i;
   free(s->sel);
   s->sel = sel;
   s->nsel = k;
+  s->nplain = np;
   for (size_t i = 0; i < s->capfields; i++) s->fields[i] = s->none, s->lens[i] = 0;
-  if (sel && k && sel[k - 1] >= s->capfields && grow_fields(s) != 0) return -1;
+  size_t top = 0;
+  for (size_t j = 0; j < k + np; j++) top = sel[j] + 1 > top ? sel[j] + 1 : top;
+  if (top > s->capfields && grow_fields(s) != 0) return -1;
   return 0;
 }
 

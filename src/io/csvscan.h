@@ -47,6 +47,12 @@ int ps_scan_seek(ps_scan *s, uint64_t offset, long line);
  * and every check of the data (quotes, NUL bytes, line numbers) stay what they are without
  * it. want NULL: all fields again. Returns 0, or -1 when out of memory. */
 int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n);
+/* want[i] == PS_SCAN_PLAIN: field i is handed out as it lies in the buffer, neither trimmed
+ * nor NUL-terminated, when the fast scan read its record and it does not start with a quote;
+ * else it is cut as any other. Its trimmed text is what want[i] == 1 gives, and 16 bytes can
+ * be read from its start: for a reader that trims for itself (ps_num_finite_n's numbers),
+ * which so saves the cutting of most of a row's fields. */
+enum { PS_SCAN_PLAIN = 2 };
 /* One read brings in at most bytes (0: the buffer's size, 4 MiB for a big file): a reader of a
  * block of the file (ps_scan_seek) reads little past it. */
 void ps_scan_set_chunk(ps_scan *s, size_t bytes);
