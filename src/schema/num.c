@@ -120,36 +120,6 @@ static inline int short_decimal(const unsigned char *c, size_t n, uint32_t *mant
   return 0;
 }
 
-/* short_decimal of 1 <= n <= 8 bytes at c with 8 bytes readable there (ps_num_finite_n's
- * padded cells): one load, the text shifted to the word's top, so the bytes after it fall out
- * and the digits are already where the combining wants them; a sign, or anything else odd, is
- * left to short_decimal. */
-static inline int short_decimal_padded(const unsigned char *c, size_t n, uint32_t *mant,
-                                       unsigned *frac, int *negative) {
-  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-  uint64_t v;
-  memcpy(&v, c, 8);
-  unsigned sh = 8 * (unsigned)(8 - n);
-  uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
-  uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
-  uint64_t d = x & live;
-  unsigned nfrac = 0;
-  if (other) {                                            /* one '.', digits besides */
-    unsigned pos = (unsigned)__builtin_ctzll(other) - 7;  /* its byte's lowest bit */
-    if ((other & (other - 1)) || ((x >> pos) & 0xff) != ('.' ^ 0x30) || n == 1)
-      return short_decimal(c, n, mant, frac, negative);
-    uint64_t below = ((uint64_t)1 << pos) - 1;            /* the digits before the '.' */
-    d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
-    nfrac = (64 - pos) / 8 - 1;
-  }
-  d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
-  d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
-  *mant = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
-  *frac = nfrac;
-  *negative = 0;
-  return 0;
-}
-
 static inline int parse_short(const unsigned char *c, size_t n, double *out) {
   uint32_t m;
   unsigned nfrac;
@@ -201,20 +171,61 @@ int ps_num_finite(const char *s, size_t len, double *out) {
   return 0;
 }
 
+#ifdef SWAR
+/* ps_num_finite for the cells the loop below leaves: a call, so the loop keeps its registers */
+static __attribute__((noinline)) int finite_call(const char *s, size_t len, double *out) {
+  return ps_num_finite(s, len, out);
+}
+
+/* ps_num_finite_n of padded cells (8 bytes readable at each): a plain decimal of 1 to 8 bytes
+ * (a counter cell) in one load, the text shifted to the word's top, so the bytes after it fall
+ * out and the digits are already where the combining wants them (short_decimal's steps); in
+ * one tight loop, anything else (a sign, an exponent, spaces, longer text) by the general
+ * parser. */
+static uint32_t finite_n_padded(const char *const *s, const size_t *len, int n, double *out) {
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  uint32_t ok = 0;
+  for (int i = 0; i < n; i++) {
+    size_t L = len[i];
+    if (L - 1 < 8) {
+      uint64_t v;
+      memcpy(&v, s[i], 8);
+      unsigned sh = 8 * (unsigned)(8 - L);
+      uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
+      uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
+      uint64_t d = x & live;
+      unsigned nfrac = 0, pos = 0;
+      if (other) pos = (unsigned)__builtin_ctzll(other) - 7;   /* its byte's lowest bit */
+      if (!other || (!(other & (other - 1)) && ((x >> pos) & 0xff) == ('.' ^ 0x30) && L > 1)) {
+        if (other) {
+          uint64_t below = ((uint64_t)1 << pos) - 1;           /* the digits before the '.' */
+          d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
+          nfrac = (64 - pos) / 8 - 1;
+        }
+        d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
+        d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+        uint32_t m = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
+        out[i] = (double)m / p10[nfrac];   /* independent: the divisions overlap */
+        ok |= 1u << i;
+        continue;
+      }
+    }
+    if (L && finite_call(s[i], L, &out[i]) == 0) ok |= 1u << i;
+  }
+  return ok;
+}
+#endif
+
 uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, int padded, double *out) {
   uint32_t ok = 0;
 #ifdef SWAR
+  if (padded) return finite_n_padded(s, len, n, out);
   uint32_t m[32], sign = 0, fast = 0;
   unsigned nfrac[32];
   for (int i = 0; i < n; i++) {
     int neg;
     const unsigned char *c = (const unsigned char *)s[i];
-    if (padded && len[i] - 1 < 8) {
-      if (short_decimal_padded(c, len[i], &m[i], &nfrac[i], &neg) == 0)
-        fast |= 1u << i, sign |= (uint32_t)neg << i;
-      else if (ps_num_finite(s[i], len[i], &out[i]) == 0)
-        ok |= 1u << i;
-    } else if (len[i] - 1 < 9 && short_decimal(c, len[i], &m[i], &nfrac[i], &neg) == 0)
+    if (len[i] - 1 < 9 && short_decimal(c, len[i], &m[i], &nfrac[i], &neg) == 0)
       fast |= 1u << i, sign |= (uint32_t)neg << i;
     else if (len[i] && ps_num_finite(s[i], len[i], &out[i]) == 0)
       ok |= 1u << i;
