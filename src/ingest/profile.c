@@ -483,6 +483,8 @@ typedef struct pass {
   ps_profile *p;
   const char *path;
   const int *col;
+  int metrics_at;                        /* the counters' first column when they are side by
+                                            side in counter order (kernel_details), else -1 */
   int dedup, T;
   long file_index;
   uint64_t data_start, size, bsize;
@@ -552,11 +554,15 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   static const char empty[] = "";
   const char *const *fields = rec->fields;
   const size_t *lens = rec->lens, nf = rec->nfields;
-  for (int c = 0; c < C_N; c++) {
+  /* the counters side by side are read where the record has them (no copy of 25 cells) */
+  int direct = x->metrics_at >= 0 && (size_t)x->metrics_at + PS_NCOUNTERS <= nf;
+  for (int c = 0, n = direct ? C_METRIC0 : C_N; c < n; c++) {
     size_t i = (size_t)x->col[c];   /* a missing column's -1: past any record */
     if (i < nf) cell[c] = fields[i], len[c] = lens[i];
     else cell[c] = empty, len[c] = 0;
   }
+  const char *const *mcell = direct ? fields + x->metrics_at : cell + C_METRIC0;
+  const size_t *mlen = direct ? lens + x->metrics_at : len + C_METRIC0;
   size_t tlen = len[PS_PC_TYPE];
   const char *type = ps_profile_kernel_type(cell[PS_PC_TYPE], &tlen);
   if (tlen == 0) {
@@ -594,7 +600,7 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   r->kind = na ? K_NA : no_dims ? K_NODIMS : bad ? K_BAD : K_USE;
   if (r->kind == K_USE) {
     /* the scanner's fields are padded (csvscan.h); a column the file lacks is "" */
-    r->valid = ps_num_finite_n(cell + C_METRIC0, len + C_METRIC0, PS_NCOUNTERS, 1, r->mv);
+    r->valid = ps_num_finite_n(mcell, mlen, PS_NCOUNTERS, 1, r->mv);
     r->keylen = (uint32_t)keylen;
     if (arena_put(b, key, keylen, &r->off) == NULL) return ROW_OOM;
     r->clen[PS_PC_TYPE] = (uint32_t)tlen;
@@ -926,6 +932,9 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   x->p = p;
   x->path = path;
   x->col = col;
+  x->metrics_at = col[C_METRIC0];
+  for (int m = 0; m < PS_NCOUNTERS; m++)
+    if (col[C_METRIC0 + m] < 0 || col[C_METRIC0 + m] != col[C_METRIC0] + m) x->metrics_at = -1;
   x->dedup = col[C_TASK] >= 0 && col[C_START] >= 0;
   x->file_index = p->nfiles++;
   x->data_start = x->expect = ps_scan_offset(r);

@@ -15,6 +15,7 @@
 #include "profile.h"
 #include "num.h"
 #include "import_key.h"
+#include "counters.h"
 
 static char dir[1024];
 
@@ -331,6 +332,46 @@ static void test_fmt6(void **state) {
 /* A file read in N chunks by N threads (2..64, so the chunk starts fall on most byte
  * positions of this small file, inside quoted multi-line cells too) aggregates as one thread
  * does. Durations and counters are binary fractions, so every sum is exact in any order. */
+/* The 25 counters side by side in counter order (kernel_details) are read where the record
+ * has them; a short row leaves its missing counters out (not the previous row's cells), and a
+ * quoted or spaced counter cell reads as its number. */
+static void test_counters_side_by_side(void **state) {
+  (void)state;
+  char text[8192];
+  int k = snprintf(text, sizeof text, "Type,Input Shapes,Input Data Types,Input Formats,Output Shapes,"
+                   "Output Data Types,Output Formats,Duration(us)");
+  for (int m = 0; m < PS_NCOUNTERS; m++) k += snprintf(text + k, sizeof text - (size_t)k, ",%s", ps_counter_columns[m]);
+  k += snprintf(text + k, sizeof text - (size_t)k, "\n");
+  const char *sig = "Add,\"4,8\",FLOAT,ND,\"4,8\",FLOAT,ND";
+  /* row 1: counter m is m + 1; row 2: only 3 counters (a short row); row 3: all 7.5, the
+   * first quoted, the second spaced, the third "N/A" */
+  k += snprintf(text + k, sizeof text - (size_t)k, "%s,10", sig);
+  for (int m = 0; m < PS_NCOUNTERS; m++) k += snprintf(text + k, sizeof text - (size_t)k, ",%d", m + 1);
+  k += snprintf(text + k, sizeof text - (size_t)k, "\n%s,20,100,100,100\n%s,30,\"7.5\", 7.5 ,N/A", sig, sig);
+  for (int m = 3; m < PS_NCOUNTERS; m++) k += snprintf(text + k, sizeof text - (size_t)k, ",7.5");
+  snprintf(text + k, sizeof text - (size_t)k, "\n");
+  const char *path = write_file("side_by_side.csv", text);
+  ps_profile *p = ps_profile_new();
+  ps_profile_counts c;
+  char err[512];
+  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(c.used, 3);
+  assert_int_equal(ps_profile_ngroups(p), 1);
+  ps_profile_group_info g;
+  ps_profile_group(p, 0, 1, &g);
+  assert_int_equal(g.count, 3);
+  assert_int_equal(g.metric_count[0], 3);
+  assert_true(g.metric_mean[0] == (1 + 100 + 7.5) / 3);
+  assert_true(g.metric_mean[1] == (2 + 100 + 7.5) / 3);
+  assert_int_equal(g.metric_count[2], 2);   /* N/A is no number */
+  assert_true(g.metric_mean[2] == (3 + 100) / 2.0);
+  for (int m = 3; m < PS_NCOUNTERS; m++) {
+    assert_int_equal(g.metric_count[m], 2);  /* row 2 has none */
+    assert_true(g.metric_mean[m] == (m + 1 + 7.5) / 2);
+  }
+  ps_profile_free(p);
+}
+
 static void test_chunks_every_split(void **state) {
   (void)state;
   static char text[16384];
@@ -618,6 +659,7 @@ int main(void) {
     cmocka_unit_test(test_fia_ordinals),
     cmocka_unit_test(test_helpers),
     cmocka_unit_test(test_fmt6),
+    cmocka_unit_test(test_counters_side_by_side),
     cmocka_unit_test(test_chunks_every_split),
     cmocka_unit_test(test_threads_same_bits),
     cmocka_unit_test(test_threads_error_line),
