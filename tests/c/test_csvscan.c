@@ -70,6 +70,9 @@ static const char *const quirks[] = {
   "a,b,c\n1,2,3\n",
   "\xEF\xBB\xBFType,Start Time(us)\r\nAdd,\"1736413971558972.912\t\"\r\nMul,1736412474730135.222\t\r\n",
   "a,b\n\"\"\"81920,4096;8192,512\"\"\",x\n\"\"\"\"\"\",\"\"\"; \"\"\"\n",
+  /* triple quotes around text with quotes, """""""" and """""""""" (quotes inside), """x"""
+   * with spaces around (not quoted then), """""" */
+  "\"\"\"a\"\"b\"\"\",\"\"\"\"\"\"\"\",\"\"\"\"\"\"\"\"\"\"\n\"\"\"x\"\"\", \"\"\"x\"\"\" ,\"\"\"\"\"\"\n",
   "a,b\n\"multi\nline\r\nfield\",2\n3,4",
   "a,b,c\nshort\n1,2,3,4,5\n\n\r\n  \n",
   "a,b\n1,2,\n,\n",
