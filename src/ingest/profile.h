@@ -64,11 +64,11 @@ typedef void (*ps_profile_progress)(void *ud, uint64_t done, uint64_t total);
 ps_profile *ps_profile_new(void);
 void ps_profile_free(ps_profile *p);
 
-/* threads: how many threads read a big file, a block of about 4 MiB each at a time (0: one per
+/* threads: how many threads read a big file, a block of about 1 MiB each at a time (0: one per
  * online core); the results are the same bits for any count. split_min: files smaller than
  * this many bytes are read by one thread (0: 32 MiB). */
 void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min);
-/* Tests: the most bytes a thread parses per round (0: about 4 MiB), small to make many. */
+/* Tests: the most bytes a thread parses per round (0: about 1 MiB), small to make many. */
 void ps_profile_set_block(ps_profile *p, uint64_t bytes);
 
 /* Aggregates one file. On success returns 0 and fills *counts (this file only) and the

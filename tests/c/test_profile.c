@@ -507,6 +507,44 @@ static void test_threads_same_bits(void **state) {
 
 /* A data error in a file read by several threads: the message and line of one thread, and
  * the rows before it aggregated as one thread aggregates them. */
+/* Rows longer than the page a block's start is looked for in first (and one longer than the
+ * whole look-ahead): blocks that start inside them find the next line start further on, or
+ * leave it to the serial step; the result is one thread's, bit for bit. */
+static void test_threads_long_rows(void **state) {
+  (void)state;
+  size_t cap = 1 << 19, k = 0;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  k += (size_t)snprintf(text + k, cap - k, "%s", HEADER_KD);
+  for (int i = 0; i < 300; i++) {
+    size_t name = i % 40 == 7 ? 9000 : i == 150 ? 70000 : 3;
+    k += (size_t)snprintf(text + k, cap - k, "1,1,%d,2,", i);
+    memset(text + k, 'x', name), k += name;
+    k += (size_t)snprintf(text + k, cap - k, ",Add,dynamic,AI_CORE,%d.5,%d.25,\"\"\"%d,8\"\"\",FLOAT,ND,"
+                          "\"\"\"4,8\"\"\",FLOAT,ND,%d,7\n", 1000 + i, i % 7 + 1, i % 5 + 1, i);
+  }
+  text[k] = 0;
+  const char *path = write_file("long_rows.csv", text);
+  free(text);
+  char err[512];
+  ps_profile_counts c1, cn;
+  for (int n = 2; n <= 3; n++)
+    for (uint64_t block = 1000; block < 200000; block = block * 3 + 7) {
+      ps_profile *one = ps_profile_new();
+      ps_profile_set_threads(one, 1, 1);
+      assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
+      assert_int_equal(c1.used, 300);
+      ps_profile *p = ps_profile_new();
+      ps_profile_set_threads(p, n, 1);
+      ps_profile_set_block(p, block);
+      assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
+      assert_memory_equal(&cn, &c1, sizeof cn);
+      assert_same_groups(one, p);
+      ps_profile_free(p);
+      ps_profile_free(one);
+    }
+}
+
 static void test_threads_error_line(void **state) {
   (void)state;
   static char text[1 << 17];
@@ -662,6 +700,7 @@ int main(void) {
     cmocka_unit_test(test_counters_side_by_side),
     cmocka_unit_test(test_chunks_every_split),
     cmocka_unit_test(test_threads_same_bits),
+    cmocka_unit_test(test_threads_long_rows),
     cmocka_unit_test(test_threads_error_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
