@@ -526,20 +526,26 @@ static int cell_limits(worker *w, const char *path, long line, const char *const
   return 0;
 }
 
-static char *arena_put(block *b, const char *s, size_t len, uint32_t *off) {
-  if (b->narena + len > b->caparena) {
+/* Room for len more bytes in b's arena, and 16 after them (copy_cell's whole loads). */
+static char *arena_room(block *b, size_t len) {
+  if (b->narena + len + 16 > b->caparena) {
     size_t c = b->caparena ? b->caparena : 1u << 20;
-    while (c < b->narena + len) c *= 2;
+    while (c < b->narena + len + 16) c *= 2;
     char *a = realloc(b->arena, c);
     if (a == NULL) return NULL;
     b->arena = a;
     b->caparena = c;
   }
-  char *d = b->arena + b->narena;
-  if (off) *off = (uint32_t)b->narena;
-  memcpy(d, s, len);
-  b->narena += len;
-  return d;
+  return b->arena + b->narena;
+}
+
+/* A scanner's field (16 bytes readable from its start: csvscan.h) to d, with room for 16 more:
+ * the short cells (states, cores, dtypes, formats) in one 16-byte move, not a call. */
+static inline char *copy_cell(char *d, const char *s, size_t len) {
+  if (len == 0) return d;   /* maybe the "" of a column the file lacks: nothing to read */
+  memcpy(d, s, 16);
+  if (len > 16) memcpy(d + 16, s + 16, len - 16);
+  return d + len;
 }
 
 enum { ROW_OOM = -1, ROW_BAD = -2 };
@@ -606,14 +612,22 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   if (r->kind == K_USE) {
     /* the scanner's fields are padded (csvscan.h); a column the file lacks is "" */
     r->valid = ps_num_finite_n(mcell, mlen, PS_NCOUNTERS, 1, r->mv);
+    /* the key, the type and the other cells, one after the other in the block's arena */
+    size_t need = keylen + tlen;
+    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) need += len[c];
+    char *d = arena_room(b, need);
+    if (d == NULL) return ROW_OOM;
+    r->off = (uint32_t)b->narena;
     r->keylen = (uint32_t)keylen;
-    if (arena_put(b, key, keylen, &r->off) == NULL) return ROW_OOM;
     r->clen[PS_PC_TYPE] = (uint32_t)tlen;
-    if (arena_put(b, type, tlen, NULL) == NULL) return ROW_OOM;
+    memcpy(d, key, keylen);
+    memcpy(d + keylen, type, tlen);   /* maybe a renamed type's static text */
+    d += keylen + tlen;
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
       r->clen[c] = (uint32_t)len[c];
-      if (arena_put(b, cell[c], len[c], NULL) == NULL) return ROW_OOM;
+      d = copy_cell(d, cell[c], len[c]);
     }
+    b->narena += need;
   }
   b->nrec++;
   return 0;
