@@ -462,51 +462,40 @@ static void assert_same_groups(ps_profile *one, ps_profile *p) {
 /* Any thread count gives one thread's means bit for bit, and catches a duplicate pair that a
  * block boundary splits (both failed before: the chunks' sums were added chunk by chunk, and
  * each chunk had its own duplicate window). */
+/* path read by n threads in blocks of block bytes: the counts and groups of one thread, bit
+ * for bit (a fresh reference each time: reading the statistics reorders a group's
+ * durations). Returns the counts. */
+static ps_profile_counts same_as_one_thread(const char *path, int n, uint64_t block) {
+  char err[512];
+  ps_profile_counts c1, cn;
+  ps_profile *one = ps_profile_new();
+  ps_profile_set_threads(one, 1, 1);
+  assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  ps_profile *p = ps_profile_new();
+  ps_profile_set_threads(p, n, 1);
+  ps_profile_set_block(p, block);
+  assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_memory_equal(&cn, &c1, sizeof cn);
+  assert_same_groups(one, p);
+  ps_profile_free(p);
+  ps_profile_free(one);
+  return c1;
+}
+
 static void test_threads_same_bits(void **state) {
   (void)state;
   static char text[1 << 17];
   inexact_file(text, sizeof text, 1200);
   const char *path = write_file("inexact.csv", text);
-  char err[512];
-  ps_profile *one = ps_profile_new();
-  ps_profile_set_threads(one, 1, 1);
-  ps_profile_counts c1, cn;
-  assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  ps_profile_counts c1 = same_as_one_thread(path, 2, 0);
   assert_int_equal(c1.rows, 1200 + 133);
   assert_int_equal(c1.duplicates, 133);
-  ps_profile_free(one);
-  for (int n = 2; n <= 64; n++) {
-    /* a fresh reference each time: reading the statistics sorts a group's durations */
-    one = ps_profile_new();
-    ps_profile_set_threads(one, 1, 1);
-    assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
-    ps_profile *p = ps_profile_new();
-    ps_profile_set_threads(p, n, 1);
-    assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
-    assert_memory_equal(&cn, &c1, sizeof cn);
-    assert_same_groups(one, p);
-    ps_profile_free(p);
-    ps_profile_free(one);
-  }
+  for (int n = 3; n <= 64; n++) same_as_one_thread(path, n, 0);
   /* many rounds (small blocks): groups of earlier rounds are found and updated in place */
   for (int n = 1; n <= 4; n++)
-    for (uint64_t block = 97; block < 20000; block = block * 3 + 1) {
-      one = ps_profile_new();
-      ps_profile_set_threads(one, 1, 1);
-      assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
-      ps_profile *p = ps_profile_new();
-      ps_profile_set_threads(p, n, 1);
-      ps_profile_set_block(p, block);
-      assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
-      assert_memory_equal(&cn, &c1, sizeof cn);
-      assert_same_groups(one, p);
-      ps_profile_free(p);
-      ps_profile_free(one);
-    }
+    for (uint64_t block = 97; block < 20000; block = block * 3 + 1) same_as_one_thread(path, n, block);
 }
 
-/* A data error in a file read by several threads: the message and line of one thread, and
- * the rows before it aggregated as one thread aggregates them. */
 /* Rows longer than the page a block's start is looked for in first (and one longer than the
  * whole look-ahead): blocks that start inside them find the next line start further on, or
  * leave it to the serial step; the result is one thread's, bit for bit. */
@@ -526,25 +515,13 @@ static void test_threads_long_rows(void **state) {
   text[k] = 0;
   const char *path = write_file("long_rows.csv", text);
   free(text);
-  char err[512];
-  ps_profile_counts c1, cn;
   for (int n = 2; n <= 3; n++)
-    for (uint64_t block = 1000; block < 200000; block = block * 3 + 7) {
-      ps_profile *one = ps_profile_new();
-      ps_profile_set_threads(one, 1, 1);
-      assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
-      assert_int_equal(c1.used, 300);
-      ps_profile *p = ps_profile_new();
-      ps_profile_set_threads(p, n, 1);
-      ps_profile_set_block(p, block);
-      assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
-      assert_memory_equal(&cn, &c1, sizeof cn);
-      assert_same_groups(one, p);
-      ps_profile_free(p);
-      ps_profile_free(one);
-    }
+    for (uint64_t block = 1000; block < 200000; block = block * 3 + 7)
+      assert_int_equal(same_as_one_thread(path, n, block).used, 300);
 }
 
+/* A data error in a file read by several threads: the message and line of one thread, and
+ * the rows before it aggregated as one thread aggregates them. */
 static void test_threads_error_line(void **state) {
   (void)state;
   static char text[1 << 17];
