@@ -327,6 +327,84 @@ static void put_hash(ps_sid *key, uint64_t h) {
   key[1] = (ps_sid)(h >> 32);
 }
 
+#define SK_MAXDIM 100000000000000000LL  /* 1e17: read back by parse_int without overflow */
+
+/* The hash of a shapes key, from its k parsed slots as the canonical text writes them (strip1
+ * already applied): the slots' ranks and dimensions hashed as they are, which is the text's
+ * own hash without writing the text (a row's key costs no render). Returns 0 (hash the text)
+ * for a list whose text does not read back as these slots: a slot of rank 0 or over the
+ * limit, a dimension of 1e17 or more. Both sides use it: the rows' slots (shapes_hash) and a
+ * query's canonical text parsed back (key_hash). */
+static int slots_hash(const ps_lookup_key_shape *sh, int k, unsigned flags, uint64_t *h) {
+  int64_t buf[PS_LOOKUP_KEY_MAXSLOTS * (PS_LOOKUP_KEY_MAXRANK + 1)];
+  size_t n = 0;
+  for (int i = 0; i < k; i++) {
+    int r = sh[i].rank;
+    if (r < 0) { buf[n++] = -1; continue; }
+    int first = (flags & PS_LOOKUP_KEY_STRIP1) && r > 1 && sh[i].dims[0] == 1;
+    if (r - first < 1 || r > PS_LOOKUP_KEY_MAXRANK) return 0;
+    buf[n++] = r - first;
+    for (int d = first; d < r; d++) {
+      int64_t v = sh[i].dims[d];
+      if (v >= SK_MAXDIM || v <= -SK_MAXDIM) return 0;
+      buf[n++] = v;
+    }
+  }
+  *h = XXH3_64bits_withSeed(buf, n * sizeof *buf, 0x5ba9e5);  /* not a text's hash */
+  return 1;
+}
+
+/* 1 when s is exactly the text ps_lookup_key_render writes (no flags) for the slots it parses
+ * into, and those slots hash as slots (slots_hash): at most MAXSLOTS slots separated by ';',
+ * each "()" or 1 to MAXRANK integers separated by ',', each integer 0 or an optional '-' and
+ * 1 to 17 digits without a leading zero. */
+static int canonical_shapes(const char *s, size_t len) {
+  const char *p = s, *e = s + len;
+  if (p == e) return 1;
+  for (int slots = 1;; slots++) {
+    if (slots > PS_LOOKUP_KEY_MAXSLOTS) return 0;
+    if (e - p >= 2 && p[0] == '(' && p[1] == ')') {
+      p += 2;
+    } else {
+      for (int rank = 1;; rank++) {
+        if (rank > PS_LOOKUP_KEY_MAXRANK) return 0;
+        if (p < e && *p == '-') p++;
+        const char *d = p;
+        while (p < e && (unsigned)(*p - '0') < 10) p++;
+        if (p == d || p - d > 17 || (*d == '0' && (p - d > 1 || (d > s && d[-1] == '-')))) return 0;
+        if (p == e || *p != ',') break;
+        p++;
+      }
+    }
+    if (p == e) return 1;
+    if (*p++ != ';' || p == e) return 0;
+  }
+}
+
+/* The key hash of a canonical text of component c: a shapes text that reads back as its
+ * slots hashes as them (slots_hash); any other text as itself. */
+static uint64_t key_hash(const component *c, const char *s, size_t len) {
+  if (c->kind == K_SHAPES && canonical_shapes(s, len)) {
+    ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+    char err[8];
+    int k = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
+    uint64_t h;
+    if (k >= 0 && slots_hash(sh, k, 0, &h)) return h;
+  }
+  return XXH3_64bits(s, len);
+}
+
+/* The key hash of a row's k parsed slots under c's flags (what key_hash gives for the text
+ * ps_lookup_key_render makes of them); buf: KEYBUF bytes of scratch. */
+static uint64_t shapes_hash(const component *c, const ps_lookup_key_shape *sh, int k, char *buf, int *ok) {
+  uint64_t h;
+  *ok = 1;
+  if (slots_hash(sh, k, c->flags, &h)) return h;
+  long n = ps_lookup_key_render(sh, k, c->flags, buf, KEYBUF);
+  if (n < 0) { *ok = 0; return 0; }
+  return XXH3_64bits(buf, (size_t)n);
+}
+
 /* The canonical text of component c of a row into buf; its length or -1. */
 static long row_text(ps_table *t, size_t row, const component *c, char *buf) {
   size_t len = 0, flen = 0;
@@ -354,9 +432,10 @@ static int fused_row(ps_table *t, size_t row, keyctx *k, const component *c, ps_
   if (ps_slotix_add(k->sx, row, k->sh, ok ? kk : -1) != 0) { k->oom = 1; return -1; }
   if (ns < 0) return -1;
   if (!ok || !c->hashed) return 0;  /* a later slot's restore failed: the key's own parse decides */
-  long n = ps_lookup_key_render(k->sh, kk, c->flags, k->buf, KEYBUF);
-  if (n < 0) return -1;
-  put_hash(key + c->slot, XXH3_64bits(k->buf, (size_t)n));
+  int hok;
+  uint64_t h = shapes_hash(c, k->sh, kk, k->buf, &hok);
+  if (!hok) return -1;
+  put_hash(key + c->slot, h);
   return 1;
 }
 
@@ -370,7 +449,7 @@ static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
     if (c->hashed) {
       long n = row_text(t, row, c, k->buf);
       if (n < 0) return 0;
-      put_hash(key + c->slot, XXH3_64bits(k->buf, (size_t)n));
+      put_hash(key + c->slot, key_hash(c, k->buf, (size_t)n));
       continue;
     }
     ps_sid v = row_component(t, row, c, k->buf, k->cache_b[i], k->cache_v[i], k->ncache);
@@ -547,7 +626,6 @@ static int t_unquoted(lua_State *L) {
  * rendered directly; false when the list is unusual (no slots, more than 64, an empty or
  * over-long slot, a dimension that is not an integer or too large to read back), for which
  * the caller takes the text path. */
-#define SK_MAXDIM 100000000000000000LL  /* 1e17: read back by parse_int without overflow */
 static int t_shapes_key(lua_State *L) {
   check_table(L, 1);
   table_ud *u = lua_touserdata(L, 1);
@@ -650,7 +728,7 @@ static ps_table *index_table(lua_State *L, int i) {
 /* The key slots of component c for a query text; 0 when no row can have it (a text that is
  * not interned). */
 static int text_key(ps_table *t, const component *c, const char *s, size_t len, ps_sid *key) {
-  if (c->hashed) { put_hash(key + c->slot, XXH3_64bits(s, len)); return 1; }
+  if (c->hashed) { put_hash(key + c->slot, key_hash(c, s, len)); return 1; }
   key[c->slot] = ps_table_find_str(t, s, len);
   return key[c->slot] != PS_SID_NONE;
 }
