@@ -497,6 +497,7 @@ struct ps_slotix {
    * gdir[g + 1]) of dkey/dstart (the bucket's first row in grows; it ends at the next one's
    * or the group's end). A group without buckets keeps its rows ascending. */
   uint32_t *gdir, *dkey, *dstart; size_t ndir, dircap;
+  uint32_t lastg[PS_LOOKUP_KEY_MAXSLOTS];  /* ps_slotix_add: the group of the row before's slot j */
 };
 
 /* The coarse key of a row's other slot: its last dimension when that is 0..UINT32_MAX - 1,
@@ -622,6 +623,7 @@ ps_slotix *ps_slotix_new(size_t nrows) {
   if (x == NULL) return NULL;
   ps_u64map_init(&x->map, 1024);
   x->nrows = nrows;
+  memset(x->lastg, 0xff, sizeof x->lastg);
   if (nrows >= SLOT_MAX || (x->rowoff = malloc((nrows + 1) * sizeof *x->rowoff)) == NULL) {
     ps_slotix_free(x);
     return NULL;
@@ -637,8 +639,11 @@ int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k
       ps_grow((void **)&x->slotgroup, &x->ecap, x->nentries + (size_t)k, sizeof *x->slotgroup) != 0)
     return -1;
   for (int j = 0; j < k; j++) {
-    size_t g = group_of(x, j, &sh[j]);
+    /* the slot of the row before again (rows of one shape often come together): no hash */
+    size_t g = j < PS_LOOKUP_KEY_MAXSLOTS && x->lastg[j] < x->ngroups && group_is(x, x->lastg[j], j, &sh[j])
+                   ? x->lastg[j] : group_of(x, j, &sh[j]);
     if (g == PS_U64MAP_NONE) return -1;
+    if (j < PS_LOOKUP_KEY_MAXSLOTS) x->lastg[j] = (uint32_t)g;
     x->slotgroup[x->nentries++] = (uint32_t)g;
     x->gstart[g]++;
   }
