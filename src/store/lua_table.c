@@ -335,23 +335,29 @@ static void put_hash(ps_sid *key, uint64_t h) {
  * for a list whose text does not read back as these slots: a slot of rank 0 or over the
  * limit, a dimension of 1e17 or more. Both sides use it: the rows' slots (shapes_hash) and a
  * query's canonical text parsed back (key_hash). */
-static int slots_hash(const ps_lookup_key_shape *sh, int k, unsigned flags, uint64_t *h) {
+static int slots_hash_with(const ps_lookup_key_shape *sh, int k, int repl, const ps_lookup_key_shape *rv,
+                           unsigned flags, uint64_t *h) {
   int64_t buf[PS_LOOKUP_KEY_MAXSLOTS * (PS_LOOKUP_KEY_MAXRANK + 1)];
   size_t n = 0;
   for (int i = 0; i < k; i++) {
-    int r = sh[i].rank;
+    const ps_lookup_key_shape *s = i == repl ? rv : &sh[i];
+    int r = s->rank;
     if (r < 0) { buf[n++] = -1; continue; }
-    int first = (flags & PS_LOOKUP_KEY_STRIP1) && r > 1 && sh[i].dims[0] == 1;
+    int first = (flags & PS_LOOKUP_KEY_STRIP1) && r > 1 && s->dims[0] == 1;
     if (r - first < 1 || r > PS_LOOKUP_KEY_MAXRANK) return 0;
     buf[n++] = r - first;
     for (int d = first; d < r; d++) {
-      int64_t v = sh[i].dims[d];
+      int64_t v = s->dims[d];
       if (v >= SK_MAXDIM || v <= -SK_MAXDIM) return 0;
       buf[n++] = v;
     }
   }
   *h = XXH3_64bits_withSeed(buf, n * sizeof *buf, 0x5ba9e5);  /* not a text's hash */
   return 1;
+}
+
+static int slots_hash(const ps_lookup_key_shape *sh, int k, unsigned flags, uint64_t *h) {
+  return slots_hash_with(sh, k, -1, NULL, flags, h);
 }
 
 /* 1 when s is exactly the text ps_lookup_key_render writes (no flags) for the slots it parses
@@ -1155,10 +1161,19 @@ static int ix_exact(lua_State *L) {
   const component *c0 = &u->comp[0];
   int k = c0->n > 0 && nq > c0->n ? c0->n : (int)nq;
   for (int v = 0; v < nv; v++) {
-    long kl = query_key_text(q, k, vslot[v], &vshape[v], buf, KEYBUF);
-    if (kl < 0) return 0;
     ps_sid *kk = keys + (size_t)nk * u->nslots;
     memcpy(kk, key, u->nslots * sizeof *kk);
+    uint64_t h;
+    if (c0->hashed && c0->kind == K_SHAPES && (c0->flags & PS_LOOKUP_KEY_STRIP1)) {
+      /* the key's hash from the slots themselves (what key_hash gives for their text); the
+       * lists query_key_text refuses are the ones slots_hash refuses */
+      if (!slots_hash_with(q, k, vslot[v], &vshape[v], PS_LOOKUP_KEY_STRIP1, &h)) return 0;
+      put_hash(kk + c0->slot, h);
+      nk++;
+      continue;
+    }
+    long kl = query_key_text(q, k, vslot[v], &vshape[v], buf, KEYBUF);
+    if (kl < 0) return 0;
     if (text_key(t, c0, buf, (size_t)kl, kk)) nk++;
   }
   ps_exact_query eq = { q, (int)nq, qd, qdl, 1, kind, fg };
