@@ -64,14 +64,29 @@ typedef struct index_ud {
 /* A slot index (t:slot_index) and its search memo. */
 typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; ps_exact_memo *memo; } slot_ud;
 
+/* The functions of this module hold the three metatables as upvalues (UP_TABLE, UP_INDEX,
+ * UP_SLOTIX): a check compares the argument's metatable with one of them, where
+ * luaL_checkudata looks its name up in the registry (a lookup makes some ten such calls). */
+enum { UP_TABLE = 1, UP_INDEX, UP_SLOTIX, NUP };
+
+static void *check_udata(lua_State *L, int i, int up, const char *name) {
+  void *p = lua_touserdata(L, i);
+  if (p != NULL && lua_getmetatable(L, i)) {
+    int same = lua_rawequal(L, -1, lua_upvalueindex(up));
+    lua_pop(L, 1);
+    if (same) return p;
+  }
+  return luaL_checkudata(L, i, name);  /* its error, or a caller without the upvalues */
+}
+
 static ps_table *check_table(lua_State *L, int i) {
-  table_ud *u = luaL_checkudata(L, i, TABLE);
+  table_ud *u = check_udata(L, i, UP_TABLE, TABLE);
   if (u->t == NULL) luaL_error(L, "attempt to use a freed table");
   return u->t;
 }
 
 static index_ud *check_index(lua_State *L, int i) {
-  index_ud *u = luaL_checkudata(L, i, INDEX);
+  index_ud *u = check_udata(L, i, UP_INDEX, INDEX);
   if (u->ix == NULL) luaL_error(L, "attempt to use a freed index");
   return u;
 }
@@ -985,16 +1000,16 @@ static int query_shapes(lua_State *L, int i, ps_lookup_key_shape *q, int n) {
 
 /* Reads the query dtypes at i (n of them; NULL where not a string): the strings stay alive in
  * the caller's table. */
-static void query_dtypes(lua_State *L, int i, const char **qd, size_t *qdl, int n) {
+static void query_dtypes(lua_State *L, int i, const char **qd, size_t *qdl, int n, int spread) {
   for (int k = 0; k < n; k++) {
-    lua_rawgeti(L, i, k + 1);
+    lua_rawgeti(L, i, spread ? 1 : k + 1);
     qd[k] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[k]) : NULL;
     lua_pop(L, 1);
   }
 }
 
 static slot_ud *check_slots(lua_State *L, int i) {
-  slot_ud *u = luaL_checkudata(L, i, SLOTIX);
+  slot_ud *u = check_udata(L, i, UP_SLOTIX, SLOTIX);
   if (u->x == NULL) luaL_error(L, "attempt to use a freed slot index");
   if (u->memo == NULL && (u->memo = ps_exact_memo_new()) == NULL) luaL_error(L, "out of memory");
   return u;
@@ -1021,7 +1036,7 @@ static int sx_rows(lua_State *L) {
   if (!query_shapes(L, 4, q, (int)nq)) return 1;  /* a query shape no row's can equal */
   const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
   size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
-  if (has_dt) query_dtypes(L, 5, qd, qdl, (int)nq);
+  if (has_dt) query_dtypes(L, 5, qd, qdl, (int)nq, 0);
   ps_exact_query eq = { q, (int)nq, qd, qdl, has_dt, kind, fg };
   lua_Integer np = (lua_Integer)lua_rawlen(L, 2) / 2;
   /* the shapes first: their int64 dims need the userdata's alignment, the ints do not */
@@ -1054,6 +1069,9 @@ static int sx_rows(lua_State *L) {
  *   ix:prepare(shapes_col, formats_col | false, dtypes_col | false, n, {latency cols}, {pri}, minpri)
  *   ix:exact(slot_index | false, qshapes, qdtypes, kind, float_group)
  *     -> row, distance, rule, {input rules}, latency, latency column position, ties, {tie rows}
+ *   qshapes may be the query's shapes text (as t:shapes reads it; a text it refuses gives nil),
+ *   then qdtypes are its dtype names as given (one name for every input); the slot index is
+ *   then used only for two inputs or more
  *     | nil when only the Lua scan answers as the consumer would (a query without dtypes on a
  *       two-part key, dtypes no row has, no distance-0 row among the key rows, unusual shapes)
  * ties counts the equally good rows after the chosen one; {tie rows} holds the first 10. */
@@ -1113,19 +1131,33 @@ static int ix_exact(lua_State *L) {
   ps_table *t = index_table(L, 1);
   if (!u->has_cols) return luaL_error(L, "exact: ix:prepare first");
   slot_ud *sx = lua_toboolean(L, 2) ? check_slots(L, 2) : NULL;
-  luaL_checktype(L, 3, LUA_TTABLE);
+  int text = lua_type(L, 3) == LUA_TSTRING;
+  if (!text) luaL_checktype(L, 3, LUA_TTABLE);
   int has_dt = lua_toboolean(L, 4);
   unsigned kind = (unsigned)luaL_checkinteger(L, 5);
   int fg = lua_toboolean(L, 6);
-  lua_Integer nq = (lua_Integer)lua_rawlen(L, 3);
+  ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
+  lua_Integer nq;
+  if (text) {  /* the shapes text as t:shapes parses it; a text it refuses: the Lua path says why */
+    size_t len;
+    const char *s = lua_tolstring(L, 3, &len);
+    char err[256];
+    nq = ps_lookup_key_parse_shapes(s, len, q, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
+    if (nq < 0) return 0;
+    if (nq < 2) sx = NULL;  /* as the caller of the table form passes it */
+  } else {
+    nq = (lua_Integer)lua_rawlen(L, 3);
+  }
   /* the key has a dtypes part: the Lua scan answers a query without dtypes */
   if (u->nkey != 2 || !has_dt || nq < 1 || nq > PS_LOOKUP_KEY_MAXSLOTS) return 0;
   luaL_checktype(L, 4, LUA_TTABLE);
-  ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
-  if (!query_shapes(L, 3, q, (int)nq)) return 0;
+  if (!text && !query_shapes(L, 3, q, (int)nq)) return 0;
+  /* the text form's dtypes are the query's names as given: one name stands for every input
+   * (as Kmethods:_query spreads it) */
+  int spread = text && lua_rawlen(L, 4) == 1 && nq > 1;
   const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
   size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
-  query_dtypes(L, 4, qd, qdl, (int)nq);
+  query_dtypes(L, 4, qd, qdl, (int)nq, spread);
   lua_getiuservalue(L, 1, 1);
   table_ud *td = lua_touserdata(L, -1);
   lua_pop(L, 1);
@@ -1136,9 +1168,9 @@ static int ix_exact(lua_State *L) {
   {
     luaL_Buffer b;
     luaL_buffinit(L, &b);
-    lua_Integer nd = (lua_Integer)lua_rawlen(L, 4);
+    lua_Integer nd = spread ? nq : (lua_Integer)lua_rawlen(L, 4);
     for (lua_Integer k = 1; k <= nd; k++) {
-      if (lua_rawgeti(L, 4, k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
+      if (lua_rawgeti(L, 4, spread ? 1 : k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
       if (k > 1) luaL_addchar(&b, ';');
       luaL_addvalue(&b);
     }
@@ -1313,11 +1345,32 @@ static const luaL_Reg module_functions[] = {
   {"variants", m_variants}, {"slot_variants", m_slot_variants}, {NULL, NULL}
 };
 
+/* Sets the functions l into the table at target, each with the three metatables (at mt,
+ * mt + 1, mt + 2) as its upvalues. */
+static void set_functions(lua_State *L, int target, const luaL_Reg *l, int mt) {
+  for (; l->name != NULL; l++) {
+    for (int k = 0; k < NUP - 1; k++) lua_pushvalue(L, mt + k);
+    lua_pushcclosure(L, l->func, NUP - 1);
+    lua_setfield(L, target, l->name);
+  }
+}
+
 int luaopen_perfscript_table(lua_State *L) {
-  ps_newclass(L, TABLE, table_meta, table_methods);
-  ps_newclass(L, INDEX, index_meta, index_methods);
-  ps_newclass(L, SLOTIX, slot_meta, slot_methods);
-  luaL_newlib(L, module_functions);
+  static const char *const names[NUP - 1] = { TABLE, INDEX, SLOTIX };
+  static const luaL_Reg *const meta[NUP - 1] = { table_meta, index_meta, slot_meta };
+  static const luaL_Reg *const methods[NUP - 1] = { table_methods, index_methods, slot_methods };
+  int mt = lua_gettop(L) + 1;
+  for (int k = 0; k < NUP - 1; k++) luaL_newmetatable(L, names[k]);
+  for (int k = 0; k < NUP - 1; k++) {
+    set_functions(L, mt + k, meta[k], mt);
+    lua_newtable(L);
+    set_functions(L, lua_gettop(L), methods[k], mt);
+    lua_setfield(L, mt + k, "__index");
+  }
+  lua_newtable(L);
+  set_functions(L, lua_gettop(L), module_functions, mt);
+  lua_replace(L, mt);
+  lua_settop(L, mt);
   static const struct { const char *name; int v; } kinds[] = {
     {"KIND_MATMUL", PS_RULE_KIND_MATMUL}, {"KIND_FLATTEN_3D", PS_RULE_KIND_FLATTEN_3D},
     {"KIND_MERGE_LAST", PS_RULE_KIND_MERGE_LAST}, {"KIND_INDEX", PS_RULE_KIND_INDEX}
