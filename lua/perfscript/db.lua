@@ -407,16 +407,12 @@ function Kmethods:_row_record(i, lat, src)
               [M.OS] = nil, [M.IF] = nil, rule = nil, ["input rules"] = nil }
   local s = self._
   if not s.show then
-    s.show = {}
-    for _, c in ipairs { M.IS, M.IDT, M.OS } do
-      if t:column(c) then s.show[#s.show + 1] = { c, t:column(c) } end
-    end
+    -- the cells shown, then Input Formats: not shown, but a record is a query in the row's own
+    -- terms (db:lookup(k, record)); their columns, false where the table has none
+    s.show = { t:column(M.IS) or false, t:column(M.IDT) or false, t:column(M.OS) or false, t:column(M.IF) or false }
   end
-  for _, c in ipairs(s.show) do r[c[1]] = t:unquoted(i, c[2]) end
-  -- not shown, but a record is a query in the row's own terms: db:lookup(k, record)
-  if s.cIF == nil then s.cIF = t:column(M.IF) or false end
-  if s.cIF then r[M.IF] = t:unquoted(i, s.cIF) end
-  return r
+  local show = s.show
+  return t:unquoted_into(r, i, M.IS, show[1], M.IDT, show[2], M.OS, show[3], M.IF, show[4])
 end
 
 -- A row as a filter sees it: parsed shapes, dtypes, latency, and any cell by name.
@@ -848,18 +844,24 @@ local function choose(self, S, res, best, qlabel, lpol)
   return title
 end
 
--- The cell widths of a lookup's answer (read only; shared by the C path's answers).
+-- The cell widths and columns of a lookup's answer (read only; shared by the C path's answers).
 local LOOKUP_WIDTHS = { ["rule or first failure"] = 200 }
+local LOOKUP_COLUMNS = { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" }
 
 -- Where an answer's value came from, when the database has a provenance log: a column, and a
 -- simulated value says SIMULATED in the title first (never MEASURED).
 
 local function with_provenance(k, res, row)
-  if not k.db:_provenance() then return end
+  local db = k.db
+  local prov = db._prov  -- db:_provenance() once it is known
+  if prov == nil then prov = db:_provenance() end
+  if not prov then return end
   local e = k:provenance_of(row)
   res[1].provenance = require("perfscript.microbench.provenance").label(e)
   res[1].provenance_entry = e
-  res.columns[#res.columns + 1] = "provenance"
+  local columns = table.move(res.columns, 1, #res.columns, 1, {})  -- its own (they may be shared)
+  columns[#columns + 1] = "provenance"
+  res.columns = columns
   local widths = { provenance = 160 }  -- its own (the C path's answers share LOOKUP_WIDTHS)
   for c, w in pairs(res.widths or {}) do widths[c] = w end
   res.widths = widths
@@ -890,11 +892,14 @@ local function exact_in_c(self, shapes, dtypes, n, pri)
     for _, v in pairs(pri) do minpri = math.min(minpri, v) end
     if #cols > 8 or minpri == math.huge then return nil end
     L.ix:prepare(t:column(M.IS), t:column(M.IF) or false, t:column(M.IDT) or false, n, cols, pris, minpri)
-    L.prepared = true
+    L.prepared, L.kind, L.fg = true, match.kind(name), match.FLOAT_GROUP[name] or false
   end
-  local sx = (type(shapes) == "string" or #shapes >= 2) and self:_slot_index(n) or false
-  local row, distance, rule, rules, lat, latpos, nties, ties =
-    L.ix:exact(sx, shapes, dtypes, match.kind(name), match.FLOAT_GROUP[name] or false)
+  local sx = false
+  if type(shapes) == "string" or #shapes >= 2 then
+    sx = L.sx
+    if not sx then sx = self:_slot_index(n); L.sx = sx end
+  end
+  local row, distance, rule, rules, lat, latpos, nties, ties = L.ix:exact(sx, shapes, dtypes, L.kind, L.fg)
   if not row then return nil end
   return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties
 end
@@ -1001,15 +1006,11 @@ function miss_reason(self, S)
                        nrows, name)
 end
 
--- The consumer's compute exact match: every row is a candidate, the best (distance, latency
--- column priority) wins and the first row in file order breaks ties (MoE: the first matching
--- row). The index finds the distance-0 candidates at once; padded matches need a scan over
--- the distinct signatures.
 -- The answer of the C exact match (exact_in_c's values): the fields, the title and the
 -- query when first read (q nil: lazy_query of shapes and dtypes), the row's record.
 local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties)
   -- sized for every field of the answer (no rehash as they come)
-  local res = R.new(nil, { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" },
+  local res = R.new(nil, LOOKUP_COLUMNS,
                     { query = q, widths = LOOKUP_WIDTHS, title = nil, columns = nil, notes = nil, _lazy = nil,
                       latency = nil, row = nil, line = nil, column = nil, rule = nil, rules = nil, source = nil,
                       confidence = nil })
@@ -1029,9 +1030,11 @@ end
 -- from the texts: no query tables made unless the answer's query is read. nil when the
 -- general path must answer (MoE, a text the parse refuses, no C answer).
 local function exact_from_text(self, t, shapes, dtypes)
-  if #t == 0 then return nil end
-  local pri, lpol = latency_priorities(self)
   local s = self._
+  if s.nrows == nil then s.nrows = #t end
+  if s.nrows == 0 then return nil end
+  local pri, lpol = s.lpri, s.lpol
+  if not pri or lpol == nil then pri, lpol = latency_priorities(self) end
   if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
   if s.has_ep and self.name == "DispatchFFNCombine" then return nil end
   local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, shapes, self:_dtype_names(dtypes), 0, pri)
@@ -1039,6 +1042,10 @@ local function exact_from_text(self, t, shapes, dtypes)
   return exact_answer(self, t, nil, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties)
 end
 
+-- The consumer's compute exact match: every row is a candidate, the best (distance, latency
+-- column priority) wins and the first row in file order breaks ties (MoE: the first matching
+-- row). The index finds the distance-0 candidates at once; padded matches need a scan over
+-- the distinct signatures.
 local function compute_lookup(self, shapes, dtypes, opts)
   local t = self:table()
   if type(shapes) == "string" and type(dtypes) == "string" and opts.formats == nil and not opts.explain and

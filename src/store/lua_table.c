@@ -626,6 +626,14 @@ static int t_inputs(lua_State *L) {
   return 2;
 }
 
+static void push_unquoted(lua_State *L, const ps_table *t, size_t row, size_t col) {
+  size_t len;
+  const char *a = ps_table_text(t, row, col, &len), *b = a + len;
+  while (a < b && *a == '"') a++;
+  while (b > a && b[-1] == '"') b--;
+  lua_pushlstring(L, a, (size_t)(b - a));
+}
+
 /* t:unquoted(row, col) -> the cell without its leading and trailing runs of '"' (what
  * cell:gsub('^"+', ""):gsub('"+$', "") gives). */
 static int t_unquoted(lua_State *L) {
@@ -633,12 +641,27 @@ static int t_unquoted(lua_State *L) {
   size_t r = row_arg(L, t, 2);
   int c = column_arg(L, t, 3);
   if (c < 0) return luaL_argerror(L, 3, "no such column");
-  size_t len;
-  const char *s = ps_table_text(t, r, (size_t)c, &len);
-  const char *a = s, *b = s + len;
-  while (a < b && *a == '"') a++;
-  while (b > a && b[-1] == '"') b--;
-  lua_pushlstring(L, a, (size_t)(b - a));
+  push_unquoted(L, t, r, (size_t)c);
+  return 1;
+}
+
+/* t:unquoted_into(record, row, name1, col1, name2, col2, ...) -> record, with record[name_k] =
+ * t:unquoted(row, col_k) for each pair (col_k false: the pair is skipped): one call for the
+ * cells of a lookup's record. */
+static int t_unquoted_into(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t r = row_arg(L, t, 3);
+  int top = lua_gettop(L);
+  for (int a = 4; a + 1 <= top; a += 2) {
+    if (!lua_toboolean(L, a + 1)) continue;
+    int c = column_arg(L, t, a + 1);
+    if (c < 0) return luaL_argerror(L, a + 1, "no such column");
+    lua_pushvalue(L, a);
+    push_unquoted(L, t, r, (size_t)c);
+    lua_rawset(L, 2);
+  }
+  lua_settop(L, 2);
   return 1;
 }
 
@@ -1321,7 +1344,7 @@ static const luaL_Reg table_methods[] = {
   {"ncols", t_ncols}, {"path", t_path}, {"memory", t_memory}, {"columns", t_columns},
   {"column", t_column}, {"cell", t_cell}, {"num", t_num}, {"nums", t_nums}, {"strs", t_strs},
   {"record", t_record}, {"line", t_line}, {"nfields", t_nfields}, {"index", t_index},
-  {"key", t_key}, {"shapes", t_shapes}, {"inputs", t_inputs}, {"unquoted", t_unquoted},
+  {"key", t_key}, {"shapes", t_shapes}, {"inputs", t_inputs}, {"unquoted", t_unquoted}, {"unquoted_into", t_unquoted_into},
   {"shapes_key", t_shapes_key}, {"shapes_label", t_shapes_label}, {"slot_index", t_slot_index},
   {"free", t_gc}, {NULL, NULL}
 };
