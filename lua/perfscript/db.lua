@@ -402,9 +402,12 @@ local ROW_COLS = { "line", M.IS, M.IDT, M.OS, "latency(us)", "column" }
 function Kmethods:_row_record(i, lat, src)
   local t = self:table()
   if lat == nil then lat, src = self:latency(i) end
-  -- sized for every field a lookup's record gets (no rehash as they come)
-  local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil, [M.IS] = nil, [M.IDT] = nil,
-              [M.OS] = nil, [M.IF] = nil, rule = nil, ["input rules"] = nil }
+  -- sized for every field a lookup's record gets (row, line, latency(us), column, the four
+  -- cells, rule, input rules: no rehash as they come)
+  local r = T.new_table(0, 10)
+  r.row, r.line = i, t:line(i)
+  if lat then r["latency(us)"] = lat end
+  if src then r.column = src end
   local s = self._
   if not s.show then
     -- the cells shown, then Input Formats: not shown, but a record is a query in the row's own
@@ -1009,11 +1012,12 @@ end
 -- The answer of the C exact match (exact_in_c's values): the fields, the title and the
 -- query when first read (q nil: lazy_query of shapes and dtypes), the row's record.
 local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties)
-  -- sized for every field of the answer (no rehash as they come)
-  local res = R.new(nil, LOOKUP_COLUMNS,
-                    { query = q, widths = LOOKUP_WIDTHS, title = nil, columns = nil, notes = nil, _lazy = nil,
-                      latency = nil, row = nil, line = nil, column = nil, rule = nil, rules = nil, source = nil,
-                      confidence = nil })
+  -- sized for every field of the answer (query, widths, title, columns, notes, _lazy, latency,
+  -- row, line, column, rule, rules, source, confidence: no rehash as they come)
+  local res = T.new_table(0, 14)
+  if q then res.query = q end
+  res.widths = LOOKUP_WIDTHS
+  R.new(nil, LOOKUP_COLUMNS, res)
   measured_fields(t, res, row, rule, rules, lat, col, lpol)
   R.lazy(res, "title", { lazy_measured_title, self.name, t, res, res.latency, res.line, res.column, rule,
                          distance > 0, field = nil, next = nil })

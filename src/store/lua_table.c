@@ -14,6 +14,7 @@
  *   ix:find(k1, ..., kn) -> {rows}, ix:find_keys({k1, ...}, last) -> {rows},
  *   ix:ngroups(), ix:group(g) -> size, first, k1, ..., kn,
  *   ix:groups(min) -> {{rows}...}, ix:skipped() -> {rows}
+ *   T.new_table(narray, nhash) -> {} sized for that many items and fields
  * Rows and columns are 1-based. Keys are canonical texts (src/schema/lookup_key.h). */
 #include <math.h>
 #include <stdio.h>
@@ -1262,6 +1263,17 @@ static int ix_exact(lua_State *L) {
   return 8;
 }
 
+/* T.new_table(narray, nhash) -> an empty table with room for narray items and nhash fields,
+ * as a constructor of that many fields makes it, without a constructor's nil fields (each
+ * of which costs a store). */
+static int m_new_table(lua_State *L) {
+  lua_Integer na = luaL_checkinteger(L, 1), nh = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, na >= 0 && na <= 1 << 20, 1, "0 to 2^20 items");
+  luaL_argcheck(L, nh >= 0 && nh <= 1 << 20, 2, "0 to 2^20 fields");
+  lua_createtable(L, (int)na, (int)nh);
+  return 1;
+}
+
 /* T.fold(rule, r) -> the rule the consumer reports after input rule r (ps_lookup_fold). */
 static int rule_id(lua_State *L, int i) {
   const char *name = luaL_checkstring(L, i);
@@ -1365,7 +1377,7 @@ static const luaL_Reg slot_meta[] = { {"__gc", sx_gc}, {"__close", sx_gc}, {NULL
 
 static const luaL_Reg module_functions[] = {
   {"load", t_load}, {"rule", m_rule}, {"padded", m_padded}, {"pads", m_pads}, {"fold", m_fold},
-  {"variants", m_variants}, {"slot_variants", m_slot_variants}, {NULL, NULL}
+  {"variants", m_variants}, {"slot_variants", m_slot_variants}, {"new_table", m_new_table}, {NULL, NULL}
 };
 
 /* Sets the functions l into the table at target, each with the three metatables (at mt,
