@@ -1016,13 +1016,14 @@ local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rul
   -- row, line, column, rule, rules, source, confidence: no rehash as they come)
   local res = T.new_table(0, 14)
   if q then res.query = q end
-  res.widths = LOOKUP_WIDTHS
-  R.new(nil, LOOKUP_COLUMNS, res)
+  res.widths, res.columns = LOOKUP_WIDTHS, LOOKUP_COLUMNS  -- R.new(nil, LOOKUP_COLUMNS, res)
+  setmetatable(res, R.Result)
   measured_fields(t, res, row, rule, rules, lat, col, lpol)
+  -- (the snaps sized for R.lazy's field and next)
   R.lazy(res, "title", { lazy_measured_title, self.name, t, res, res.latency, res.line, res.column, rule,
-                         distance > 0, field = nil, next = nil })
-  if not q then R.lazy(res, "query", { lazy_query, self, shapes, dtypes, field = nil, next = nil }) end
-  ties_note(t, res, ties, nties)
+                         distance > 0, field = "title", next = false })
+  if not q then R.lazy(res, "query", { lazy_query, self, shapes, dtypes, field = "query", next = false }) end
+  if nties > 0 then ties_note(t, res, ties, nties) end
   local rec = self:_row_record(row, lat, col)
   rec.rule, rec["input rules"] = rule, table.concat(rules, ",")
   res[1] = rec
@@ -1041,7 +1042,8 @@ local function exact_from_text(self, t, shapes, dtypes)
   if not pri or lpol == nil then pri, lpol = latency_priorities(self) end
   if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
   if s.has_ep and self.name == "DispatchFFNCombine" then return nil end
-  local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, shapes, self:_dtype_names(dtypes), 0, pri)
+  local names = s.qdt and s.qdt[dtypes] or self:_dtype_names(dtypes)
+  local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, shapes, names, 0, pri)
   if not row then return nil end
   return exact_answer(self, t, nil, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties)
 end

@@ -1190,21 +1190,39 @@ static int ix_exact(lua_State *L) {
   /* the dtypes key: table.concat(q.dtypes, ";") under the key's list component */
   ps_sid key[PS_INDEX_MAXKEY];
   {
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
+    /* joined in the second half of buf (a text of up to KEYBUF / 8 bytes, whose key, at most
+     * 11/5 as long, fits the first half), else as a Lua string */
     lua_Integer nd = spread ? nq : (lua_Integer)lua_rawlen(L, 4);
-    for (lua_Integer k = 1; k <= nd; k++) {
+    char *in = buf + KEYBUF / 2;
+    size_t dlen = 0;
+    int joined = 1;
+    for (lua_Integer k = 1; k <= nd && joined; k++) {
+      size_t l;
       if (lua_rawgeti(L, 4, spread ? 1 : k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
-      if (k > 1) luaL_addchar(&b, ';');
-      luaL_addvalue(&b);
+      const char *d = lua_tolstring(L, -1, &l);  /* kept alive by the table */
+      if (dlen + l + 1 > KEYBUF / 8) joined = 0;
+      else {
+        if (k > 1) in[dlen++] = ';';
+        memcpy(in + dlen, d, l);
+        dlen += l;
+      }
+      lua_pop(L, 1);
     }
-    luaL_pushresult(&b);
-    size_t dlen;
-    const char *dtext = lua_tolstring(L, -1, &dlen);
+    if (!joined) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (lua_Integer k = 1; k <= nd; k++) {
+        if (lua_rawgeti(L, 4, spread ? 1 : k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
+        if (k > 1) luaL_addchar(&b, ';');
+        luaL_addvalue(&b);
+      }
+      luaL_pushresult(&b);
+      in = (char *)lua_tolstring(L, -1, &dlen);  /* read only; popped below */
+    }
     const component *c = &u->comp[1];
-    long kl = ps_lookup_key_list(dtext, dlen, c->n, c->flags, buf, KEYBUF);
+    long kl = ps_lookup_key_list(in, dlen, c->n, c->flags, buf, joined ? KEYBUF / 2 : KEYBUF);
     int found = kl >= 0 && text_key(t, c, buf, (size_t)kl, key);
-    lua_pop(L, 1);
+    if (!joined) lua_pop(L, 1);
     if (!found) return 0;  /* dtypes no row has: the scan looks at every row */
   }
   /* the shape keys of the query's variants */
