@@ -293,6 +293,20 @@ function Kmethods:_inputs(i)
   return shapes, s.cIDT and match.list(t:cell(i, s.cIDT)) or {}
 end
 
+-- The consumer's names of a dtypes text (match.dtype of each part): the same from query to
+-- query, so remembered per kernel (bounded). Shared: read only.
+function Kmethods:_dtype_names(dtypes)
+  local s = self._
+  local names = s.qdt and s.qdt[dtypes]
+  if not names then
+    names = {}
+    for i, d in ipairs(match.list(dtypes)) do names[i] = match.dtype(d) end
+    if not s.qdt or s.nqdt >= 256 then s.qdt, s.nqdt = {}, 0 end
+    s.qdt[dtypes], s.nqdt = names, s.nqdt + 1
+  end
+  return names
+end
+
 -- A query: shapes as "a,b;c", {{a, b}, {c}} or {shapes = ..., dtypes = ..., seq = ...};
 -- dtypes as "DT_BF16;DT_BF16", {"bfloat16", ...} or one name for every input.
 -- formats ("ND;FRACTAL_NZ", or a list): the query is in a row's own terms, so its FRACTAL_NZ
@@ -331,16 +345,7 @@ function Kmethods:_query(shapes, dtypes, formats)
   if dtypes ~= nil then
     local out = {}
     if type(dtypes) == "string" then
-      -- the consumer's names of a dtypes text: the same from query to query, so remembered
-      -- per kernel (bounded); q gets its own copy
-      local s = self._
-      local names = s.qdt and s.qdt[dtypes]
-      if not names then
-        names = {}
-        for i, d in ipairs(match.list(dtypes)) do names[i] = match.dtype(d) end
-        if not s.qdt or s.nqdt >= 256 then s.qdt, s.nqdt = {}, 0 end
-        s.qdt[dtypes], s.nqdt = names, s.nqdt + 1
-      end
+      local names = self:_dtype_names(dtypes)  -- q gets its own copy
       table.move(names, 1, #names, 1, out)
     else
       local list = type(dtypes) == "table" and dtypes or match.list(dtypes)
@@ -397,21 +402,20 @@ local ROW_COLS = { "line", M.IS, M.IDT, M.OS, "latency(us)", "column" }
 function Kmethods:_row_record(i, lat, src)
   local t = self:table()
   if lat == nil then lat, src = self:latency(i) end
-  -- sized for every field a lookup's record gets (no rehash as they come)
-  local r = { row = i, line = t:line(i), ["latency(us)"] = lat or nil, column = src or nil, [M.IS] = nil, [M.IDT] = nil,
-              [M.OS] = nil, [M.IF] = nil, rule = nil, ["input rules"] = nil }
+  -- sized for every field a lookup's record gets (row, line, latency(us), column, the four
+  -- cells, rule, input rules: no rehash as they come)
+  local r = T.new_table(0, 10)
+  r.row, r.line = i, t:line(i)
+  if lat then r["latency(us)"] = lat end
+  if src then r.column = src end
   local s = self._
   if not s.show then
-    s.show = {}
-    for _, c in ipairs { M.IS, M.IDT, M.OS } do
-      if t:column(c) then s.show[#s.show + 1] = { c, t:column(c) } end
-    end
+    -- the cells shown, then Input Formats: not shown, but a record is a query in the row's own
+    -- terms (db:lookup(k, record)); their columns, false where the table has none
+    s.show = { t:column(M.IS) or false, t:column(M.IDT) or false, t:column(M.OS) or false, t:column(M.IF) or false }
   end
-  for _, c in ipairs(s.show) do r[c[1]] = t:unquoted(i, c[2]) end
-  -- not shown, but a record is a query in the row's own terms: db:lookup(k, record)
-  if s.cIF == nil then s.cIF = t:column(M.IF) or false end
-  if s.cIF then r[M.IF] = t:unquoted(i, s.cIF) end
-  return r
+  local show = s.show
+  return t:unquoted_into(r, i, M.IS, show[1], M.IDT, show[2], M.OS, show[3], M.IF, show[4])
 end
 
 -- A row as a filter sees it: parsed shapes, dtypes, latency, and any cell by name.
@@ -797,9 +801,15 @@ local function query_label(t, q)
 end
 
 -- The C path's title, rendered when first read (R.lazy): from the answer's fields as they
--- were made (snap = {render, name, table, query, latency, line, column, rule, padded}).
+-- were made (snap = {render, name, table, result, latency, line, column, rule, padded}).
 local function lazy_measured_title(snap)
-  return measured_title(snap[2], query_label(snap[3], snap[4]), snap[5], snap[6], snap[7], snap[8], snap[9])
+  return measured_title(snap[2], query_label(snap[3], snap[4].query), snap[5], snap[6], snap[7], snap[8], snap[9])
+end
+
+-- The query of an answer asked with a shapes text and a dtypes text, made when first read
+-- (R.lazy; snap = {make, kernel, shapes, dtypes}): what Kmethods:_query gives for them.
+local function lazy_query(snap)
+  return snap[2]:_query(snap[3], snap[4])
 end
 
 -- The note on the equally good rows the first in file order beat: n of them, rows the first
@@ -837,18 +847,24 @@ local function choose(self, S, res, best, qlabel, lpol)
   return title
 end
 
--- The cell widths of a lookup's answer (read only; shared by the C path's answers).
+-- The cell widths and columns of a lookup's answer (read only; shared by the C path's answers).
 local LOOKUP_WIDTHS = { ["rule or first failure"] = 200 }
+local LOOKUP_COLUMNS = { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" }
 
 -- Where an answer's value came from, when the database has a provenance log: a column, and a
 -- simulated value says SIMULATED in the title first (never MEASURED).
 
 local function with_provenance(k, res, row)
-  if not k.db:_provenance() then return end
+  local db = k.db
+  local prov = db._prov  -- db:_provenance() once it is known
+  if prov == nil then prov = db:_provenance() end
+  if not prov then return end
   local e = k:provenance_of(row)
   res[1].provenance = require("perfscript.microbench.provenance").label(e)
   res[1].provenance_entry = e
-  res.columns[#res.columns + 1] = "provenance"
+  local columns = table.move(res.columns, 1, #res.columns, 1, {})  -- its own (they may be shared)
+  columns[#columns + 1] = "provenance"
+  res.columns = columns
   local widths = { provenance = 160 }  -- its own (the C path's answers share LOOKUP_WIDTHS)
   for c, w in pairs(res.widths or {}) do widths[c] = w end
   res.widths = widths
@@ -863,12 +879,14 @@ end
 -- need no agreement. Returns the best row, its distance, rule and input rules, its latency
 -- and column, and the ties (the first 10 rows, their count); or nil (then the Lua scan
 -- answers).
-local function exact_in_c(self, q, n, pri)
+-- shapes, dtypes: the query's (q.shapes, q.dtypes), or its shapes text and dtype names as
+-- given (ix:exact parses the text as Kmethods:_query would; nil when it refuses it).
+local function exact_in_c(self, shapes, dtypes, n, pri)
   local name, s = self.name, self._
   if s.cexact == nil then
     s.cexact = not (match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name] or self:_semantic_unique())
   end
-  if not s.cexact or not q.dtypes then return nil end
+  if not s.cexact or not dtypes then return nil end
   local L = self:_lookup_index(n)
   if not L.prepared then
     local t = self:table()
@@ -877,11 +895,14 @@ local function exact_in_c(self, q, n, pri)
     for _, v in pairs(pri) do minpri = math.min(minpri, v) end
     if #cols > 8 or minpri == math.huge then return nil end
     L.ix:prepare(t:column(M.IS), t:column(M.IF) or false, t:column(M.IDT) or false, n, cols, pris, minpri)
-    L.prepared = true
+    L.prepared, L.kind, L.fg = true, match.kind(name), match.FLOAT_GROUP[name] or false
   end
-  local sx = #q.shapes >= 2 and self:_slot_index(n) or false
-  local row, distance, rule, rules, lat, latpos, nties, ties =
-    L.ix:exact(sx, q.shapes, q.dtypes, match.kind(name), match.FLOAT_GROUP[name] or false)
+  local sx = false
+  if type(shapes) == "string" or #shapes >= 2 then
+    sx = L.sx
+    if not sx then sx = self:_slot_index(n); L.sx = sx end
+  end
+  local row, distance, rule, rules, lat, latpos, nties, ties = L.ix:exact(sx, shapes, dtypes, L.kind, L.fg)
   if not row then return nil end
   return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties
 end
@@ -988,12 +1009,56 @@ function miss_reason(self, S)
                        nrows, name)
 end
 
+-- The answer of the C exact match (exact_in_c's values): the fields, the title and the
+-- query when first read (q nil: lazy_query of shapes and dtypes), the row's record.
+local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties)
+  -- sized for every field of the answer (query, widths, title, columns, notes, _lazy, latency,
+  -- row, line, column, rule, rules, source, confidence: no rehash as they come)
+  local res = T.new_table(0, 14)
+  if q then res.query = q end
+  res.widths, res.columns = LOOKUP_WIDTHS, LOOKUP_COLUMNS  -- R.new(nil, LOOKUP_COLUMNS, res)
+  setmetatable(res, R.Result)
+  measured_fields(t, res, row, rule, rules, lat, col, lpol)
+  -- (the snaps sized for R.lazy's field and next)
+  R.lazy(res, "title", { lazy_measured_title, self.name, t, res, res.latency, res.line, res.column, rule,
+                         distance > 0, field = "title", next = false })
+  if not q then R.lazy(res, "query", { lazy_query, self, shapes, dtypes, field = "query", next = false }) end
+  if nties > 0 then ties_note(t, res, ties, nties) end
+  local rec = self:_row_record(row, lat, col)
+  rec.rule, rec["input rules"] = rule, table.concat(rules, ",")
+  res[1] = rec
+  with_provenance(self, res, row)
+  return res
+end
+
+-- The common lookup (a shapes text, a dtypes text, no options that change the query) in C
+-- from the texts: no query tables made unless the answer's query is read. nil when the
+-- general path must answer (MoE, a text the parse refuses, no C answer).
+local function exact_from_text(self, t, shapes, dtypes)
+  local s = self._
+  if s.nrows == nil then s.nrows = #t end
+  if s.nrows == 0 then return nil end
+  local pri, lpol = s.lpri, s.lpol
+  if not pri or lpol == nil then pri, lpol = latency_priorities(self) end
+  if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
+  if s.has_ep and self.name == "DispatchFFNCombine" then return nil end
+  local names = s.qdt and s.qdt[dtypes] or self:_dtype_names(dtypes)
+  local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, shapes, names, 0, pri)
+  if not row then return nil end
+  return exact_answer(self, t, nil, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties)
+end
+
 -- The consumer's compute exact match: every row is a candidate, the best (distance, latency
 -- column priority) wins and the first row in file order breaks ties (MoE: the first matching
 -- row). The index finds the distance-0 candidates at once; padded matches need a scan over
 -- the distinct signatures.
 local function compute_lookup(self, shapes, dtypes, opts)
   local t = self:table()
+  if type(shapes) == "string" and type(dtypes) == "string" and opts.formats == nil and not opts.explain and
+     not opts.moe and not M.lua_only and (opts.n or opts.tc_input_count or 0) == 0 then
+    local res = exact_from_text(self, t, shapes, dtypes)
+    if res then return res end
+  end
   local q = self:_query(shapes, dtypes, opts.formats)
   local n = opts.n or opts.tc_input_count or 0
   if n > 0 then
@@ -1013,23 +1078,8 @@ local function compute_lookup(self, shapes, dtypes, opts)
     return res
   end
   if not opts.explain and not moe and not M.lua_only then
-    local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, q, n, pri)
-    if row then
-      -- sized for every field of the answer (no rehash as they come)
-      local res = R.new(nil, { "line", M.IS, M.IDT, "latency(us)", "column", "rule", "input rules" },
-                        { query = q, widths = LOOKUP_WIDTHS, title = nil, columns = nil, notes = nil, _lazy = nil,
-                          latency = nil, row = nil, line = nil, column = nil, rule = nil, rules = nil, source = nil,
-                          confidence = nil })
-      measured_fields(t, res, row, rule, rules, lat, col, lpol)
-      R.lazy(res, "title", { lazy_measured_title, self.name, t, q, res.latency, res.line, res.column, rule,
-                             distance > 0, field = nil })
-      ties_note(t, res, ties, nties)
-      local rec = self:_row_record(row, lat, col)
-      rec.rule, rec["input rules"] = rule, table.concat(rules, ",")
-      res[1] = rec
-      with_provenance(self, res, row)
-      return res
-    end
+    local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, q.shapes, q.dtypes, n, pri)
+    if row then return exact_answer(self, t, q, nil, nil, lpol, row, distance, rule, rules, lat, col, ties, nties) end
   end
   local qlabel = query_label(t, q)
   local S = new_scan(self, q, n, opts, pri, moe, ep)

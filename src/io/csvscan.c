@@ -530,6 +530,14 @@ static inline __attribute__((always_inline)) void cut_fast(char *buf, const size
     char *t = buf + fs;
     size_t len = k - fs;
     if (*t == '"') {
+      if (len >= 6 && t[1] == '"' && t[2] == '"' && buf[k - 1] == '"' && buf[k - 2] == '"' &&
+          buf[k - 3] == '"' && memchr(t + 3, '"', len - 6) == NULL) {
+        /* """text""" (the profiler's shape cells) is "text", already in place: no copy */
+        buf[k - 2] = '\0';
+        fields[i] = t + 2;
+        lens[i] = len - 4;
+        continue;
+      }
       span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
       if (k - fs >= 2 && buf[k - 1] == '"' && memchr(t + 1, '"', k - 2 - fs) == NULL) {
         f = (span){fs + 1, k - 1, 0};  /* "text": the quotes dropped */

@@ -14,6 +14,7 @@
  *   ix:find(k1, ..., kn) -> {rows}, ix:find_keys({k1, ...}, last) -> {rows},
  *   ix:ngroups(), ix:group(g) -> size, first, k1, ..., kn,
  *   ix:groups(min) -> {{rows}...}, ix:skipped() -> {rows}
+ *   T.new_table(narray, nhash) -> {} sized for that many items and fields
  * Rows and columns are 1-based. Keys are canonical texts (src/schema/lookup_key.h). */
 #include <math.h>
 #include <stdio.h>
@@ -64,14 +65,29 @@ typedef struct index_ud {
 /* A slot index (t:slot_index) and its search memo. */
 typedef struct slot_ud { ps_slotix *x; int scol, fcol, n; ps_exact_memo *memo; } slot_ud;
 
+/* The functions of this module hold the three metatables as upvalues (UP_TABLE, UP_INDEX,
+ * UP_SLOTIX): a check compares the argument's metatable with one of them, where
+ * luaL_checkudata looks its name up in the registry (a lookup makes some ten such calls). */
+enum { UP_TABLE = 1, UP_INDEX, UP_SLOTIX, NUP };
+
+static void *check_udata(lua_State *L, int i, int up, const char *name) {
+  void *p = lua_touserdata(L, i);
+  if (p != NULL && lua_getmetatable(L, i)) {
+    int same = lua_rawequal(L, -1, lua_upvalueindex(up));
+    lua_pop(L, 1);
+    if (same) return p;
+  }
+  return luaL_checkudata(L, i, name);  /* its error, or a caller without the upvalues */
+}
+
 static ps_table *check_table(lua_State *L, int i) {
-  table_ud *u = luaL_checkudata(L, i, TABLE);
+  table_ud *u = check_udata(L, i, UP_TABLE, TABLE);
   if (u->t == NULL) luaL_error(L, "attempt to use a freed table");
   return u->t;
 }
 
 static index_ud *check_index(lua_State *L, int i) {
-  index_ud *u = luaL_checkudata(L, i, INDEX);
+  index_ud *u = check_udata(L, i, UP_INDEX, INDEX);
   if (u->ix == NULL) luaL_error(L, "attempt to use a freed index");
   return u;
 }
@@ -327,6 +343,90 @@ static void put_hash(ps_sid *key, uint64_t h) {
   key[1] = (ps_sid)(h >> 32);
 }
 
+#define SK_MAXDIM 100000000000000000LL  /* 1e17: read back by parse_int without overflow */
+
+/* The hash of a shapes key, from its k parsed slots as the canonical text writes them (strip1
+ * already applied): the slots' ranks and dimensions hashed as they are, which is the text's
+ * own hash without writing the text (a row's key costs no render). Returns 0 (hash the text)
+ * for a list whose text does not read back as these slots: a slot of rank 0 or over the
+ * limit, a dimension of 1e17 or more. Both sides use it: the rows' slots (shapes_hash) and a
+ * query's canonical text parsed back (key_hash). */
+static int slots_hash_with(const ps_lookup_key_shape *sh, int k, int repl, const ps_lookup_key_shape *rv,
+                           unsigned flags, uint64_t *h) {
+  int64_t buf[PS_LOOKUP_KEY_MAXSLOTS * (PS_LOOKUP_KEY_MAXRANK + 1)];
+  size_t n = 0;
+  for (int i = 0; i < k; i++) {
+    const ps_lookup_key_shape *s = i == repl ? rv : &sh[i];
+    int r = s->rank;
+    if (r < 0) { buf[n++] = -1; continue; }
+    int first = (flags & PS_LOOKUP_KEY_STRIP1) && r > 1 && s->dims[0] == 1;
+    if (r - first < 1 || r > PS_LOOKUP_KEY_MAXRANK) return 0;
+    buf[n++] = r - first;
+    for (int d = first; d < r; d++) {
+      int64_t v = s->dims[d];
+      if (v >= SK_MAXDIM || v <= -SK_MAXDIM) return 0;
+      buf[n++] = v;
+    }
+  }
+  *h = XXH3_64bits_withSeed(buf, n * sizeof *buf, 0x5ba9e5);  /* not a text's hash */
+  return 1;
+}
+
+static int slots_hash(const ps_lookup_key_shape *sh, int k, unsigned flags, uint64_t *h) {
+  return slots_hash_with(sh, k, -1, NULL, flags, h);
+}
+
+/* 1 when s is exactly the text ps_lookup_key_render writes (no flags) for the slots it parses
+ * into, and those slots hash as slots (slots_hash): at most MAXSLOTS slots separated by ';',
+ * each "()" or 1 to MAXRANK integers separated by ',', each integer 0 or an optional '-' and
+ * 1 to 17 digits without a leading zero. */
+static int canonical_shapes(const char *s, size_t len) {
+  const char *p = s, *e = s + len;
+  if (p == e) return 1;
+  for (int slots = 1;; slots++) {
+    if (slots > PS_LOOKUP_KEY_MAXSLOTS) return 0;
+    if (e - p >= 2 && p[0] == '(' && p[1] == ')') {
+      p += 2;
+    } else {
+      for (int rank = 1;; rank++) {
+        if (rank > PS_LOOKUP_KEY_MAXRANK) return 0;
+        if (p < e && *p == '-') p++;
+        const char *d = p;
+        while (p < e && (unsigned)(*p - '0') < 10) p++;
+        if (p == d || p - d > 17 || (*d == '0' && (p - d > 1 || (d > s && d[-1] == '-')))) return 0;
+        if (p == e || *p != ',') break;
+        p++;
+      }
+    }
+    if (p == e) return 1;
+    if (*p++ != ';' || p == e) return 0;
+  }
+}
+
+/* The key hash of a canonical text of component c: a shapes text that reads back as its
+ * slots hashes as them (slots_hash); any other text as itself. */
+static uint64_t key_hash(const component *c, const char *s, size_t len) {
+  if (c->kind == K_SHAPES && canonical_shapes(s, len)) {
+    ps_lookup_key_shape sh[PS_LOOKUP_KEY_MAXSLOTS];
+    char err[8];
+    int k = ps_lookup_key_parse_shapes(s, len, sh, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
+    uint64_t h;
+    if (k >= 0 && slots_hash(sh, k, 0, &h)) return h;
+  }
+  return XXH3_64bits(s, len);
+}
+
+/* The key hash of a row's k parsed slots under c's flags (what key_hash gives for the text
+ * ps_lookup_key_render makes of them); buf: KEYBUF bytes of scratch. */
+static uint64_t shapes_hash(const component *c, const ps_lookup_key_shape *sh, int k, char *buf, int *ok) {
+  uint64_t h;
+  *ok = 1;
+  if (slots_hash(sh, k, c->flags, &h)) return h;
+  long n = ps_lookup_key_render(sh, k, c->flags, buf, KEYBUF);
+  if (n < 0) { *ok = 0; return 0; }
+  return XXH3_64bits(buf, (size_t)n);
+}
+
 /* The canonical text of component c of a row into buf; its length or -1. */
 static long row_text(ps_table *t, size_t row, const component *c, char *buf) {
   size_t len = 0, flen = 0;
@@ -354,9 +454,10 @@ static int fused_row(ps_table *t, size_t row, keyctx *k, const component *c, ps_
   if (ps_slotix_add(k->sx, row, k->sh, ok ? kk : -1) != 0) { k->oom = 1; return -1; }
   if (ns < 0) return -1;
   if (!ok || !c->hashed) return 0;  /* a later slot's restore failed: the key's own parse decides */
-  long n = ps_lookup_key_render(k->sh, kk, c->flags, k->buf, KEYBUF);
-  if (n < 0) return -1;
-  put_hash(key + c->slot, XXH3_64bits(k->buf, (size_t)n));
+  int hok;
+  uint64_t h = shapes_hash(c, k->sh, kk, k->buf, &hok);
+  if (!hok) return -1;
+  put_hash(key + c->slot, h);
   return 1;
 }
 
@@ -370,7 +471,7 @@ static int keyfn(ps_table *t, size_t row, ps_sid *key, void *ud) {
     if (c->hashed) {
       long n = row_text(t, row, c, k->buf);
       if (n < 0) return 0;
-      put_hash(key + c->slot, XXH3_64bits(k->buf, (size_t)n));
+      put_hash(key + c->slot, key_hash(c, k->buf, (size_t)n));
       continue;
     }
     ps_sid v = row_component(t, row, c, k->buf, k->cache_b[i], k->cache_v[i], k->ncache);
@@ -526,6 +627,14 @@ static int t_inputs(lua_State *L) {
   return 2;
 }
 
+static void push_unquoted(lua_State *L, const ps_table *t, size_t row, size_t col) {
+  size_t len;
+  const char *a = ps_table_text(t, row, col, &len), *b = a + len;
+  while (a < b && *a == '"') a++;
+  while (b > a && b[-1] == '"') b--;
+  lua_pushlstring(L, a, (size_t)(b - a));
+}
+
 /* t:unquoted(row, col) -> the cell without its leading and trailing runs of '"' (what
  * cell:gsub('^"+', ""):gsub('"+$', "") gives). */
 static int t_unquoted(lua_State *L) {
@@ -533,12 +642,27 @@ static int t_unquoted(lua_State *L) {
   size_t r = row_arg(L, t, 2);
   int c = column_arg(L, t, 3);
   if (c < 0) return luaL_argerror(L, 3, "no such column");
-  size_t len;
-  const char *s = ps_table_text(t, r, (size_t)c, &len);
-  const char *a = s, *b = s + len;
-  while (a < b && *a == '"') a++;
-  while (b > a && b[-1] == '"') b--;
-  lua_pushlstring(L, a, (size_t)(b - a));
+  push_unquoted(L, t, r, (size_t)c);
+  return 1;
+}
+
+/* t:unquoted_into(record, row, name1, col1, name2, col2, ...) -> record, with record[name_k] =
+ * t:unquoted(row, col_k) for each pair (col_k false: the pair is skipped): one call for the
+ * cells of a lookup's record. */
+static int t_unquoted_into(lua_State *L) {
+  ps_table *t = check_table(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t r = row_arg(L, t, 3);
+  int top = lua_gettop(L);
+  for (int a = 4; a + 1 <= top; a += 2) {
+    if (!lua_toboolean(L, a + 1)) continue;
+    int c = column_arg(L, t, a + 1);
+    if (c < 0) return luaL_argerror(L, a + 1, "no such column");
+    lua_pushvalue(L, a);
+    push_unquoted(L, t, r, (size_t)c);
+    lua_rawset(L, 2);
+  }
+  lua_settop(L, 2);
   return 1;
 }
 
@@ -547,7 +671,6 @@ static int t_unquoted(lua_State *L) {
  * rendered directly; false when the list is unusual (no slots, more than 64, an empty or
  * over-long slot, a dimension that is not an integer or too large to read back), for which
  * the caller takes the text path. */
-#define SK_MAXDIM 100000000000000000LL  /* 1e17: read back by parse_int without overflow */
 static int t_shapes_key(lua_State *L) {
   check_table(L, 1);
   table_ud *u = lua_touserdata(L, 1);
@@ -650,7 +773,7 @@ static ps_table *index_table(lua_State *L, int i) {
 /* The key slots of component c for a query text; 0 when no row can have it (a text that is
  * not interned). */
 static int text_key(ps_table *t, const component *c, const char *s, size_t len, ps_sid *key) {
-  if (c->hashed) { put_hash(key + c->slot, XXH3_64bits(s, len)); return 1; }
+  if (c->hashed) { put_hash(key + c->slot, key_hash(c, s, len)); return 1; }
   key[c->slot] = ps_table_find_str(t, s, len);
   return key[c->slot] != PS_SID_NONE;
 }
@@ -901,16 +1024,16 @@ static int query_shapes(lua_State *L, int i, ps_lookup_key_shape *q, int n) {
 
 /* Reads the query dtypes at i (n of them; NULL where not a string): the strings stay alive in
  * the caller's table. */
-static void query_dtypes(lua_State *L, int i, const char **qd, size_t *qdl, int n) {
+static void query_dtypes(lua_State *L, int i, const char **qd, size_t *qdl, int n, int spread) {
   for (int k = 0; k < n; k++) {
-    lua_rawgeti(L, i, k + 1);
+    lua_rawgeti(L, i, spread ? 1 : k + 1);
     qd[k] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &qdl[k]) : NULL;
     lua_pop(L, 1);
   }
 }
 
 static slot_ud *check_slots(lua_State *L, int i) {
-  slot_ud *u = luaL_checkudata(L, i, SLOTIX);
+  slot_ud *u = check_udata(L, i, UP_SLOTIX, SLOTIX);
   if (u->x == NULL) luaL_error(L, "attempt to use a freed slot index");
   if (u->memo == NULL && (u->memo = ps_exact_memo_new()) == NULL) luaL_error(L, "out of memory");
   return u;
@@ -937,7 +1060,7 @@ static int sx_rows(lua_State *L) {
   if (!query_shapes(L, 4, q, (int)nq)) return 1;  /* a query shape no row's can equal */
   const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
   size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
-  if (has_dt) query_dtypes(L, 5, qd, qdl, (int)nq);
+  if (has_dt) query_dtypes(L, 5, qd, qdl, (int)nq, 0);
   ps_exact_query eq = { q, (int)nq, qd, qdl, has_dt, kind, fg };
   lua_Integer np = (lua_Integer)lua_rawlen(L, 2) / 2;
   /* the shapes first: their int64 dims need the userdata's alignment, the ints do not */
@@ -970,6 +1093,9 @@ static int sx_rows(lua_State *L) {
  *   ix:prepare(shapes_col, formats_col | false, dtypes_col | false, n, {latency cols}, {pri}, minpri)
  *   ix:exact(slot_index | false, qshapes, qdtypes, kind, float_group)
  *     -> row, distance, rule, {input rules}, latency, latency column position, ties, {tie rows}
+ *   qshapes may be the query's shapes text (as t:shapes reads it; a text it refuses gives nil),
+ *   then qdtypes are its dtype names as given (one name for every input); the slot index is
+ *   then used only for two inputs or more
  *     | nil when only the Lua scan answers as the consumer would (a query without dtypes on a
  *       two-part key, dtypes no row has, no distance-0 row among the key rows, unusual shapes)
  * ties counts the equally good rows after the chosen one; {tie rows} holds the first 10. */
@@ -1029,19 +1155,33 @@ static int ix_exact(lua_State *L) {
   ps_table *t = index_table(L, 1);
   if (!u->has_cols) return luaL_error(L, "exact: ix:prepare first");
   slot_ud *sx = lua_toboolean(L, 2) ? check_slots(L, 2) : NULL;
-  luaL_checktype(L, 3, LUA_TTABLE);
+  int text = lua_type(L, 3) == LUA_TSTRING;
+  if (!text) luaL_checktype(L, 3, LUA_TTABLE);
   int has_dt = lua_toboolean(L, 4);
   unsigned kind = (unsigned)luaL_checkinteger(L, 5);
   int fg = lua_toboolean(L, 6);
-  lua_Integer nq = (lua_Integer)lua_rawlen(L, 3);
+  ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
+  lua_Integer nq;
+  if (text) {  /* the shapes text as t:shapes parses it; a text it refuses: the Lua path says why */
+    size_t len;
+    const char *s = lua_tolstring(L, 3, &len);
+    char err[256];
+    nq = ps_lookup_key_parse_shapes(s, len, q, PS_LOOKUP_KEY_MAXSLOTS, err, sizeof err);
+    if (nq < 0) return 0;
+    if (nq < 2) sx = NULL;  /* as the caller of the table form passes it */
+  } else {
+    nq = (lua_Integer)lua_rawlen(L, 3);
+  }
   /* the key has a dtypes part: the Lua scan answers a query without dtypes */
   if (u->nkey != 2 || !has_dt || nq < 1 || nq > PS_LOOKUP_KEY_MAXSLOTS) return 0;
   luaL_checktype(L, 4, LUA_TTABLE);
-  ps_lookup_key_shape q[PS_LOOKUP_KEY_MAXSLOTS];
-  if (!query_shapes(L, 3, q, (int)nq)) return 0;
+  if (!text && !query_shapes(L, 3, q, (int)nq)) return 0;
+  /* the text form's dtypes are the query's names as given: one name stands for every input
+   * (as Kmethods:_query spreads it) */
+  int spread = text && lua_rawlen(L, 4) == 1 && nq > 1;
   const char *qd[PS_LOOKUP_KEY_MAXSLOTS];
   size_t qdl[PS_LOOKUP_KEY_MAXSLOTS];
-  query_dtypes(L, 4, qd, qdl, (int)nq);
+  query_dtypes(L, 4, qd, qdl, (int)nq, spread);
   lua_getiuservalue(L, 1, 1);
   table_ud *td = lua_touserdata(L, -1);
   lua_pop(L, 1);
@@ -1050,21 +1190,39 @@ static int ix_exact(lua_State *L) {
   /* the dtypes key: table.concat(q.dtypes, ";") under the key's list component */
   ps_sid key[PS_INDEX_MAXKEY];
   {
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    lua_Integer nd = (lua_Integer)lua_rawlen(L, 4);
-    for (lua_Integer k = 1; k <= nd; k++) {
-      if (lua_rawgeti(L, 4, k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
-      if (k > 1) luaL_addchar(&b, ';');
-      luaL_addvalue(&b);
+    /* joined in the second half of buf (a text of up to KEYBUF / 8 bytes, whose key, at most
+     * 11/5 as long, fits the first half), else as a Lua string */
+    lua_Integer nd = spread ? nq : (lua_Integer)lua_rawlen(L, 4);
+    char *in = buf + KEYBUF / 2;
+    size_t dlen = 0;
+    int joined = 1;
+    for (lua_Integer k = 1; k <= nd && joined; k++) {
+      size_t l;
+      if (lua_rawgeti(L, 4, spread ? 1 : k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
+      const char *d = lua_tolstring(L, -1, &l);  /* kept alive by the table */
+      if (dlen + l + 1 > KEYBUF / 8) joined = 0;
+      else {
+        if (k > 1) in[dlen++] = ';';
+        memcpy(in + dlen, d, l);
+        dlen += l;
+      }
+      lua_pop(L, 1);
     }
-    luaL_pushresult(&b);
-    size_t dlen;
-    const char *dtext = lua_tolstring(L, -1, &dlen);
+    if (!joined) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (lua_Integer k = 1; k <= nd; k++) {
+        if (lua_rawgeti(L, 4, spread ? 1 : k) != LUA_TSTRING) { lua_pop(L, 1); return 0; }
+        if (k > 1) luaL_addchar(&b, ';');
+        luaL_addvalue(&b);
+      }
+      luaL_pushresult(&b);
+      in = (char *)lua_tolstring(L, -1, &dlen);  /* read only; popped below */
+    }
     const component *c = &u->comp[1];
-    long kl = ps_lookup_key_list(dtext, dlen, c->n, c->flags, buf, KEYBUF);
+    long kl = ps_lookup_key_list(in, dlen, c->n, c->flags, buf, joined ? KEYBUF / 2 : KEYBUF);
     int found = kl >= 0 && text_key(t, c, buf, (size_t)kl, key);
-    lua_pop(L, 1);
+    if (!joined) lua_pop(L, 1);
     if (!found) return 0;  /* dtypes no row has: the scan looks at every row */
   }
   /* the shape keys of the query's variants */
@@ -1077,10 +1235,19 @@ static int ix_exact(lua_State *L) {
   const component *c0 = &u->comp[0];
   int k = c0->n > 0 && nq > c0->n ? c0->n : (int)nq;
   for (int v = 0; v < nv; v++) {
-    long kl = query_key_text(q, k, vslot[v], &vshape[v], buf, KEYBUF);
-    if (kl < 0) return 0;
     ps_sid *kk = keys + (size_t)nk * u->nslots;
     memcpy(kk, key, u->nslots * sizeof *kk);
+    uint64_t h;
+    if (c0->hashed && c0->kind == K_SHAPES && (c0->flags & PS_LOOKUP_KEY_STRIP1)) {
+      /* the key's hash from the slots themselves (what key_hash gives for their text); the
+       * lists query_key_text refuses are the ones slots_hash refuses */
+      if (!slots_hash_with(q, k, vslot[v], &vshape[v], PS_LOOKUP_KEY_STRIP1, &h)) return 0;
+      put_hash(kk + c0->slot, h);
+      nk++;
+      continue;
+    }
+    long kl = query_key_text(q, k, vslot[v], &vshape[v], buf, KEYBUF);
+    if (kl < 0) return 0;
     if (text_key(t, c0, buf, (size_t)kl, kk)) nk++;
   }
   ps_exact_query eq = { q, (int)nq, qd, qdl, 1, kind, fg };
@@ -1112,6 +1279,17 @@ static int ix_exact(lua_State *L) {
     }
   }
   return 8;
+}
+
+/* T.new_table(narray, nhash) -> an empty table with room for narray items and nhash fields,
+ * as a constructor of that many fields makes it, without a constructor's nil fields (each
+ * of which costs a store). */
+static int m_new_table(lua_State *L) {
+  lua_Integer na = luaL_checkinteger(L, 1), nh = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, na >= 0 && na <= 1 << 20, 1, "0 to 2^20 items");
+  luaL_argcheck(L, nh >= 0 && nh <= 1 << 20, 2, "0 to 2^20 fields");
+  lua_createtable(L, (int)na, (int)nh);
+  return 1;
 }
 
 /* T.fold(rule, r) -> the rule the consumer reports after input rule r (ps_lookup_fold). */
@@ -1196,7 +1374,7 @@ static const luaL_Reg table_methods[] = {
   {"ncols", t_ncols}, {"path", t_path}, {"memory", t_memory}, {"columns", t_columns},
   {"column", t_column}, {"cell", t_cell}, {"num", t_num}, {"nums", t_nums}, {"strs", t_strs},
   {"record", t_record}, {"line", t_line}, {"nfields", t_nfields}, {"index", t_index},
-  {"key", t_key}, {"shapes", t_shapes}, {"inputs", t_inputs}, {"unquoted", t_unquoted},
+  {"key", t_key}, {"shapes", t_shapes}, {"inputs", t_inputs}, {"unquoted", t_unquoted}, {"unquoted_into", t_unquoted_into},
   {"shapes_key", t_shapes_key}, {"shapes_label", t_shapes_label}, {"slot_index", t_slot_index},
   {"free", t_gc}, {NULL, NULL}
 };
@@ -1217,14 +1395,35 @@ static const luaL_Reg slot_meta[] = { {"__gc", sx_gc}, {"__close", sx_gc}, {NULL
 
 static const luaL_Reg module_functions[] = {
   {"load", t_load}, {"rule", m_rule}, {"padded", m_padded}, {"pads", m_pads}, {"fold", m_fold},
-  {"variants", m_variants}, {"slot_variants", m_slot_variants}, {NULL, NULL}
+  {"variants", m_variants}, {"slot_variants", m_slot_variants}, {"new_table", m_new_table}, {NULL, NULL}
 };
 
+/* Sets the functions l into the table at target, each with the three metatables (at mt,
+ * mt + 1, mt + 2) as its upvalues. */
+static void set_functions(lua_State *L, int target, const luaL_Reg *l, int mt) {
+  for (; l->name != NULL; l++) {
+    for (int k = 0; k < NUP - 1; k++) lua_pushvalue(L, mt + k);
+    lua_pushcclosure(L, l->func, NUP - 1);
+    lua_setfield(L, target, l->name);
+  }
+}
+
 int luaopen_perfscript_table(lua_State *L) {
-  ps_newclass(L, TABLE, table_meta, table_methods);
-  ps_newclass(L, INDEX, index_meta, index_methods);
-  ps_newclass(L, SLOTIX, slot_meta, slot_methods);
-  luaL_newlib(L, module_functions);
+  static const char *const names[NUP - 1] = { TABLE, INDEX, SLOTIX };
+  static const luaL_Reg *const meta[NUP - 1] = { table_meta, index_meta, slot_meta };
+  static const luaL_Reg *const methods[NUP - 1] = { table_methods, index_methods, slot_methods };
+  int mt = lua_gettop(L) + 1;
+  for (int k = 0; k < NUP - 1; k++) luaL_newmetatable(L, names[k]);
+  for (int k = 0; k < NUP - 1; k++) {
+    set_functions(L, mt + k, meta[k], mt);
+    lua_newtable(L);
+    set_functions(L, lua_gettop(L), methods[k], mt);
+    lua_setfield(L, mt + k, "__index");
+  }
+  lua_newtable(L);
+  set_functions(L, lua_gettop(L), module_functions, mt);
+  lua_replace(L, mt);
+  lua_settop(L, mt);
   static const struct { const char *name; int v; } kinds[] = {
     {"KIND_MATMUL", PS_RULE_KIND_MATMUL}, {"KIND_FLATTEN_3D", PS_RULE_KIND_FLATTEN_3D},
     {"KIND_MERGE_LAST", PS_RULE_KIND_MERGE_LAST}, {"KIND_INDEX", PS_RULE_KIND_INDEX}

@@ -126,21 +126,52 @@ double ps_table_num(ps_table *t, ps_sid id) {
   return ps_num_parse(t->pool + t->soff[id], t->slen[id], &v) == 0 ? v : NAN;
 }
 
+/* ---- short texts ----------------------------------------------------------------------- */
+
+/* Cells are short (dtypes, formats, numbers): compared and copied in 8-byte words, the last
+ * word overlapping the one before, without a call and without reading past either text. */
+static inline uint64_t word8(const char *p) { uint64_t w; memcpy(&w, p, 8); return w; }
+static inline uint32_t word4(const char *p) { uint32_t w; memcpy(&w, p, 4); return w; }
+
+static inline int same_text(const char *a, const char *b, size_t len) {
+  if (len >= 8) {
+    if (len > 32) return memcmp(a, b, len) == 0;
+    for (size_t i = 0; i + 8 < len; i += 8)
+      if (word8(a + i) != word8(b + i)) return 0;
+    return word8(a + len - 8) == word8(b + len - 8);
+  }
+  if (len >= 4) return word4(a) == word4(b) && word4(a + len - 4) == word4(b + len - 4);
+  for (size_t i = 0; i < len; i++)
+    if (a[i] != b[i]) return 0;
+  return 1;
+}
+
+static inline void copy_text(char *d, const char *s, size_t len) {
+  if (len < 8 || len > 32) { memcpy(d, s, len); return; }
+  for (size_t i = 0; i + 8 < len; i += 8) { uint64_t w = word8(s + i); memcpy(d + i, &w, 8); }
+  uint64_t w = word8(s + len - 8);
+  memcpy(d + len - 8, &w, 8);
+}
+
 /* ---- plain columns ---------------------------------------------------------------------- */
 
 /* Appends a cell's text to column c's pool; its offset, or PS_SID_NONE (out of memory, or a
  * pool past 4 GB). */
-static ps_sid plain_add(ps_table *t, size_t c, const char *s, size_t len) {
+static inline ps_sid plain_add(ps_table *t, size_t c, const char *s, size_t len) {
   __typeof__(t->cpool[0]) *cp = &t->cpool[c];
-  if (cp->len == 0) {  /* offset 0 is the empty text */
-    if (ps_grow((void **)&cp->p, &cp->cap, 1, 1) != 0) return PS_SID_NONE;
-    cp->p[0] = '\0';
-    cp->len = 1;
+  if (cp->len + len + 1 > cp->cap) {  /* else room, and offset 0 (the empty text) is there */
+    if (cp->len == 0) {
+      if (ps_grow((void **)&cp->p, &cp->cap, 1, 1) != 0) return PS_SID_NONE;
+      cp->p[0] = '\0';
+      cp->len = 1;
+    }
+    if (cp->len + len + 1 >= PS_SID_NONE) return PS_SID_NONE;
+    if (ps_grow((void **)&cp->p, &cp->cap, cp->len + len + 1, 1) != 0) return PS_SID_NONE;
+  } else if (cp->len + len + 1 >= PS_SID_NONE) {
+    return PS_SID_NONE;
   }
-  if (cp->len + len + 1 >= PS_SID_NONE) return PS_SID_NONE;
-  if (ps_grow((void **)&cp->p, &cp->cap, cp->len + len + 1, 1) != 0) return PS_SID_NONE;
   ps_sid off = (ps_sid)cp->len;
-  memcpy(cp->p + off, s, len);
+  copy_text(cp->p + off, s, len);
   cp->p[off + len] = '\0';
   cp->len += len + 1;
   return off;
@@ -237,13 +268,15 @@ ps_table *ps_table_load(const char *path, char *err, size_t errsize) {
     goto oom;
   while ((st = ps_csv_next(r, &rec)) > 0) {
     if (t->nrows == SAMPLE && go_plain(t, fresh) != 0) goto oom;
-    size_t cap = t->rows_cap;
-    if (ps_grow((void **)&t->lines, &cap, t->nrows + 1, sizeof *t->lines) != 0) goto oom;
-    cap = t->rows_cap;
-    if (ps_grow((void **)&t->nfields, &cap, t->nrows + 1, sizeof *t->nfields) != 0) goto oom;
-    cap = t->rows_cap;
-    if (ps_grow((void **)&t->cells, &cap, t->nrows + 1, t->ncols * sizeof *t->cells) != 0) goto oom;
-    t->rows_cap = cap;
+    if (t->nrows == t->rows_cap) {
+      size_t cap = t->rows_cap;
+      if (ps_grow((void **)&t->lines, &cap, t->nrows + 1, sizeof *t->lines) != 0) goto oom;
+      cap = t->rows_cap;
+      if (ps_grow((void **)&t->nfields, &cap, t->nrows + 1, sizeof *t->nfields) != 0) goto oom;
+      cap = t->rows_cap;
+      if (ps_grow((void **)&t->cells, &cap, t->nrows + 1, t->ncols * sizeof *t->cells) != 0) goto oom;
+      t->rows_cap = cap;
+    }
     ps_sid *row = t->cells + t->nrows * t->ncols;
     const ps_sid *prev = t->nrows ? row - t->ncols : NULL;
     for (size_t c = 0; c < t->ncols; c++) {
@@ -253,7 +286,7 @@ ps_table *ps_table_load(const char *path, char *err, size_t errsize) {
       if (t->col_plain[c]) {
         id = plain_add(t, c, rec.fields[c], len);
       } else if (prev && prev[c] < t->nstr && t->slen[prev[c]] == len &&
-                 memcmp(t->pool + t->soff[prev[c]], rec.fields[c], len) == 0) {
+                 same_text(t->pool + t->soff[prev[c]], rec.fields[c], len)) {
         id = prev[c];  /* the cell above again: no hash */
       } else {
         size_t before = t->nstr;
@@ -464,6 +497,7 @@ struct ps_slotix {
    * gdir[g + 1]) of dkey/dstart (the bucket's first row in grows; it ends at the next one's
    * or the group's end). A group without buckets keeps its rows ascending. */
   uint32_t *gdir, *dkey, *dstart; size_t ndir, dircap;
+  uint32_t lastg[PS_LOOKUP_KEY_MAXSLOTS];  /* ps_slotix_add: the group of the row before's slot j */
 };
 
 /* The coarse key of a row's other slot: its last dimension when that is 0..UINT32_MAX - 1,
@@ -589,6 +623,7 @@ ps_slotix *ps_slotix_new(size_t nrows) {
   if (x == NULL) return NULL;
   ps_u64map_init(&x->map, 1024);
   x->nrows = nrows;
+  memset(x->lastg, 0xff, sizeof x->lastg);
   if (nrows >= SLOT_MAX || (x->rowoff = malloc((nrows + 1) * sizeof *x->rowoff)) == NULL) {
     ps_slotix_free(x);
     return NULL;
@@ -604,8 +639,11 @@ int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k
       ps_grow((void **)&x->slotgroup, &x->ecap, x->nentries + (size_t)k, sizeof *x->slotgroup) != 0)
     return -1;
   for (int j = 0; j < k; j++) {
-    size_t g = group_of(x, j, &sh[j]);
+    /* the slot of the row before again (rows of one shape often come together): no hash */
+    size_t g = j < PS_LOOKUP_KEY_MAXSLOTS && x->lastg[j] < x->ngroups && group_is(x, x->lastg[j], j, &sh[j])
+                   ? x->lastg[j] : group_of(x, j, &sh[j]);
     if (g == PS_U64MAP_NONE) return -1;
+    if (j < PS_LOOKUP_KEY_MAXSLOTS) x->lastg[j] = (uint32_t)g;
     x->slotgroup[x->nentries++] = (uint32_t)g;
     x->gstart[g]++;
   }

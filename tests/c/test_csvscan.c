@@ -79,6 +79,8 @@ static const char *const quirks[] = {
   "a,b\nab\"c,d\n",
   "a\r\n1\r\n2\r",
   "a,b\n\" padded \" , plain \n",
+  /* """text""" cut in place, and its near misses */
+  "a,b,c\n\"\"\"a\"\"b\"\"\",\"\"\"\"\"\"\"\",\"\"\" 1 \"\"\"\n\"\"\"\"\"\"\"\"\"\"\"\",\"\"\"x\"\"\"y,\"\"\"\"\"\"\n",
 };
 
 static void test_quirks(void **state) {

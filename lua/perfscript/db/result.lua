@@ -14,9 +14,10 @@ M.more_hint = nil
 local Result = {}
 M.Result = Result
 
--- A field may be rendered when first read (a lookup's title: most answers are read for their
--- latency only): M.lazy(r, field, snap) makes r[field] snap[1](snap) on first read, then a
--- plain field (one such field per result). The notes list is made when first read or added to.
+-- A field may be rendered when first read (a lookup's title and query: most answers are read
+-- for their latency only): M.lazy(r, field, snap) makes r[field] snap[1](snap) on first read,
+-- then a plain field (the snaps of a result chained through snap.next). The notes list is made
+-- when first read or added to.
 function Result.__index(r, k)
   local m = Result[k]
   if m ~= nil then return m end
@@ -25,17 +26,20 @@ function Result.__index(r, k)
     rawset(r, "notes", notes)
     return notes
   end
-  local snap = rawget(r, "_lazy")
-  if snap and snap.field == k then
-    rawset(r, "_lazy", nil)
-    local v = snap[1](snap)
-    rawset(r, k, v)
-    return v
+  local prev, snap = nil, rawget(r, "_lazy")
+  while snap do
+    if snap.field == k then
+      if prev then prev.next = snap.next else rawset(r, "_lazy", snap.next) end
+      local v = snap[1](snap)
+      rawset(r, k, v)
+      return v
+    end
+    prev, snap = snap, snap.next
   end
 end
 
 function M.lazy(r, field, snap)
-  snap.field = field
+  snap.field, snap.next = field, rawget(r, "_lazy")
   rawset(r, "_lazy", snap)
   return r
 end
