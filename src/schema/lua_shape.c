@@ -98,9 +98,13 @@ static int l_format(lua_State *L) {
     lua_pop(L, 1);
     if (i > 1) luaL_addchar(&b, ';');
     for (size_t j = 0; j < r; j++) {
-      char num[32];
-      snprintf(num, sizeof num, "%s%lld", j ? "," : "", (long long)d[j]);
-      luaL_addstring(&b, num);
+      /* digits written backwards (snprintf was a tenth of a grid's time) */
+      char num[32], *e = num + sizeof num, *p = e;
+      uint64_t u = d[j] < 0 ? 0 - (uint64_t)d[j] : (uint64_t)d[j];
+      do { *--p = (char)('0' + u % 10); u /= 10; } while (u);
+      if (d[j] < 0) *--p = '-';
+      if (j) *--p = ',';
+      luaL_addlstring(&b, p, (size_t)(e - p));
     }
   }
   luaL_pushresult(&b);

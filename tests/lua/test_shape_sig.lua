@@ -18,6 +18,11 @@ function TestShape:test_parse_format()
     lu.assertEquals(shape.format(assert(shape.parse(text))), text)
   end
   lu.assertEquals(shape.format { { 1, 2 }, false, {}, { 3 } }, "1,2;;;3")
+  -- every integer as %d writes it (the digits are written in C without snprintf)
+  local dims = { 0, -1, 9, 10, -10, 99999, 1234567890123, math.maxinteger, math.mininteger }
+  local want = {}
+  for i, d in ipairs(dims) do want[i] = string.format("%d", d) end
+  lu.assertEquals(shape.format { dims, { 42 } }, table.concat(want, ",") .. ";42")
   lu.assertError(shape.format, { { 1.5 } })
 end
 
