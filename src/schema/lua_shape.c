@@ -23,6 +23,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "lookup_key.h"
 #include "shape.h"
 #include "text.h"
 
@@ -98,13 +99,11 @@ static int l_format(lua_State *L) {
     lua_pop(L, 1);
     if (i > 1) luaL_addchar(&b, ';');
     for (size_t j = 0; j < r; j++) {
-      /* digits written backwards (snprintf was a tenth of a grid's time) */
-      char num[32], *e = num + sizeof num, *p = e;
-      uint64_t u = d[j] < 0 ? 0 - (uint64_t)d[j] : (uint64_t)d[j];
-      do { *--p = (char)('0' + u % 10); u /= 10; } while (u);
-      if (d[j] < 0) *--p = '-';
-      if (j) *--p = ',';
-      luaL_addlstring(&b, p, (size_t)(e - p));
+      char num[32];  /* ps_lookup_key_int, not snprintf: a tenth of a shape grid's time */
+      size_t k = 0;
+      if (j) num[k++] = ',';
+      k += ps_lookup_key_int(num + k, d[j]);
+      luaL_addlstring(&b, num, k);
     }
   }
   luaL_pushresult(&b);
