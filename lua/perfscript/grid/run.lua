@@ -257,6 +257,14 @@ local function shaped(gen, T, budget, who)
                                                  cells.text
   local EMPTY = {}
   local skeys, sort_key, positive = {}, cells.sort_key, shape.positive
+  -- each dtype cell parsed once (row_bytes takes the parsed list too): a pattern's candidates
+  -- share a handful of them
+  local dt_lists = {}
+  local function dtypes(cell)
+    local t = dt_lists[cell]
+    if not t then t = mem.parse_dtypes(cell); dt_lists[cell] = t end
+    return t
+  end
   local n = 0
   local function emit(c)
     S.generated = S.generated + 1
@@ -273,7 +281,7 @@ local function shaped(gen, T, budget, who)
       check_dims(ins, "input", who)
       check_dims(outs, "output", who)
     end
-    if budget and mem.row_bytes(ins, idt, outs, odt) > budget then
+    if budget and mem.row_bytes(ins, dtypes(idt), outs, dtypes(odt)) > budget then
       S.memory = S.memory + 1
       return
     end
