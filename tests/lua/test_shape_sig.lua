@@ -26,6 +26,18 @@ function TestShape:test_parse_format()
   lu.assertError(shape.format, { { 1.5 } })
 end
 
+-- shape.skeleton is the Lua patterns' slot layout of a plain cell (the grid's lint memo key).
+function TestShape:test_skeleton()
+  local function lua_form(c)
+    if c:find("[^%d,;()]") then return nil end
+    return (c:gsub("[^;]+", "x"))
+  end
+  for _, c in ipairs { "", ";", ";;", "1", "1,2;;3", "(1,2);();", "12,3;4;", ";5", "1, 2", "a;b", "N/A",
+                       "-1,2", '"1,2"', "1\0;2", "1;2\n", "\t;" } do
+    lu.assertEquals(shape.skeleton(c), lua_form(c), c)
+  end
+end
+
 function TestShape:test_normalize_split()
   lu.assertEquals(shape.normalize('"1,128,1,512;();();2,16;()"'), "1,128,1,512;;;2,16;")
   lu.assertEquals(shape.normalize_slot(" ( 3 4 ) "), "3,4")
