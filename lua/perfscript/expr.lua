@@ -463,10 +463,13 @@ function M.shape(text, ctx)
   local s = text:match("^%s*(.-)%s*$")
   if wrapped(s) then s = s:sub(2, -2):match("^%s*(.-)%s*$") end
   local pieces = M.split_dims(s)
-  local dims = {}
+  local dims, names = {}, {}
   for i, p in ipairs(pieces) do
     local f = M.compile(p, ctx and { where = ctx.where, names = ctx.names } or nil)
     dims[i] = f
+    -- a bare variable (the usual dim) is read inline below; its closure still compiled
+    -- (compile-time errors) and called when the value is not a plain one (its error, or 1/0)
+    if p:match("^[%a_][%w_]*$") and not KEYWORDS[p] then names[i] = p end
   end
   local n = #dims
   if n == 0 then return function() return {} end end
@@ -479,7 +482,15 @@ function M.shape(text, ctx)
     local a = dims[1]
     return function(v) return { dim(a, v) } end
   elseif n == 2 then
-    local a, b = dims[1], dims[2]
+    local a, b, na, nb = dims[1], dims[2], names[1], names[2]
+    if na and nb then
+      return function(v)
+        local x, y = v[na], v[nb]
+        if x == nil or x == true or x == false then x = dim(a, v) end
+        if y == nil or y == true or y == false then y = dim(b, v) end
+        return { x, y }
+      end
+    end
     return function(v) return { dim(a, v), dim(b, v) } end
   end
   return function(v)

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "grow.h"
+#include "lookup_key.h"
 #include "text.h"
 #include "shape.h"
 
@@ -148,8 +149,7 @@ static int parse_raw_slot(const span *s, int64_t *dims, int maxdims) {
 
 static void put_int(ps_sig *g, int64_t v) {
   char b[24];
-  int n = snprintf(b, sizeof b, "%lld", (long long)v);
-  put(g, b, (size_t)n);
+  put(g, b, ps_lookup_key_int(b, v));
 }
 
 static int matmul_canonical(ps_sig *g) {

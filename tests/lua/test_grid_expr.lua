@@ -80,6 +80,11 @@ function test_shape_templates()
   lu.assertEquals(shape("(a, max(1, b))", V2), { 7, 2 })
   lu.assertEquals(shape("(max(1,b), a)", V2), { 2, 7 })
   lu.assertEquals(shape("(a+b)*(b)", V2), { 18 })
+  -- bare variables (read inline): booleans as 1/0, a missing one the same error at run time
+  lu.assertEquals(shape("M,K", { M = true, K = false }), { 1, 0 })
+  lu.assertEquals(shape("M, K", { M = 3, K = -2 }), { 3, -2 })
+  lu.assertStrContains(err(function() return shape("(M, N)", { M = 1 }) end), "unknown variable 'N'")
+  lu.assertStrContains(err(function() return shape("(N, M)", { M = 1 }) end), "unknown variable 'N'")
 end
 
 function test_pad_logic()

@@ -280,4 +280,33 @@ function test_keep_in_c_decides_as_the_lua_sets()
   rm_rf(TMP)
 end
 
+-- gridscan.order sorts perfscript.shape.sort_key strings as table.sort does (byte order in the
+-- C locale) and reads each key's row index off its tail: negative, zero and huge dims, slots of
+-- unequal counts, a common prefix, equal shapes told apart by their index.
+function test_order_is_table_sort_order()
+  local shape = require "perfscript.shape"
+  local seed = 12345
+  local function rand(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n end
+  local DIMS = { 0, 1, 2, 7, 128, 255, 256, 65536, -1, -300, math.maxinteger, math.mininteger }
+  local keys, rows = {}, {}
+  for n = 1, 3000 do
+    local shapes = {}
+    for s = 1, 1 + rand(3) do
+      local d = {}
+      for j = 1, rand(4) do d[j] = DIMS[1 + rand(#DIMS)] end
+      shapes[s] = d
+    end
+    rows[n] = shapes
+    keys[n] = shape.sort_key(shapes, n)
+  end
+  local sorted = table.move(keys, 1, #keys, 1, {})
+  table.sort(sorted)
+  local want = {}
+  for i, k in ipairs(sorted) do want[i] = string.unpack(">I4", k, #k - 3) end
+  lu.assertEquals(gridscan.order(keys, #keys), want)
+  lu.assertEquals(gridscan.order(keys, 0), {})
+  lu.assertErrorMsgContains("not a string", gridscan.order, { 1 }, 1)
+  lu.assertErrorMsgContains("shorter", gridscan.order, { "ab" }, 1)
+end
+
 os.exit(lu.LuaUnit.run())

@@ -198,6 +198,23 @@ end
 ---------------------------------------------------------------------------------------------
 -- Models (9.6)
 
+-- A constant wins over an iterator or a model (N, K) pair of the same name: the iterator still
+-- multiplies the candidates (the cartesian product), every candidate holds the constant.
+function test_constant_wins_over_iterator_and_pair()
+  local p = { iterators = { { "M", { 1, 2, 3 } }, { "K", { 16, 32 } } }, constants = { M = 7 },
+              constraints = { "M == 7" }, inputs = { "M,K" }, outputs = { "M" } }
+  local st, got = { candidates = 0, rejected = 0 }, {}
+  expand.each(expand.compile("c", p, grids), nil, function(c) got[#got + 1] = cells.text(c.inputs) end, st)
+  lu.assertEquals(st, { candidates = 6, rejected = 0 })
+  lu.assertEquals(got, { "7,16", "7,32", "7,16", "7,32", "7,16", "7,32" })
+  local q = { iterators = { { "M", { 1, 2 } } }, model_nk_pairs = true, constants = { N = 5 },
+              inputs = { "M,K", "N,K" }, outputs = { "M,N" } }
+  st, got = { candidates = 0, rejected = 0 }, {}
+  expand.each(expand.compile("q", q, grids), { { 100, 200 }, { 300, 400 } },
+              function(c) got[#got + 1] = cells.text(c.inputs) end, st)
+  lu.assertEquals(got, { "1,200;5,200", "1,400;5,400", "2,200;5,200", "2,400;5,400" })
+end
+
 function test_model_names()
   lu.assertEquals(models.normalize("Qwen3-32B"), "qwen332b")
   lu.assertEquals(models.normalize("DeepSeek-V3"), "deepseekv3")

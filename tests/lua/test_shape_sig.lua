@@ -18,7 +18,24 @@ function TestShape:test_parse_format()
     lu.assertEquals(shape.format(assert(shape.parse(text))), text)
   end
   lu.assertEquals(shape.format { { 1, 2 }, false, {}, { 3 } }, "1,2;;;3")
+  -- every integer as %d writes it (the digits are written in C without snprintf)
+  local dims = { 0, -1, 9, 10, -10, 99999, 1234567890123, math.maxinteger, math.mininteger }
+  local want = {}
+  for i, d in ipairs(dims) do want[i] = string.format("%d", d) end
+  lu.assertEquals(shape.format { dims, { 42 } }, table.concat(want, ",") .. ";42")
   lu.assertError(shape.format, { { 1.5 } })
+end
+
+-- shape.skeleton is the Lua patterns' slot layout of a plain cell (the grid's lint memo key).
+function TestShape:test_skeleton()
+  local function lua_form(c)
+    if c:find("[^%d,;()]") then return nil end
+    return (c:gsub("[^;]+", "x"))
+  end
+  for _, c in ipairs { "", ";", ";;", "1", "1,2;;3", "(1,2);();", "12,3;4;", ";5", "1, 2", "a;b", "N/A",
+                       "-1,2", '"1,2"', "1\0;2", "1;2\n", "\t;" } do
+    lu.assertEquals(shape.skeleton(c), lua_form(c), c)
+  end
 end
 
 function TestShape:test_normalize_split()

@@ -221,8 +221,9 @@ function Reach.grid_checker(dir)
     local memo
     if route.mode ~= "attention_special" and route.mode ~= "elementwise" then
       local is = get(D.IS)
-      if is and not is:find("[^%d,;()]") then
-        memo = is:gsub("[^;]+", "x") .. "\0" .. (get(D.IDT) or "") .. "\0" .. (get(D.IF) or "")
+      local sk = is and shape.skeleton(is)  -- nil unless a plain cell (digits , ; ( ) only)
+      if sk then
+        memo = sk .. "\0" .. (get(D.IDT) or "") .. "\0" .. (get(D.IF) or "")
         if clean_rows[kernel][memo] then return nil end
       end
     end

@@ -87,8 +87,10 @@ function M.each(c, nk_pairs, emit, stats)
   local vars, consts = {}, c.constants
   local cons, ins, outs, extra = c.constraints, c.inputs, c.outputs, c.extra
   local ncons, nin, nout = #cons, #ins, #outs
+  -- constants win over an iterator (or model pair) of the same name: set once, never overwritten
+  for k, v in pairs(consts) do vars[k] = v end
+  local set_n, set_k = consts.N == nil, consts.K == nil
   local function leaf()
-    for k, v in pairs(consts) do vars[k] = v end
     stats.candidates = stats.candidates + 1
     for i = 1, ncons do
       if not cons[i](vars) then
@@ -106,7 +108,8 @@ function M.each(c, nk_pairs, emit, stats)
     if level > depth then
       if nk_pairs then
         for _, nk in ipairs(nk_pairs) do
-          vars.N, vars.K = nk[1], nk[2]
+          if set_n then vars.N = nk[1] end
+          if set_k then vars.K = nk[2] end
           leaf()
         end
       else
@@ -116,6 +119,10 @@ function M.each(c, nk_pairs, emit, stats)
     end
     local it = its[level]
     local var, values = it.var, it.values
+    if consts[var] ~= nil then  -- the constant wins: the iterator only repeats the candidates
+      for _ = 1, #values do walk(level + 1) end
+      return
+    end
     for i = 1, #values do
       vars[var] = values[i]
       walk(level + 1)

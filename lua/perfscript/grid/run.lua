@@ -257,6 +257,14 @@ local function shaped(gen, T, budget, who)
                                                  cells.text
   local EMPTY = {}
   local skeys, sort_key, positive = {}, cells.sort_key, shape.positive
+  -- each dtype cell parsed once (row_bytes takes the parsed list too): a pattern's candidates
+  -- share a handful of them
+  local dt_lists = {}
+  local function dtypes(cell)
+    local t = dt_lists[cell]
+    if not t then t = mem.parse_dtypes(cell); dt_lists[cell] = t end
+    return t
+  end
   local n = 0
   local function emit(c)
     S.generated = S.generated + 1
@@ -273,7 +281,7 @@ local function shaped(gen, T, budget, who)
       check_dims(ins, "input", who)
       check_dims(outs, "output", who)
     end
-    if budget and mem.row_bytes(ins, idt, outs, odt) > budget then
+    if budget and mem.row_bytes(ins, dtypes(idt), outs, dtypes(odt)) > budget then
       S.memory = S.memory + 1
       return
     end
@@ -285,10 +293,7 @@ local function shaped(gen, T, budget, who)
   gen(emit, S)
   S.n = n
   if S.candidates == 0 then S.candidates = S.generated end  -- generators count as they emit
-  table.sort(skeys)
-  local order, unpack = {}, string.unpack
-  for i = 1, n do local k = skeys[i]; order[i] = unpack(">I4", k, #k - 3) end
-  S.order = order
+  S.order = gridscan.order(skeys, n)  -- sorted in C by the keys' bytes, read off their tails
   return S
 end
 
@@ -682,6 +687,10 @@ end
 ---------------------------------------------------------------------------------------------
 -- A whole directory
 
+-- The collector's generational multipliers during a run (Lua's defaults are 20 and 100; the
+-- host runs generational, src/host/main.c).
+local GC_MINOR, GC_MAJOR = 100, 500
+
 -- run(opts) -> list of per-file stats. opts: dir, models (list of names or nil),
 -- presets (extra presets from --model-config), rows, seed, max_hbm_bytes, dry_run, variants
 -- (one template per kernel variant instead of the first row only), sampling ("random" or
@@ -693,6 +702,11 @@ end
 -- (S's indices idx after sampling, present rows included; keys[i] = cells.key of row i).
 -- pick: kernel -> set of cells.key: append only those rows (the collection planner's proposal).
 function M.run(opts)
+  -- most objects made per candidate die young while the pattern caches (tens of thousands of
+  -- rows' cells) live on: fewer collections (a longer generational pause, a later major one)
+  -- cut the collector's share of the run. Restored on exit.
+  collectgarbage("generational", GC_MINOR, GC_MAJOR)
+  local _ <close> = setmetatable({}, { __close = function() collectgarbage("generational", 20, 100) end })
   local dir = opts.dir
   if lfs.attributes(dir, "mode") ~= "directory" then perf.fail("Data directory does not exist: %s", dir) end
   local files = M.discover(dir)

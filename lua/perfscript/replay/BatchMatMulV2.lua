@@ -3,27 +3,28 @@
 local C = require "perfscript.replay.common"
 local mm = require("perfscript.replay.matmul")(true, "torch.matmul")
 
-return function(row)
-  return C.guard(function()
-    local sl = C.must(C.slots(row, "in"))
-    local idx = C.present(sl)
-    C.need(#idx >= 1, "no input shapes")
-    if #sl.shapes[idx[1]] == 2 then return C.must(mm(row)) end
-    C.need(#idx >= 2, "expects at least 2 inputs")
-    local out = C.must(C.slots(row, "out"))
-    local o = out.shapes[1]
-    local A, B = sl.shapes[idx[1]], sl.shapes[idx[2]]
-    C.need(o and #o == 3 and #A == 3 and #B == 3, "the batched path needs 3-D A, B and output")
-    C.need(A[1] == o[1] and A[2] == o[2], "batch/m of A and the output disagree")
-    local k, n = A[3], o[3]
-    local b
-    if B[1] == A[1] and B[2] == k and B[3] == n then
-      b = C.must(C.tensor(sl, idx[2]))
-    elseif B[1] == A[1] and B[2] == n and B[3] == k then
-      b = C.must(C.tensor(sl, idx[2], { transpose_last2 = true }))
-    else
-      C.need(false, "second input %s is not compatible with A %s", table.concat(B, ","), table.concat(A, ","))
-    end
-    return { api = "torch.matmul", args = { C.must(C.tensor(sl, idx[1])), b } }
-  end)
+-- one body, no closure per row (the grid asks this of every candidate)
+local function body(row)
+  local sl = C.must(C.slots(row, "in"))
+  local idx = C.present(sl)
+  C.need(#idx >= 1, "no input shapes")
+  if #sl.shapes[idx[1]] == 2 then return C.must(mm(row)) end
+  C.need(#idx >= 2, "expects at least 2 inputs")
+  local out = C.must(C.slots(row, "out"))
+  local o = out.shapes[1]
+  local A, B = sl.shapes[idx[1]], sl.shapes[idx[2]]
+  C.need(o and #o == 3 and #A == 3 and #B == 3, "the batched path needs 3-D A, B and output")
+  C.need(A[1] == o[1] and A[2] == o[2], "batch/m of A and the output disagree")
+  local k, n = A[3], o[3]
+  local b
+  if B[1] == A[1] and B[2] == k and B[3] == n then
+    b = C.must(C.tensor(sl, idx[2]))
+  elseif B[1] == A[1] and B[2] == n and B[3] == k then
+    b = C.must(C.tensor(sl, idx[2], { transpose_last2 = true }))
+  else
+    C.need(false, "second input %s is not compatible with A %s", table.concat(B, ","), table.concat(A, ","))
+  end
+  return { api = "torch.matmul", args = { C.must(C.tensor(sl, idx[1])), b } }
 end
+
+return function(row) return C.guard(body, row) end

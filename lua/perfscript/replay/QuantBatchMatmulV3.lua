@@ -18,27 +18,28 @@ function M.role(dtype, numel, x, out)
   return nil, ("cannot tell the role of input 4 (%s, %d elements)"):format(dtype, numel)
 end
 
-function M.build(row)
-  return C.guard(function()
-    local sl = C.must(C.slots(row, "in"))
-    local out = C.must(C.slots(row, "out"))
-    local idx = C.present(sl)
-    local o = C.present(out)
-    C.need(#o == 1, "expects exactly one output")
-    C.need(#idx == 3 or #idx == 4, "expects 3 or 4 inputs, got %d", #idx)
-    C.need(C.dtype(sl.dtypes[idx[1]]) == "DT_INT8" and C.dtype(sl.dtypes[idx[2]]) == "DT_INT8", "x and weight must be DT_INT8")
-    local od = OUT[C.dtype(out.dtypes[o[1]])]
-    C.need(od, "unsupported output dtype %s", out.dtypes[o[1]] or "")
-    local t = C.must(C.tensors(sl, { idx[1], idx[2], idx[3] }))
-    local kw = { output_dtype = { torch_attr = od } }
-    if idx[4] then
-      local role = C.must(M.role(C.dtype(sl.dtypes[idx[4]]), C.numel(sl.shapes[idx[4]]), sl.shapes[idx[1]], out.shapes[o[1]]))
-      kw[role] = C.must(C.tensor(sl, idx[4]))
-    end
-    local case = { api = "torch_npu.npu_quant_matmul", args = t, kwargs = kw }
-    if C.trim(sl.formats[idx[2]]) == "FRACTAL_NZ" then case.graph = "torchair" end
-    return case
-  end)
+-- one body, no closure per row (the grid asks this of every candidate)
+local function body(row)
+  local sl = C.must(C.slots(row, "in"))
+  local out = C.must(C.slots(row, "out"))
+  local idx = C.present(sl)
+  local o = C.present(out)
+  C.need(#o == 1, "expects exactly one output")
+  C.need(#idx == 3 or #idx == 4, "expects 3 or 4 inputs, got %d", #idx)
+  C.need(C.dtype(sl.dtypes[idx[1]]) == "DT_INT8" and C.dtype(sl.dtypes[idx[2]]) == "DT_INT8", "x and weight must be DT_INT8")
+  local od = OUT[C.dtype(out.dtypes[o[1]])]
+  C.need(od, "unsupported output dtype %s", out.dtypes[o[1]] or "")
+  local t = C.must(C.tensors(sl, { idx[1], idx[2], idx[3] }))
+  local kw = { output_dtype = { torch_attr = od } }
+  if idx[4] then
+    local role = C.must(M.role(C.dtype(sl.dtypes[idx[4]]), C.numel(sl.shapes[idx[4]]), sl.shapes[idx[1]], out.shapes[o[1]]))
+    kw[role] = C.must(C.tensor(sl, idx[4]))
+  end
+  local case = { api = "torch_npu.npu_quant_matmul", args = t, kwargs = kw }
+  if C.trim(sl.formats[idx[2]]) == "FRACTAL_NZ" then case.graph = "torchair" end
+  return case
 end
+
+function M.build(row) return C.guard(body, row) end
 
 return setmetatable(M, { __call = function(_, row, ctx) return M.build(row, ctx) end })

@@ -5,35 +5,36 @@
 -- has no alignment rule), one output (M,B,N).
 local C = require "perfscript.replay.common"
 
-return function(row)
-  return C.guard(function()
-    local sl = C.must(C.slots(row, "in"))
-    local out = C.must(C.slots(row, "out"))
-    local idx = C.present(sl)
-    C.need(#idx == 2, "expects exactly 2 inputs, got %d", #idx)
-    local a, b = sl.shapes[idx[1]], sl.shapes[idx[2]]
-    C.need(#a == 3 and #b == 3, "both inputs must be 3-D")
-    C.need(C.trim(row["Input Formats"] or ""):gsub('"', "") == "ND;ND", "formats must be ND;ND")
-    local o = C.present(out)
-    C.need(#o == 1, "expects exactly one output")
-    local y = out.shapes[o[1]]
-    C.need(#y == 3, "the output must be 3-D")
-    -- x1 as (B,M,K) (perm_x1 [0,1,2]) or as (M,B,K) (perm_x1 [1,0,2]); x2 (B,K,N); y (M,B,N)
-    local perm
-    if a[1] == b[1] and a[3] == b[2] and y[1] == a[2] and y[2] == a[1] and y[3] == b[3] then
-      perm = { 0, 1, 2 }
-    elseif a[2] == b[1] and a[3] == b[2] and y[1] == a[1] and y[2] == a[2] and y[3] == b[3] then
-      perm = { 1, 0, 2 }
-    else
-      C.need(false, "x1 %s, x2 %s and the output %s are neither (B,M,K)x(B,K,N)->(M,B,N) nor (M,B,K)x(B,K,N)->(M,B,N)",
-        table.concat(a, ","), table.concat(b, ","), table.concat(y, ","))
-    end
-    local dt = C.dtype(sl.dtypes[idx[1]] or "")
-    C.need(dt == "DT_FLOAT" or (a[3] % 128 == 0 and b[3] % 128 == 0),
-      "K and N must be multiples of 128 for %s inputs (the kernel's constraint; float32 has none)", dt)
-    local null = require("cjson").null
-    return { api = "torch_npu.npu_transpose_batchmatmul", args = C.must(C.tensors(sl, idx)),
-      kwargs = { bias = null, scale = null, perm_x1 = perm, perm_x2 = { 0, 1, 2 }, perm_y = { 1, 0, 2 },
-                 batch_split_factor = 1 } }
-  end)
+-- one body, no closure per row (the grid asks this of every candidate)
+local function body(row)
+  local sl = C.must(C.slots(row, "in"))
+  local out = C.must(C.slots(row, "out"))
+  local idx = C.present(sl)
+  C.need(#idx == 2, "expects exactly 2 inputs, got %d", #idx)
+  local a, b = sl.shapes[idx[1]], sl.shapes[idx[2]]
+  C.need(#a == 3 and #b == 3, "both inputs must be 3-D")
+  C.need(C.trim(row["Input Formats"] or ""):gsub('"', "") == "ND;ND", "formats must be ND;ND")
+  local o = C.present(out)
+  C.need(#o == 1, "expects exactly one output")
+  local y = out.shapes[o[1]]
+  C.need(#y == 3, "the output must be 3-D")
+  -- x1 as (B,M,K) (perm_x1 [0,1,2]) or as (M,B,K) (perm_x1 [1,0,2]); x2 (B,K,N); y (M,B,N)
+  local perm
+  if a[1] == b[1] and a[3] == b[2] and y[1] == a[2] and y[2] == a[1] and y[3] == b[3] then
+    perm = { 0, 1, 2 }
+  elseif a[2] == b[1] and a[3] == b[2] and y[1] == a[1] and y[2] == a[2] and y[3] == b[3] then
+    perm = { 1, 0, 2 }
+  else
+    C.need(false, "x1 %s, x2 %s and the output %s are neither (B,M,K)x(B,K,N)->(M,B,N) nor (M,B,K)x(B,K,N)->(M,B,N)",
+      table.concat(a, ","), table.concat(b, ","), table.concat(y, ","))
+  end
+  local dt = C.dtype(sl.dtypes[idx[1]] or "")
+  C.need(dt == "DT_FLOAT" or (a[3] % 128 == 0 and b[3] % 128 == 0),
+    "K and N must be multiples of 128 for %s inputs (the kernel's constraint; float32 has none)", dt)
+  local null = require("cjson").null
+  return { api = "torch_npu.npu_transpose_batchmatmul", args = C.must(C.tensors(sl, idx)),
+    kwargs = { bias = null, scale = null, perm_x1 = perm, perm_x2 = { 0, 1, 2 }, perm_y = { 1, 0, 2 },
+               batch_split_factor = 1 } }
 end
+
+return function(row) return C.guard(body, row) end

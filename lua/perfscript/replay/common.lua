@@ -21,17 +21,29 @@ M.trim = trim
 function M.split(cell) return shape.split(cell or "") end
 
 -- The input/output slot lists of a row: {shapes = {dims|false}, dtypes = {...}, formats = {...}}
--- shapes[i] is false for an empty slot; a slot that is not integers is an error.
+-- shapes[i] is false for an empty slot; a slot that is not integers is an error. dtypes and
+-- formats are shared between calls: builders read them, never write them.
 local CELLS = { ["in"] = { "Input Shapes", "Input Data Types", "Input Formats" },
                  out = { "Output Shapes", "Output Data Types", "Output Formats" } }
 local parse, split = shape.parse, shape.split
+-- The dtype and format lists of slots, split once per cell text (a grid asks every builder
+-- about thousands of rows sharing a handful of these cells): shared, so read only.
+local split_memo, split_n = {}, 0
+local function split_cell(cell)
+  local t = split_memo[cell]
+  if t then return t end
+  if split_n >= 512 then split_memo, split_n = {}, 0 end
+  t = split(cell)
+  split_memo[cell], split_n = t, split_n + 1
+  return t
+end
 function M.slots(row, side)
   local names = side == "out" and CELLS.out or CELLS["in"]
   local parsed, err = parse(row[names[1]] or "")
   if not parsed then return nil, err end
   -- the parsed slots become the shapes list (an empty slot false)
   for i = 1, #parsed do if #parsed[i] == 0 then parsed[i] = false end end
-  return { shapes = parsed, dtypes = split(row[names[2]] or ""), formats = split(row[names[3]] or ""),
+  return { shapes = parsed, dtypes = split_cell(row[names[2]] or ""), formats = split_cell(row[names[3]] or ""),
            n = #parsed }
 end
 
