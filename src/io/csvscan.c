@@ -532,7 +532,8 @@ static inline __attribute__((always_inline)) void cut_fast(char *buf, const size
     if (*t == '"') {
       if (len >= 6 && t[1] == '"' && t[2] == '"' && buf[k - 1] == '"' && buf[k - 2] == '"' &&
           buf[k - 3] == '"' && memchr(t + 3, '"', len - 6) == NULL) {
-        /* """text""" (the profiler's shape cells) is "text", already in place: no copy */
+        /* """text""" (the profilers' shape cells) is "text": it lies there already, from the
+         * second quote to the one before the last two (no copy, nothing to trim) */
         buf[k - 2] = '\0';
         fields[i] = t + 2;
         lens[i] = len - 4;
@@ -541,14 +542,6 @@ static inline __attribute__((always_inline)) void cut_fast(char *buf, const size
       span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
       if (k - fs >= 2 && buf[k - 1] == '"' && memchr(t + 1, '"', k - 2 - fs) == NULL) {
         f = (span){fs + 1, k - 1, 0};  /* "text": the quotes dropped */
-      } else if (len >= 6 && t[1] == '"' && t[2] == '"' && buf[k - 3] == '"' && buf[k - 2] == '"' &&
-                 buf[k - 1] == '"' && memchr(t + 3, '"', len - 6) == NULL) {
-        /* """text""" (a profiler's shape cell) is "text": it lies there already, from the
-         * second quote to the one before the last two (no copy, nothing to trim) */
-        buf[k - 2] = '\0';
-        fields[i] = t + 2;
-        lens[i] = len - 4;
-        continue;
       }
       cut_field(buf, &f, trim, &fields[i], &lens[i]);
       continue;
