@@ -188,7 +188,8 @@ static int read_row(ps_merge *m, const ps_scan_raw *raw, mrow *row) {
   size_t need = PS_MERGE_NSRC; /* the columns' raw lengths bound their values */
   for (int k = 0; k < PS_MERGE_NSRC; k++) {
     int ci = m->o.src[k];
-    if (ci >= 0 && (size_t)ci < raw->nfields) need += raw->fields[ci].end - raw->fields[ci].start;
+    if (ci >= 0 && (size_t)ci < raw->nfields) /* a field's raw bytes bound its value */
+      need += raw->spans ? raw->spans[ci].end - raw->spans[ci].start : raw->ends[ci + 1] - raw->ends[ci];
   }
   if (ps_grow((void **)&m->vbuf, &m->vcap, need, 1) != 0) return -1;
   int named = m->o.op && *m->o.op;
