@@ -383,12 +383,6 @@ local function read_table(path)
   return header, rows
 end
 
--- The database columns of a signature (provenance.SIG_COLS) that an import's row takes from
--- its group's cells (agg:group), by the cell's name there; the row has no OP Type nor EP Size.
-local SIG_CELL = { ["OP State"] = "op_state", ["Input Shapes"] = "in_shapes", ["Input Data Types"] = "in_dtypes",
-  ["Input Formats"] = "in_formats", ["Output Shapes"] = "out_shapes", ["Output Data Types"] = "out_dtypes",
-  ["Output Formats"] = "out_formats" }
-
 -- Notes a row this import writes, for the provenance log (get(column) -> cell).
 local function written(res, t, get)
   if not res.written_rows then return end
@@ -422,17 +416,8 @@ local function merge_one(dir, t, opts)
       local text = table.concat(head, ",") .. "\r\n" .. t.agg:csv_text(t.groups, t.extra, "\r\n")
       local ok, err = perf.fs.write_atomic(path, text, { stage = opts.stage })
       if not ok then perf.fail("%s", err) end
-      if opts.provenance then
-        -- the signature cells only (agg:group without statistics): a full row per group
-        -- formats every counter, which cost more than the import's parse
-        res.written_rows = {}
-        local g
-        local function get(c) local f = SIG_CELL[c]; return f and g[f] or nil end
-        for k = 1, t.rows do
-          g = t.agg:group(t.groups[k], false)
-          written(res, t, get)
-        end
-      end
+      -- every group is a written row: M.merge logs them from the aggregate (in C)
+      res.new_file = true
     end
     return res
   end
@@ -546,18 +531,24 @@ function M.merge(dir, tables, opts)
   local one = setmetatable({ stage = stage }, { __index = opts })
   for _, t in ipairs(tables) do
     if opts.provenance then
-      t.stem, t.index = t.file:gsub("%.csv$", ""), {}
-      for i, c in ipairs(t.columns) do t.index[c] = i end
+      t.stem = t.file:gsub("%.csv$", "")
     end
     results[#results + 1] = merge_one(dir, t, one)
   end
   if stage and opts.provenance then
     -- one line per written row, committed with the files (docs/rules.md, Provenance)
     local p = opts.provenance
-    local lines = provenance.lines({ run = p.run, source = "imported" }, results, function() return p.input, p.xxh3 end)
-    local ok, err = provenance.append(dir, lines, stage)
+    local base, inputs = { run = p.run, source = "imported", time = os.date("!%Y-%m-%dT%H:%M:%SZ") }, { p.input, p.xxh3 }
+    local texts, n = {}, 0
+    for i, res in ipairs(results) do
+      local text, k
+      if res.new_file then text, k = provenance.group_lines(base, tables[i].agg, tables[i].groups, res.stem, inputs)
+      else text, k = provenance.lines(base, { res }, inputs) end
+      texts[i], n = text, n + k
+    end
+    local ok, err = provenance.append(dir, table.concat(texts), stage)
     if not ok then perf.fail("%s", err) end
-    opts.provenance.written = #lines
+    opts.provenance.written = n
   end
   if stage then
     local ok, err = stage:commit()

@@ -8,6 +8,8 @@
  *   agg:types() -> {{type=, groups={i, ...}}, ...}: the groups of each kernel type, types in
  *       first-seen order (no Lua table per group)
  *   agg:keys(indices) -> the import keys of those groups, in the same order
+ *   agg:provenance(indices, stem, common [, input, xxh3]) -> text, n: the provenance log lines
+ *       of those groups written as rows of <stem>.csv (src/store/provenance.h)
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
  *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
@@ -25,6 +27,8 @@
 #include "import_key.h"
 #include "csvwrite.h"
 #include "grow.h"
+#include "provenance.h"
+#include "writeback_sig.h"
 
 int luaopen_perfscript_num(lua_State *L);
 
@@ -307,6 +311,54 @@ oom:
   return luaL_error(L, "out of memory");
 }
 
+/* agg:provenance(indices, stem, common [, input, xxh3]): each group's row key is its
+ * write-back signature with the stem as the operator name (what perf.sig.row computes of the
+ * row's signature cells), without a Lua table per group: an import logs every row it writes. */
+static int a_provenance(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t klen, clen;
+  const char *stem = luaL_checklstring(L, 3, &klen);
+  const char *common = luaL_checklstring(L, 4, &clen);
+  const char *input = luaL_optstring(L, 5, NULL), *xxh3 = luaL_optstring(L, 6, NULL);
+  lua_Integer n = luaL_len(L, 2), bad = 0;
+  ps_sig *g = ps_sig_new();
+  ps_prov_buf b = {0};
+  int oom = g == NULL;
+  for (lua_Integer k = 1; k <= n && !oom && !bad; k++) {
+    lua_rawgeti(L, 2, k);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    ps_profile_group_info info;
+    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 0, &info) != 0) {
+      bad = i ? i : -1;
+      break;
+    }
+    ps_sig_row row = {.op_name = stem, .op_state = info.cells[PS_PC_OP_STATE],
+                      .in_shapes = info.cells[PS_PC_IN_SHAPES], .in_dtypes = info.cells[PS_PC_IN_DTYPES],
+                      .in_formats = info.cells[PS_PC_IN_FORMATS], .out_shapes = info.cells[PS_PC_OUT_SHAPES],
+                      .out_dtypes = info.cells[PS_PC_OUT_DTYPES]};
+    if (ps_sig_compute(g, &row) != 0) {
+      oom = 1;
+      break;
+    }
+    ps_prov_row r = {.key = ps_sig_hash(g), .in_shapes = row.in_shapes, .in_len = strlen(row.in_shapes),
+                     .out_shapes = row.out_shapes, .out_len = strlen(row.out_shapes),
+                     .input = input, .input_xxh3 = xxh3};
+    oom = ps_prov_line(&b, common, clen, stem, klen, &r) != 0;
+  }
+  ps_sig_free(g);
+  if (oom || bad) {
+    free(b.text);
+    if (oom) return luaL_error(L, "out of memory");
+    return luaL_error(L, "group index %d out of range", (int)bad);
+  }
+  lua_pushlstring(L, b.text ? b.text : "", b.len);
+  free(b.text);
+  lua_pushinteger(L, n);
+  return 2;
+}
+
 static int a_tostring(lua_State *L) {
   agg_ud *u = luaL_checkudata(L, 1, AGG);
   if (u->p == NULL) lua_pushliteral(L, "profile aggregate (closed)");
@@ -365,7 +417,7 @@ int luaopen_perfscript_profile(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
-    {"csv_text", a_csv_text}, {"types", a_types}, {"keys", a_keys},
+    {"csv_text", a_csv_text}, {"provenance", a_provenance}, {"types", a_types}, {"keys", a_keys},
     {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},

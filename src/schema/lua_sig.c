@@ -166,11 +166,11 @@ static int l_display(lua_State *L) {
   const char *cols[2] = {"Input Shapes", "Output Shapes"};
   for (int i = 0; i < 2; i++) {
     int ty = lua_getfield(L, 1, cols[i]);
-    if (!(ty == LUA_TSTRING || ty == LUA_TNUMBER) || lua_rawlen(L, -1) == 0) {
+    size_t len = 0;
+    if (ty == LUA_TSTRING || ty == LUA_TNUMBER) lua_tolstring(L, -1, &len); /* a number: its text */
+    if (len == 0) {
       lua_pop(L, 1);
       lua_pushliteral(L, "N/A");
-    } else {
-      lua_tostring(L, -1);
     }
     if (i == 0) lua_pushliteral(L, " -> ");
   }

@@ -9,7 +9,7 @@
 -- replaces the simulated mark; a row no run wrote since the log began has none ("unknown").
 -- The lines are appended with the write-back's stage, so they land with the CSVs or not at all.
 --
---   provenance.append(dbdir, lines, stage)      lines: provenance.lines(base, results, inputs)
+--   provenance.append(dbdir, text, stage)       text, n = provenance.lines(base, results, inputs)
 --   provenance.index(dbdir) -> {[kernel] = {[key] = entry}}, n | nil, message
 --   provenance.of(index, kernel, row)  -> entry | nil     row: {[column] = cell}
 --   provenance.label(entry) -> "measured run R 2026-... (910B3, CANN 8.5, torch 2.9.0; 5 samples)"
@@ -59,40 +59,45 @@ function M.inputs(files, where)
   return where, M.key_hex(perf.sig.hash(table.concat(hashes, ",")))
 end
 
--- The lines of a write-back: base {run =, source =, device =, cann =, torch =, torch_npu =}
--- and the merge results (res.written_rows); input_of(kernel, key, row) -> file, xxh3 (or nil).
-function M.lines(base, results, input_of)
-  if not M.SOURCES[base.source] then error("provenance: source must be measured, simulated or imported", 2) end
-  local out = {}
-  local enc = cjson.encode
-  -- the members every line shares are encoded once (a write-back can log 100k rows)
-  local common = enc { run = base.run, time = os.date("!%Y-%m-%dT%H:%M:%SZ"), version = perf.version,
-    source = base.source, device = base.device, cann = base.cann, torch = base.torch, torch_npu = base.torch_npu }
-  common = common:sub(2, -2)
-  local display, key_hex, tonumber = perf.sig.display, M.key_hex, tonumber
-  for _, res in ipairs(results) do
-    local kernel = enc(res.stem)
-    for _, w in ipairs(res.written_rows or {}) do
-      local key = key_hex(w.key)
-      local file, xxh3
-      if input_of then file, xxh3 = input_of(res.stem, key, w.row) end
-      local samples, d = w.row._samples, tonumber(w.row["Average Duration(us)"])
-      out[#out + 1] = ('{%s,"kernel":%s,"key":"%s","sig":%s%s%s%s%s}'):format(common, kernel, key, enc(display(w.row)),
-        file and (',"input":' .. enc(file)) or "", xxh3 and (',"input_xxh3":' .. enc(xxh3)) or "",
-        samples and (',"samples":' .. enc(samples)) or "", d and (',"duration_us":' .. enc(d)) or "")
-    end
+-- The members every line of a run shares, as JSON without braces, in a fixed order (the same
+-- run writes the same bytes): base {run =, source =, device =, cann =, torch =, torch_npu =,
+-- time = (default: now)}.
+local COMMON = { "run", "time", "version", "source", "device", "cann", "torch", "torch_npu" }
+function M.common(base)
+  if not M.SOURCES[base.source] then error("provenance: source must be measured, simulated or imported", 3) end
+  local v = { time = base.time or os.date("!%Y-%m-%dT%H:%M:%SZ"), version = perf.version }
+  local parts = {}
+  for _, k in ipairs(COMMON) do
+    local x = v[k] or base[k]
+    if x ~= nil then parts[#parts + 1] = cjson.encode(k) .. ":" .. cjson.encode(x) end
   end
-  return out
+  return table.concat(parts, ",")
 end
 
--- Appends lines to the database's log (staged with stage when given: committed with it).
-function M.append(dbdir, lines, stage)
-  if #lines == 0 then return true end
+-- The lines of a write-back, as one text (each line ends in "\n"), and their number: one per
+-- row of the merge results (res.stem, res.written_rows = {{key =, row =}}), built in C
+-- (perfscript.provenance). inputs: where the values came from: nil, {file, xxh3} for every
+-- row, or input_of(kernel, key_hex, row) -> file, xxh3 per row.
+function M.lines(base, results, inputs)
+  local common = M.common(base)
+  if type(inputs) == "function" then return perf.provenance.lines(common, results, nil, nil, inputs) end
+  return perf.provenance.lines(common, results, inputs and inputs[1], inputs and inputs[2])
+end
+
+-- The lines of the groups an import writes as the new file <stem>.csv (agg:provenance: no Lua
+-- table per row), as M.lines returns them.
+function M.group_lines(base, agg, groups, stem, inputs)
+  return agg:provenance(groups, stem, M.common(base), inputs and inputs[1], inputs and inputs[2])
+end
+
+-- Appends text (lines from M.lines) to the database's log (staged with stage when given:
+-- committed with it).
+function M.append(dbdir, text, stage)
+  if text == "" then return true end
   local path = M.path(dbdir)
   local ok, err = perf.fs.mkdir_p(paths.dirname(path))
   if not ok then return nil, err end
-  return perf.fs.write_atomic(path, table.concat(lines, "\n") .. "\n",
-    { append = true, if_changed = false, stage = stage })
+  return perf.fs.write_atomic(path, text, { append = true, if_changed = false, stage = stage })
 end
 
 -- Every entry of the log in order, or nil, "file:line: why". opts.run: only that run's.

@@ -711,13 +711,14 @@ local function staged_agg(a, ctx)
 end
 
 -- The provenance lines of the rows the write-back wrote: measured / simulated by a journal
--- run (the input: the staged op_summary file of the row's case), or imported (--prof-path).
+-- run (the input: the staged op_summary file of the row's case), or imported (--prof-path):
+-- text, n (provenance.lines).
 local function provenance_lines(a, ctx, p, results, id)
   local base = { run = id, source = a.simulate and "simulated" or a.prof_path and "imported" or "measured" }
   if a.torch_device then -- measured, but with torch on a GPU or the CPU, not on an NPU
     base.device = ("torch %s%s"):format(a.torch_device, a.torch_device_name and (" (" .. a.torch_device_name .. ")") or "")
   end
-  local input_of
+  local inputs
   if ctx then
     for k, v in pairs(ctx.identity or {}) do if base[k] == nil then base[k] = v end end
     local by_key = {}
@@ -725,7 +726,7 @@ local function provenance_lines(a, ctx, p, results, id)
       local ok, key = pcall(provenance.key, c.record or {}, c.op)
       if ok then by_key[c.op .. "\0" .. key] = c.id end
     end
-    input_of = function(kernel, key)
+    inputs = function(kernel, key)
       local cid = by_key[kernel .. "\0" .. key]
       local c = cid and ctx.info.cases[cid]
       local b = c and c.batch and ctx.batch_meta and ctx.batch_meta[c.batch]
@@ -739,10 +740,9 @@ local function provenance_lines(a, ctx, p, results, id)
       return table.concat(names, ","), table.concat(hashes, ",")
     end
   elseif a.prof_path then
-    local input, xxh3 = provenance.inputs(msprof.find_summaries(abspath(a.prof_path)) or {}, abspath(a.prof_path))
-    input_of = function() return input, xxh3 end
+    inputs = { provenance.inputs(msprof.find_summaries(abspath(a.prof_path)) or {}, abspath(a.prof_path)) }
   end
-  return provenance.lines(base, results, input_of)
+  return provenance.lines(base, results, inputs)
 end
 
 -- The aggregated rows by file stem (kernel type -> operator name).
@@ -962,11 +962,11 @@ function M.run(a, script)
   local held <close> = w.lock
   local staged <close> = w.stage  -- an error before the commit removes the staged files
   local ignored = ignored_types(a, agg, w.used, dst, new_db)
-  local plines = provenance_lines(a, ctx, p, w.results, id)
-  if #plines > 0 then
-    local ok, err = provenance.append(dst, plines, w.stage)
+  local ptext, plines = provenance_lines(a, ctx, p, w.results, id)
+  if plines > 0 then
+    local ok, err = provenance.append(dst, ptext, w.stage)
     if not ok then perf.fail("%s", err) end
-    w.writes[#w.writes + 1] = ("[WRITE] provenance of %d row(s) (%s) appended to %s"):format(#plines,
+    w.writes[#w.writes + 1] = ("[WRITE] provenance of %d row(s) (%s) appended to %s"):format(plines,
       a.simulate and "SIMULATED" or a.prof_path and "imported" or "measured", provenance.path(dst))
   end
   resume.crash_point("writeback-staged")

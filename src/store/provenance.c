@@ -1,0 +1,98 @@
+/* Provenance log lines (provenance.h). */
+#include "provenance.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "grow.h"
+
+/* s escaped as in a JSON string, without the quotes */
+static size_t json_escape(char *out, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  char *o = out;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c != '"' && c != '\\' && c != '/' && c != 0x7f) {
+      *o++ = (char)c;
+      continue;
+    }
+    *o++ = '\\';
+    switch (c) {
+      case '"': *o++ = '"'; break;
+      case '\\': *o++ = '\\'; break;
+      case '/': *o++ = '/'; break;
+      case '\b': *o++ = 'b'; break;
+      case '\t': *o++ = 't'; break;
+      case '\n': *o++ = 'n'; break;
+      case '\f': *o++ = 'f'; break;
+      case '\r': *o++ = 'r'; break;
+      default:
+        *o++ = 'u', *o++ = '0', *o++ = '0';
+        *o++ = hex[c >> 4], *o++ = hex[c & 15];
+    }
+  }
+  return (size_t)(o - out);
+}
+
+size_t ps_json_quote(char *out, const char *s, size_t n) {
+  out[0] = '"';
+  size_t len = 1 + json_escape(out + 1, s, n);
+  out[len] = '"';
+  return len + 1;
+}
+
+static int reserve(ps_prov_buf *b, size_t more) {
+  return ps_grow((void **)&b->text, &b->cap, b->len + more, 1);
+}
+
+static void put(ps_prov_buf *b, const char *s, size_t n) {
+  memcpy(b->text + b->len, s, n);
+  b->len += n;
+}
+
+#define PUT_LIT(b, lit) put(b, lit, sizeof lit - 1)
+
+/* ,"name":"value" (value escaped); room was reserved by the caller */
+static void put_string_member(ps_prov_buf *b, const char *name, size_t nlen, const char *v, size_t vlen) {
+  put(b, name, nlen);
+  b->len += ps_json_quote(b->text + b->len, v, vlen);
+}
+
+/* ,"name":number as cjson writes it (%.14g) */
+static void put_number_member(ps_prov_buf *b, const char *name, size_t nlen, double v) {
+  put(b, name, nlen);
+  b->len += (size_t)snprintf(b->text + b->len, 32, "%.14g", v);
+}
+
+static size_t slen(const char *s) { return s ? strlen(s) : 0; }
+
+int ps_prov_line(ps_prov_buf *b, const char *common, size_t clen, const char *kernel, size_t klen,
+                 const ps_prov_row *r) {
+  const char *in = r->in_shapes, *out = r->out_shapes;
+  size_t inl = in ? r->in_len : 0, outl = out ? r->out_len : 0;
+  if (inl == 0) in = "N/A", inl = 3;
+  if (outl == 0) out = "N/A", outl = 3;
+  size_t il = slen(r->input), xl = slen(r->input_xxh3), sl = slen(r->samples_text);
+  size_t need = clen + PS_JSON_QUOTED_MAX(klen) + PS_JSON_QUOTED_MAX(inl + 4 + outl) +
+                PS_JSON_QUOTED_MAX(il) + PS_JSON_QUOTED_MAX(xl) + PS_JSON_QUOTED_MAX(sl) + 160;
+  if (reserve(b, need) != 0) return -1;
+  PUT_LIT(b, "{");
+  put(b, common, clen);
+  put_string_member(b, ",\"kernel\":", 10, kernel, klen);
+  b->len += (size_t)snprintf(b->text + b->len, 40, ",\"key\":\"%016llx\"", (unsigned long long)r->key);
+  /* "sig": "<in> -> <out>" (perf.sig.display), one string */
+  PUT_LIT(b, ",\"sig\":\"");
+  b->len += json_escape(b->text + b->len, in, inl);
+  PUT_LIT(b, " -> ");
+  b->len += json_escape(b->text + b->len, out, outl);
+  PUT_LIT(b, "\"");
+  if (r->input) put_string_member(b, ",\"input\":", 9, r->input, il);
+  if (r->input_xxh3) put_string_member(b, ",\"input_xxh3\":", 14, r->input_xxh3, xl);
+  if (r->samples_text) put_string_member(b, ",\"samples\":", 11, r->samples_text, sl);
+  else if (r->has_samples && isfinite(r->samples)) put_number_member(b, ",\"samples\":", 11, r->samples);
+  if (r->has_duration && isfinite(r->duration_us))
+    put_number_member(b, ",\"duration_us\":", 15, r->duration_us);
+  PUT_LIT(b, "}\n");
+  return 0;
+}

@@ -1,0 +1,156 @@
+-- The provenance log's lines built in C (perfscript.provenance, agg:provenance) are the lines
+-- lua-cjson writes for the same members: the reference below encodes each line in Lua the
+-- way the log was first written, and the C text must equal it byte for byte, over escapes
+-- (control bytes, quotes, slashes, DEL, UTF-8), numbers, absent members and per-row inputs.
+local lu = require "luaunit"
+local h = require "helpers"
+local perf = require "perfscript"
+local cjson = require "cjson"
+local prov = require "perfscript.microbench.provenance"
+local profile = require "perfscript.profile"
+
+-- The reference: one line per written row, members in the log's order, each through cjson.
+local function reference(common, results, input_of)
+  local out = {}
+  for _, res in ipairs(results) do
+    for _, w in ipairs(res.written_rows or {}) do
+      local key = ("%016x"):format(w.key)
+      local file, xxh3
+      if input_of then file, xxh3 = input_of(res.stem, key, w.row) end
+      local samples, d = w.row._samples, tonumber(w.row["Average Duration(us)"])
+      local parts = { common, '"kernel":' .. cjson.encode(res.stem), '"key":"' .. key .. '"',
+        '"sig":' .. cjson.encode(perf.sig.display(w.row)) }
+      if file then parts[#parts + 1] = '"input":' .. cjson.encode(file) end
+      if xxh3 then parts[#parts + 1] = '"input_xxh3":' .. cjson.encode(xxh3) end
+      if samples then parts[#parts + 1] = '"samples":' .. cjson.encode(samples) end
+      if d then parts[#parts + 1] = '"duration_us":' .. cjson.encode(d) end
+      out[#out + 1] = "{" .. table.concat(parts, ",") .. "}\n"
+    end
+  end
+  return table.concat(out), #out
+end
+
+local ALL_BYTES = {}
+for b = 0, 255 do ALL_BYTES[#ALL_BYTES + 1] = string.char(b) end
+ALL_BYTES = table.concat(ALL_BYTES)
+
+local function rows()
+  return {
+    { stem = "Add", written_rows = {
+      { key = 0x0123456789abcdef, row = { ["Input Shapes"] = '"8,1;8,1"', ["Output Shapes"] = '"8,1"',
+        _samples = 2, ["Average Duration(us)"] = "35.418" } },
+      { key = -1, row = { ["Input Shapes"] = "", _samples = 3.5, ["Average Duration(us)"] = 1e-7 } },
+      { key = 7, row = { ["Input Shapes"] = ALL_BYTES, ["Output Shapes"] = "a/b\\c\"d",
+        ["Average Duration(us)"] = " 0x10 " } },
+      { key = 8, row = { ["Input Shapes"] = "1,2", ["Output Shapes"] = 12, _samples = "n/a",
+        ["Average Duration(us)"] = "not a number" } },
+      { key = 9, row = { ["Input Shapes"] = "2,3", ["Output Shapes"] = "2,3", _samples = 123456789012345678,
+        ["Average Duration(us)"] = 1234.56789012345678 } },
+    } },
+    { stem = "Mat/Mul\"V2", written_rows = {} },
+    { stem = "Cast" },
+    { stem = "Übung\127", written_rows = { { key = 0, row = {} } } },
+  }
+end
+
+TestProvenanceLines = {}
+
+function TestProvenanceLines:test_equals_cjson_uniform_inputs()
+  local common = prov.common { run = "r/1", source = "measured", device = "910B3", cann = "8.5", torch = "2.9.0" }
+  local text, n = perf.provenance.lines(common, rows(), "/db/in\"put.csv", "00ff")
+  local want, wn = reference(common, rows(), function() return "/db/in\"put.csv", "00ff" end)
+  lu.assertEquals(n, wn)
+  lu.assertEquals(n, 6)
+  lu.assertEquals(text, want)
+  -- every line is JSON that reads back to its members
+  for line in text:gmatch("[^\n]+") do
+    local e = cjson.decode(line)
+    lu.assertEquals(e.run, "r/1")
+    lu.assertEquals(e.source, "measured")
+  end
+  lu.assertEquals(cjson.decode(text:match("[^\n]+")).sig, '"8,1;8,1" -> "8,1"')
+end
+
+function TestProvenanceLines:test_no_inputs_and_per_row_inputs()
+  local common = prov.common { run = "r2", source = "simulated" }
+  local text = perf.provenance.lines(common, rows())
+  lu.assertEquals(text, (reference(common, rows())))
+  lu.assertNil(text:find('"input"', 1, true))
+  local seen = {}
+  local function input_of(kernel, key, row)
+    seen[#seen + 1] = kernel .. ":" .. key
+    if key == "0000000000000007" then return nil end -- no input known for this row
+    return kernel .. "/" .. key .. ".csv", (row["Input Shapes"] or ""):sub(1, 3)
+  end
+  text = perf.provenance.lines(common, rows(), nil, nil, input_of)
+  local calls = #seen
+  lu.assertEquals(text, (reference(common, rows(), input_of)))
+  lu.assertEquals(calls, 6)
+  lu.assertEquals(seen[1], "Add:0123456789abcdef")
+  lu.assertEquals(seen[2], "Add:ffffffffffffffff")
+end
+
+-- cjson refuses NaN and infinities; the log leaves such a duration out instead of failing
+-- the write-back that logs it.
+function TestProvenanceLines:test_non_finite_duration_left_out()
+  local res = { { stem = "Add", written_rows = { { key = 1, row = { ["Average Duration(us)"] = "1e999", _samples = 0 / 0 } } } } }
+  local text, n = perf.provenance.lines('"run":"x"', res)
+  lu.assertEquals(n, 1)
+  lu.assertEquals(text, '{"run":"x","kernel":"Add","key":"0000000000000001","sig":"N\\/A -> N\\/A"}\n')
+end
+
+function TestProvenanceLines:test_bad_results_are_errors()
+  lu.assertErrorMsgContains("stem", perf.provenance.lines, "", { { written_rows = {} } })
+  lu.assertErrorMsgContains("key", perf.provenance.lines, "", { { stem = "A", written_rows = { { row = {} } } } })
+  lu.assertErrorMsgContains("row", perf.provenance.lines, "", { { stem = "A", written_rows = { { key = 1 } } } })
+  lu.assertErrorMsgContains("boom", perf.provenance.lines, "", rows(), nil, nil, function() error("boom") end)
+end
+
+-- The members a run shares come in one fixed order, whatever the table's.
+function TestProvenanceLines:test_common_order()
+  local c = prov.common { torch_npu = "2.9", torch = "2.9.0", cann = "8.5", device = "d", source = "imported",
+    run = "r", time = "2026-01-01T00:00:00Z" }
+  lu.assertEquals(c, '"run":"r","time":"2026-01-01T00:00:00Z","version":' .. cjson.encode(perf.version)
+    .. ',"source":"imported","device":"d","cann":"8.5","torch":"2.9.0","torch_npu":"2.9"')
+  lu.assertErrorMsgContains("source", prov.common, { run = "r", source = "guessed" })
+end
+
+-- agg:provenance (an import's new file, no Lua table per row) equals the lines of the same
+-- rows built from agg:group and perf.sig.row, as the import logged them before.
+function TestProvenanceLines:test_group_lines_equal_table_lines()
+  local dir = h.tmpdir()
+  local lines = { "Type,Accelerator Core,Duration(us),Input Shapes,Input Data Types,Input Formats,"
+    .. "Output Shapes,Output Data Types,Output Formats" }
+  for i = 1, 40 do
+    local t = ({ "MatMulV2", "Add", "Cast", "Transpose" })[i % 4 + 1]
+    local in_shapes = i % 7 == 0 and "" or string.format('"%d,%d;%d,%d"', i, 64, 64, i % 5 + 1)
+    lines[#lines + 1] = string.format('%s,AI_CORE,%d.5,%s,FLOAT16;FLOAT16,ND;ND,"%d,%d",FLOAT16,ND',
+      t, i, in_shapes, i, i % 5 + 1)
+  end
+  local path = dir .. "/kernel_details.csv"
+  h.write(path, table.concat(lines, "\n") .. "\n")
+  local agg = profile.new()
+  assert(agg:add_file(path))
+  local common = prov.common { run = "imp", source = "imported" }
+  for _, ty in ipairs(agg:types()) do
+    local stem = ty.type
+    local text, n = agg:provenance(ty.groups, stem, common, "/cap/kernel_details.csv", "abcd")
+    local written = {}
+    for _, i in ipairs(ty.groups) do
+      local g = agg:group(i, false)
+      local row = { ["OP State"] = g.op_state, ["Input Shapes"] = g.in_shapes, ["Input Data Types"] = g.in_dtypes,
+        ["Input Formats"] = g.in_formats, ["Output Shapes"] = g.out_shapes, ["Output Data Types"] = g.out_dtypes,
+        ["Output Formats"] = g.out_formats }
+      local _, key = perf.sig.row(row, stem)
+      written[#written + 1] = { key = key, row = row }
+    end
+    local want, wn = reference(common, { { stem = stem, written_rows = written } },
+      function() return "/cap/kernel_details.csv", "abcd" end)
+    lu.assertEquals(n, wn)
+    lu.assertEquals(n, #ty.groups)
+    lu.assertEquals(text, want)
+  end
+  lu.assertErrorMsgContains("out of range", agg.provenance, agg, { #agg + 1 }, "Add", common)
+end
+
+os.exit(lu.LuaUnit.run())
