@@ -12,6 +12,7 @@
  * src may be nil (a new file) or equal to dst: the output is written to a temporary file and
  * renamed over dst only on success, so dst stays whole on any failure.
  * csvedit.merge (below) is the write-back merge policy of src/merge.c. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,8 +214,11 @@ fail:
  *                                          counter means), given {[hash] = true} of the matches;
  *                                          their cells as csvedit.cells makes them
  *     stage = st                           perf.fs.stage(): only stage the file (src/io/stage.h)
+ *     csv_name = "Add.csv",                the file's name, for the gap records
  *   }) -> {status, updated, unchanged, rows, written, gaps, deleted, duplicates, matched,
  *          applied = {[hash] = true} of the matches whose values were written}
+ *   gaps: {op_type = op, csv_name, signature, mb_us, prof_us, diff_us, ratio} per matched
+ *   row with both durations (the report's records)
  *   or nil, message */
 
 static int opt_int(lua_State *L, int t, const char *k) {
@@ -366,23 +370,49 @@ static int merge_gc(lua_State *L) {
   return 0;
 }
 
+/* The gap records, as the report reads them: {op_type = op, csv_name = name, signature,
+ * mb_us, prof_us, diff_us = |mb - prof|, ratio = mb / prof}; the keys made Lua strings once. */
+static void push_gaps(lua_State *L, const ps_merge *m, const char *op, const char *name) {
+  const ps_merge_result *r = ps_merge_result_of(m);
+  static const char *const keys[] = {"op_type", "csv_name", "signature", "mb_us", "prof_us",
+                                     "diff_us", "ratio"};
+  enum { NK = sizeof keys / sizeof *keys };
+  int k0 = lua_gettop(L) + 1;
+  for (int k = 0; k < NK; k++) lua_pushstring(L, keys[k]);
+  lua_pushstring(L, op ? op : "");
+  lua_pushstring(L, name ? name : "");
+  int ops = k0 + NK;
+  lua_createtable(L, (int)r->ngaps, 0);
+  for (size_t i = 0; i < r->ngaps; i++) {
+    const ps_merge_gap *g = &r->gaps[i];
+    lua_createtable(L, 0, NK);
+    for (int k = 0; k < NK; k++) {
+      lua_pushvalue(L, k0 + k);
+      switch (k) {
+      case 0: lua_pushvalue(L, ops); break;
+      case 1: lua_pushvalue(L, ops + 1); break;
+      case 2: lua_pushstring(L, ps_merge_text(m, g->disp)); break;
+      case 3: lua_pushnumber(L, g->mb); break;
+      case 4: lua_pushnumber(L, g->prof); break;
+      case 5: lua_pushnumber(L, fabs(g->mb - g->prof)); break;
+      default: lua_pushnumber(L, g->mb / g->prof); break;
+      }
+      lua_rawset(L, -3);
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_replace(L, k0);
+  lua_settop(L, k0);
+}
+
 /* Pushes the result: every count, the gaps, pruned rows, duplicates and matches. */
-static void push_result(lua_State *L, const ps_merge *m, int status, int matched) {
+static void push_result(lua_State *L, const ps_merge *m, int status, int matched,
+                        const char *op, const char *name) {
   const ps_merge_result *r = ps_merge_result_of(m);
   lua_createtable(L, 0, 10);
   lua_pushstring(L, status == PS_ATOMIC_CREATED ? "created" : status == PS_ATOMIC_REPLACED ? "replaced" : "unchanged");
   lua_setfield(L, -2, "status");
-  lua_createtable(L, (int)r->ngaps, 0);
-  for (size_t i = 0; i < r->ngaps; i++) {
-    lua_createtable(L, 3, 0);
-    lua_pushnumber(L, r->gaps[i].mb);
-    lua_rawseti(L, -2, 1);
-    lua_pushnumber(L, r->gaps[i].prof);
-    lua_rawseti(L, -2, 2);
-    lua_pushstring(L, ps_merge_text(m, r->gaps[i].disp));
-    lua_rawseti(L, -2, 3);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
+  push_gaps(L, m, op, name);
   lua_setfield(L, -2, "gaps");
   lua_createtable(L, (int)r->ndeleted, 0);
   for (size_t i = 0; i < r->ndeleted; i++) {
@@ -517,7 +547,8 @@ static int l_merge(lua_State *L) {
   }
   int status = ps_merge_commit(m, err, sizeof err);
   if (status < 0) return ps_fail(L, err);
-  push_result(L, m, status, matched);
+  const char *name = (lua_getfield(L, 2, "csv_name"), lua_tostring(L, -1));
+  push_result(L, m, status, matched, o.op, name);
   lua_pushvalue(L, applied);
   lua_setfield(L, -2, "applied");
   return 1;
