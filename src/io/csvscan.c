@@ -676,7 +676,13 @@ int ps_scan_next_raw(ps_scan *s, ps_scan_raw *rec) {
 }
 
 size_t ps_scan_unquote(const ps_scan_raw *rec, size_t i, char *out) {
-  ps_scan_field f = ps_scan_raw_field(rec, i);
+  ps_scan_field f;
+  if (rec->spans) {
+    f = rec->spans[i];
+  } else { /* read by the fast scan: a quoted field unescaped to its end, as cut_fast does */
+    size_t fs = rec->ends[i] + 1, k = rec->ends[i + 1];
+    f = rec->base[fs] == '"' ? (span){fs + 1, k, 1} : (span){fs, k, 0};
+  }
   size_t n = f.end - f.start;
   if (f.unescape) n = unescape_to(out, rec->base, &f);
   else memcpy(out, rec->base + f.start, n);
