@@ -236,10 +236,17 @@ static void *scratch(lua_State *L, size_t n) { return lua_newuserdatauv(L, n ? n
 typedef struct loader {
   lua_State *L;
   int updates, copy;
+  int keys;              /* {[key] = k} of the copied keys, or 0 when a key repeats */
   size_t ncopy;
   ps_merge_value *vals;  /* ncopy */
   double means[PS_NCOUNTERS];
 } loader;
+
+/* A copied value: the row's number or string at the top of the stack (kept alive by the row). */
+static void copy_value(lua_State *L, int ty, ps_merge_value *v) {
+  if (ty == LUA_TNUMBER) v->kind = PS_MERGE_NUM, v->num = lua_tonumber(L, -1);
+  else if (ty == LUA_TSTRING) v->kind = PS_MERGE_STR, v->s = lua_tolstring(L, -1, &v->len);
+}
 
 static void load_update(void *ud, size_t i, ps_merge_update *x) {
   loader *ld = ud;
@@ -249,15 +256,23 @@ static void load_update(void *ud, size_t i, ps_merge_update *x) {
   lua_rawgeti(L, ld->updates, (lua_Integer)x->hash);
   if (lua_getfield(L, -1, "row") == LUA_TTABLE) {
     int row = lua_gettop(L);
-    for (size_t k = 0; k < ld->ncopy; k++) {
-      ps_merge_value *v = &ld->vals[k];
-      *v = (ps_merge_value){PS_MERGE_ABSENT, NULL, 0, 0};
-      lua_rawgeti(L, ld->copy, (lua_Integer)k + 1);
-      lua_rawgeti(L, -1, 1);
-      int ty = lua_gettable(L, row);
-      if (ty == LUA_TNUMBER) v->kind = PS_MERGE_NUM, v->num = lua_tonumber(L, -1);
-      else if (ty == LUA_TSTRING) v->kind = PS_MERGE_STR, v->s = lua_tolstring(L, -1, &v->len);
-      lua_pop(L, 2);
+    for (size_t k = 0; k < ld->ncopy; k++) ld->vals[k] = (ps_merge_value){PS_MERGE_ABSENT, NULL, 0, 0};
+    if (ld->keys) { /* the row's own fields (a dozen) looked up among the copied keys (25) */
+      lua_pushnil(L);
+      while (lua_next(L, row)) {
+        lua_pushvalue(L, -2);
+        lua_Integer k = lua_rawget(L, ld->keys) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
+        lua_pop(L, 1);
+        if (k >= 1 && (size_t)k <= ld->ncopy) copy_value(L, lua_type(L, -1), &ld->vals[k - 1]);
+        lua_pop(L, 1);
+      }
+    } else {
+      for (size_t k = 0; k < ld->ncopy; k++) {
+        lua_rawgeti(L, ld->copy, (lua_Integer)k + 1);
+        lua_rawgeti(L, -1, 1);
+        copy_value(L, lua_gettable(L, row), &ld->vals[k]);
+        lua_pop(L, 2);
+      }
     }
     x->copy = ld->vals;
     size_t pl = 0;
@@ -359,8 +374,28 @@ static void read_opts(lua_State *L, int sp, ps_merge_opts *o) {
   lua_getfield(L, sp, "updates");
   int updates = lua_gettop(L);
   o->updates = read_updates(L, updates, &o->nupdates);
+  /* the copied keys by name, so that a row's fields are walked once (not 25 lookups); a key
+   * that is not a string, or repeats, leaves the lookups by key */
+  lua_createtable(L, 0, (int)o->ncopy);
+  int keys = lua_gettop(L), by_name = 1;
+  for (size_t k = 0; k < o->ncopy && by_name; k++) {
+    lua_rawgeti(L, copy, (lua_Integer)k + 1);
+    if (!lua_istable(L, -1) || lua_rawgeti(L, -1, 1) != LUA_TSTRING) {
+      by_name = 0;
+    } else {
+      lua_pushvalue(L, -1);
+      if (lua_rawget(L, keys) != LUA_TNIL) by_name = 0;
+      lua_pop(L, 1);
+      if (by_name) {
+        lua_pushinteger(L, (lua_Integer)k + 1);
+        lua_rawset(L, keys);
+      }
+    }
+    lua_settop(L, keys);
+  }
+  if (!by_name) keys = 0;
   loader *ld = scratch(L, sizeof *ld);
-  *ld = (loader){L, updates, copy, o->ncopy, scratch(L, o->ncopy * sizeof *ld->vals), {0}};
+  *ld = (loader){L, updates, copy, keys, o->ncopy, scratch(L, o->ncopy * sizeof *ld->vals), {0}};
   o->load = load_update, o->load_ud = ld;
 }
 static int merge_gc(lua_State *L) {
