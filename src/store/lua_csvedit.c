@@ -586,6 +586,10 @@ static int l_merge(lua_State *L) {
   push_result(L, m, status, matched, o.op, name);
   lua_pushvalue(L, applied);
   lua_setfield(L, -2, "applied");
+  /* the signature table and the displays (some 100 MB for a million rows) go now, not when
+   * the collector gets to the box: they would add to the peak of what the run does next */
+  ps_merge_free(m);
+  *box = NULL;
   return 1;
 }
 
