@@ -436,15 +436,6 @@ static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
 
 /* Sets *fast when the fast scan read the record (its field ends in s->ends), else the exact
  * walk did (its spans in s->spans). */
-/* The exact walk alone (every field's span in s->spans), for the raw records of
- * ps_scan_next_raw: a merge copies them and unquotes chosen fields from their spans. */
-static int scan_record_spans(ps_scan *s, size_t *nf, size_t *next, long *lines) {
-#ifdef __SSE2__
-  if (!scan_portable) return scan_record_with(s, nf, next, lines, 1);
-#endif
-  return scan_record_with(s, nf, next, lines, 0);
-}
-
 static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines, int *fast) {
   *fast = 0;
 #ifdef __SSE2__
@@ -588,8 +579,8 @@ static int scan_failed(ps_scan *s, int st) {
 
 /* The next record that is not a blank line: 1 with its field count, its first byte's offset,
  * its first line and whether the fast scan read it (its field ends in s->ends; else the exact
- * walk's spans in s->spans, the only kind when spans_only), 0 at the end, -1 on an error. */
-static inline int next_record(ps_scan *s, int spans_only, size_t *nf, size_t *start, long *line, int *fast) {
+ * walk's spans in s->spans), 0 at the end, -1 on an error. */
+static inline int next_record(ps_scan *s, size_t *nf, size_t *start, long *line, int *fast) {
   for (;;) {
     if (s->pos >= s->end) {
       if (s->eof) return 0;
@@ -600,7 +591,7 @@ static inline int next_record(ps_scan *s, int spans_only, size_t *nf, size_t *st
     long lines = 0;
     *nf = 0;
     *fast = 0;
-    int st = spans_only ? scan_record_spans(s, nf, &next, &lines) : scan_record(s, nf, &next, &lines, fast);
+    int st = scan_record(s, nf, &next, &lines, fast);
     if (st == SCAN_MORE) {
       if (refill(s) != 0) return -1;
       continue;
@@ -625,7 +616,7 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
   size_t nf, start;
   long line;
   int fast;
-  int got = next_record(s, 0, &nf, &start, &line, &fast);
+  int got = next_record(s, &nf, &start, &line, &fast);
   if (got <= 0) return got;
   /* locals: the NUL stores below may alias anything, s's members would be reloaded */
   int trim = !(s->flags & PS_SCAN_KEEP_SPACE);
@@ -675,27 +666,60 @@ int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n) {
   return 0;
 }
 
+/* The span the exact walk would give field i of a record the fast scan read (field i is
+ * b(ends[i], ends[i + 1])): an unquoted field as it is; "text" between its quotes; a quoted
+ * field with doubled quotes or text after its closing quote up to that quote, or to the
+ * field's end when text follows, to be unescaped. */
+ps_scan_field ps_scan_span_of_ends(const char *b, const size_t *ends, size_t i) {
+  size_t fs = ends[i] + 1, k = ends[i + 1];
+  if (b[fs] != '"') return (span){fs, k, 0};
+  size_t q = fs + 1;                  /* the closing quote: the first one not doubled */
+  for (;;) {
+    const char *z = memchr(b + q, '"', k - q);
+    if (z == NULL) {                  /* cannot be: the fast scan saw it closed */
+      q = k;
+      break;
+    }
+    q = (size_t)(z - b);
+    if (q + 1 < k && b[q + 1] == '"') {
+      q += 2;
+      continue;
+    }
+    break;
+  }
+  int plain = q + 1 >= k && memchr(b + fs + 1, '"', q - fs - 1) == NULL;
+  return (span){fs + 1, q + 1 >= k ? q : k, !plain};
+}
+
 int ps_scan_next_raw(ps_scan *s, ps_scan_raw *rec) {
   if (s->failed) return -1;
   size_t nf, start;
   long line;
   int fast;
-  int got = next_record(s, 1, &nf, &start, &line, &fast);
+  int got = next_record(s, &nf, &start, &line, &fast);
   if (got <= 0) return got;
+  if (fast) s->ends[0] = start - 1;
   rec->bytes = s->buf + start;
   rec->len = s->pos - start;
   rec->nfields = nf;
   rec->base = s->buf;
-  rec->fields = s->spans;
+  rec->spans = fast ? NULL : s->spans;
+  rec->ends = s->ends;
   rec->line = line;
   return 1;
 }
 
 size_t ps_scan_unquote(const ps_scan_raw *rec, size_t i, char *out) {
-  const ps_scan_field *f = &rec->fields[i];
-  size_t n = f->end - f->start;
-  if (f->unescape) n = unescape_to(out, rec->base, f);
-  else memcpy(out, rec->base + f->start, n);
+  ps_scan_field f;
+  if (rec->spans) {
+    f = rec->spans[i];
+  } else { /* read by the fast scan: a quoted field unescaped to its end, as cut_fast does */
+    size_t fs = rec->ends[i] + 1, k = rec->ends[i + 1];
+    f = rec->base[fs] == '"' ? (span){fs + 1, k, 1} : (span){fs, k, 0};
+  }
+  size_t n = f.end - f.start;
+  if (f.unescape) n = unescape_to(out, rec->base, &f);
+  else memcpy(out, rec->base + f.start, n);
   out[n] = '\0';
   return n;
 }

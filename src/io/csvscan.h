@@ -59,29 +59,37 @@ void ps_scan_set_chunk(ps_scan *s, size_t bytes);
 /* 1: a record; 0: end of file; -1: error (ps_scan_error; every later call fails too). */
 int ps_scan_next(ps_scan *s, ps_scan_record *rec);
 /* A record as it lies in the file, not edited (ps_scan_next_raw): its bytes, from its first
- * field to its line end included (no blank line before it), and each field's content as
- * offsets into base: a quoted field's text between its quotes (to the end of any text after
- * the closing quote), unescape set when ps_scan_unquote must undo doubled quotes or drop a
- * closing quote. Nothing is trimmed, whatever the flags. Valid until the next ps_scan_next or
- * _raw. (The scanner's own spans: handed out as they are, not copied.) */
+ * field to its line end included (no blank line before it), and each field's content
+ * (ps_scan_raw_field) as offsets into base: a quoted field's text between its quotes (to the
+ * end of any text after the closing quote), unescape set when ps_scan_unquote must undo
+ * doubled quotes or drop a closing quote. Nothing is trimmed, whatever the flags. Valid until
+ * the next ps_scan_next or _raw. (The scanner's own index, handed out as it is: the spans of
+ * the exact walk, or the field ends of the fast scan, made into spans only for the fields
+ * asked for: a merge reads a few fields of most records.) */
 typedef struct ps_scan_field { size_t start, end; int unescape; } ps_scan_field;
 typedef struct ps_scan_raw {
   const char *bytes;
   size_t len;
   size_t nfields;
   const char *base;
-  const ps_scan_field *fields;
+  const ps_scan_field *spans;   /* every field's span, or NULL: */
+  const size_t *ends;           /* field i is base(ends[i], ends[i + 1]) */
   long line;                    /* physical line where the record starts (1-based) */
 } ps_scan_raw;
 /* Like ps_scan_next, for a caller that copies most records as they are and reads a few
  * fields: 1, 0 or -1 as ps_scan_next. The two may be mixed on one scanner. */
 int ps_scan_next_raw(ps_scan *s, ps_scan_raw *rec);
+/* Field i's span (i < nfields), the same whichever scan read the record. */
+ps_scan_field ps_scan_span_of_ends(const char *base, const size_t *ends, size_t i);
+static inline ps_scan_field ps_scan_raw_field(const ps_scan_raw *rec, size_t i) {
+  return rec->spans ? rec->spans[i] : ps_scan_span_of_ends(rec->base, rec->ends, i);
+}
 /* Field i's value (as ps_scan_next gives it, untrimmed) into out, which has room for
- * fields[i].end - fields[i].start + 1 bytes; NUL-terminated; returns its length. */
+ * its span's end - start + 1 bytes; NUL-terminated; returns its length. */
 size_t ps_scan_unquote(const ps_scan_raw *rec, size_t i, char *out);
 /* 1 when field i is quoted: its content follows a quote (an unquoted one's, a comma). */
 static inline int ps_scan_quoted(const ps_scan_raw *rec, size_t i) {
-  const char *c = rec->base + rec->fields[i].start;
+  const char *c = rec->base + ps_scan_raw_field(rec, i).start;
   return c > rec->bytes && c[-1] == '"';
 }
 const char *ps_scan_error(const ps_scan *s);

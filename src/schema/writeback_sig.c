@@ -291,6 +291,70 @@ void ps_sig_free(ps_sig *g) {
   free(g);
 }
 
+/* The generic tuple of most rows without the general machinery: when every shape cell is
+ * slots of digits and single commas (already normal: norm_slot gives each back), every
+ * dtype and format cell is slots of word characters, none of them empty, and no attribute
+ * cell has more slots than its shape cell (the general rule then keeps every attribute
+ * slot), the tuple is the (stripped) cells themselves. Anything else: the general way.
+ * test_sig compares the two on random cells (ps_sig_set_general). */
+static int sig_general;   /* ps_sig_set_general: the tests' switch */
+
+void ps_sig_set_general(int on) { sig_general = on; }
+
+/* Byte classes of the plain cells: digits (a shape's), word characters (a dtype's, a
+ * format's; digits too), the separators. */
+enum { C_DIGIT = 1, C_WORD = 2, C_COMMA = 4, C_SEMI = 8 };
+#define C2(b, v) [b] = v, [b + 1] = v
+#define C5(b, v) C2(b, v), C2(b + 2, v), [b + 4] = v
+#define C26(b) C5(b, C_WORD), C5(b + 5, C_WORD), C5(b + 10, C_WORD), C5(b + 15, C_WORD), \
+               C5(b + 20, C_WORD), [b + 25] = C_WORD
+static const unsigned char cclass[256] = {C5('0', C_DIGIT | C_WORD), C5('5', C_DIGIT | C_WORD),
+                                          C26('a'), C26('A'), ['_'] = C_WORD, [','] = C_COMMA,
+                                          [';'] = C_SEMI};
+#undef C2
+#undef C5
+#undef C26
+
+/* Appends the cell s[0, n) as the next field when it is non-empty slots joined by ';', each
+ * of digits with single commas between them (digits set) or of word characters: its slots;
+ * else 0 (the text is then left half-written). The text has room for the cells (see
+ * ps_sig_compute). */
+static size_t put_plain(ps_sig *g, const char *s, size_t n, int digits) {
+  unsigned unit = digits ? C_DIGIT : C_WORD, sep = digits ? C_COMMA | C_SEMI : C_SEMI;
+  begin_field(g);
+  char *o = g->text + g->len;
+  size_t semis = 0;
+  int after_sep = 1;   /* the start counts as a separator: a slot may not be empty */
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    unsigned c = cclass[ch];
+    o[i] = (char)ch;
+    if (c & unit) {
+      after_sep = 0;
+      continue;
+    }
+    if (after_sep || !(c & sep)) return 0;
+    after_sep = 1;
+    semis += c == C_SEMI;
+  }
+  if (after_sep) return 0;
+  g->len += n;
+  o[n] = '\0';
+  return semis + 1;
+}
+
+static int plain_tuple(ps_sig *g, const char *const cells[5], const size_t lens[5]) {
+  if (sig_general) return 0;
+  size_t slots[5];
+  for (int i = 0; i < 5; i++) {
+    const char *c = cells[i] ? cells[i] : "";
+    size_t n = ps_shape_strip(&c, lens[i]);
+    slots[i] = put_plain(g, c, n, i == 0 || i == 3);
+    if (!slots[i]) return 0;
+  }
+  return slots[1] <= slots[0] && slots[2] <= slots[0] && slots[4] <= slots[3];
+}
+
 static int nonempty(const char *s) { return s && *s; }
 
 int ps_sig_compute(ps_sig *g, const ps_sig_row *row) {
@@ -326,26 +390,32 @@ int ps_sig_compute(ps_sig *g, const ps_sig_row *row) {
   if (ps_grow((void **)&g->text, &g->cap, 2 * (total + ep_len) + 256, 1) != 0) return -1;
   g->text[0] = '\0';
   g->arena_used = 0;
-  split_slots(g, cells[0], lens[0], &g->is);
-  split_slots(g, cells[1], lens[1], &g->id);
-  split_slots(g, cells[2], lens[2], &g->fm);
-  split_slots(g, cells[3], lens[3], &g->os);
-  split_slots(g, cells[4], lens[4], &g->od);
-  if (g->failed) return -1;
-  if (g->op_kind == OP_MATMUL && matmul_canonical(g)) {
-    g->matmul = 1;
-  } else {
+  int plain = (g->op_kind == OP_GENERIC || g->op_kind == OP_DFC) && plain_tuple(g, cells, lens);
+  if (!plain) {
     g->len = 0;
     g->nfields = 0;
     g->text[0] = '\0';
-    g->arena_used = 0;
-    generic(g);
-    if (g->op_kind == OP_DFC) {
-      const char *ep = row->ep_size ? row->ep_size : "";
-      size_t n = trim(&ep, ep_len);
-      begin_field(g);
-      put(g, ep, n);
+    split_slots(g, cells[0], lens[0], &g->is);
+    split_slots(g, cells[1], lens[1], &g->id);
+    split_slots(g, cells[2], lens[2], &g->fm);
+    split_slots(g, cells[3], lens[3], &g->os);
+    split_slots(g, cells[4], lens[4], &g->od);
+    if (g->failed) return -1;
+    if (g->op_kind == OP_MATMUL && matmul_canonical(g)) {
+      g->matmul = 1;
+    } else {
+      g->len = 0;
+      g->nfields = 0;
+      g->text[0] = '\0';
+      g->arena_used = 0;
+      generic(g);
     }
+  }
+  if (g->op_kind == OP_DFC) {
+    const char *ep = row->ep_size ? row->ep_size : "";
+    size_t n = trim(&ep, ep_len);
+    begin_field(g);
+    put(g, ep, n);
   }
   if (g->failed) return -1;
   g->off[g->nfields] = g->len + 1;

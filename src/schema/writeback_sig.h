@@ -62,4 +62,8 @@ uint64_t ps_sig_hash_bytes(const void *p, size_t len);
  * text; memory does not follow the file's size): 0, or -1 with errno when it cannot be read. */
 int ps_sig_hash_file(const char *path, uint64_t *out);
 
+/* Tests only: 1 makes every signature take the general way (no shortcut for plain cells;
+ * the two must give the same text). */
+void ps_sig_set_general(int on);
+
 #endif

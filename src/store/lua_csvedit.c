@@ -12,6 +12,7 @@
  * src may be nil (a new file) or equal to dst: the output is written to a temporary file and
  * renamed over dst only on success, so dst stays whole on any failure.
  * csvedit.merge (below) is the write-back merge policy of src/merge.c. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,8 +214,11 @@ fail:
  *                                          counter means), given {[hash] = true} of the matches;
  *                                          their cells as csvedit.cells makes them
  *     stage = st                           perf.fs.stage(): only stage the file (src/io/stage.h)
+ *     csv_name = "Add.csv",                the file's name, for the gap records
  *   }) -> {status, updated, unchanged, rows, written, gaps, deleted, duplicates, matched,
  *          applied = {[hash] = true} of the matches whose values were written}
+ *   gaps: {op_type = op, csv_name, signature, mb_us, prof_us, diff_us, ratio} per matched
+ *   row with both durations (the report's records)
  *   or nil, message */
 
 static int opt_int(lua_State *L, int t, const char *k) {
@@ -232,10 +236,17 @@ static void *scratch(lua_State *L, size_t n) { return lua_newuserdatauv(L, n ? n
 typedef struct loader {
   lua_State *L;
   int updates, copy;
+  int keys;              /* {[key] = k} of the copied keys, or 0 when a key repeats */
   size_t ncopy;
   ps_merge_value *vals;  /* ncopy */
   double means[PS_NCOUNTERS];
 } loader;
+
+/* A copied value: the row's number or string at the top of the stack (kept alive by the row). */
+static void copy_value(lua_State *L, int ty, ps_merge_value *v) {
+  if (ty == LUA_TNUMBER) v->kind = PS_MERGE_NUM, v->num = lua_tonumber(L, -1);
+  else if (ty == LUA_TSTRING) v->kind = PS_MERGE_STR, v->s = lua_tolstring(L, -1, &v->len);
+}
 
 static void load_update(void *ud, size_t i, ps_merge_update *x) {
   loader *ld = ud;
@@ -245,15 +256,23 @@ static void load_update(void *ud, size_t i, ps_merge_update *x) {
   lua_rawgeti(L, ld->updates, (lua_Integer)x->hash);
   if (lua_getfield(L, -1, "row") == LUA_TTABLE) {
     int row = lua_gettop(L);
-    for (size_t k = 0; k < ld->ncopy; k++) {
-      ps_merge_value *v = &ld->vals[k];
-      *v = (ps_merge_value){PS_MERGE_ABSENT, NULL, 0, 0};
-      lua_rawgeti(L, ld->copy, (lua_Integer)k + 1);
-      lua_rawgeti(L, -1, 1);
-      int ty = lua_gettable(L, row);
-      if (ty == LUA_TNUMBER) v->kind = PS_MERGE_NUM, v->num = lua_tonumber(L, -1);
-      else if (ty == LUA_TSTRING) v->kind = PS_MERGE_STR, v->s = lua_tolstring(L, -1, &v->len);
-      lua_pop(L, 2);
+    for (size_t k = 0; k < ld->ncopy; k++) ld->vals[k] = (ps_merge_value){PS_MERGE_ABSENT, NULL, 0, 0};
+    if (ld->keys) { /* the row's own fields (a dozen) looked up among the copied keys (25) */
+      lua_pushnil(L);
+      while (lua_next(L, row)) {
+        lua_pushvalue(L, -2);
+        lua_Integer k = lua_rawget(L, ld->keys) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
+        lua_pop(L, 1);
+        if (k >= 1 && (size_t)k <= ld->ncopy) copy_value(L, lua_type(L, -1), &ld->vals[k - 1]);
+        lua_pop(L, 1);
+      }
+    } else {
+      for (size_t k = 0; k < ld->ncopy; k++) {
+        lua_rawgeti(L, ld->copy, (lua_Integer)k + 1);
+        lua_rawgeti(L, -1, 1);
+        copy_value(L, lua_gettable(L, row), &ld->vals[k]);
+        lua_pop(L, 2);
+      }
     }
     x->copy = ld->vals;
     size_t pl = 0;
@@ -355,8 +374,28 @@ static void read_opts(lua_State *L, int sp, ps_merge_opts *o) {
   lua_getfield(L, sp, "updates");
   int updates = lua_gettop(L);
   o->updates = read_updates(L, updates, &o->nupdates);
+  /* the copied keys by name, so that a row's fields are walked once (not 25 lookups); a key
+   * that is not a string, or repeats, leaves the lookups by key */
+  lua_createtable(L, 0, (int)o->ncopy);
+  int keys = lua_gettop(L), by_name = 1;
+  for (size_t k = 0; k < o->ncopy && by_name; k++) {
+    lua_rawgeti(L, copy, (lua_Integer)k + 1);
+    if (!lua_istable(L, -1) || lua_rawgeti(L, -1, 1) != LUA_TSTRING) {
+      by_name = 0;
+    } else {
+      lua_pushvalue(L, -1);
+      if (lua_rawget(L, keys) != LUA_TNIL) by_name = 0;
+      lua_pop(L, 1);
+      if (by_name) {
+        lua_pushinteger(L, (lua_Integer)k + 1);
+        lua_rawset(L, keys);
+      }
+    }
+    lua_settop(L, keys);
+  }
+  if (!by_name) keys = 0;
   loader *ld = scratch(L, sizeof *ld);
-  *ld = (loader){L, updates, copy, o->ncopy, scratch(L, o->ncopy * sizeof *ld->vals), {0}};
+  *ld = (loader){L, updates, copy, keys, o->ncopy, scratch(L, o->ncopy * sizeof *ld->vals), {0}};
   o->load = load_update, o->load_ud = ld;
 }
 static int merge_gc(lua_State *L) {
@@ -366,23 +405,49 @@ static int merge_gc(lua_State *L) {
   return 0;
 }
 
+/* The gap records, as the report reads them: {op_type = op, csv_name = name, signature,
+ * mb_us, prof_us, diff_us = |mb - prof|, ratio = mb / prof}; the keys made Lua strings once. */
+static void push_gaps(lua_State *L, const ps_merge *m, const char *op, const char *name) {
+  const ps_merge_result *r = ps_merge_result_of(m);
+  static const char *const keys[] = {"op_type", "csv_name", "signature", "mb_us", "prof_us",
+                                     "diff_us", "ratio"};
+  enum { NK = sizeof keys / sizeof *keys };
+  int k0 = lua_gettop(L) + 1;
+  for (int k = 0; k < NK; k++) lua_pushstring(L, keys[k]);
+  lua_pushstring(L, op ? op : "");
+  lua_pushstring(L, name ? name : "");
+  int ops = k0 + NK;
+  lua_createtable(L, (int)r->ngaps, 0);
+  for (size_t i = 0; i < r->ngaps; i++) {
+    const ps_merge_gap *g = &r->gaps[i];
+    lua_createtable(L, 0, NK);
+    for (int k = 0; k < NK; k++) {
+      lua_pushvalue(L, k0 + k);
+      switch (k) {
+      case 0: lua_pushvalue(L, ops); break;
+      case 1: lua_pushvalue(L, ops + 1); break;
+      case 2: lua_pushstring(L, ps_merge_text(m, g->disp)); break;
+      case 3: lua_pushnumber(L, g->mb); break;
+      case 4: lua_pushnumber(L, g->prof); break;
+      case 5: lua_pushnumber(L, fabs(g->mb - g->prof)); break;
+      default: lua_pushnumber(L, g->mb / g->prof); break;
+      }
+      lua_rawset(L, -3);
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_replace(L, k0);
+  lua_settop(L, k0);
+}
+
 /* Pushes the result: every count, the gaps, pruned rows, duplicates and matches. */
-static void push_result(lua_State *L, const ps_merge *m, int status, int matched) {
+static void push_result(lua_State *L, const ps_merge *m, int status, int matched,
+                        const char *op, const char *name) {
   const ps_merge_result *r = ps_merge_result_of(m);
   lua_createtable(L, 0, 10);
   lua_pushstring(L, status == PS_ATOMIC_CREATED ? "created" : status == PS_ATOMIC_REPLACED ? "replaced" : "unchanged");
   lua_setfield(L, -2, "status");
-  lua_createtable(L, (int)r->ngaps, 0);
-  for (size_t i = 0; i < r->ngaps; i++) {
-    lua_createtable(L, 3, 0);
-    lua_pushnumber(L, r->gaps[i].mb);
-    lua_rawseti(L, -2, 1);
-    lua_pushnumber(L, r->gaps[i].prof);
-    lua_rawseti(L, -2, 2);
-    lua_pushstring(L, ps_merge_text(m, r->gaps[i].disp));
-    lua_rawseti(L, -2, 3);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
+  push_gaps(L, m, op, name);
   lua_setfield(L, -2, "gaps");
   lua_createtable(L, (int)r->ndeleted, 0);
   for (size_t i = 0; i < r->ndeleted; i++) {
@@ -517,9 +582,14 @@ static int l_merge(lua_State *L) {
   }
   int status = ps_merge_commit(m, err, sizeof err);
   if (status < 0) return ps_fail(L, err);
-  push_result(L, m, status, matched);
+  const char *name = (lua_getfield(L, 2, "csv_name"), lua_tostring(L, -1));
+  push_result(L, m, status, matched, o.op, name);
   lua_pushvalue(L, applied);
   lua_setfield(L, -2, "applied");
+  /* the signature table and the displays (some 100 MB for a million rows) go now, not when
+   * the collector gets to the box: they would add to the peak of what the run does next */
+  ps_merge_free(m);
+  *box = NULL;
   return 1;
 }
 

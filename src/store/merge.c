@@ -16,6 +16,9 @@
 #include "u64map.h"
 
 #define NUMW PS_MERGE_NUMW /* room for one %.6f number */
+#define UPD_BITS ((size_t)1 << 20)
+/* the filter's bit of hash h: its high bits (the maps index by the low bits of h * phi) */
+#define UPD_BIT(h) ((size_t)((h) >> 44) & (UPD_BITS - 1))
 
 _Static_assert(PS_MERGE_EP_SIZE + 1 == PS_SIG_NCOLUMNS, "merge.h sources follow ps_sig_columns");
 
@@ -47,6 +50,8 @@ struct ps_merge {
   int wopen;
   ps_sig *sig;
   ps_u64map upd;          /* update hash -> index into o.updates */
+  uint64_t *updbits;      /* UPD_BITS bits, one set per update hash: most rows have none, and
+                             this (128 KiB) answers them without a miss in the larger map */
   ps_u64map seen;         /* signature hash -> index into sigs */
   msig *sigs;
   size_t capsigs;
@@ -97,6 +102,7 @@ void ps_merge_free(ps_merge *m) {
   if (m->wopen) ps_csv_writer_abort(&m->w);
   ps_sig_free(m->sig);
   ps_u64map_free(&m->upd);
+  free(m->updbits);
   ps_u64map_free(&m->seen);
   free(m->sigs);
   free(m->dupsids);
@@ -132,12 +138,14 @@ ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
   m->numbuf = malloc((o->ncopy + PS_NCOUNTERS) * NUMW);
   m->res.matched = calloc(o->nupdates ? o->nupdates : 1, 1);
   m->res.applied = calloc(o->nupdates ? o->nupdates : 1, 1);
+  m->updbits = calloc(UPD_BITS / 64, sizeof *m->updbits);
   if (!m->sig || !m->f || !m->l || !m->numbuf || !m->res.matched || !m->res.applied ||
-      ps_u64map_reserve(&m->seen, 1) != 0)
+      !m->updbits || ps_u64map_reserve(&m->seen, 1) != 0)
     goto nomem;
   for (size_t i = 0; i < o->nupdates; i++) {
-    size_t id = i;
+    size_t id = i, b = UPD_BIT(o->updates[i].hash);
     if (ps_u64map_put(&m->upd, o->updates[i].hash, &id) < 0) goto nomem;
+    m->updbits[b / 64] |= (uint64_t)1 << (b % 64);
   }
   m->r = ps_scan_openf(o->path, PS_SCAN_KEEP_SPACE, err, es);
   if (!m->r) goto fail;
@@ -188,7 +196,8 @@ static int read_row(ps_merge *m, const ps_scan_raw *raw, mrow *row) {
   size_t need = PS_MERGE_NSRC; /* the columns' raw lengths bound their values */
   for (int k = 0; k < PS_MERGE_NSRC; k++) {
     int ci = m->o.src[k];
-    if (ci >= 0 && (size_t)ci < raw->nfields) need += raw->fields[ci].end - raw->fields[ci].start;
+    if (ci >= 0 && (size_t)ci < raw->nfields) /* a field's raw bytes bound its value */
+      need += raw->spans ? raw->spans[ci].end - raw->spans[ci].start : raw->ends[ci + 1] - raw->ends[ci];
   }
   if (ps_grow((void **)&m->vbuf, &m->vcap, need, 1) != 0) return -1;
   int named = m->o.op && *m->o.op;
@@ -359,7 +368,8 @@ static int merge_row(ps_merge *m, const ps_scan_raw *raw, char *err, size_t es) 
   uint64_t h = ps_sig_hash(m->sig);
   /* the signature table is large and its slots are met at random: fetched now, used below */
   __builtin_prefetch(&m->seen.slots[ps_u64map_home(&m->seen, h)]);
-  size_t ui = ps_u64map_get(&m->upd, h);
+  size_t b = UPD_BIT(h);
+  size_t ui = m->updbits[b / 64] >> (b % 64) & 1 ? ps_u64map_get(&m->upd, h) : PS_U64MAP_NONE;
   if (ui == PS_U64MAP_NONE && !m->o.prune) { /* most rows: nothing to do but copy and count */
     if (write_out(m, rec, 0, err, es) != 0) return -1;
     return register_sig(m, rec, h, &sid, &first) != 0 ? oom(err, es) : 0;

@@ -252,23 +252,42 @@ static void test_big_file(void **state) {
   ps_scan_close(s);
 }
 
-/* Every record of path as text (fields, lengths, lines) and the final status and error, read
- * with the SSE2 scan or the portable one. */
-static char *transcript(const char *path, int portable, size_t *len) {
+/* Every record of path as text and the final status and error, read with the SSE2 scan or the
+ * portable one: with ps_scan_next its fields, lengths, lines; raw (ps_scan_next_raw), its
+ * bytes, line and every field's span as the scanner hands it out (start, end, unescape) with
+ * its unquoted value. The SSE2 scan reads a record through its structural index and the
+ * portable one through the exact walk: both must come out the same. */
+static char *transcript(const char *path, int portable, int raw, size_t *len) {
   char err[700], *out = NULL;
   FILE *f = open_memstream(&out, len);
   ps_scan_set_portable(portable);
   ps_scan *s = ps_scan_open(path, err, sizeof err);
   assert_non_null(s);
   ps_scan_record r;
+  ps_scan_raw w;
   int st;
-  while ((st = ps_scan_next(s, &r)) > 0) {
-    fprintf(f, "line %ld, %zu fields:", r.line, r.nfields);
-    for (size_t i = 0; i < r.nfields; i++) {
-      fprintf(f, " %zu[", r.lens[i]);
-      fwrite(r.fields[i], 1, r.lens[i], f);
+  while ((st = raw ? ps_scan_next_raw(s, &w) : ps_scan_next(s, &r)) > 0) {
+    if (raw) {
+      fprintf(f, "line %ld, %zu bytes [", w.line, w.len);
+      fwrite(w.bytes, 1, w.len, f);
+      fprintf(f, "] at %td, %zu fields:", w.bytes - w.base, w.nfields);
+    } else {
+      fprintf(f, "line %ld, %zu fields:", r.line, r.nfields);
+    }
+    for (size_t i = 0; i < (raw ? w.nfields : r.nfields); i++) {
+      if (raw) {
+        ps_scan_field x = ps_scan_raw_field(&w, i);
+        char *v = malloc(x.end - x.start + 1);
+        size_t n = ps_scan_unquote(&w, i, v);
+        fprintf(f, " %zu-%zu/%d[", x.start, x.end, x.unescape);
+        fwrite(v, 1, n, f);
+        free(v);
+      } else {
+        fprintf(f, " %zu[", r.lens[i]);
+        fwrite(r.fields[i], 1, r.lens[i], f);
+        assert_int_equal(r.fields[i][r.lens[i]], 0);
+      }
       fputc(']', f);
-      assert_int_equal(r.fields[i][r.lens[i]], 0);
     }
     fprintf(f, " next %llu\n", (unsigned long long)ps_scan_offset(s));
   }
@@ -281,13 +300,16 @@ static char *transcript(const char *path, int portable, size_t *len) {
 }
 
 static void same_both_ways(const char *path) {
-  size_t na, nb;
-  char *a = transcript(path, 0, &na), *b = transcript(path, 1, &nb);
-  if (na != nb || memcmp(a, b, na) != 0) fprintf(stderr, "%s: SSE2:\n%s\nportable:\n%s\n", path, a, b);
-  assert_int_equal(na, nb);
-  assert_memory_equal(a, b, na);
-  free(a);
-  free(b);
+  for (int raw = 0; raw < 2; raw++) {
+    size_t na, nb;
+    char *a = transcript(path, 0, raw, &na), *b = transcript(path, 1, raw, &nb);
+    if (na != nb || memcmp(a, b, na) != 0)
+      fprintf(stderr, "%s%s: SSE2:\n%s\nportable:\n%s\n", path, raw ? " (raw)" : "", a, b);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    free(a);
+    free(b);
+  }
 }
 
 /* The SSE2 scan and the portable byte loop read alike: every quirk and bad input at every

@@ -331,7 +331,7 @@ static void verbatim_check_agrees_with_the_quoter(void **state) {
       assert_int_equal(raw.nfields, rec.nfields);
       assert_true(raw.len <= end - start);  /* its bytes, without blank lines before it */
       for (size_t i = 0; i < raw.nfields; i++) {
-        char *f = malloc(raw.fields[i].end - raw.fields[i].start + 1); /* unquote's room */
+        char *f = malloc(ps_scan_raw_field(&raw, i).end - ps_scan_raw_field(&raw, i).start + 1); /* unquote's room */
         assert_non_null(f);
         assert_int_equal(ps_scan_unquote(&raw, i, f), rec.lens[i]);
         assert_memory_equal(f, rec.fields[i], rec.lens[i] + 1);

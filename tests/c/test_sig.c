@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -151,12 +152,74 @@ static void test_op_names(void **state) {
   assert_true(ps_sig_hash_bytes("", 0) == 0x2D06800538D394C2ULL);
 }
 
+/* A random cell: slots of digits, commas, word characters, blanks, quotes, parentheses and
+ * empty tokens; mostly plain ones (the shortcut's), often not. */
+static void random_cell(uint64_t *seed, int shape, char *out, size_t cap) {
+  static const char *const pieces[] = {"1", "23", "0", ",", ",", ";", ";", " ", "\"", "(", ")",
+                                       "DT_BF16", "ND", "x", "N/A", "()", ",,", ";;", "\t", "-"};
+  size_t o = 0, k;
+  *seed = *seed * 6364136223846793005u + 1442695040888963407u;
+  int n = (int)((*seed >> 33) % 7);
+  int plain = (*seed >> 20) % 3 != 0;
+  for (int i = 0; i < n && o + 16 < cap; i++) {
+    *seed = *seed * 6364136223846793005u + 1442695040888963407u;
+    const char *p;
+    if (plain) {
+      k = (*seed >> 33) % 4;
+      p = shape ? (k == 0 ? ";" : k == 1 ? "," : k == 2 ? "1" : "42") : (k == 0 ? ";" : k == 1 ? "ND" : k == 2 ? "DT_BF16" : "a1");
+    } else {
+      p = pieces[(*seed >> 33) % (sizeof pieces / sizeof *pieces)];
+    }
+    size_t l = strlen(p);
+    memcpy(out + o, p, l);
+    o += l;
+  }
+  out[o] = '\0';
+}
+
+/* The shortcut for plain cells (digits and commas, word characters) gives the general way's
+ * text on every cell, plain or not, for every kind of operator. */
+static void test_plain_shortcut(void **state) {
+  (void)state;
+  static const char *const ops[] = {"Add", "DispatchFFNCombine", "MatMulV2", "Index", "Slice", "Foo"};
+  uint64_t seed = 7;
+  char c[5][128], a[1024], ep[8];
+  for (int t = 0; t < 200000; t++) {
+    for (int i = 0; i < 5; i++) random_cell(&seed, i == 0 || i == 3, c[i], sizeof c[i]);
+    snprintf(ep, sizeof ep, "%s%d", t % 3 ? "" : " ", t % 5);
+    ps_sig_row r = {.op_name = ops[t % 6], .in_shapes = c[0], .in_dtypes = c[1],
+                    .in_formats = c[2], .out_shapes = c[3], .out_dtypes = c[4],
+                    .ep_size = t % 4 ? ep : NULL};
+    if (t % 7 == 0) r.in_dtypes = NULL;
+    size_t la, lb;
+    assert_int_equal(ps_sig_compute(G, &r), 0);
+    const char *x = ps_sig_text(G, &la);
+    memcpy(a, x, la + 1);
+    int nf = ps_sig_nfields(G);
+    size_t fl[8];
+    for (int i = 0; i < nf; i++) ps_sig_field(G, i, &fl[i]);
+    ps_sig_set_general(1);
+    assert_int_equal(ps_sig_compute(G, &r), 0);
+    const char *y = ps_sig_text(G, &lb);
+    ps_sig_set_general(0);
+    if (la != lb || memcmp(a, y, la) != 0)
+      fail_msg("%s [%s] [%s] [%s] [%s] [%s]: shortcut [%s], general [%s]", r.op_name, c[0], c[1], c[2],
+               c[3], c[4], a, y);
+    assert_int_equal(nf, ps_sig_nfields(G));
+    for (int i = 0; i < nf; i++) {
+      size_t l;
+      ps_sig_field(G, i, &l);
+      assert_int_equal(l, fl[i]);
+    }
+  }
+}
+
 int main(void) {
   G = ps_sig_new();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_generic),     cmocka_unit_test(test_matmul),
     cmocka_unit_test(test_rewrites),    cmocka_unit_test(test_slot_styles),
-    cmocka_unit_test(test_op_names),
+    cmocka_unit_test(test_op_names),    cmocka_unit_test(test_plain_shortcut),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   ps_sig_free(G);

@@ -134,6 +134,23 @@ function TestAggregate:test_counters_written_through_merge()
   lu.assertEquals(r4[2][schema.MB_DUR], "2.000000")
   lu.assertEquals(r4[2]["Input Shapes"], '"8,8;8,8"')
   lu.assertEquals(r4[2]["Profiling Average Duration(us)"], "")
+  -- a matched row updated from a row with no packed means (the C merge reads the update's own
+  -- counter values by name): a string as it is, a number as %.6f, an absent one left alone
+  own["MicroBench aiv_time(us)"] = 0.25
+  own._m = nil
+  local cells = {}
+  for i, c in ipairs(header) do cells[i] = i <= 8 and tostring(own[c] or "") or "" end
+  cells[9] = "1.0"
+  local p5 = write_csv(dir .. "/counters/matched/Add.csv", header, { cells })
+  local res5 = assert(merge.file(p5, { own }, {}, { mode = "all", say = quiet }))
+  lu.assertEquals(res5.updated, 1)
+  lu.assertEquals(res5.added, 0)
+  local _, r5 = read_rows(p5)
+  lu.assertEquals(#r5, 1)
+  lu.assertEquals(r5[1]["MicroBench aicore_time(us)"], "5.5")
+  lu.assertEquals(r5[1]["MicroBench aiv_time(us)"], "0.250000")
+  lu.assertEquals(r5[1]["MicroBench aic_total_cycles"], "")
+  lu.assertEquals(r5[1][schema.MB_DUR], "2.000000")
 end
 
 function TestAggregate:test_no_valid_sample_no_row()

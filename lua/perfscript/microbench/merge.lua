@@ -205,7 +205,7 @@ function M.file(path, rows, match_only, opts)
   end
   local r, err = perf.csvedit.merge(path, { op = stem, header = cols, map = map, src = srccols,
     updates = updates, copy = copy, mcols = mcols, fill = fill, ep_default = ep_fill, mb_out = colpos[schema.MB_DUR],
-    mode_all = mode == "all", prune = opts.prune, append = appended, stage = opts.stage })
+    mode_all = mode == "all", prune = opts.prune, append = appended, stage = opts.stage, csv_name = res.csv_name })
   if not r then return nil, err end
   res.status, res.columns = r.status, cols
   res.updated, res.unchanged = r.updated, r.unchanged
@@ -217,10 +217,7 @@ function M.file(path, rows, match_only, opts)
   end
   for _, x in ipairs(appended_rows) do res.written_rows[#res.written_rows + 1] = x end
   res.deleted = r.deleted
-  for _, g in ipairs(r.gaps) do
-    res.gaps[#res.gaps + 1] = { op_type = stem, csv_name = res.csv_name, signature = g[3], mb_us = g[1],
-      prof_us = g[2], diff_us = math.abs(g[1] - g[2]), ratio = g[1] / g[2] }
-  end
+  res.gaps = r.gaps -- {op_type = stem, csv_name, signature, mb_us, prof_us, diff_us, ratio}
   res.duplicates = r.duplicates
   table.sort(res.duplicates, function(a, b)
     if a[2] ~= b[2] then return a[2] > b[2] end
