@@ -18,15 +18,22 @@ static inline uint64_t needs_escape8(uint64_t v) {
 #undef ZERO
 }
 
-/* s escaped as in a JSON string, without the quotes; 8 plain bytes at a time (out has room
- * for 6 bytes a byte, so a whole 8-byte store fits) */
+/* s escaped as in a JSON string, without the quotes; 8 bytes at a time up to the next byte
+ * that may need an escape (the lowest flagged byte of a word is a true one: out has room for
+ * 6 bytes a byte, so a whole 8-byte store fits) */
 static size_t json_escape(char *out, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   char *o = out;
   for (size_t i = 0; i < n; i++) {
-    uint64_t v;
-    while (i + 8 <= n && (memcpy(&v, s + i, 8), !needs_escape8(v))) {
+    uint64_t v, m;
+    while (i + 8 <= n) {
+      memcpy(&v, s + i, 8);
       memcpy(o, &v, 8);
+      if ((m = needs_escape8(v)) != 0) {
+        size_t k = (size_t)__builtin_ctzll(m) / 8;
+        o += k, i += k;
+        break;
+      }
       o += 8, i += 8;
     }
     if (i == n) break;
