@@ -539,15 +539,24 @@ function M.merge(dir, tables, opts)
     -- one line per written row, committed with the files (docs/rules.md, Provenance)
     local p = opts.provenance
     local base, inputs = { run = p.run, source = "imported", time = os.date("!%Y-%m-%dT%H:%M:%SZ") }, { p.input, p.xxh3 }
-    local texts, n = {}, 0
+    -- the lines of one table at a time, each written and dropped before the next (the whole
+    -- log text at once, twice with its concatenation, was a big import's peak)
+    local n = 0
     for i, res in ipairs(results) do
-      local text, k
-      if res.new_file then text, k = provenance.group_lines(base, tables[i].agg, tables[i].groups, res.stem, inputs)
-      else text, k = provenance.lines(base, { res }, inputs) end
-      texts[i], n = text, n + k
+      n = n + (res.new_file and #tables[i].groups or #(res.written_rows or {}))
     end
-    local ok, err = provenance.append(dir, table.concat(texts), stage)
-    if not ok then perf.fail("%s", err) end
+    local i = 0
+    local function next_text()
+      i = i + 1
+      local res = results[i]
+      if not res then return nil end
+      if res.new_file then return (provenance.group_lines(base, tables[i].agg, tables[i].groups, res.stem, inputs)) end
+      return (provenance.lines(base, { res }, inputs))
+    end
+    if n > 0 then
+      local ok, err = provenance.append(dir, next_text, stage)
+      if not ok then perf.fail("%s", err) end
+    end
     opts.provenance.written = n
   end
   if stage then

@@ -3,6 +3,8 @@
  *     <close>); once held, the temporary files of writes killed mid-way (dead processes) are
  *     removed and said on stderr (unless quiet); lock:recovered() lists them
  *   fs.write_atomic(path, text[, {if_changed = true, stage = st, append = false}]) -> "created"|"replaced"|"unchanged"
+ *     text: a string, or a function called until it returns nil, each string it returns
+ *     written in order (a big text made and dropped piece by piece)
  *     append: text goes after the file's current bytes, which are copied into the temporary
  *     file by the kernel (reflink or copy_file_range: atomicfile.h), not read into Lua
  *   fs.stage() -> st: writes of one run, replaced together (stage.h). Give {stage = st} to
@@ -107,8 +109,11 @@ static int lock_tostring(lua_State *L) {
 
 static int fs_write_atomic(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  size_t len;
-  const char *text = luaL_checklstring(L, 2, &len);
+  size_t len = 0;
+  /* text, or a function giving the text in pieces (each written and dropped before the next:
+   * a big text need not exist whole) */
+  int pieces = lua_isfunction(L, 2);
+  const char *text = pieces ? NULL : luaL_checklstring(L, 2, &len);
   int if_changed = 1, append = 0;
   if (lua_type(L, 3) == LUA_TTABLE) {
     if (lua_getfield(L, 3, "if_changed") != LUA_TNIL) if_changed = lua_toboolean(L, -1);
@@ -117,7 +122,7 @@ static int fs_write_atomic(lua_State *L) {
   }
   ps_stage *stage = ps_optstage(L, 3);
   char err[600];
-  if (stage == NULL && !append)
+  if (stage == NULL && !append && !pieces)
     return ps_push_write_result(L, ps_atomic_write(path, text, len, if_changed, err, sizeof err),
                                 err);
   ps_atomic a;
@@ -125,11 +130,28 @@ static int fs_write_atomic(lua_State *L) {
   if ((append ? ps_atomic_open_append(&a, path, &last, err, sizeof err)
               : ps_atomic_open(&a, path, err, sizeof err)) != 0)
     return ps_fail(L, err);
-  if (len > 0 && fwrite(text, 1, len, a.fp) != len) {
-    snprintf(err, sizeof err, "%s: write failed: %s (the original is untouched)", path,
-             strerror(errno));
-    ps_atomic_abort(&a);
-    return ps_fail(L, err);
+  for (;;) {
+    if (pieces) {
+      lua_settop(L, 3);
+      lua_pushvalue(L, 2);
+      if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
+        ps_atomic_abort(&a);
+        return lua_error(L);
+      }
+      if (lua_isnil(L, -1)) break;
+      if ((text = lua_tolstring(L, -1, &len)) == NULL) {
+        ps_atomic_abort(&a);
+        return luaL_error(L, "write_atomic: the text function gave a %s, not a string",
+                          luaL_typename(L, -1));
+      }
+    }
+    if (len > 0 && fwrite(text, 1, len, a.fp) != len) {
+      snprintf(err, sizeof err, "%s: write failed: %s (the original is untouched)", path,
+               strerror(errno));
+      ps_atomic_abort(&a);
+      return ps_fail(L, err);
+    }
+    if (!pieces) break;
   }
   a.stage = stage;
   return ps_push_write_result(L, ps_atomic_commit(&a, if_changed, err, sizeof err), err);

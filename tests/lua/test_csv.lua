@@ -242,4 +242,33 @@ function TestFs:test_lock_removes_leftovers_of_killed_writers()
   lu.assertEquals(h.read(target), "a\n1\n")
 end
 
+-- The text in pieces from a function (the import's provenance log, one table's lines at a
+-- time): written in order, plain, appended and staged; an error in the function leaves the
+-- file untouched.
+function TestFs:test_atomic_write_of_pieces()
+  local fs = require "perfscript.fs"
+  local function pieces(list)
+    local i = 0
+    return function() i = i + 1; return list[i] end
+  end
+  local p = dir .. "/pieces.txt"
+  os.remove(p)
+  lu.assertEquals(fs.write_atomic(p, pieces { "ab", "", "cd\n" }), "created")
+  lu.assertEquals(h.read(p), "abcd\n")
+  lu.assertEquals(fs.write_atomic(p, pieces { "ab", "cd\n" }), "unchanged")
+  lu.assertEquals(fs.write_atomic(p, pieces { "e\n" }, { append = true, if_changed = false }), "replaced")
+  lu.assertEquals(h.read(p), "abcd\ne\n")
+  local st <close> = fs.stage()
+  lu.assertEquals(fs.write_atomic(p, pieces { "f", "\n" }, { append = true, if_changed = false, stage = st }), "replaced")
+  lu.assertEquals(h.read(p), "abcd\ne\n")
+  assert(st:commit())
+  lu.assertEquals(h.read(p), "abcd\ne\nf\n")
+  lu.assertErrorMsgContains("boom", fs.write_atomic, p, function() error("boom") end, { append = true })
+  lu.assertErrorMsgContains("not a string", fs.write_atomic, p, pieces { "x", {} })
+  lu.assertEquals(h.read(p), "abcd\ne\nf\n")
+  local left = {}
+  for name in require("lfs").dir(dir) do if name:find("pieces.txt.tmp", 1, true) then left[#left + 1] = name end end
+  lu.assertEquals(left, {})
+end
+
 os.exit(lu.LuaUnit.run(...))

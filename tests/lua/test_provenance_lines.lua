@@ -152,5 +152,38 @@ function TestProvenanceLines:test_group_lines_equal_table_lines()
   end
   lu.assertErrorMsgContains("out of range", agg.provenance, agg, { #agg + 1 }, "Add", common)
 end
+-- Escaping goes 8 plain bytes at a time: random texts of every length and mix (plain runs,
+-- each byte that needs an escape, bytes 0x80-0x9f that look like one to the word test, UTF-8)
+-- at every offset give cjson's text, and random keys their 16 hex digits.
+function TestProvenanceLines:test_random_texts_equal_cjson()
+  math.randomseed(11)
+  local letters = "abcdefxyz0123456789,;_-:. ABC"
+  local pool = { "a", "7", ",", ";", " ", "\"", "\\", "/", "\127", "\0", "\t", "\n", "\31", "\128",
+    "\159", "\160", "\255", "\195\156", "x", "1", "2", "3" }
+  local written = {}
+  for k = 1, 3000 do
+    local n, t = math.random(0, 40), {}
+    local plain = math.random() < 0.5
+    for i = 1, n do
+      local j = math.random(#letters)
+      t[i] = plain and math.random() < 0.95 and letters:sub(j, j) or pool[math.random(#pool)]
+    end
+    local u, o = {}, math.random(0, 20)
+    for i = 1, o do u[i] = pool[math.random(#pool)] end
+    written[k] = { key = math.random(math.mininteger, math.maxinteger),
+                   row = { ["Input Shapes"] = table.concat(t), ["Output Shapes"] = table.concat(u) } }
+  end
+  local results = { { stem = "K/\"1", written_rows = written } }
+  local common = prov.common { run = "r3", source = "imported" }
+  local text, n = perf.provenance.lines(common, results, "/cap/a b/kernel_details.csv", "0123abcd")
+  local want = reference(common, results, function() return "/cap/a b/kernel_details.csv", "0123abcd" end)
+  lu.assertEquals(n, 3000)
+  if text ~= want then   -- the first line that differs (luaunit's diff of the whole text is slow)
+    local a, b = text:gmatch("[^\n]*\n"), want:gmatch("[^\n]*\n")
+    local x, y
+    repeat x, y = a(), b() until x ~= y
+    lu.assertEquals(x, y)
+  end
+end
 
 os.exit(lu.LuaUnit.run())

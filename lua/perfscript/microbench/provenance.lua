@@ -90,7 +90,8 @@ function M.group_lines(base, agg, groups, stem, inputs)
   return agg:provenance(groups, stem, M.common(base), inputs and inputs[1], inputs and inputs[2])
 end
 
--- Appends text (lines from M.lines) to the database's log (staged with stage when given:
+-- Appends text (lines from M.lines, or a function giving such texts in turn until nil, as
+-- perf.fs.write_atomic takes them) to the database's log (staged with stage when given:
 -- committed with it).
 function M.append(dbdir, text, stage)
   if text == "" then return true end
