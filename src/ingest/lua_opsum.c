@@ -3,7 +3,7 @@
  *   g = {op = "MatMulV2", hash = <signature hash>, count = n, nvalid = n, min = d | nil,
  *        row = {["OP State"] = ..., ["Accelerator Core"] = <Task Type>, ... ,
  *               ["Average Duration(us)"] = "%.6f", _m = 25 counter means as native doubles, NaN when no sample (aggregate.metrics
- *               decodes it)}} */
+ *               decodes it), _hash = hash, _samples = nvalid, _op = op (these four when nvalid > 0)}} */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +14,22 @@
 #include "luabind.h"
 #include "num.h"
 #include "opsum.h"
+
+/* t[keys[k]] = v */
+static void set_integer(lua_State *L, int t, int keys, int k, lua_Integer v) {
+  lua_rawgeti(L, keys, k);
+  lua_pushinteger(L, v);
+  lua_rawset(L, t);
+}
+
+/* The string at stack slot at becomes v, unless it already holds those bytes (no interning). */
+static void reuse_string(lua_State *L, int at, const char *v, size_t n) {
+  size_t ln;
+  const char *lv = lua_tolstring(L, at, &ln);
+  if (ln == n && memcmp(lv, v, n) == 0) return;
+  lua_pushlstring(L, v, n);
+  lua_replace(L, at);
+}
 
 static int l_aggregate(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -32,9 +48,12 @@ static int l_aggregate(lua_State *L) {
     lua_pop(L, 1);
   }
   size_t ng = ps_opsum_ngroups(a);
-  /* Column names made into Lua strings once: setting a field by a C string would hash it
-   * again for every group. keys[1..8] base columns, [9] the duration. */
-  lua_createtable(L, PS_NBASE + 1, 0);
+  /* Column and member names made into Lua strings once: setting a field by a C string would
+   * hash it again for every group. keys[1..8] base columns, [9] the duration, then NAMES. */
+  static const char *const names[] = {"op", "hash", "count", "nvalid", "min", "row", "_m",
+                                      "_hash", "_samples", "_op"};
+  enum { K_OP = 10, K_HASH, K_COUNT, K_NVALID, K_MIN, K_ROW, K_M, K_RHASH, K_RSAMPLES, K_ROP };
+  lua_createtable(L, K_ROP, 0);
   int keys = lua_gettop(L);
   for (int c = 0; c < PS_NBASE; c++) {
     lua_pushstring(L, ps_base_columns[c]);
@@ -42,11 +61,17 @@ static int l_aggregate(lua_State *L) {
   }
   lua_pushliteral(L, "Average Duration(us)");
   lua_rawseti(L, keys, 9);
-  /* the last value of each base column, as a Lua string: most groups repeat the OP State, the
-   * task type, the dtypes and formats of the one before, and a string found again costs no
-   * interning (a lookup in a string table of every cell, missing the cache) */
+  for (int k = K_OP; k <= K_ROP; k++) {
+    lua_pushstring(L, names[k - K_OP]);
+    lua_rawseti(L, keys, k);
+  }
+  /* the last value of each base column (and of the op), as a Lua string: most groups repeat
+   * the op, OP State, the task type, the dtypes and formats of the one before, and a string
+   * found again costs no interning (a lookup in a string table of every cell, missing the
+   * cache) */
   int last = lua_gettop(L) + 1;
-  for (int c = 0; c < PS_NBASE; c++) lua_pushliteral(L, "");
+  for (int c = 0; c <= PS_NBASE; c++) lua_pushliteral(L, "");
+  int last_op = last + PS_NBASE;
   lua_createtable(L, 0, 2);
   lua_pushinteger(L, (lua_Integer)ps_opsum_rows(a));
   lua_setfield(L, -2, "samples");
@@ -55,48 +80,53 @@ static int l_aggregate(lua_State *L) {
   for (size_t i = 0; i < ng; i++) {
     const ps_opsum_group *g = ps_opsum_group_at(a, i);
     lua_createtable(L, 0, 6);
-    lua_pushstring(L, g->op);
-    lua_setfield(L, -2, "op");
-    lua_pushinteger(L, (lua_Integer)g->hash);
-    lua_setfield(L, -2, "hash");
-    lua_pushinteger(L, (lua_Integer)g->count);
-    lua_setfield(L, -2, "count");
-    lua_pushinteger(L, (lua_Integer)g->nvalid);
-    lua_setfield(L, -2, "nvalid");
+    int gt = lua_gettop(L);
+    reuse_string(L, last_op, g->op, strlen(g->op));
+    lua_rawgeti(L, keys, K_OP);
+    lua_pushvalue(L, last_op);
+    lua_rawset(L, gt);
+    set_integer(L, gt, keys, K_HASH, (lua_Integer)g->hash);
+    set_integer(L, gt, keys, K_COUNT, (lua_Integer)g->count);
+    set_integer(L, gt, keys, K_NVALID, (lua_Integer)g->nvalid);
     if (g->nvalid) {
+      lua_rawgeti(L, keys, K_MIN);
       lua_pushnumber(L, g->min);
-      lua_setfield(L, -2, "min");
+      lua_rawset(L, gt);
     }
-    /* the base columns, the duration, _m and the three fields aggregate.lua adds: sized
-     * for them (room for 25 counter fields as well made each row 2 KiB, 100 MB at 50k groups) */
+    /* the base columns, the duration, _m and _hash, _samples, _op (a row with a valid
+     * sample: aggregate.lua's row): sized for them (room for 25 counter fields as well made
+     * each row 2 KiB, 100 MB at 50k groups) */
     lua_createtable(L, 0, PS_NBASE + 1 + 1 + 3);
+    int row = lua_gettop(L);
     for (int c = 0; c < PS_NBASE; c++) {
       const char *v = c == 1 ? g->cells[PS_OPSUM_TASK_TYPE] : g->cells[c];
-      size_t n = strlen(v), ln;
-      const char *lv = lua_tolstring(L, last + c, &ln);
+      reuse_string(L, last + c, v, strlen(v));
       lua_rawgeti(L, keys, c + 1);
-      if (ln == n && memcmp(lv, v, n) == 0) {
-        lua_pushvalue(L, last + c);
-      } else {
-        lua_pushlstring(L, v, n);
-        lua_copy(L, -1, last + c);
-      }
-      lua_rawset(L, -3);
+      lua_pushvalue(L, last + c);
+      lua_rawset(L, row);
     }
     if (g->nvalid) {
       ps_num_fmt6(num, sizeof num, g->min);
       lua_rawgeti(L, keys, 9);
       lua_pushstring(L, num);
-      lua_rawset(L, -3);
+      lua_rawset(L, row);
       /* The 25 counter means packed as native doubles (NaN: no valid sample) in one string,
        * _m: 25 table fields per group cost more than the whole aggregation. */
       double means[PS_NCOUNTERS];
       for (int m = 0; m < PS_NCOUNTERS; m++)
         means[m] = g->counts[m] ? g->sums[m] / (double)g->counts[m] : NAN;
+      lua_rawgeti(L, keys, K_M);
       lua_pushlstring(L, (const char *)means, sizeof means);
-      lua_setfield(L, -2, "_m");
+      lua_rawset(L, row);
+      set_integer(L, row, keys, K_RHASH, (lua_Integer)g->hash);
+      set_integer(L, row, keys, K_RSAMPLES, (lua_Integer)g->nvalid);
+      lua_rawgeti(L, keys, K_ROP);
+      lua_pushvalue(L, last_op);
+      lua_rawset(L, row);
     }
-    lua_setfield(L, -2, "row");
+    lua_rawgeti(L, keys, K_ROW);
+    lua_insert(L, -2);
+    lua_rawset(L, gt);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "groups");

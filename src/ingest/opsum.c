@@ -55,12 +55,6 @@ const ps_opsum_group *ps_opsum_group_at(const ps_opsum *a, size_t i) {
   return i < a->ngroups ? &a->groups[i] : NULL;
 }
 
-/* A finite number parsed from the whole field of n bytes, or NAN. */
-static double number(const char *s, size_t n) {
-  double v;
-  return ps_num_finite(s, n, &v) == 0 ? v : NAN;
-}
-
 int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) {
   ps_csv_reader *r = ps_csv_open(path, PS_CSV_TRIM, err, errsize);
   if (!r) return -1;
@@ -83,8 +77,15 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
   for (int i = 0; i < PS_NBASE; i++) c_base[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_base_columns[i]);
   /* Accelerator Core is an alias of Task Type: the template's core comes from Task Type. */
   c_base[1] = -1;
+  /* the file's counter columns (met[k]: counter of cell k) and the duration, parsed per row
+   * in one ps_num_finite_n call (cell nm: the duration) */
+  int met[PS_NCOUNTERS + 1], nm = 0;
   for (int i = 0; i < PS_NCOUNTERS; i++)
-    c_met[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_counter_columns[i]);
+    if ((c_met[i] = ps_csv_find_column(rec.fields, rec.nfields, ps_counter_columns[i])) >= 0) met[nm++] = i;
+  _Static_assert(PS_NCOUNTERS + 1 <= 32, "ps_num_finite_n takes 32 cells at most");
+  const char *cs[PS_NCOUNTERS + 1];
+  size_t cl[PS_NCOUNTERS + 1];
+  double cv[PS_NCOUNTERS + 1];
 #define F(c) ((c) >= 0 && (size_t)(c) < rec.nfields ? rec.fields[c] : "")
 #define L(c) ((c) >= 0 && (size_t)(c) < rec.nfields ? rec.lens[c] : 0)
   while ((st = ps_csv_next(r, &rec)) > 0) {
@@ -138,16 +139,18 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
       a->ngroups++;
     }
     g->count++;
-    double d = number(F(c_dur), L(c_dur));
+    for (int k = 0; k < nm; k++) cs[k] = F(c_met[met[k]]), cl[k] = L(c_met[met[k]]);
+    cs[nm] = F(c_dur), cl[nm] = L(c_dur);
+    /* padded: the reader's fields are the CSV engine's (csvscan.h); an absent one is "", never
+     * read (an empty cell is no number) */
+    uint32_t ok = ps_num_finite_n(cs, cl, nm + 1, 1, cv); /* bit k: cell k is a finite number */
+    double d = ok >> nm & 1 ? cv[nm] : NAN;
     if (d > 0) {
       if (!g->nvalid || d < g->min) g->min = d;
       g->nvalid++;
     }
-    for (int i = 0; i < PS_NCOUNTERS; i++) {
-      if (c_met[i] < 0) continue;
-      double v = number(F(c_met[i]), L(c_met[i]));
-      if (!isnan(v)) g->sums[i] += v, g->counts[i]++;
-    }
+    for (int k = 0; k < nm; k++)
+      if (ok >> k & 1) g->sums[met[k]] += cv[k], g->counts[met[k]]++;
   }
 #undef F
 #undef L

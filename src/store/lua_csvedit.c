@@ -593,9 +593,67 @@ static int l_merge(lua_State *L) {
   return 1;
 }
 
+/* csvedit.hotspots(gaps, lo, hi) -> the gaps whose ratio is below lo or above hi, in report
+ * order: the larger max(ratio, 1/ratio) first, then the larger diff_us, then the later
+ * op_type (bytes), then the earlier position; a total order, so any sort gives this list
+ * (report.lua's rule: a Lua comparator cost ~600 instructions a call). */
+typedef struct hot { double k, d; const char *o; size_t ol; lua_Integer i; } hot;
+
+static int hot_cmp(const void *pa, const void *pb) {
+  const hot *a = pa, *b = pb;
+  if (a->k != b->k) return a->k > b->k ? -1 : 1;
+  if (a->d != b->d) return a->d > b->d ? -1 : 1;
+  size_t n = a->ol < b->ol ? a->ol : b->ol;
+  int c = memcmp(a->o, b->o, n);
+  if (c != 0) return c > 0 ? -1 : 1;
+  if (a->ol != b->ol) return a->ol > b->ol ? -1 : 1;
+  return a->i < b->i ? -1 : 1;
+}
+
+static double hot_num(lua_State *L, int t, const char *name, lua_Integer i) {
+  int isnum;
+  lua_getfield(L, t, name);
+  double v = lua_tonumberx(L, -1, &isnum);
+  if (!isnum) luaL_error(L, "gaps[%d].%s is not a number", (int)i, name);
+  lua_pop(L, 1);
+  return v;
+}
+
+static int l_hotspots(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  double lo = luaL_checknumber(L, 2), hi = luaL_checknumber(L, 3);
+  lua_settop(L, 3);
+  lua_Integer n = luaL_len(L, 1), nh = 0;
+  hot *h = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *h, 0);
+  lua_newtable(L); /* keeps the op_type strings of h alive */
+  int keep = lua_gettop(L);
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, 1, i) != LUA_TTABLE) luaL_error(L, "gaps[%d] is not a table", (int)i);
+    int g = lua_gettop(L);
+    double r = hot_num(L, g, "ratio", i);
+    if (r < lo || r > hi) {
+      hot *x = &h[nh++];
+      x->k = r < 1 / r ? 1 / r : r; /* math.max(r, 1 / r) */
+      x->d = hot_num(L, g, "diff_us", i);
+      if (lua_getfield(L, g, "op_type") != LUA_TSTRING) luaL_error(L, "gaps[%d].op_type is not a string", (int)i);
+      x->o = lua_tolstring(L, -1, &x->ol);
+      lua_rawseti(L, keep, nh);
+      x->i = i;
+    }
+    lua_settop(L, keep);
+  }
+  qsort(h, (size_t)nh, sizeof *h, hot_cmp);
+  lua_createtable(L, (int)nh, 0);
+  for (lua_Integer j = 0; j < nh; j++) {
+    lua_rawgeti(L, 1, h[j].i);
+    lua_rawseti(L, -2, j + 1);
+  }
+  return 1;
+}
+
 int luaopen_perfscript_csvedit(lua_State *L) {
   static const luaL_Reg funcs[] = {{"rewrite", l_rewrite}, {"merge", l_merge}, {"cells", l_cells},
-                                   {NULL, NULL}};
+                                   {"hotspots", l_hotspots}, {NULL, NULL}};
   luaL_newmetatable(L, "perfscript.csvedit.merge");
   lua_pushcfunction(L, merge_gc);
   lua_setfield(L, -2, "__gc");

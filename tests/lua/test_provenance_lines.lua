@@ -186,4 +186,30 @@ function TestProvenanceLines:test_random_texts_equal_cjson()
   end
 end
 
+-- Numbers as cjson writes them (%.14g) over the kinds a log meets: microseconds of 1 to 6
+-- decimals, counts, doubles with all their digits, both sides of the 1e-4 and 1e8 edges,
+-- negatives, numbers and number texts alike; keys of every hex digit.
+function TestProvenanceLines:test_numbers_equal_cjson()
+  math.randomseed(7)
+  local vals = { 1e-4, 9.9999e-5, 1e8, 99999999.999999, 99999999.9999999, 1e8 - 1e-6, 0.1, 0.5,
+    1, 2, 0.000123, 0.0001234, 1234567.890123, -3.25, -0.0001, 5e-324, 1e300, 2 ^ 53, 1 / 3 }
+  for _ = 1, 4000 do
+    local k = math.random(0, 6)
+    vals[#vals + 1] = math.random(0, 10 ^ math.random(1, 13)) / 10 ^ k
+    vals[#vals + 1] = math.random() * 10 ^ math.random(-6, 9)
+    vals[#vals + 1] = tonumber(("%.3f"):format(math.random() * 50))
+  end
+  local written = {}
+  for i, v in ipairs(vals) do
+    local d = i % 2 == 0 and ("%.17g"):format(v) or v
+    written[i] = { key = math.random(math.mininteger, math.maxinteger),
+                   row = { ["Input Shapes"] = "1", _samples = v, ["Average Duration(us)"] = d } }
+  end
+  local res = { { stem = "Add", written_rows = written } }
+  local text, n = perf.provenance.lines('"run":"r"', res)
+  local want, wn = reference('"run":"r"', res)
+  lu.assertEquals(n, wn)
+  lu.assertEquals(text, want)
+end
+
 os.exit(lu.LuaUnit.run())

@@ -51,8 +51,7 @@ function M.files(paths, opts)
       agg.order[#agg.order + 1] = op
     end
     local row = g.row
-    if g.nvalid > 0 then
-      row._hash, row._samples, row._op = g.hash, g.nvalid, op
+    if g.nvalid > 0 then -- row._hash, row._samples, row._op: set by opsum.aggregate
       if ep and ep ~= 0 and perf.sig.op_name(op) == schema.DFC then
         row[schema.EP_SIZE] = tostring(ep)
         row._extra = { schema.EP_SIZE }

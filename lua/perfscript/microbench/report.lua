@@ -15,26 +15,9 @@ end
 
 -- The hotspots in report order: the larger gap (ratio or its inverse) first, then the larger
 -- absolute difference, then the later operator name; equal ones keep their order (the index
--- is the last key, so the order is the same on every run). Keys are computed once.
+-- is the last key, so the order is the same on every run). Sorted in C (perf.csvedit.hotspots).
 function M.hotspots(gaps)
-  local hot, k, d, o = {}, {}, {}, {}
-  for _, g in ipairs(gaps) do
-    if M.is_hotspot(g) then
-      local n = #hot + 1
-      hot[n], k[n], d[n], o[n] = g, math.max(g.ratio, 1 / g.ratio), g.diff_us, g.op_type
-    end
-  end
-  local idx = {}
-  for i = 1, #hot do idx[i] = i end
-  table.sort(idx, function(x, y)
-    if k[x] ~= k[y] then return k[x] > k[y] end
-    if d[x] ~= d[y] then return d[x] > d[y] end
-    if o[x] ~= o[y] then return o[x] > o[y] end
-    return x < y
-  end)
-  local out = {}
-  for i, j in ipairs(idx) do out[i] = hot[j] end
-  return out
+  return perf.csvedit.hotspots(gaps, M.GAP_BOUNDS[1], M.GAP_BOUNDS[2])
 end
 
 -- Markdown table; "_None_" when there are no rows.
