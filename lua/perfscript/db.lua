@@ -882,12 +882,20 @@ end
 -- shapes, dtypes: the query's (q.shapes, q.dtypes), or its shapes text and dtype names as
 -- given (ix:exact parses the text as Kmethods:_query would; nil when it refuses it).
 local function exact_in_c(self, shapes, dtypes, n, pri)
-  local name, s = self.name, self._
+  local s = self._
+  -- a prepared index with its slot index (every lookup after the first): straight to the match
+  local L = s.cexact and dtypes and s.lix and s.lix[n]
+  if L and L.sx and type(shapes) == "string" then
+    local row, distance, rule, rules, lat, latpos, nties, ties, joined = L.ix:exact(L.sx, shapes, dtypes, L.kind, L.fg)
+    if not row then return nil end
+    return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties, joined
+  end
+  local name = self.name
   if s.cexact == nil then
     s.cexact = not (match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name] or self:_semantic_unique())
   end
   if not s.cexact or not dtypes then return nil end
-  local L = self:_lookup_index(n)
+  L = self:_lookup_index(n)
   if not L.prepared then
     local t = self:table()
     local cols, pris, minpri = {}, {}, math.huge
@@ -1038,12 +1046,15 @@ end
 -- general path must answer (MoE, a text the parse refuses, no C answer).
 local function exact_from_text(self, t, shapes, dtypes)
   local s = self._
-  if s.nrows == nil then s.nrows = #t end
-  if s.nrows == 0 then return nil end
   local pri, lpol = s.lpri, s.lpol
-  if not pri or lpol == nil then pri, lpol = latency_priorities(self) end
-  if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
-  if s.has_ep and self.name == "DispatchFFNCombine" then return nil end
+  if not s.textok then  -- rows, the priorities and no MoE (fixed once known)
+    if s.nrows == nil then s.nrows = #t end
+    if s.nrows == 0 then return nil end
+    if not pri or lpol == nil then pri, lpol = latency_priorities(self) end
+    if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
+    if s.has_ep and self.name == "DispatchFFNCombine" then return nil end
+    s.textok = true
+  end
   local names = s.qdt and s.qdt[dtypes] or self:_dtype_names(dtypes)
   local row, distance, rule, rules, lat, col, ties, nties, joined = exact_in_c(self, shapes, names, 0, pri)
   if not row then return nil end
