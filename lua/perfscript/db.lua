@@ -882,12 +882,20 @@ end
 -- shapes, dtypes: the query's (q.shapes, q.dtypes), or its shapes text and dtype names as
 -- given (ix:exact parses the text as Kmethods:_query would; nil when it refuses it).
 local function exact_in_c(self, shapes, dtypes, n, pri)
-  local name, s = self.name, self._
+  local s = self._
+  -- a prepared index with its slot index (every lookup after the first): straight to the match
+  local L = s.cexact and dtypes and s.lix and s.lix[n]
+  if L and L.sx and type(shapes) == "string" then
+    local row, distance, rule, rules, lat, latpos, nties, ties, joined = L.ix:exact(L.sx, shapes, dtypes, L.kind, L.fg)
+    if not row then return nil end
+    return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties, joined
+  end
+  local name = self.name
   if s.cexact == nil then
     s.cexact = not (match.ROPE[name] or match.SWIGLU[name] or match.RESHAPE_AND_CACHE[name] or self:_semantic_unique())
   end
   if not s.cexact or not dtypes then return nil end
-  local L = self:_lookup_index(n)
+  L = self:_lookup_index(n)
   if not L.prepared then
     local t = self:table()
     local cols, pris, minpri = {}, {}, math.huge
@@ -902,9 +910,9 @@ local function exact_in_c(self, shapes, dtypes, n, pri)
     sx = L.sx
     if not sx then sx = self:_slot_index(n); L.sx = sx end
   end
-  local row, distance, rule, rules, lat, latpos, nties, ties = L.ix:exact(sx, shapes, dtypes, L.kind, L.fg)
+  local row, distance, rule, rules, lat, latpos, nties, ties, joined = L.ix:exact(sx, shapes, dtypes, L.kind, L.fg)
   if not row then return nil end
-  return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties
+  return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties, joined
 end
 
 -- explain: every row tried with its verdict, and a count of the failures by kind.
@@ -1011,7 +1019,7 @@ end
 
 -- The answer of the C exact match (exact_in_c's values): the fields, the title and the
 -- query when first read (q nil: lazy_query of shapes and dtypes), the row's record.
-local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties)
+local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties, joined)
   -- sized for every field of the answer (query, widths, title, columns, notes, _lazy, latency,
   -- row, line, column, rule, rules, source, confidence: no rehash as they come)
   local res = T.new_table(0, 14)
@@ -1019,13 +1027,15 @@ local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rul
   res.widths, res.columns = LOOKUP_WIDTHS, LOOKUP_COLUMNS  -- R.new(nil, LOOKUP_COLUMNS, res)
   setmetatable(res, R.Result)
   measured_fields(t, res, row, rule, rules, lat, col, lpol)
-  -- (the snaps sized for R.lazy's field and next)
-  R.lazy(res, "title", { lazy_measured_title, self.name, t, res, res.latency, res.line, res.column, rule,
-                         distance > 0, field = "title", next = false })
-  if not q then R.lazy(res, "query", { lazy_query, self, shapes, dtypes, field = "query", next = false }) end
+  -- the title's and the query's snaps chained as R.lazy(res, "title", ...), then
+  -- R.lazy(res, "query", ...) chain them (without the calls)
+  local snap = { lazy_measured_title, self.name, t, res, res.latency, res.line, res.column, rule,
+                 distance > 0, field = "title", next = false }
+  if not q then snap = { lazy_query, self, shapes, dtypes, field = "query", next = snap } end
+  rawset(res, "_lazy", snap)
   if nties > 0 then ties_note(t, res, ties, nties) end
   local rec = self:_row_record(row, lat, col)
-  rec.rule, rec["input rules"] = rule, table.concat(rules, ",")
+  rec.rule, rec["input rules"] = rule, joined or table.concat(rules, ",")
   res[1] = rec
   with_provenance(self, res, row)
   return res
@@ -1036,16 +1046,19 @@ end
 -- general path must answer (MoE, a text the parse refuses, no C answer).
 local function exact_from_text(self, t, shapes, dtypes)
   local s = self._
-  if s.nrows == nil then s.nrows = #t end
-  if s.nrows == 0 then return nil end
   local pri, lpol = s.lpri, s.lpol
-  if not pri or lpol == nil then pri, lpol = latency_priorities(self) end
-  if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
-  if s.has_ep and self.name == "DispatchFFNCombine" then return nil end
+  if not s.textok then  -- rows, the priorities and no MoE (fixed once known)
+    if s.nrows == nil then s.nrows = #t end
+    if s.nrows == 0 then return nil end
+    if not pri or lpol == nil then pri, lpol = latency_priorities(self) end
+    if s.has_ep == nil then s.has_ep = t:column("EP Size") and true or false end
+    if s.has_ep and self.name == "DispatchFFNCombine" then return nil end
+    s.textok = true
+  end
   local names = s.qdt and s.qdt[dtypes] or self:_dtype_names(dtypes)
-  local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, shapes, names, 0, pri)
+  local row, distance, rule, rules, lat, col, ties, nties, joined = exact_in_c(self, shapes, names, 0, pri)
   if not row then return nil end
-  return exact_answer(self, t, nil, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties)
+  return exact_answer(self, t, nil, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties, joined)
 end
 
 -- The consumer's compute exact match: every row is a candidate, the best (distance, latency
@@ -1078,8 +1091,8 @@ local function compute_lookup(self, shapes, dtypes, opts)
     return res
   end
   if not opts.explain and not moe and not M.lua_only then
-    local row, distance, rule, rules, lat, col, ties, nties = exact_in_c(self, q.shapes, q.dtypes, n, pri)
-    if row then return exact_answer(self, t, q, nil, nil, lpol, row, distance, rule, rules, lat, col, ties, nties) end
+    local row, distance, rule, rules, lat, col, ties, nties, joined = exact_in_c(self, q.shapes, q.dtypes, n, pri)
+    if row then return exact_answer(self, t, q, nil, nil, lpol, row, distance, rule, rules, lat, col, ties, nties, joined) end
   end
   local qlabel = query_label(t, q)
   local S = new_scan(self, q, n, opts, pri, moe, ep)
@@ -1169,6 +1182,14 @@ local QUERY_OPTS = { "explain", "n", "tc_input_count", "ep", "ep_size", "moe", "
 local NOOPTS = setmetatable({}, { __newindex = function() error("lookup: the default options are read only", 2) end })
 
 function Kmethods:lookup(shapes, dtypes, opts)
+  -- the common form (a shapes text, a dtypes text, no options) of a compute kernel already
+  -- asked once (s.comm false: its table is loaded): straight to the C exact match
+  local s = self._
+  if opts == nil and s.comm == false and type(shapes) == "string" and type(dtypes) == "string" and
+     not M.lua_only then
+    local res = exact_from_text(self, s.t, shapes, dtypes)
+    if res then return res end
+  end
   if type(dtypes) == "table" and not dtypes[1] and next(dtypes) ~= nil and opts == nil then
     opts, dtypes = dtypes, nil
   end
@@ -1189,7 +1210,6 @@ function Kmethods:lookup(shapes, dtypes, opts)
     end
   end
   local t = self:table()
-  local s = self._
   if s.comm == nil then s.comm = (t:column("message_bytes") and not t:column(M.IS)) and true or false end
   if s.comm then
     return require("perfscript.db.comm").lookup(self, shapes, opts)

@@ -1092,7 +1092,8 @@ static int sx_rows(lua_State *L) {
 /* ---- the exact match in C (exact.h) -------------------------------------------------------
  *   ix:prepare(shapes_col, formats_col | false, dtypes_col | false, n, {latency cols}, {pri}, minpri)
  *   ix:exact(slot_index | false, qshapes, qdtypes, kind, float_group)
- *     -> row, distance, rule, {input rules}, latency, latency column position, ties, {tie rows}
+ *     -> row, distance, rule, {input rules}, latency, latency column position, ties, {tie rows},
+ *        the input rules joined with ","
  *   qshapes may be the query's shapes text (as t:shapes reads it; a text it refuses gives nil),
  *   then qdtypes are its dtype names as given (one name for every input); the slot index is
  *   then used only for two inputs or more
@@ -1261,10 +1262,17 @@ static int ix_exact(lua_State *L) {
   lua_pushinteger(L, a.distance);
   lua_pushstring(L, ps_lookup_rule_name(a.rule));
   lua_createtable(L, (int)nq, 0);
+  luaL_Buffer rb;  /* the input rules joined with "," as well (the record's "input rules") */
+  luaL_buffinit(L, &rb);
   for (int i = 0; i < (int)nq; i++) {
-    lua_pushstring(L, ps_lookup_rule_name(a.rules[i]));
-    lua_rawseti(L, -2, i + 1);
+    const char *rn = ps_lookup_rule_name(a.rules[i]);
+    if (i > 0) luaL_addchar(&rb, ',');
+    luaL_addstring(&rb, rn);
+    lua_pushstring(L, rn);
+    lua_rawseti(L, -3, i + 1);  /* under the buffer's box, if it made one */
   }
+  luaL_pushresult(&rb);
+  int joined = lua_gettop(L);
   lua_pushnumber(L, a.latency);
   lua_pushinteger(L, a.latpos + 1);
   lua_pushinteger(L, (lua_Integer)a.nties);
@@ -1278,7 +1286,9 @@ static int ix_exact(lua_State *L) {
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
   }
-  return 8;
+  lua_pushvalue(L, joined);
+  lua_remove(L, joined);
+  return 9;
 }
 
 /* T.new_table(narray, nhash) -> an empty table with room for narray items and nhash fields,

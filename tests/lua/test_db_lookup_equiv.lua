@@ -466,7 +466,11 @@ function TestExactInC:test_c_path_equals_lua_scan()
   local exact, in_c = methods.exact, 0
   methods.exact = function(...)
     local r = table.pack(exact(...))
-    if r[1] then in_c = in_c + 1 end
+    if r[1] then
+      in_c = in_c + 1
+      -- the input rules also come joined (the record's "input rules")
+      lu.assertEquals(r[9], table.concat(r[4], ","))
+    end
     return table.unpack(r, 1, r.n)
   end
   local n, ties, padded = 0, 0, 0
