@@ -344,7 +344,7 @@ local function replayable(job, T, S, i, st)
     row["Input Shapes"], row["Input Data Types"], row["Input Formats"] = S.it[i], S.idt[i], S.ifm[i]
     row["Output Shapes"], row["Output Data Types"] = S.ot[i], S.odt[i]
     job.check_ctx = job.check_ctx or { ep_size = job.ep_size }
-    local case, reason = reg.check(job.kernel, row, job.check_ctx)
+    local case, reason = reg.verdict(job.kernel, row, job.check_ctx)
     for k in pairs(extra) do row[k] = T[k] end
     if case then job.memo[i] = true; return true end
     why = reason
