@@ -1,5 +1,6 @@
 /* perfscript.sig: row signatures for Lua (rules in writeback_sig.h).
  *   sig.row(row [, op_name]) -> text, hash      row: {["Input Shapes"] = ..., ...}
+ *   sig.row_hash(row [, op_name]) -> hash        sig.row's hash, without making its text
  *   sig.tuple(row [, op_name]) -> {f1, ..., f5[, ep]}, matmul_canonical (bool)
  *   sig.columns(header) -> cols     header: array of column names (a CSV header)
  *   sig.record(fields, cols [, op_name]) -> text, hash   fields: a CSV record (array)
@@ -93,6 +94,18 @@ static int l_row(lua_State *L) {
   ps_sig *g = state(L);
   compute(L, g, &r);
   return push_text_hash(L, g);
+}
+
+/* The hash alone: a caller keying rows (the shape grid, per candidate) makes no string. */
+static int l_row_hash(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  ps_sig_row r = {0};
+  r.op_name = opt_str(L, 2);
+  row_from_table(L, 1, &r);
+  ps_sig *g = state(L);
+  compute(L, g, &r);
+  lua_pushinteger(L, (lua_Integer)ps_sig_hash(g));
+  return 1;
 }
 
 static int l_tuple(lua_State *L) {
@@ -441,7 +454,7 @@ static int l_is_matmul(lua_State *L) {
 
 int luaopen_perfscript_sig(lua_State *L) {
   static const luaL_Reg funcs[] = {
-    {"row", l_row}, {"tuple", l_tuple}, {"columns", l_columns}, {"record", l_record},
+    {"row", l_row}, {"row_hash", l_row_hash}, {"tuple", l_tuple}, {"columns", l_columns}, {"record", l_record},
     {"display", l_display}, {"hash", l_hash}, {"hash_file", l_hash_file}, {"op_name", l_op_name},
     {"is_matmul", l_is_matmul}, {"scan", l_scan}, {NULL, NULL}};
   luaL_newlibtable(L, funcs);
