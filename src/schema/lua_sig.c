@@ -86,35 +86,27 @@ static int push_text_hash(lua_State *L, ps_sig *g) {
   return 2;
 }
 
-static int l_row(lua_State *L) {
+/* The signature of the row table at 1 (op name at 2), computed into the shared state. */
+static ps_sig *compute_row(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   ps_sig_row r = {0};
   r.op_name = opt_str(L, 2);
   row_from_table(L, 1, &r);
   ps_sig *g = state(L);
   compute(L, g, &r);
-  return push_text_hash(L, g);
+  return g;
 }
+
+static int l_row(lua_State *L) { return push_text_hash(L, compute_row(L)); }
 
 /* The hash alone: a caller keying rows (the shape grid, per candidate) makes no string. */
 static int l_row_hash(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  ps_sig_row r = {0};
-  r.op_name = opt_str(L, 2);
-  row_from_table(L, 1, &r);
-  ps_sig *g = state(L);
-  compute(L, g, &r);
-  lua_pushinteger(L, (lua_Integer)ps_sig_hash(g));
+  lua_pushinteger(L, (lua_Integer)ps_sig_hash(compute_row(L)));
   return 1;
 }
 
 static int l_tuple(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  ps_sig_row r = {0};
-  r.op_name = opt_str(L, 2);
-  row_from_table(L, 1, &r);
-  ps_sig *g = state(L);
-  compute(L, g, &r);
+  ps_sig *g = compute_row(L);
   int n = ps_sig_nfields(g);
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
