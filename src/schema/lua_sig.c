@@ -1,5 +1,6 @@
 /* perfscript.sig: row signatures for Lua (rules in writeback_sig.h).
  *   sig.row(row [, op_name]) -> text, hash      row: {["Input Shapes"] = ..., ...}
+ *   sig.row_hash(row [, op_name]) -> hash        sig.row's hash, without making its text
  *   sig.tuple(row [, op_name]) -> {f1, ..., f5[, ep]}, matmul_canonical (bool)
  *   sig.columns(header) -> cols     header: array of column names (a CSV header)
  *   sig.record(fields, cols [, op_name]) -> text, hash   fields: a CSV record (array)
@@ -85,23 +86,27 @@ static int push_text_hash(lua_State *L, ps_sig *g) {
   return 2;
 }
 
-static int l_row(lua_State *L) {
+/* The signature of the row table at 1 (op name at 2), computed into the shared state. */
+static ps_sig *compute_row(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   ps_sig_row r = {0};
   r.op_name = opt_str(L, 2);
   row_from_table(L, 1, &r);
   ps_sig *g = state(L);
   compute(L, g, &r);
-  return push_text_hash(L, g);
+  return g;
+}
+
+static int l_row(lua_State *L) { return push_text_hash(L, compute_row(L)); }
+
+/* The hash alone: a caller keying rows (the shape grid, per candidate) makes no string. */
+static int l_row_hash(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)ps_sig_hash(compute_row(L)));
+  return 1;
 }
 
 static int l_tuple(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  ps_sig_row r = {0};
-  r.op_name = opt_str(L, 2);
-  row_from_table(L, 1, &r);
-  ps_sig *g = state(L);
-  compute(L, g, &r);
+  ps_sig *g = compute_row(L);
   int n = ps_sig_nfields(g);
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
@@ -441,7 +446,7 @@ static int l_is_matmul(lua_State *L) {
 
 int luaopen_perfscript_sig(lua_State *L) {
   static const luaL_Reg funcs[] = {
-    {"row", l_row}, {"tuple", l_tuple}, {"columns", l_columns}, {"record", l_record},
+    {"row", l_row}, {"row_hash", l_row_hash}, {"tuple", l_tuple}, {"columns", l_columns}, {"record", l_record},
     {"display", l_display}, {"hash", l_hash}, {"hash_file", l_hash_file}, {"op_name", l_op_name},
     {"is_matmul", l_is_matmul}, {"scan", l_scan}, {NULL, NULL}};
   luaL_newlibtable(L, funcs);

@@ -152,4 +152,23 @@ function TestSig:test_hash_file_equals_hash_of_text()
   lu.assertStrContains(err, dir .. "/missing: ")
 end
 
+-- sig.row_hash: sig.row's hash without its text (the shape grid keys every candidate with it)
+function TestSig:test_row_hash_equals_row()
+  local rows = {
+    { row('"5,6144;2048,6144"', nil, nil, '"5,2048"', nil, { ["OP State"] = "dynamic" }), "MatMulV2" },
+    { row("5,6144;2048,6144", nil, nil, "5,2048", nil, { ["OP Type"] = "MatMulV2" }) },
+    { row("512,24;512,4096", "DT_BF16;DT_BF16", "ND;ND", "24,4096", "DT_BF16"), "MatMulV3" },
+    { row("N/A;None;NULL;none;NA;()", "a;b;c;d;e;f", "", "5", "g;h"), "Foo" },
+    { row("4,16;2,16,8", "DT_BF16;DT_BF16", "ND;ND", "4,16", "DT_BF16", { ["EP Size"] = " 16 " }), "DispatchFFNCombine" },
+    { row("64,1728;16", "DT_BF16;INT64", "ND;ND", "16,1728", "DT_BF16", { ["OP State"] = "Index" }) },
+    { {}, "Add" },
+  }
+  for n, c in ipairs(rows) do
+    local _, h = sig.row(c[1], c[2])
+    lu.assertEquals(sig.row_hash(c[1], c[2]), h, n)
+    lu.assertEquals(math.type(sig.row_hash(c[1], c[2])), "integer")
+  end
+  lu.assertErrorMsgContains("table expected", sig.row_hash, "not a row")
+end
+
 os.exit(lu.LuaUnit.run())

@@ -20,10 +20,9 @@ end
 M.sort_key = shape.sort_key
 
 -- key(kernel, row) -> 64-bit signature hash of a row given as a table keyed by column name.
-local row = sig.row
+local row_hash = sig.row_hash  -- sig.row's hash, no text made
 function M.key(kernel, r)
-  local _, h = row(r, kernel)
-  return h
+  return row_hash(r, kernel)
 end
 
 -- record_keyer(header, kernel) -> f(fields) -> key, for records read with that header.

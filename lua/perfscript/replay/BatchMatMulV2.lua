@@ -3,12 +3,11 @@
 local C = require "perfscript.replay.common"
 local mm = require("perfscript.replay.matmul")(true, "torch.matmul")
 
--- one body, no closure per row (the grid asks this of every candidate)
-local function body(row)
-  local sl = C.must(C.slots(row, "in"))
-  local idx = C.present(sl)
-  C.need(#idx >= 1, "no input shapes")
-  if #sl.shapes[idx[1]] == 2 then return C.must(mm(row)) end
+local T2 = { transpose_last2 = true }  -- read only (C.tensor copies its fields)
+
+-- The checks of the batched path (check-only and build share them): the slots, A's and B's
+-- slot indices and B's options.
+local function validate3(sl, idx, row)
   C.need(#idx >= 2, "expects at least 2 inputs")
   local out = C.must(C.slots(row, "out"))
   local o = out.shapes[1]
@@ -16,15 +15,41 @@ local function body(row)
   C.need(o and #o == 3 and #A == 3 and #B == 3, "the batched path needs 3-D A, B and output")
   C.need(A[1] == o[1] and A[2] == o[2], "batch/m of A and the output disagree")
   local k, n = A[3], o[3]
-  local b
+  local bopts
   if B[1] == A[1] and B[2] == k and B[3] == n then
-    b = C.must(C.tensor(sl, idx[2]))
+    bopts = nil
   elseif B[1] == A[1] and B[2] == n and B[3] == k then
-    b = C.must(C.tensor(sl, idx[2], { transpose_last2 = true }))
+    bopts = T2
   else
     C.need(false, "second input %s is not compatible with A %s", table.concat(B, ","), table.concat(A, ","))
   end
+  C.must(C.tensor_ok(sl, idx[2], bopts))
+  C.must(C.tensor_ok(sl, idx[1]))
+  return bopts
+end
+
+-- one body, no closure per row (the grid asks this of every candidate)
+local function body(row)
+  local sl = C.must(C.slots(row, "in"))
+  local idx = C.present(sl)
+  C.need(#idx >= 1, "no input shapes")
+  if #sl.shapes[idx[1]] == 2 then return C.must(mm(row)) end
+  local bopts = validate3(sl, idx, row)
+  local b = C.must(C.tensor(sl, idx[2], bopts))
   return { api = "torch.matmul", args = { C.must(C.tensor(sl, idx[1])), b } }
 end
 
-return function(row) return C.guard(body, row) end
+local function ok(row)
+  local sl = C.must(C.slots(row, "in"))
+  local idx = C.present(sl)
+  C.need(#idx >= 1, "no input shapes")
+  if #sl.shapes[idx[1]] == 2 then return C.must(mm.check(row)) end
+  validate3(sl, idx, row)
+  return true
+end
+
+-- A callable table: build(row) and the check-only check(row) (perfscript.replay.registry.verdict).
+local M = {}
+function M.build(row) return C.guard(body, row) end
+function M.check(row) return C.guard(ok, row) end
+return setmetatable(M, { __call = function(_, row) return M.build(row) end })

@@ -18,8 +18,8 @@ function M.role(dtype, numel, x, out)
   return nil, ("cannot tell the role of input 4 (%s, %d elements)"):format(dtype, numel)
 end
 
--- one body, no closure per row (the grid asks this of every candidate)
-local function body(row)
+-- The checks (check-only and build share them): the row's slots and what build needs of them.
+local function validate(row)
   local sl = C.must(C.slots(row, "in"))
   local out = C.must(C.slots(row, "out"))
   local idx = C.present(sl)
@@ -29,17 +29,29 @@ local function body(row)
   C.need(C.dtype(sl.dtypes[idx[1]]) == "DT_INT8" and C.dtype(sl.dtypes[idx[2]]) == "DT_INT8", "x and weight must be DT_INT8")
   local od = OUT[C.dtype(out.dtypes[o[1]])]
   C.need(od, "unsupported output dtype %s", out.dtypes[o[1]] or "")
+  C.must(C.tensors_ok(sl, { idx[1], idx[2], idx[3] }))
+  local role
+  if idx[4] then
+    role = C.must(M.role(C.dtype(sl.dtypes[idx[4]]), C.numel(sl.shapes[idx[4]]), sl.shapes[idx[1]], out.shapes[o[1]]))
+    C.must(C.tensor_ok(sl, idx[4]))
+  end
+  return sl, idx, od, role
+end
+
+-- one body, no closure per row (the grid asks this of every candidate)
+local function body(row)
+  local sl, idx, od, role = validate(row)
   local t = C.must(C.tensors(sl, { idx[1], idx[2], idx[3] }))
   local kw = { output_dtype = { torch_attr = od } }
-  if idx[4] then
-    local role = C.must(M.role(C.dtype(sl.dtypes[idx[4]]), C.numel(sl.shapes[idx[4]]), sl.shapes[idx[1]], out.shapes[o[1]]))
-    kw[role] = C.must(C.tensor(sl, idx[4]))
-  end
+  if role then kw[role] = C.must(C.tensor(sl, idx[4])) end
   local case = { api = "torch_npu.npu_quant_matmul", args = t, kwargs = kw }
   if C.trim(sl.formats[idx[2]]) == "FRACTAL_NZ" then case.graph = "torchair" end
   return case
 end
 
+local function ok(row) validate(row); return true end
+
 function M.build(row) return C.guard(body, row) end
+function M.check(row) return C.guard(ok, row) end
 
 return setmetatable(M, { __call = function(_, row, ctx) return M.build(row, ctx) end })

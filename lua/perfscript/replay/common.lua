@@ -69,8 +69,9 @@ local function strip(s)
 end
 
 local NO_OPTS = {}
-function M.tensor(sl, i, opts)
-  opts = opts or NO_OPTS
+-- The checks of M.tensor (its one home): the shape (FRACTAL_NZ's logical one), dtype and format
+-- of slot i, or nil, reason.
+local function tensor_parts(sl, i, opts)
   local dims = sl.shapes[i]
   if not dims then
     return nil, ("input slot %d has no shape (a theory row with an empty slot?)"):format(i)
@@ -80,12 +81,25 @@ function M.tensor(sl, i, opts)
   if not M.TORCH_DTYPES[dt] then return nil, "Unsupported dtype: " .. dt end
   local fmt = strip(sl.formats[i] or "")
   if fmt == "" then fmt = opts.default_format or "ND" end
-  local t = { shape = dims, dtype = dt, format = fmt }
   if fmt == "FRACTAL_NZ" and not opts.no_nz_expand then
     local logical, err = shape.nz_logical(dims)  -- batch dims kept
     if not logical then return nil, err end
-    t.shape = logical
+    dims = logical
   end
+  return dims, dt, fmt
+end
+
+-- Whether M.tensor(sl, i, opts) builds (a check-only builder's question): dims (the tensor's
+-- shape), or nil, reason.
+function M.tensor_ok(sl, i, opts)
+  return tensor_parts(sl, i, opts or NO_OPTS)
+end
+
+function M.tensor(sl, i, opts)
+  opts = opts or NO_OPTS
+  local dims, dt, fmt = tensor_parts(sl, i, opts)
+  if not dims then return nil, dt end
+  local t = { shape = dims, dtype = dt, format = fmt }
   if fmt == "FRACTAL_NZ" then t.nz = true end
   if opts ~= NO_OPTS then for k, v in pairs(opts) do
     if k ~= "dtype" and k ~= "default_dtype" and k ~= "default_format" and k ~= "no_nz_expand" then t[k] = v end
@@ -109,6 +123,15 @@ function M.tensors(sl, idx, opts)
     out[k] = t
   end
   return out
+end
+
+-- Whether M.tensors(sl, idx, opts) builds: true, or nil, reason (the first slot that fails).
+function M.tensors_ok(sl, idx, opts)
+  for _, i in ipairs(idx) do
+    local ok, err = tensor_parts(sl, i, opts and opts[i] or NO_OPTS)
+    if not ok then return nil, err end
+  end
+  return true
 end
 
 -- must(v, err): v, or a replay refusal with err (for functions returning nil, message).

@@ -5,27 +5,39 @@ local C = require "perfscript.replay.common"
 
 local B_OPTS = { transpose = true }  -- read only (C.tensor copies its fields)
 
--- one body for every variant (no closure per row: the grid asks this of every candidate)
-local function body(row, exact, api)
+-- The checks (check-only and build share them): the slots and A's and B's slot indices.
+local function validate(row, exact)
   local sl = C.must(C.slots(row, "in"))
   local idx = C.present(sl)
   if exact then C.need(#idx == 2, "expects exactly 2 inputs, got %d", #idx)
   else C.need(#idx >= 2, "expects at least 2 inputs, got %d", #idx) end
-  local a = C.must(C.tensor(sl, idx[1]))
-  local b = C.must(C.tensor(sl, idx[2], B_OPTS))
-  local ka, kb = a.tensor.shape[#a.tensor.shape], b.tensor.shape[#b.tensor.shape]
-  C.need(#a.tensor.shape == 2 and #b.tensor.shape == 2, "matmul inputs must be 2-D")
+  local a = C.must(C.tensor_ok(sl, idx[1]))
+  local b = C.must(C.tensor_ok(sl, idx[2], B_OPTS))
+  local ka, kb = a[#a], b[#b]
+  C.need(#a == 2 and #b == 2, "matmul inputs must be 2-D")
   C.need(ka == kb, "A [m,k] and recorded B [n,k] disagree on k (%d vs %d)", ka, kb)
-  return { api = api or "torch.mm", args = { a, b } }
+  return sl, idx
 end
 
+-- one body for every variant (no closure per row: the grid asks this of every candidate)
+local function body(row, exact, api)
+  local sl, idx = validate(row, exact)
+  return { api = api or "torch.mm", args = { C.must(C.tensor(sl, idx[1])), C.must(C.tensor(sl, idx[2], B_OPTS)) } }
+end
+
+local function ok(row, exact) validate(row, exact); return true end
+
 -- one builder per (exact, api): MatMulV2 and MatMulV3 share theirs, so the grid's verdict
--- memo (keyed by builder) asks it once for the rows of both
+-- memo (keyed by builder) asks it once for the rows of both. A callable table: build(row)
+-- and the check-only check(row) (perfscript.replay.registry.verdict).
 local made = {}
 return function(exact, api)
   local key = tostring(exact) .. "\0" .. tostring(api)
-  made[key] = made[key] or function(row)
-    return C.guard(body, row, exact, api)
+  if not made[key] then
+    local B = {}
+    function B.build(row) return C.guard(body, row, exact, api) end
+    function B.check(row) return C.guard(ok, row, exact) end
+    made[key] = setmetatable(B, { __call = function(_, row) return B.build(row) end })
   end
   return made[key]
 end

@@ -117,4 +117,23 @@ function M.check(kernel, row, ctx)
   return case
 end
 
+-- verdict(kernel, row, ctx) -> true | nil, reason, kind: check()'s verdict, the same reasons,
+-- without building the case where the builder has a check-only entry (a table builder's
+-- .check(row, ctx) -> true | nil, reason, which its build runs first): the shape grid asks this
+-- of every candidate.
+function M.verdict(kernel, row, ctx)
+  local b, why = M.builder(kernel)
+  if not b then return nil, why, "no builder" end
+  local only = type(b) == "table" and rawget(b, "check")
+  if not only then
+    local case, reason, kind = M.check(kernel, row, ctx)
+    if case then return true end
+    return nil, reason, kind
+  end
+  local ok, good, reason = pcall(only, row, ctx or {})
+  if not ok then return nil, "builder error: " .. tostring(good), "rejected" end
+  if not good then return nil, reason or "not replayable", "rejected" end
+  return true
+end
+
 return M
