@@ -581,6 +581,7 @@ static int scan_failed(ps_scan *s, int st) {
  * its first line and whether the fast scan read it (its field ends in s->ends; else the exact
  * walk's spans in s->spans), 0 at the end, -1 on an error. */
 static inline int next_record(ps_scan *s, size_t *nf, size_t *start, long *line, int *fast) {
+  if (s->failed) return -1;
   for (;;) {
     if (s->pos >= s->end) {
       if (s->eof) return 0;
@@ -607,12 +608,12 @@ static inline int next_record(ps_scan *s, size_t *nf, size_t *start, long *line,
     if (*nf == 1 && (*fast ? s->ends[1] : s->spans[0].end) == *start && (s->buf[*start] != '"')) continue;
     if (s->eol == NULL && ended)
       s->eol = last == '\r' || (next - *start >= 2 && s->buf[next - 2] == '\r') ? "\r\n" : "\n";
+    if (*fast) s->ends[0] = *start - 1;  /* field 0 starts after this "end" */
     return 1;
   }
 }
 
 int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
-  if (s->failed) return -1;
   size_t nf, start;
   long line;
   int fast;
@@ -625,7 +626,6 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
   size_t *lens = s->lens;
   const size_t *sel = s->sel;
   if (fast) {
-    s->ends[0] = start - 1;
     if (sel) {
       cut_fast(buf, s->ends, nf, sel, s->nsel, trim, fields, lens);
       if (s->nplain) plain_fast(buf, s->ends, nf, sel + s->nsel, s->nplain, trim, fields, lens);
@@ -692,13 +692,11 @@ ps_scan_field ps_scan_span_of_ends(const char *b, const size_t *ends, size_t i) 
 }
 
 int ps_scan_next_raw(ps_scan *s, ps_scan_raw *rec) {
-  if (s->failed) return -1;
   size_t nf, start;
   long line;
   int fast;
   int got = next_record(s, &nf, &start, &line, &fast);
   if (got <= 0) return got;
-  if (fast) s->ends[0] = start - 1;
   rec->bytes = s->buf + start;
   rec->len = s->pos - start;
   rec->nfields = nf;
