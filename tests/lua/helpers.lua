@@ -81,4 +81,14 @@ function M.fill_latencies(dir)
   end
 end
 
+-- A small MatMulV2 database file's header and rows (the lookup tests' fixtures):
+-- M.MM_HEAD .. M.mm(m, k, n, avg, prof[, formats[, dtypes]]) .. ...
+M.MM_HEAD = "OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes," ..
+            "Output Data Types,Output Formats,Average Duration(us),Profiling Average Duration(us)\n"
+
+function M.mm(m, k, n, avg, prof, fmt, dt)
+  return string.format('dynamic,AI_CORE,"""%d,%d;%d,%d""",%s,%s,"""%d,%d""",DT_BF16,ND,%s,%s\n', m, k, n, k,
+                       dt or "DT_BF16;DT_BF16", fmt or "ND;ND", m, n, avg or "", prof or "")
+end
+
 return M

@@ -76,6 +76,15 @@ end
 local DIMS = { 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 48, 56, 63, 64, 65, 72, 100, 112, 120, 128, 130, 136,
                192, 960, 1000, 1024, 4096, 0, -1, -17, math.maxinteger, math.mininteger, math.mininteger + 5 }
 
+-- rng(a, b): an integer in [a, b] from a linear congruential generator seeded with seed
+-- (deterministic, independent of math.random's state)
+local function lcg(seed)
+  return function(a, b)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return a + seed % (b - a + 1)
+  end
+end
+
 local function rnd_shape(rng)
   local r = rng(0, 4)
   if r == 0 then return rng(1, 2) == 1 and { scalar = true } or {} end
@@ -104,11 +113,7 @@ end
 TestRulesInC = {}
 
 function TestRulesInC:test_rule_padded_pads_equal_lua()
-  local seed = 14
-  local function rng(a, b)  -- deterministic, independent of math.random's state
-    seed = (seed * 1103515245 + 12345) % 2147483648
-    return a + seed % (b - a + 1)
-  end
+  local rng = lcg(14)
   local kernels = { "MatMulV2", "BatchMatMulV2", "RmsNorm", "AscendQuantV2", "Index", "Add" }
   local n, hits = 0, 0
   for _ = 1, 60000 do
@@ -206,11 +211,7 @@ end
 TestLookupEquiv = {}
 
 function TestLookupEquiv:test_lookup_equals_full_scan()
-  local seed = 1414
-  local function rng(a, b)
-    seed = (seed * 1103515245 + 12345) % 2147483648
-    return a + seed % (b - a + 1)
-  end
+  local rng = lcg(1414)
   local dir = h.tmpdir()
   local rows = gen_matmul(dir .. "/MatMulV2.csv", 400, rng)
   local db = assert(perf.open(dir))
@@ -354,11 +355,7 @@ local function shapes_str(list)
 end
 
 function TestRulesInC:test_variants_fold_equal_lua()
-  local seed = 1416
-  local function rng(a, b)
-    seed = (seed * 1103515245 + 12345) % 2147483648
-    return a + seed % (b - a + 1)
-  end
+  local rng = lcg(1416)
   local kernels = { "MatMulV2", "BatchMatMulV2", "RmsNorm", "AscendQuantV2", "Index", "Add" }
   for _ = 1, 20000 do
     local k = kernels[rng(1, #kernels)]
@@ -449,11 +446,7 @@ end
 TestExactInC = {}
 
 function TestExactInC:test_c_path_equals_lua_scan()
-  local seed = 1417
-  local function rng(a, b)
-    seed = (seed * 1103515245 + 12345) % 2147483648
-    return a + seed % (b - a + 1)
-  end
+  local rng = lcg(1417)
   local dir = h.tmpdir()
   local kernels = { "MatMulV2", "BatchMatMulV2", "RmsNorm", "AscendQuantV2", "Index", "Add" }
   local gen = {}
@@ -519,11 +512,7 @@ end
 -- the rows left out, and the slot search's rows; with malformed cells and a FRACTAL_NZ slot
 -- whose restore leaves int64 past the n compared.
 function TestExactInC:test_one_parse_indexes_equal_separate()
-  local seed = 1418
-  local function rng(a, b)
-    seed = (seed * 1103515245 + 12345) % 2147483648
-    return a + seed % (b - a + 1)
-  end
+  local rng = lcg(1418)
   local dir = h.tmpdir()
   local path = dir .. "/MatMulV2.csv"
   local rows = gen_kernel(path, "MatMulV2", 300, rng)

@@ -7,13 +7,7 @@ local lu = require "luaunit"
 local perf = require "perfscript"
 local h = require "tests.lua.helpers"
 
-local HEAD = "OP State,Accelerator Core,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types," ..
-             "Output Formats,Average Duration(us),Profiling Average Duration(us)\n"
-
-local function mm(m, k, n, avg, prof, fmt, dt)
-  return string.format('dynamic,AI_CORE,"""%d,%d;%d,%d""",%s,%s,"""%d,%d""",DT_BF16,ND,%s,%s\n', m, k, n, k,
-                       dt or "DT_BF16;DT_BF16", fmt or "ND;ND", m, n, avg or "", prof or "")
-end
+local HEAD, mm = h.MM_HEAD, h.mm
 
 local function make_db()
   local dir = h.tmpdir()
