@@ -464,7 +464,9 @@ int ps_merge_commit(ps_merge *m, char *err, size_t es) {
     return PS_ATOMIC_UNCHANGED;
   }
   m->wopen = 0;
-  return ps_csv_writer_commit(&m->w, 1, err, es);
+  /* a cell changed, so the bytes differ: no byte-by-byte compare with the old file (up to
+   * twice its size read back when the sizes match) */
+  return ps_csv_writer_commit(&m->w, 0, err, es);
 }
 
 const ps_merge_result *ps_merge_result_of(const ps_merge *m) { return &m->res; }

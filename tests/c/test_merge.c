@@ -160,6 +160,61 @@ static void nothing_to_do_leaves_the_file(void **state) {
   assert_int_equal(before.st_ino, after.st_ino);
 }
 
+/* A write-back whose values are the ones the file holds changes nothing: it reports the row
+ * unchanged (not updated), the commit says unchanged and the file is not written. */
+static void same_values_report_unchanged(void **state) {
+  (void)state;
+  const char *path = write_file("Same.csv", DB, strlen(DB));
+  struct stat before, after;
+  assert_int_equal(stat(path, &before), 0);
+  ps_merge_value v = {PS_MERGE_STR, "", 0, 0};
+  ps_merge_update u = {.hash = hash_of("3,4", "3,4"), .mb = "5.000000", .mblen = 8, .record = 1,
+                       .copy = &v};
+  ps_merge_opts o = opts(path, &u, 1);
+  o.mode_all = 1;
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  assert_int_equal(r->updated, 0);
+  assert_int_equal(r->changed, 0);
+  char err[256];
+  assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_UNCHANGED);
+  assert_int_equal(temp_files(), 0);
+  ps_merge_free(m);
+  assert_int_equal(stat(path, &after), 0);
+  assert_int_equal(before.st_ino, after.st_ino);
+  char *got = read_file(path, NULL);
+  assert_string_equal(got, DB);
+  free(got);
+}
+
+/* A merge that changed a cell replaces the file without reading the old one back to compare
+ * (a 373 MB file of the new one's size cost two full reads): here the old path is made to
+ * hold the new bytes before the commit, and the commit still replaces it. */
+static void changed_merge_replaces_without_compare(void **state) {
+  (void)state;
+  static const char *db =
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    "dynamic,\"1,2\",\"1,2\",1.000000,,\n";
+  static const char *want =
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    "dynamic,\"1,2\",\"1,2\",2.000000,,\n";
+  const char *path = write_file("Cmp.csv", db, strlen(db));
+  ps_merge_update u = {.hash = hash_of("1,2", "1,2"), .mb = "2.000000", .mblen = 8, .record = 1};
+  ps_merge_opts o = opts(path, &u, 1);
+  o.mode_all = 1;
+  ps_merge *m;
+  run(&o, &m);
+  assert_int_equal(ps_merge_result_of(m)->updated, 1);
+  write_file("Cmp.csv", want, strlen(want));
+  char err[256];
+  assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
+  ps_merge_free(m);
+  char *got = read_file(path, NULL);
+  assert_string_equal(got, want);
+  free(got);
+}
+
 /* A gap (microbench against profiling) needs two valid durations: an inf profiling value is
  * not one (the one rule: finite and > 0). */
 static void gaps_need_two_valid_durations(void **state) {
@@ -245,6 +300,8 @@ int main(void) {
     cmocka_unit_test(update_keep_prune),
     cmocka_unit_test(mode_all_overwrites_and_means),
     cmocka_unit_test(nothing_to_do_leaves_the_file),
+    cmocka_unit_test(same_values_report_unchanged),
+    cmocka_unit_test(changed_merge_replaces_without_compare),
     cmocka_unit_test(gaps_need_two_valid_durations),
     cmocka_unit_test(untouched_rows_are_copied_only_when_identical),
     cmocka_unit_test(missing_file_is_an_error),
