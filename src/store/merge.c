@@ -22,8 +22,10 @@
 
 _Static_assert(PS_MERGE_EP_SIZE + 1 == PS_SIG_NCOLUMNS, "merge.h sources follow ps_sig_columns");
 
-/* A signature seen in the file: its first row, its row count and the first row's display. */
-typedef struct msig { uint32_t first, count; size_t disp; } msig;
+/* A signature seen in the file: the file offset of its first row and its row count. The
+ * first row's display is made only for a signature held by several rows (collect_dups reads
+ * that row again): most signatures never need one. */
+typedef struct msig { uint64_t at; uint32_t count; } msig;
 
 /* One existing row as the scanner found it (its bytes untouched, so that a row the merge
  * leaves alone is copied as it is), with the policy's columns unquoted (NULL: no such
@@ -242,9 +244,16 @@ static int signature(ps_merge *m, const mrow *row) {
 #define FLD(row, k) ((row)->v[k] ? (row)->v[k] : "")
 #define LEN(row, k) ((row)->len[k])
 
-/* Registers the row's signature hash h: *sid is its index, *first whether this row is its
- * first. 0, or -1 when memory runs out. */
-static int register_sig(ps_merge *m, const mrow *rec, uint64_t h, size_t *sid, int *first) {
+/* The display of the row's own shapes, appended to the arena: its offset or -1. */
+static long row_display(ps_merge *m, const mrow *rec) {
+  return add_display(m, FLD(rec, PS_MERGE_IN_SHAPES), LEN(rec, PS_MERGE_IN_SHAPES),
+                     FLD(rec, PS_MERGE_OUT_SHAPES), LEN(rec, PS_MERGE_OUT_SHAPES));
+}
+
+/* Registers the row's signature hash h, the row starting at file offset at (or blank lines
+ * before it): *sid is its index, *first whether this row is its first. 0, or -1 when memory
+ * runs out. */
+static int register_sig(ps_merge *m, uint64_t at, uint64_t h, size_t *sid, int *first) {
   *sid = m->seen.used;
   int added = ps_u64map_put(&m->seen, h, sid);
   if (added < 0) return -1;
@@ -257,10 +266,8 @@ static int register_sig(ps_merge *m, const mrow *rec, uint64_t h, size_t *sid, i
     }
     return 0;
   }
-  long off = add_display(m, FLD(rec, PS_MERGE_IN_SHAPES), LEN(rec, PS_MERGE_IN_SHAPES),
-                         FLD(rec, PS_MERGE_OUT_SHAPES), LEN(rec, PS_MERGE_OUT_SHAPES));
-  if (off < 0 || ps_grow((void **)&m->sigs, &m->capsigs, *sid + 1, sizeof *m->sigs) != 0) return -1;
-  m->sigs[*sid] = (msig){(uint32_t)m->res.rows, 1, (size_t)off};
+  if (ps_grow((void **)&m->sigs, &m->capsigs, *sid + 1, sizeof *m->sigs) != 0) return -1;
+  m->sigs[*sid] = (msig){at, 1};
   return 0;
 }
 
@@ -322,8 +329,7 @@ static int add_deleted(ps_merge *m, size_t disp) {
 /* A row whose signature has an update: overwrite it when allowed, count it, note its gap.
  * *mb and *mbl become the duration the row ends up with; *built is set when the output row
  * was built (and changed) from the update. */
-static int merge_update(ps_merge *m, mrow *rec, size_t ui, size_t disp,
-                        int prof_real, const char **mb, size_t *mbl, int *built) {
+static int merge_update(ps_merge *m, mrow *rec, size_t ui, int prof_real, const char **mb, size_t *mbl, int *built) {
   const ps_merge_update *u = &m->o.updates[ui];
   int counted = 0;
   if (u->mb && (m->o.mode_all || (!ps_num_duration_cell(*mb, *mbl) && !prof_real))) {
@@ -343,7 +349,9 @@ static int merge_update(ps_merge *m, mrow *rec, size_t ui, size_t disp,
   if (!counted) return 0;
   double mv = ps_num_or_zero(*mb, *mbl);
   double pv = ps_num_or_zero(FLD(rec, PS_MERGE_PROF), LEN(rec, PS_MERGE_PROF));
-  return ps_num_is_duration(mv) && ps_num_is_duration(pv) ? add_gap(m, mv, pv, disp) : 0;
+  if (!ps_num_is_duration(mv) || !ps_num_is_duration(pv)) return 0;
+  long disp = row_display(m, rec);
+  return disp < 0 ? -1 : add_gap(m, mv, pv, (size_t)disp);
 }
 
 /* Writes a row: its own bytes when nothing in it changed (built = 0) and the writer would
@@ -360,7 +368,7 @@ static int write_out(ps_merge *m, mrow *row, int built, char *err, size_t es) {
 }
 
 /* One existing row through the policy. */
-static int merge_row(ps_merge *m, const ps_scan_raw *raw, char *err, size_t es) {
+static int merge_row(ps_merge *m, const ps_scan_raw *raw, uint64_t at, char *err, size_t es) {
   mrow row, *rec = &row;
   size_t sid;
   int first, built = 0;
@@ -372,23 +380,20 @@ static int merge_row(ps_merge *m, const ps_scan_raw *raw, char *err, size_t es) 
   size_t ui = m->updbits[b / 64] >> (b % 64) & 1 ? ps_u64map_get(&m->upd, h) : PS_U64MAP_NONE;
   if (ui == PS_U64MAP_NONE && !m->o.prune) { /* most rows: nothing to do but copy and count */
     if (write_out(m, rec, 0, err, es) != 0) return -1;
-    return register_sig(m, rec, h, &sid, &first) != 0 ? oom(err, es) : 0;
+    return register_sig(m, at, h, &sid, &first) != 0 ? oom(err, es) : 0;
   }
-  if (register_sig(m, rec, h, &sid, &first) != 0) return oom(err, es);
+  if (register_sig(m, at, h, &sid, &first) != 0) return oom(err, es);
   read_durations(m, rec);
   const char *mb = FLD(rec, PS_MERGE_MB);
   size_t mbl = LEN(rec, PS_MERGE_MB);
   int prof_real = ps_num_duration_cell(FLD(rec, PS_MERGE_PROF), LEN(rec, PS_MERGE_PROF));
   if (ui != PS_U64MAP_NONE && first) { /* an update meets its signature's first row */
     m->res.matched[ui] = 1;
-    if (merge_update(m, rec, ui, m->sigs[sid].disp, prof_real, &mb, &mbl, &built) != 0)
+    if (merge_update(m, rec, ui, prof_real, &mb, &mbl, &built) != 0)
       return oom(err, es);
   }
   if (m->o.prune && !ps_num_duration_cell(mb, mbl) && !prof_real) {
-    long disp = (long)m->sigs[sid].disp;
-    if (!first) /* a duplicate's own display */
-      disp = add_display(m, FLD(rec, PS_MERGE_IN_SHAPES), LEN(rec, PS_MERGE_IN_SHAPES),
-                         FLD(rec, PS_MERGE_OUT_SHAPES), LEN(rec, PS_MERGE_OUT_SHAPES));
+    long disp = row_display(m, rec); /* a duplicate's own display too */
     return disp < 0 || add_deleted(m, (size_t)disp) != 0 ? oom(err, es) : 0;
   }
   return write_out(m, rec, built, err, es);
@@ -396,23 +401,72 @@ static int merge_row(ps_merge *m, const ps_scan_raw *raw, char *err, size_t es) 
 #undef FLD
 #undef LEN
 
-/* The signatures held by several rows, in the order their second row came (the caller
- * sorts them; a walk over the whole signature table met every signature at random). */
-static int collect_dups(ps_merge *m) {
-  if (m->ndupsids == 0) return 0;
-  m->res.dups = malloc(m->ndupsids * sizeof *m->res.dups);
-  if (m->res.dups == NULL) return -1;
-  for (size_t k = 0; k < m->ndupsids; k++) {
-    const msig *g = &m->sigs[m->dupsids[k]];
-    m->res.dups[m->res.ndups++] = (ps_merge_dup){g->disp, g->count};
+/* A duplicate to display: its first row's file offset, its index in res.dups. */
+typedef struct dupat { uint64_t at; size_t k; } dupat;
+
+static int by_offset(const void *a, const void *b) {
+  uint64_t x = ((const dupat *)a)->at, y = ((const dupat *)b)->at;
+  return x < y ? -1 : x > y;
+}
+
+/* Moves the scanner to the row at file offset at: forward over the rows in between when it
+ * is near (a seek rereads a whole chunk), else by a seek. *pos is the offset the scanner is
+ * at. 0 with the row in raw, or -1 with a message. */
+#define DUP_CHUNK ((size_t)64 << 10)
+static int row_at(ps_merge *m, uint64_t at, uint64_t *pos, ps_scan_raw *raw, char *err, size_t es) {
+  if (at < *pos || at - *pos > DUP_CHUNK) {
+    if (ps_scan_seek(m->r, at, 1) != 0) return snprintf(err, es, "%s", ps_scan_error(m->r)), -1;
+    *pos = at;
   }
-  return 0;
+  while (*pos <= at) {
+    uint64_t start = *pos;
+    int st = ps_scan_next_raw(m->r, raw);
+    if (st < 0) return snprintf(err, es, "%s", ps_scan_error(m->r)), -1;
+    if (st == 0) break;
+    *pos = ps_scan_offset(m->r);
+    if (start == at) return 0;
+  }
+  snprintf(err, es, "%s: changed while it was merged (no row at byte %llu)", ps_scan_path(m->r),
+           (unsigned long long)at);
+  return -1;
+}
+
+/* The signatures held by several rows, in the order their second row came (the caller
+ * sorts them; a walk over the whole signature table met every signature at random), with
+ * the display of each one's first row, read again from the file in file order. */
+static int collect_dups(ps_merge *m, char *err, size_t es) {
+  if (m->ndupsids == 0) return 0;
+  size_t n = m->ndupsids;
+  dupat *ord = malloc(n * sizeof *ord);
+  m->res.dups = malloc(n * sizeof *m->res.dups);
+  if (m->res.dups == NULL || ord == NULL) return free(ord), oom(err, es);
+  for (size_t k = 0; k < n; k++) {
+    const msig *g = &m->sigs[m->dupsids[k]];
+    m->res.dups[k] = (ps_merge_dup){0, g->count};
+    ord[k] = (dupat){g->at, k};
+  }
+  m->res.ndups = n;
+  qsort(ord, n, sizeof *ord, by_offset);
+  ps_scan_set_chunk(m->r, DUP_CHUNK);
+  uint64_t pos = UINT64_MAX;
+  int rc = 0;
+  for (size_t k = 0; k < n && rc == 0; k++) {
+    ps_scan_raw raw;
+    mrow row;
+    long disp;
+    if (row_at(m, ord[k].at, &pos, &raw, err, es) != 0) rc = -1;
+    else if (read_row(m, &raw, &row) != 0 || (disp = row_display(m, &row)) < 0) rc = oom(err, es);
+    else m->res.dups[ord[k].k].disp = (size_t)disp;
+  }
+  free(ord);
+  return rc;
 }
 
 int ps_merge_rows(ps_merge *m, char *err, size_t es) {
   ps_scan_raw rec;
   int st = 0;
   uint64_t first = ps_scan_offset(m->r); /* rows start after the header */
+  uint64_t at = first;                   /* where the next row starts */
   while (m->src_ncols && (st = ps_scan_next_raw(m->r, &rec)) > 0) {
     uint64_t end = ps_scan_offset(m->r);
     long n = ++m->res.rows;
@@ -428,15 +482,17 @@ int ps_merge_rows(ps_merge *m, char *err, size_t es) {
         ps_grow((void **)&m->sigs, &m->capsigs, (size_t)est, sizeof *m->sigs);
       }
     }
-    if (merge_row(m, &rec, err, es) != 0) return -1;
+    if (merge_row(m, &rec, at, err, es) != 0) return -1;
+    at = end;
   }
   if (st < 0) {
     snprintf(err, es, "%s", ps_scan_error(m->r));
     return -1;
   }
+  int rc = collect_dups(m, err, es);
   ps_scan_close(m->r);
   m->r = NULL;
-  return collect_dups(m) != 0 ? oom(err, es) : 0;
+  return rc;
 }
 
 size_t ps_merge_cell(const ps_merge_value *own, int k, const double *means, char num[NUMW],

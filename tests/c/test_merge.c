@@ -287,6 +287,46 @@ static void untouched_rows_are_copied_only_when_identical(void **state) {
   free(got);
 }
 
+/* A signature held by several rows is shown with its first row's shapes, as that row spells
+ * them (the display is made from the row read again at the end: near rows are reached by
+ * reading on, far ones by a seek; blank lines before a first row are no part of it). */
+static void duplicates_show_their_first_row(void **state) {
+  (void)state;
+  size_t cap = 1 << 20, len = 0;
+  char *db = malloc(cap);
+  len += (size_t)snprintf(db + len, cap - len, "%s\n",
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)");
+  for (int i = 0; i < 6000; i++) {
+    const char *row = NULL;
+    char buf[128];
+    if (i == 1) row = "\n\ndynamic,\" 1,2 \",\"1,2\",1,,\n";   /* A's first, after blank lines */
+    else if (i == 3000) row = "dynamic,\"\"\"7,7\"\"\",7,1,,\n"; /* B's first */
+    else if (i == 3001 || i == 3003) row = "dynamic,\"7,7\",\"7\",2,,\n"; /* B again, twice */
+    else if (i == 3002) row = "dynamic,8;8,8,1,,\n";                /* C's first: near B's */
+    else if (i == 4000) row = "dynamic,\"8;8\",\"8\",4,,\n";    /* C again */
+    else if (i == 5999) row = "dynamic,\"1,2\",\"1,2\",3,,\n";     /* A again, far on */
+    else snprintf(buf, sizeof buf, "dynamic,\"%d,1\",\"%d\",1,,\n", i, i), row = buf;
+    len += (size_t)snprintf(db + len, cap - len, "%s", row);
+  }
+  const char *path = write_file("Dups.csv", db, len);
+  free(db);
+  ps_merge_opts o = opts(path, NULL, 0);
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  assert_int_equal(r->rows, 6000);
+  assert_int_equal(r->ndups, 3); /* in the order their second row came */
+  assert_string_equal(ps_merge_text(m, r->dups[0].disp), "\"7,7\" -> 7");
+  assert_int_equal(r->dups[0].count, 3);
+  assert_string_equal(ps_merge_text(m, r->dups[1].disp), "8;8 -> 8");
+  assert_int_equal(r->dups[1].count, 2);
+  assert_string_equal(ps_merge_text(m, r->dups[2].disp), "1,2 -> 1,2");
+  assert_int_equal(r->dups[2].count, 2);
+  char err[256];
+  assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_UNCHANGED);
+  ps_merge_free(m);
+}
+
 static void missing_file_is_an_error(void **state) {
   (void)state;
   ps_merge_opts o = opts("/nonexistent/dir/Add.csv", NULL, 0);
@@ -304,6 +344,7 @@ int main(void) {
     cmocka_unit_test(changed_merge_replaces_without_compare),
     cmocka_unit_test(gaps_need_two_valid_durations),
     cmocka_unit_test(untouched_rows_are_copied_only_when_identical),
+    cmocka_unit_test(duplicates_show_their_first_row),
     cmocka_unit_test(missing_file_is_an_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
