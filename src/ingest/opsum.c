@@ -92,9 +92,10 @@ int ps_opsum_add_file(ps_opsum *a, const char *path, char *err, size_t errsize) 
     a->rows++;
     const char *op = F(c_type);
     if (!*op) continue;
+    const size_t sl[5] = {L(c_base[2]), L(c_base[3]), L(c_base[4]), L(c_base[5]), L(c_base[6])};
     ps_sig_row sr = {.op_name = op, .op_state = F(c_base[0]), .in_shapes = F(c_base[2]),
                      .in_dtypes = F(c_base[3]), .in_formats = F(c_base[4]),
-                     .out_shapes = F(c_base[5]), .out_dtypes = F(c_base[6])};
+                     .out_shapes = F(c_base[5]), .out_dtypes = F(c_base[6]), .lens = sl};
     if (ps_sig_compute(a->sig, &sr) != 0) goto oom;
     size_t slen, oplen = strlen(op);
     const char *text = ps_sig_text(a->sig, &slen);

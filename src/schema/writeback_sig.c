@@ -7,6 +7,9 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "grow.h"
 #include "lookup_key.h"
@@ -301,6 +304,56 @@ static int sig_general;   /* ps_sig_set_general: the tests' switch */
 
 void ps_sig_set_general(int on) { sig_general = on; }
 
+
+/* Appends the cell s[0, n) as the next field when it is non-empty slots joined by ';', each
+ * of digits with single commas between them (digits set) or of word characters: its slots;
+ * else 0 (the text is then left half-written). The text has room for the cells and 16 bytes
+ * more (see ps_sig_compute). */
+#ifdef __SSE2__
+/* 16 bytes at a time: bit masks of the unit bytes, the separators and the semicolons of each
+ * block; the cell is plain when every byte is one of them and no separator starts it, ends it
+ * or follows another. */
+static size_t put_plain(ps_sig *g, const char *s, size_t n, int digits) {
+  begin_field(g);
+  char *o = g->text + g->len;
+  const __m128i d_lo = _mm_set1_epi8('0' - 1), d_hi = _mm_set1_epi8('9' + 1);
+  const __m128i a_lo = _mm_set1_epi8('a' - 1), a_hi = _mm_set1_epi8('z' + 1);
+  const __m128i lower = _mm_set1_epi8(0x20), under = _mm_set1_epi8('_');
+  const __m128i comma = _mm_set1_epi8(','), semi = _mm_set1_epi8(';');
+  unsigned prev = 1;   /* the start counts as a separator: a slot may not be empty */
+  size_t semis = 0;
+  for (size_t i = 0; i < n; i += 16) {
+    __m128i x;
+    unsigned all = 0xFFFF;
+    if (n - i >= 16) {
+      x = _mm_loadu_si128((const __m128i *)(s + i));
+    } else {  /* the tail, zero-padded (a NUL byte is no unit) */
+      char tail[16] = {0};
+      memcpy(tail, s + i, n - i);
+      x = _mm_loadu_si128((const __m128i *)tail);
+      all = (1u << (n - i)) - 1;
+    }
+    _mm_storeu_si128((__m128i *)(o + i), x);
+    __m128i unit = _mm_and_si128(_mm_cmpgt_epi8(x, d_lo), _mm_cmplt_epi8(x, d_hi));
+    if (!digits) {  /* letters (either case), digits, '_'; bytes >= 0x80 compare negative */
+      __m128i l = _mm_or_si128(x, lower);
+      unit = _mm_or_si128(unit, _mm_and_si128(_mm_cmpgt_epi8(l, a_lo), _mm_cmplt_epi8(l, a_hi)));
+      unit = _mm_or_si128(unit, _mm_cmpeq_epi8(x, under));
+    }
+    unsigned u = (unsigned)_mm_movemask_epi8(unit) & all;
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, semi)) & all;
+    unsigned sep = digits ? m | ((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, comma)) & all) : m;
+    if ((u | sep) != all || (sep & ((sep << 1) | prev))) return 0;
+    prev = sep >> 15 & 1;
+    if (all != 0xFFFF) prev = sep >> (n - i - 1) & 1;
+    for (; m; m &= m - 1) semis++;   /* a few at most (no popcnt instruction in the base ISA) */
+  }
+  if (prev) return 0;   /* empty, or a separator at the end */
+  g->len += n;
+  o[n] = '\0';
+  return semis + 1;
+}
+#else
 /* Byte classes of the plain cells: digits (a shape's), word characters (a dtype's, a
  * format's; digits too), the separators. */
 enum { C_DIGIT = 1, C_WORD = 2, C_COMMA = 4, C_SEMI = 8 };
@@ -314,11 +367,6 @@ static const unsigned char cclass[256] = {C5('0', C_DIGIT | C_WORD), C5('5', C_D
 #undef C2
 #undef C5
 #undef C26
-
-/* Appends the cell s[0, n) as the next field when it is non-empty slots joined by ';', each
- * of digits with single commas between them (digits set) or of word characters: its slots;
- * else 0 (the text is then left half-written). The text has room for the cells (see
- * ps_sig_compute). */
 static size_t put_plain(ps_sig *g, const char *s, size_t n, int digits) {
   unsigned unit = digits ? C_DIGIT : C_WORD, sep = digits ? C_COMMA | C_SEMI : C_SEMI;
   begin_field(g);
@@ -342,6 +390,7 @@ static size_t put_plain(ps_sig *g, const char *s, size_t n, int digits) {
   o[n] = '\0';
   return semis + 1;
 }
+#endif
 
 static int plain_tuple(ps_sig *g, const char *const cells[5], const size_t lens[5]) {
   if (sig_general) return 0;
@@ -376,7 +425,8 @@ int ps_sig_compute(ps_sig *g, const ps_sig_row *row) {
   const char *cells[5] = {row->in_shapes, row->in_dtypes, row->in_formats, row->out_shapes,
                           row->out_dtypes};
   size_t lens[5], total = 0;
-  for (int i = 0; i < 5; i++) total += lens[i] = cells[i] ? strlen(cells[i]) : 0;
+  for (int i = 0; i < 5; i++)
+    total += lens[i] = !cells[i] ? 0 : row->lens ? row->lens[i] : strlen(cells[i]);
   /* Normalised slots are never longer than their cell, plus one NUL each; the text is never
    * longer than the cells twice (Index repeats a dtype and a format) plus the numbers. */
   size_t need = 64 + 2 * lens[0] + 2 + 2 * lens[3] + 2;

@@ -27,6 +27,7 @@ typedef struct ps_sig_row {
   const char *in_shapes, *in_dtypes, *in_formats;
   const char *out_shapes, *out_dtypes;
   const char *ep_size;    /* `EP Size` (DispatchFFNCombine only) */
+  const size_t *lens;     /* the lengths of in_shapes .. out_dtypes (five), or NULL: strlen */
 } ps_sig_row;
 
 /* The CSV columns a signature reads, in ps_sig_row's order (op_type .. ep_size). */

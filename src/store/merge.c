@@ -236,7 +236,8 @@ static int signature(ps_merge *m, const mrow *row) {
                    .op_state = v[PS_MERGE_OP_STATE], .in_shapes = v[PS_MERGE_IN_SHAPES],
                    .in_dtypes = v[PS_MERGE_IN_DTYPES], .in_formats = v[PS_MERGE_IN_FORMATS],
                    .out_shapes = v[PS_MERGE_OUT_SHAPES], .out_dtypes = v[PS_MERGE_OUT_DTYPES],
-                   .ep_size = v[PS_MERGE_EP_SIZE] ? v[PS_MERGE_EP_SIZE] : m->o.ep_default};
+                   .ep_size = v[PS_MERGE_EP_SIZE] ? v[PS_MERGE_EP_SIZE] : m->o.ep_default,
+                   .lens = &row->len[PS_MERGE_IN_SHAPES]};
   return ps_sig_compute(m->sig, &sr);
 }
 

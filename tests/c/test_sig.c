@@ -214,12 +214,56 @@ static void test_plain_shortcut(void **state) {
   }
 }
 
+/* The shortcut on long cells (its checks run 16 bytes at a time: slots across block ends, a
+ * separator as a block's last or first byte) and bytes next to the classes' edges
+ * ('/', ':', '@', '[', '`', '{', bytes >= 0x80): the general way's text every time. */
+static void test_plain_shortcut_long(void **state) {
+  (void)state;
+  static const char *const odd[] = {"/", ":", "@", "[", "`", "{", "\x80", "\xff", "^", ",", ";"};
+  uint64_t seed = 11;
+  char c[5][160], a[2048];
+  for (int t = 0; t < 100000; t++) {
+    for (int i = 0; i < 5; i++) {
+      int shape = i == 0 || i == 3;
+      seed = seed * 6364136223846793005u + 1442695040888963407u;
+      size_t want = (size_t)(seed >> 33) % 80, o = 0;
+      int spoil = (seed >> 20) % 4 == 0;
+      while (o < want) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        unsigned k = (unsigned)(seed >> 33);
+        const char *p = shape ? (k % 5 == 0 ? ";" : k % 5 == 1 ? "," : k % 5 == 2 ? "7" : "123")
+                              : (k % 5 == 0 ? ";" : k % 5 == 1 ? "DT_BF16" : k % 5 == 2 ? "Zz9" : "_a");
+        if (spoil && k % 23 == 0) p = odd[(k >> 8) % (sizeof odd / sizeof *odd)];
+        size_t l = strlen(p);
+        memcpy(c[i] + o, p, l);
+        o += l;
+      }
+      c[i][o] = '\0';
+    }
+    ps_sig_row r = {.op_name = t % 2 ? "Add" : "DispatchFFNCombine", .in_shapes = c[0],
+                    .in_dtypes = c[1], .in_formats = c[2], .out_shapes = c[3], .out_dtypes = c[4],
+                    .ep_size = "8"};
+    size_t la, lb;
+    assert_int_equal(ps_sig_compute(G, &r), 0);
+    const char *x = ps_sig_text(G, &la);
+    memcpy(a, x, la + 1);
+    ps_sig_set_general(1);
+    assert_int_equal(ps_sig_compute(G, &r), 0);
+    const char *y = ps_sig_text(G, &lb);
+    ps_sig_set_general(0);
+    if (la != lb || memcmp(a, y, la) != 0)
+      fail_msg("[%s] [%s] [%s] [%s] [%s]: shortcut [%s], general [%s]", c[0], c[1], c[2], c[3],
+               c[4], a, y);
+  }
+}
+
 int main(void) {
   G = ps_sig_new();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_generic),     cmocka_unit_test(test_matmul),
     cmocka_unit_test(test_rewrites),    cmocka_unit_test(test_slot_styles),
     cmocka_unit_test(test_op_names),    cmocka_unit_test(test_plain_shortcut),
+    cmocka_unit_test(test_plain_shortcut_long),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   ps_sig_free(G);
