@@ -11,6 +11,7 @@
 #include "csvwrite.h"
 #include "grow.h"
 #include "num.h"
+#include "shape.h"
 #include "writeback_sig.h"
 #include "text.h"
 #include "u64map.h"
@@ -29,7 +30,9 @@ typedef struct msig { uint64_t at; uint32_t count; } msig;
 
 /* One existing row as the scanner found it (its bytes untouched, so that a row the merge
  * leaves alone is copied as it is), with the policy's columns unquoted (NULL: no such
- * column, "" past the row's end); every field only when the row is built. */
+ * column, "" past the row's end); every field only when the row is built. The five tuple
+ * cells (Input Shapes .. Output Data Types) are only what the signature reads of them
+ * (sig_cell): not NUL-terminated, and a quoted one maybe stripped of its quotes. */
 typedef struct mrow {
   const ps_scan_raw *raw;
   const char *v[PS_MERGE_NSRC];
@@ -189,6 +192,36 @@ static void read_cols(ps_merge *m, mrow *row, int from, int to) {
   row->next = o;
 }
 
+/* Field ci's span as ps_scan_unquote reads it: a quoted one's text to its end, closing quote
+ * included, when the fast scan read the record (csvscan.h, ps_scan_raw). */
+static ps_scan_field raw_span(const ps_scan_raw *raw, size_t ci) {
+  if (raw->spans) return raw->spans[ci];
+  size_t fs = raw->ends[ci] + 1, k = raw->ends[ci + 1];
+  return raw->base[fs] == '"' ? (ps_scan_field){fs + 1, k, 1} : (ps_scan_field){fs, k, 0};
+}
+
+/* Tuple cell k of the row as the signature reads it (it strips blanks and quotes from a cell's
+ * ends first): the field's own bytes when it needs no unescaping; else, when the field's
+ * bytes stripped so hold no quote and start and end with another byte, those (the unescaped
+ * value differs from the bytes only in quotes, all of them in the stripped ends: it strips
+ * to the same text); else the unquoted value. */
+static void sig_cell(mrow *row, int k, size_t ci) {
+  const ps_scan_raw *raw = row->raw;
+  ps_scan_field f = raw_span(raw, ci);
+  const char *p = raw->base + f.start;
+  size_t n = f.end - f.start;
+  if (f.unescape) {
+    n = ps_shape_strip(&p, n);
+    if (n == 0 || ps_is_space(p[0]) || ps_is_space(p[n - 1]) || memchr(p, '"', n)) {
+      row->v[k] = row->next;
+      row->len[k] = ps_scan_unquote(raw, ci, row->next);
+      row->next += row->len[k] + 1;
+      return;
+    }
+  }
+  row->v[k] = p, row->len[k] = n;
+}
+
 /* The row's signature columns (the op's own name, when the file has one, stands for OP Type
  * and OP State); the durations later, for the rows that read them (read_durations). 0, or -1
  * when memory runs out. */
@@ -205,7 +238,13 @@ static int read_row(ps_merge *m, const ps_scan_raw *raw, mrow *row) {
   int named = m->o.op && *m->o.op;
   row->next = m->vbuf;
   row->v[PS_MERGE_OP_TYPE] = row->v[PS_MERGE_OP_STATE] = NULL;
-  read_cols(m, row, named ? PS_MERGE_IN_SHAPES : 0, PS_MERGE_MB);
+  if (!named) read_cols(m, row, 0, PS_MERGE_IN_SHAPES);
+  for (int k = PS_MERGE_IN_SHAPES; k <= PS_MERGE_OUT_DTYPES; k++) {
+    int ci = m->o.src[k];
+    row->v[k] = ci < 0 ? NULL : "", row->len[k] = 0;
+    if (ci >= 0 && (size_t)ci < raw->nfields) sig_cell(row, k, (size_t)ci);
+  }
+  read_cols(m, row, PS_MERGE_EP_SIZE, PS_MERGE_MB);
   return 0;
 }
 
@@ -245,10 +284,23 @@ static int signature(ps_merge *m, const mrow *row) {
 #define FLD(row, k) ((row)->v[k] ? (row)->v[k] : "")
 #define LEN(row, k) ((row)->len[k])
 
-/* The display of the row's own shapes, appended to the arena: its offset or -1. */
+/* The display of the row's own shapes (their values: unquoted again, mrow holds what the
+ * signature reads), appended to the arena: its offset or -1. */
 static long row_display(ps_merge *m, const mrow *rec) {
-  return add_display(m, FLD(rec, PS_MERGE_IN_SHAPES), LEN(rec, PS_MERGE_IN_SHAPES),
-                     FLD(rec, PS_MERGE_OUT_SHAPES), LEN(rec, PS_MERGE_OUT_SHAPES));
+  const ps_scan_raw *raw = rec->raw;
+  int ci = m->o.src[PS_MERGE_IN_SHAPES], co = m->o.src[PS_MERGE_OUT_SHAPES];
+  size_t ni = ci >= 0 && (size_t)ci < raw->nfields ? (size_t)ci : SIZE_MAX;
+  size_t no = co >= 0 && (size_t)co < raw->nfields ? (size_t)co : SIZE_MAX;
+  size_t need = 2;
+  if (ni != SIZE_MAX) need += raw_span(raw, ni).end - raw_span(raw, ni).start;
+  if (no != SIZE_MAX) need += raw_span(raw, no).end - raw_span(raw, no).start;
+  char *b = malloc(need);
+  if (b == NULL) return -1;
+  size_t li = ni != SIZE_MAX ? ps_scan_unquote(raw, ni, b) : 0;
+  size_t lo = no != SIZE_MAX ? ps_scan_unquote(raw, no, b + li + 1) : 0;
+  long off = add_display(m, b, li, b + li + 1, lo);
+  free(b);
+  return off;
 }
 
 /* Registers the row's signature hash h, the row starting at file offset at (or blank lines

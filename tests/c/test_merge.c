@@ -327,6 +327,41 @@ static void duplicates_show_their_first_row(void **state) {
   ps_merge_free(m);
 }
 
+/* A row's signature is the one of its cells' values, however they are quoted: the merge
+ * reads a quoted cell's bytes without unquoting it when stripping its ends gives the same
+ * text, and unquotes every other one (a quote inside, blanks next to the stripped quotes). */
+static void quoted_cells_match_their_values(void **state) {
+  (void)state;
+  static const char *const in[] = {"\"1,2\"", " 3;4", "5,\"6\"", " \"7,8\" ", "9,1", "\"2;2 \"",
+                                   "\"\"", "x\"y"};
+  static const char *db =
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    "dynamic,\"\"\"1,2\"\"\",0,,,\n"          /* "1,2" */
+    "dynamic,\"\" 3;4,1,,,\n"                     /* text after the closing quote: " 3;4" */
+    "dynamic,\"5,\"\"6\"\"\",2,,,\n"          /* 5,"6" */
+    "dynamic,\" \"\"7,8\"\" \",3,,,\n"        /* ' "7,8" ' */
+    "dynamic,\"9,1\",4,,,\n"
+    "dynamic,\"\"\"2;2 \"\"\",5,,,\n"         /* '"2;2 "' */
+    "dynamic,\"\"\"\"\"\",6,,,\n"             /* '""' */
+    "dynamic,\"x\"\"y\",7,,,\n";                /* x"y */
+  const char *path = write_file("Quoted.csv", db, strlen(db));
+  ps_merge_update u[8];
+  char outs[8][2];
+  for (int i = 0; i < 8; i++) {
+    snprintf(outs[i], sizeof outs[i], "%d", i);
+    u[i] = (ps_merge_update){.hash = hash_of(in[i], outs[i]), .mb = "1.000000", .mblen = 8, .record = 1};
+  }
+  ps_merge_opts o = opts(path, u, 8);
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  for (int i = 0; i < 8; i++) {
+    if (!r->matched[i]) fail_msg("row %d (Input Shapes [%s]) did not match its value's signature", i, in[i]);
+  }
+  assert_int_equal(r->updated, 8);
+  ps_merge_free(m);
+}
+
 static void missing_file_is_an_error(void **state) {
   (void)state;
   ps_merge_opts o = opts("/nonexistent/dir/Add.csv", NULL, 0);
@@ -345,6 +380,7 @@ int main(void) {
     cmocka_unit_test(gaps_need_two_valid_durations),
     cmocka_unit_test(untouched_rows_are_copied_only_when_identical),
     cmocka_unit_test(duplicates_show_their_first_row),
+    cmocka_unit_test(quoted_cells_match_their_values),
     cmocka_unit_test(missing_file_is_an_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
