@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,11 +191,10 @@ static int write_failed(ps_csv_writer *w, const char *how, char *err, size_t err
  * 0.6 s in that fsync, after its CPU work was done). */
 #define SYNC_STEP ((uint64_t)16 << 20)
 
-/* Hands the gathered rows to the stream. 0, or -1 with errno set. */
-static int out_flush(ps_csv_writer *w) {
-  if (w->olen && fwrite(w->out, 1, w->olen, w->file.fp) != w->olen) return -1;
-  w->handed += w->olen;
-  w->olen = 0;
+/* Hands len bytes to the stream. 0, or -1 with errno set. */
+static int hand(ps_csv_writer *w, const char *data, size_t len) {
+  if (len && fwrite(data, 1, len, w->file.fp) != len) return -1;
+  w->handed += len;
 #ifdef SYNC_FILE_RANGE_WRITE
   if (w->handed - w->synced >= SYNC_STEP && fflush(w->file.fp) == 0) {
     /* only a hint (it waits for nothing): a failure here is met again by the commit's fsync */
@@ -205,13 +205,117 @@ static int out_flush(ps_csv_writer *w) {
   return 0;
 }
 
+/* A large file's blocks are handed to the stream by a thread of its own (the copy into the
+ * page cache then runs beside the caller's encoding of the next block, not after it): the
+ * caller fills one block while the thread writes the other. It alone touches file.fp,
+ * handed and synced until it is stopped (bg_stop). */
+struct ps_csv_bg {
+  ps_csv_writer *w;
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  char *buf;              /* the block being written, or the spare one when idle */
+  size_t len, cap;
+  int busy, quit, err;    /* err: errno of a failed write (every later hand fails too) */
+};
+
+static void *bg_main(void *arg) {
+  struct ps_csv_bg *b = arg;
+  pthread_mutex_lock(&b->mu);
+  for (;;) {
+    while (!b->busy && !b->quit) pthread_cond_wait(&b->cv, &b->mu);
+    if (!b->busy) break;
+    pthread_mutex_unlock(&b->mu);
+    int e = b->err ? b->err : hand(b->w, b->buf, b->len) != 0 ? (errno ? errno : EIO) : 0;
+    pthread_mutex_lock(&b->mu);
+    b->err = e;
+    b->busy = 0;
+    pthread_cond_broadcast(&b->cv);
+  }
+  pthread_mutex_unlock(&b->mu);
+  return NULL;
+}
+
+/* Waits for the block in writing. 0, or -1 with errno set when a write failed. */
+static int bg_wait(struct ps_csv_bg *b) {
+  pthread_mutex_lock(&b->mu);
+  while (b->busy) pthread_cond_wait(&b->cv, &b->mu);
+  int e = b->err;
+  pthread_mutex_unlock(&b->mu);
+  if (e) errno = e;
+  return e ? -1 : 0;
+}
+
+/* Stops the thread (after the block in writing) and frees it: 0, or -1 with errno set when a
+ * write failed. */
+static int bg_stop(ps_csv_writer *w) {
+  struct ps_csv_bg *b = w->bg;
+  if (b == NULL) return 0;
+  pthread_mutex_lock(&b->mu);
+  b->quit = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  pthread_join(b->th, NULL);
+  int e = b->err;
+  pthread_mutex_destroy(&b->mu);
+  pthread_cond_destroy(&b->cv);
+  free(b->buf);
+  free(b);
+  w->bg = NULL;
+  if (e) errno = e;
+  return e ? -1 : 0;
+}
+
+/* The thread, started at a file's first full block; NULL when it cannot be (the blocks are
+ * then written by the caller). */
+static struct ps_csv_bg *bg_start(ps_csv_writer *w) {
+  struct ps_csv_bg *b = calloc(1, sizeof *b);
+  if (b == NULL) return NULL;
+  b->w = w;
+  if (pthread_mutex_init(&b->mu, NULL) != 0) return free(b), NULL;
+  if (pthread_cond_init(&b->cv, NULL) != 0 || pthread_create(&b->th, NULL, bg_main, b) != 0) {
+    pthread_cond_destroy(&b->cv); /* harmless when its init failed: nothing was made */
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    return NULL;
+  }
+  return b;
+}
+
+/* Hands the gathered rows to the stream: a full block to the thread (swapping blocks with
+ * it), else by the caller. 0, or -1 with errno set. */
+static int out_flush(ps_csv_writer *w, int block) {
+  if (block && w->bg == NULL) w->bg = bg_start(w);
+  struct ps_csv_bg *b = w->bg;
+  if (b == NULL) {
+    int st = hand(w, w->out, w->olen);
+    w->olen = 0;
+    return st;
+  }
+  if (bg_wait(b) != 0) return -1;
+  if (!block) { /* the last rows: written here, the thread gone */
+    if (bg_stop(w) != 0) return -1;
+    int st = hand(w, w->out, w->olen);
+    w->olen = 0;
+    return st;
+  }
+  char *full = w->out;
+  size_t cap = w->ocap, len = w->olen;
+  w->out = b->buf, w->ocap = b->cap, w->olen = 0;
+  pthread_mutex_lock(&b->mu);
+  b->buf = full, b->cap = cap, b->len = len, b->busy = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  return 0;
+}
+
 /* Room for n more bytes at w->out + w->olen (flushing a full block first). */
 static char *out_room(ps_csv_writer *w, size_t n, char *err, size_t errsize) {
   if (w->file.fp == NULL) {
     snprintf(err, errsize, "writer is closed");
     return NULL;
   }
-  if (w->olen && w->olen + n > OUT_BLOCK && out_flush(w) != 0) {
+  if (w->olen && w->olen + n > OUT_BLOCK && out_flush(w, 1) != 0) {
     write_failed(w, "", err, errsize);
     return NULL;
   }
@@ -248,12 +352,13 @@ static void out_free(ps_csv_writer *w) {
 }
 
 void ps_csv_writer_abort(ps_csv_writer *w) {
+  bg_stop(w); /* a failed write is no news to an abort */
   out_free(w);
   ps_atomic_abort(&w->file);
 }
 
 int ps_csv_writer_commit(ps_csv_writer *w, int if_changed, char *err, size_t errsize) {
-  if (w->file.fp != NULL && out_flush(w) != 0) { /* worded as ps_atomic_finish words it */
+  if (w->file.fp != NULL && out_flush(w, 0) != 0) { /* worded as ps_atomic_finish words it */
     write_failed(w, " (the original is untouched)", err, errsize);
     ps_csv_writer_abort(w);
     return -1;

@@ -21,6 +21,7 @@ typedef struct ps_csv_writer {
   char *out;         /* encoded rows not yet handed to file.fp (written in large blocks) */
   size_t olen, ocap;
   uint64_t handed, synced; /* bytes handed to file.fp; those whose write-back was started */
+  struct ps_csv_bg *bg;    /* a large file's background writer (csvwrite.c), or NULL */
 } ps_csv_writer;
 
 /* eol: "\n", "\r\n", or NULL to keep the existing file's style (LF for a new file).

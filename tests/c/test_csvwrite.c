@@ -2,6 +2,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -443,6 +445,53 @@ static void large_file_write_back_starts_early(void **state) {
   assert_int_equal(temp_files(), 0);
 }
 
+/* A large file's blocks are written by a thread of its own: a write that fails there (a file
+ * size limit, as with `ulimit -f`, SIGXFSZ ignored as perfscript does) fails a later row or
+ * the commit with its cause, the original untouched; an abort midway stops the thread and
+ * leaves no temporary file. In a child process (the limit stays there). */
+static void background_write_failure_and_abort(void **state) {
+  (void)state;
+  char path[8300];
+  snprintf(path, sizeof path, "%s/bg.csv", test_dir());
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs("old\n", f);
+  fclose(f);
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {4 << 20, 4 << 20};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    static char row[4096];
+    memset(row, 'b', sizeof row - 1);
+    row[sizeof row - 1] = '\n';
+    char err[600] = "";
+    ps_csv_writer w;
+    /* an abort while a block may be in writing */
+    if (ps_csv_writer_open(&w, path, "\n", 0, err, sizeof err) != 0) _exit(2);
+    for (int i = 0; i < 700; i++)
+      if (ps_csv_writer_raw(&w, row, sizeof row, 1, err, sizeof err) != 0) _exit(3);
+    ps_csv_writer_abort(&w);
+    /* 12 MiB against a 4 MiB limit */
+    if (ps_csv_writer_open(&w, path, "\n", 0, err, sizeof err) != 0) _exit(4);
+    int failed = 0;
+    for (int i = 0; i < 3072 && !failed; i++)
+      failed = ps_csv_writer_raw(&w, row, sizeof row, 1, err, sizeof err) != 0;
+    if (failed) ps_csv_writer_abort(&w);
+    else if (ps_csv_writer_commit(&w, 0, err, sizeof err) != -1) _exit(5);
+    if (strstr(err, "bg.csv") == NULL || strstr(err, "File too large") == NULL) _exit(6);
+    _exit(0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  char *got = read_file(path, NULL);
+  assert_string_equal(got, "old\n");
+  free(got);
+  assert_int_equal(temp_files(), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(minimal_quoting_round_trip),
@@ -450,6 +499,7 @@ int main(void) {
     cmocka_unit_test(verbatim_check_agrees_with_the_quoter),
     cmocka_unit_test(rows_and_raw_bytes_across_blocks),
     cmocka_unit_test(large_file_write_back_starts_early),
+    cmocka_unit_test(background_write_failure_and_abort),
     cmocka_unit_test(keeps_line_endings_and_bom),
     cmocka_unit_test(identical_content_is_not_rewritten),
     cmocka_unit_test(abort_leaves_original),
