@@ -79,7 +79,9 @@ static long formatted_quoting(const char *rec, size_t n, const char *eol) {
     if (q != rec && q[-1] != ',') return -1;   /* a quote inside an unquoted field */
     int needed = 0;
     const char *c = q + 1, *z;
-    while ((z = memchr(c, '"', (size_t)(end - c))) != NULL && z + 1 < end && z[1] == '"')
+    /* the next quote: often the very next byte (a value that starts or ends with a quote) */
+    while ((z = c < end && *c == '"' ? c : memchr(c, '"', (size_t)(end - c))) != NULL &&
+           z + 1 < end && z[1] == '"')
       quoting++, needed = 1, c = z + 2;        /* a doubled quote */
     if (z == NULL || (z + 1 < end && z[1] != ',')) return -1; /* unclosed; text after it */
     if (!needed && !ps_csv_needs_quote(q + 1, (size_t)(z - q - 1))) return -1; /* not minimal */
