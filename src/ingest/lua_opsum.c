@@ -1,9 +1,11 @@
 /* perfscript.opsum: op_summary aggregation in C (see opsum.h), returned as database rows.
- *   opsum.aggregate({path, ...}) -> {samples = n, groups = {g, ...}} or nil, message
- *   g = {op = "MatMulV2", hash = <signature hash>, count = n, nvalid = n, min = d | nil,
- *        row = {["OP State"] = ..., ["Accelerator Core"] = <Task Type>, ... ,
- *               ["Average Duration(us)"] = "%.6f", _m = 25 counter means as native doubles, NaN when no sample (aggregate.metrics
- *               decodes it), _hash = hash, _samples = nvalid, _op = op (these four when nvalid > 0)}} */
+ *   opsum.aggregate({path, ...}) -> {samples = n, groups = {row, ...}} or nil, message
+ *   row = {["OP State"] = ..., ["Accelerator Core"] = <Task Type>, ..., _op = op,
+ *          and for a group with a valid duration: ["Average Duration(us)"] = "%.6f" (the
+ *          minimum), _m = 25 counter means as native doubles, NaN when no sample
+ *          (aggregate.metrics decodes it), _hash = signature hash, _samples = valid samples;
+ *          else _count = samples}
+ * (one table a group: a wrapper around each row cost as much as the row) */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,10 +52,9 @@ static int l_aggregate(lua_State *L) {
   size_t ng = ps_opsum_ngroups(a);
   /* Column and member names made into Lua strings once: setting a field by a C string would
    * hash it again for every group. keys[1..8] base columns, [9] the duration, then NAMES. */
-  static const char *const names[] = {"op", "hash", "count", "nvalid", "min", "row", "_m",
-                                      "_hash", "_samples", "_op"};
-  enum { K_OP = 10, K_HASH, K_COUNT, K_NVALID, K_MIN, K_ROW, K_M, K_RHASH, K_RSAMPLES, K_ROP };
-  lua_createtable(L, K_ROP, 0);
+  static const char *const names[] = {"_m", "_hash", "_samples", "_op", "_count"};
+  enum { K_M = 10, K_RHASH, K_RSAMPLES, K_ROP, K_RCOUNT };
+  lua_createtable(L, K_RCOUNT, 0);
   int keys = lua_gettop(L);
   for (int c = 0; c < PS_NBASE; c++) {
     lua_pushstring(L, ps_base_columns[c]);
@@ -61,8 +62,8 @@ static int l_aggregate(lua_State *L) {
   }
   lua_pushliteral(L, "Average Duration(us)");
   lua_rawseti(L, keys, 9);
-  for (int k = K_OP; k <= K_ROP; k++) {
-    lua_pushstring(L, names[k - K_OP]);
+  for (int k = K_M; k <= K_RCOUNT; k++) {
+    lua_pushstring(L, names[k - K_M]);
     lua_rawseti(L, keys, k);
   }
   /* the last value of each base column (and of the op), as a Lua string: most groups repeat
@@ -79,23 +80,10 @@ static int l_aggregate(lua_State *L) {
   char num[64];
   for (size_t i = 0; i < ng; i++) {
     const ps_opsum_group *g = ps_opsum_group_at(a, i);
-    lua_createtable(L, 0, 6);
-    int gt = lua_gettop(L);
     reuse_string(L, last_op, g->op, strlen(g->op));
-    lua_rawgeti(L, keys, K_OP);
-    lua_pushvalue(L, last_op);
-    lua_rawset(L, gt);
-    set_integer(L, gt, keys, K_HASH, (lua_Integer)g->hash);
-    set_integer(L, gt, keys, K_COUNT, (lua_Integer)g->count);
-    set_integer(L, gt, keys, K_NVALID, (lua_Integer)g->nvalid);
-    if (g->nvalid) {
-      lua_rawgeti(L, keys, K_MIN);
-      lua_pushnumber(L, g->min);
-      lua_rawset(L, gt);
-    }
-    /* the base columns, the duration, _m and _hash, _samples, _op (a row with a valid
-     * sample: aggregate.lua's row): sized for them (room for 25 counter fields as well made
-     * each row 2 KiB, 100 MB at 50k groups) */
+    /* the base columns, _op, and the duration, _m, _hash and _samples (a row with a valid
+     * sample) or _count: sized for them (room for 25 counter fields as well made each row
+     * 2 KiB, 100 MB at 50k groups) */
     lua_createtable(L, 0, PS_NBASE + 1 + 1 + 3);
     int row = lua_gettop(L);
     for (int c = 0; c < PS_NBASE; c++) {
@@ -105,6 +93,9 @@ static int l_aggregate(lua_State *L) {
       lua_pushvalue(L, last + c);
       lua_rawset(L, row);
     }
+    lua_rawgeti(L, keys, K_ROP);
+    lua_pushvalue(L, last_op);
+    lua_rawset(L, row);
     if (g->nvalid) {
       ps_num_fmt6(num, sizeof num, g->min);
       lua_rawgeti(L, keys, 9);
@@ -120,13 +111,9 @@ static int l_aggregate(lua_State *L) {
       lua_rawset(L, row);
       set_integer(L, row, keys, K_RHASH, (lua_Integer)g->hash);
       set_integer(L, row, keys, K_RSAMPLES, (lua_Integer)g->nvalid);
-      lua_rawgeti(L, keys, K_ROP);
-      lua_pushvalue(L, last_op);
-      lua_rawset(L, row);
+    } else {
+      set_integer(L, row, keys, K_RCOUNT, (lua_Integer)g->count);
     }
-    lua_rawgeti(L, keys, K_ROW);
-    lua_insert(L, -2);
-    lua_rawset(L, gt);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "groups");

@@ -159,6 +159,8 @@ function TestAggregate:test_no_valid_sample_no_row()
   local agg = assert(aggregate.files({ p }))
   lu.assertEquals(#agg.rows.Add, 0)
   lu.assertEquals(#agg.no_duration, 1)
+  -- the group's op, shapes and sample count (its row carries _count, not _samples)
+  lu.assertEquals(agg.no_duration[1], { op = "Add", sig = "8 -> N/A", count = 2 })
 end
 
 TestColumns = {}

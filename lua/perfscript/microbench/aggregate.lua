@@ -42,16 +42,15 @@ function M.files(paths, opts)
   if not res then return nil, err end
   local agg = { order = {}, rows = {}, no_duration = {}, samples = res.samples }
   local ep = opts.ep_size
-  for _, g in ipairs(res.groups) do
-    local op = g.op
+  for _, row in ipairs(res.groups) do
+    local op = row._op
     local list = agg.rows[op]
     if not list then
       list = {}
       agg.rows[op] = list
       agg.order[#agg.order + 1] = op
     end
-    local row = g.row
-    if g.nvalid > 0 then -- row._hash, row._samples, row._op: set by opsum.aggregate
+    if row._samples then -- a valid sample: row._hash, row._samples, row._op set by opsum.aggregate
       if ep and ep ~= 0 and perf.sig.op_name(op) == schema.DFC then
         row[schema.EP_SIZE] = tostring(ep)
         row._extra = { schema.EP_SIZE }
@@ -59,7 +58,7 @@ function M.files(paths, opts)
       end
       list[#list + 1] = row
     else
-      agg.no_duration[#agg.no_duration + 1] = { op = op, sig = perf.sig.display(row), count = g.count }
+      agg.no_duration[#agg.no_duration + 1] = { op = op, sig = perf.sig.display(row), count = row._count }
     end
   end
   return agg
