@@ -228,12 +228,9 @@ static void sig_cell(mrow *row, int k, size_t ci) {
 static int read_row(ps_merge *m, const ps_scan_raw *raw, mrow *row) {
   row->raw = raw;
   row->all.nfields = 0;
-  size_t need = PS_MERGE_NSRC; /* the columns' raw lengths bound their values */
-  for (int k = 0; k < PS_MERGE_NSRC; k++) {
-    int ci = m->o.src[k];
-    if (ci >= 0 && (size_t)ci < raw->nfields) /* a field's raw bytes bound its value */
-      need += raw->spans ? raw->spans[ci].end - raw->spans[ci].start : raw->ends[ci + 1] - raw->ends[ci];
-  }
+  /* a field's value is no longer than the record: room for every policy column's, whatever
+   * columns they are (the buffer grows to that once, not per row's columns) */
+  size_t need = PS_MERGE_NSRC * (raw->len + 1);
   if (ps_grow((void **)&m->vbuf, &m->vcap, need, 1) != 0) return -1;
   int named = m->o.op && *m->o.op;
   row->next = m->vbuf;
