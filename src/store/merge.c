@@ -68,6 +68,13 @@ struct ps_merge {
   const char **f;         /* the output row being built */
   size_t *l;
   char *numbuf;           /* formatted numbers of the current row */
+  int splice;             /* the output row is the source row's bytes but for its dirty
+                             columns (build_row): f[j] NULL until read or set */
+  unsigned char *dirty;   /* per output column: set by the update (splice) */
+  char *rowbuf;           /* a spliced row */
+  size_t rowcap;
+  const ps_scan_raw *splice_raw; /* the spliced row's record */
+  size_t alen_row;        /* bytes of abuf its columns read so far took */
 };
 
 static int oom(char *err, size_t es) {
@@ -115,6 +122,8 @@ void ps_merge_free(ps_merge *m) {
   free(m->f);
   free(m->l);
   free(m->numbuf);
+  free(m->dirty);
+  free(m->rowbuf);
   free(m->res.gaps);
   free(m->res.deleted);
   free(m->res.dups);
@@ -141,10 +150,11 @@ ps_merge *ps_merge_open(const ps_merge_opts *o, char *err, size_t es) {
   m->f = calloc(o->ncols, sizeof *m->f);
   m->l = calloc(o->ncols, sizeof *m->l);
   m->numbuf = malloc((o->ncopy + PS_NCOUNTERS) * NUMW);
+  m->dirty = calloc(o->ncols, 1);
   m->res.matched = calloc(o->nupdates ? o->nupdates : 1, 1);
   m->res.applied = calloc(o->nupdates ? o->nupdates : 1, 1);
   m->updbits = calloc(UPD_BITS / 64, sizeof *m->updbits);
-  if (!m->sig || !m->f || !m->l || !m->numbuf || !m->res.matched || !m->res.applied ||
+  if (!m->sig || !m->f || !m->l || !m->numbuf || !m->dirty || !m->res.matched || !m->res.applied ||
       !m->updbits || ps_u64map_reserve(&m->seen, 1) != 0)
     goto nomem;
   for (size_t i = 0; i < o->nupdates; i++) {
@@ -324,13 +334,33 @@ static int register_sig(ps_merge *m, uint64_t at, uint64_t h, size_t *sid, int *
 /* Sets output column oc to v (marking the file changed when it differs). */
 static void set(ps_merge *m, int oc, const char *v, size_t len) {
   if (oc < 0 || (size_t)oc >= m->o.ncols) return;
+  if (m->f[oc] == NULL) { /* a spliced row's column, read now (into abuf, sized by build_row) */
+    m->f[oc] = m->abuf + m->alen_row;
+    m->l[oc] = ps_scan_unquote(m->splice_raw, (size_t)oc, m->abuf + m->alen_row);
+    m->alen_row += m->l[oc] + 1;
+  }
   if (!(len == m->l[oc] && memcmp(v, m->f[oc], len) == 0)) m->res.changed = 1;
   m->f[oc] = v, m->l[oc] = len;
+  m->dirty[oc] = 1;
 }
 
 /* The output row from the source row: mapped columns, then the fill values. 0, or -1 when
  * memory runs out. */
 static int build_row(ps_merge *m, mrow *row) {
+  const ps_scan_raw *raw = row->raw;
+  /* a row the writer would write as its bytes (fast scan: each field's bytes at hand) is
+   * written as those bytes but for the columns the update sets: no unquoting and quoting
+   * again of its other fields */
+  m->splice = m->verbatim && raw->nfields == m->o.ncols && raw->spans == NULL &&
+              ps_csv_raw_is_formatted(raw, m->w.eol);
+  if (m->splice) {
+    if (ps_grow((void **)&m->abuf, &m->abcap, raw->len + raw->nfields, 1) != 0) return -1;
+    m->splice_raw = raw;
+    m->alen_row = 0;
+    for (size_t j = 0; j < m->o.ncols; j++) m->f[j] = NULL, m->l[j] = 0;
+    memset(m->dirty, 0, m->o.ncols);
+    return 0;
+  }
   if (full_row(m, row) != 0) return -1;
   const ps_scan_record *rec = &row->all;
   for (size_t j = 0; j < m->o.ncols; j++) {
@@ -404,6 +434,31 @@ static int merge_update(ps_merge *m, mrow *rec, size_t ui, int prof_real, const 
   return disp < 0 ? -1 : add_gap(m, mv, pv, (size_t)disp);
 }
 
+/* Writes a spliced row (build_row): each field's own bytes (quotes and all: the writer writes
+ * those very bytes for it), a set column's value quoted, then the line end. */
+static int write_spliced(ps_merge *m, const ps_scan_raw *raw, char *err, size_t es) {
+  size_t n = m->o.ncols, need = raw->len + strlen(m->w.eol) + 1;
+  for (size_t j = 0; j < n; j++)
+    if (m->dirty[j]) need += PS_CSV_QUOTED_MAX(m->l[j]);
+  if (ps_grow((void **)&m->rowbuf, &m->rowcap, need, 1) != 0) return oom(err, es);
+  char *o = m->rowbuf;
+  for (size_t j = 0; j < n; j++) {
+    if (j) *o++ = ',';
+    if (m->dirty[j]) {
+      o += ps_csv_quote(o, m->f[j], m->l[j]);
+    } else { /* the field's bytes: from after the byte before it to its end (csvscan.h) */
+      size_t a = raw->ends[j] + 1, b = raw->ends[j + 1];
+      memcpy(o, raw->base + a, b - a);
+      o += b - a;
+    }
+  }
+  size_t el = strlen(m->w.eol);
+  memcpy(o, m->w.eol, el);
+  o += el;
+  m->res.spliced++;
+  return ps_csv_writer_raw(&m->w, m->rowbuf, (size_t)(o - m->rowbuf), 1, err, es);
+}
+
 /* Writes a row: its own bytes when nothing in it changed (built = 0) and the writer would
  * write those very bytes, else from its fields. */
 static int write_out(ps_merge *m, mrow *row, int built, char *err, size_t es) {
@@ -414,6 +469,7 @@ static int write_out(ps_merge *m, mrow *row, int built, char *err, size_t es) {
     return ps_csv_writer_raw(&m->w, raw->bytes, raw->len, 1, err, es);
   }
   if (!built && build_row(m, row) != 0) return oom(err, es);
+  if (built && m->splice) return write_spliced(m, raw, err, es);
   return write_row(m, m->f, m->l, err, es);
 }
 

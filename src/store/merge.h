@@ -74,6 +74,7 @@ typedef struct ps_merge_dup { size_t disp; uint32_t count; } ps_merge_dup;
 typedef struct ps_merge_result {
   long rows, written, updated, unchanged;
   long copied;              /* rows written as their own bytes (not quoted again) */
+  long spliced;             /* updated rows written as their own bytes but for the set cells */
   int changed;              /* the output differs from the file */
   ps_merge_gap *gaps;       /* rows with both a microbench and a profiling duration */
   size_t ngaps;

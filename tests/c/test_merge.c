@@ -362,6 +362,45 @@ static void quoted_cells_match_their_values(void **state) {
   ps_merge_free(m);
 }
 
+/* An updated row the writer would write as its bytes is written as those bytes but for the
+ * cells the update sets (quoted as the writer quotes them); any other updated row (needless
+ * quotes, a stray quote) from its fields, as before: the same file either way. CRLF kept. */
+static void updated_rows_keep_their_other_bytes(void **state) {
+  (void)state;
+  static const char *db =
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\r\n"
+    "dynamic,\"\"\"1,2\"\"\",\"1,2\",,\"a,\"\"b\"\"\",\r\n"   /* spliced */
+    "\"dynamic\",\"3,4\",\"3,4\",,,\r\n"                           /* needless quotes */
+    "dy\"n,\"5,6\",\"5,6\",,x,\r\n"                                  /* a stray quote */
+    "dynamic,7,7,9.0,,\r\n";                                          /* spliced */
+  const char *path = write_file("Splice.csv", db, strlen(db));
+  ps_merge_value v = {PS_MERGE_STR, "q\"r", 3, 0}, w = {PS_MERGE_NUM, NULL, 0, 0.5};
+  ps_merge_update u[] = {
+    {.hash = hash_of("\"1,2\"", "1,2"), .mb = "2.000000", .mblen = 8, .record = 1, .copy = &v},
+    {.hash = hash_of("3,4", "3,4"), .mb = "3.000000", .mblen = 8, .record = 1, .copy = &v},
+    {.hash = hash_of("5,6", "5,6"), .mb = "4.000000", .mblen = 8, .record = 1, .copy = &w},
+    {.hash = hash_of("7", "7"), .mb = "5,0", .mblen = 3, .record = 1, .copy = &w},
+  };
+  ps_merge_opts o = opts(path, u, 4);
+  o.mode_all = 1;
+  ps_merge *m;
+  run(&o, &m);
+  const ps_merge_result *r = ps_merge_result_of(m);
+  assert_int_equal(r->updated, 4);
+  assert_int_equal(r->spliced, 2); /* the two formatted ones (read by the fast scan) */
+  char err[256];
+  assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
+  ps_merge_free(m);
+  char *got = read_file(path, NULL);
+  assert_string_equal(got,
+    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\r\n"
+    "dynamic,\"\"\"1,2\"\"\",\"1,2\",2.000000,\"a,\"\"b\"\"\",\"q\"\"r\"\r\n"
+    "dynamic,\"3,4\",\"3,4\",3.000000,,\"q\"\"r\"\r\n"
+    "\"dy\"\"n\",\"5,6\",\"5,6\",4.000000,x,0.500000\r\n"
+    "dynamic,7,7,\"5,0\",,0.500000\r\n");
+  free(got);
+}
+
 static void missing_file_is_an_error(void **state) {
   (void)state;
   ps_merge_opts o = opts("/nonexistent/dir/Add.csv", NULL, 0);
@@ -381,6 +420,7 @@ int main(void) {
     cmocka_unit_test(untouched_rows_are_copied_only_when_identical),
     cmocka_unit_test(duplicates_show_their_first_row),
     cmocka_unit_test(quoted_cells_match_their_values),
+    cmocka_unit_test(updated_rows_keep_their_other_bytes),
     cmocka_unit_test(missing_file_is_an_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
