@@ -15,6 +15,10 @@
 #include "writeback_sig.h"
 #include "testutil.h"
 
+/* The header line of the test files (HDR's columns joined) */
+#define HDR_LINE \
+  "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)"
+
 /* Add.csv columns: OP State, Input Shapes, Output Shapes, Average Duration(us),
  * Profiling Average Duration(us), MicroBench aic_time(us) */
 static const char *const HDR[] = {"OP State", "Input Shapes", "Output Shapes", "Average Duration(us)",
@@ -47,11 +51,19 @@ static ps_merge_opts opts(const char *path, const ps_merge_update *u, size_t nu)
 }
 
 static const char *DB =
-  "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+  HDR_LINE "\n"
   "dynamic,\"1,2\",\"1,2\",,,\n"              /* no valid duration: updated */
   "dynamic,\"3,4\",\"3,4\",5.000000,6.0,\n"   /* valid: kept unless mode_all */
   "dynamic,\"5,6\",\"5,6\",,,\n"              /* nothing valid: pruned */
   "dynamic,\"5,6\",\"5,6\",inf,0,\n";         /* its duplicate, inf is not valid either */
+
+/* The file at path holds exactly want. */
+static void assert_file(const char *path, const char *want) {
+  char *got = read_file(path, NULL);
+  assert_non_null(got);
+  assert_string_equal(got, want);
+  free(got);
+}
 
 static int run(ps_merge_opts *o, ps_merge **out) {
   char err[512];
@@ -99,14 +111,11 @@ static void update_keep_prune(void **state) {
   assert_int_equal(ps_merge_append(m, extra, el, err, sizeof err), 0);
   assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
   ps_merge_free(m);
-  size_t len;
-  char *got = read_file(path, &len);
-  assert_string_equal(got,
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+  assert_file(path,
+    HDR_LINE "\n"
     "dynamic,\"1,2\",\"1,2\",2.000000,,1.500000\n"
     "dynamic,\"3,4\",\"3,4\",5.000000,6.0,\n"
     "dynamic,9,9,1.000000,,\n");
-  free(got);
 }
 
 static void mode_all_overwrites_and_means(void **state) {
@@ -183,9 +192,7 @@ static void same_values_report_unchanged(void **state) {
   ps_merge_free(m);
   assert_int_equal(stat(path, &after), 0);
   assert_int_equal(before.st_ino, after.st_ino);
-  char *got = read_file(path, NULL);
-  assert_string_equal(got, DB);
-  free(got);
+  assert_file(path, DB);
 }
 
 /* A merge that changed a cell replaces the file without reading the old one back to compare
@@ -194,10 +201,10 @@ static void same_values_report_unchanged(void **state) {
 static void changed_merge_replaces_without_compare(void **state) {
   (void)state;
   static const char *db =
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    HDR_LINE "\n"
     "dynamic,\"1,2\",\"1,2\",1.000000,,\n";
   static const char *want =
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    HDR_LINE "\n"
     "dynamic,\"1,2\",\"1,2\",2.000000,,\n";
   const char *path = write_file("Cmp.csv", db, strlen(db));
   ps_merge_update u = {.hash = hash_of("1,2", "1,2"), .mb = "2.000000", .mblen = 8, .record = 1};
@@ -210,9 +217,7 @@ static void changed_merge_replaces_without_compare(void **state) {
   char err[256];
   assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
   ps_merge_free(m);
-  char *got = read_file(path, NULL);
-  assert_string_equal(got, want);
-  free(got);
+  assert_file(path, want);
 }
 
 /* A gap (microbench against profiling) needs two valid durations: an inf profiling value is
@@ -220,7 +225,7 @@ static void changed_merge_replaces_without_compare(void **state) {
 static void gaps_need_two_valid_durations(void **state) {
   (void)state;
   static const char *db =
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    HDR_LINE "\n"
     "dynamic,\"3,4\",\"3,4\",5.000000,inf,\n"
     "dynamic,\"1,2\",\"1,2\",5.000000,6.0,\n";
   const char *path = write_file("Gap.csv", db, strlen(db));
@@ -245,7 +250,7 @@ static void gaps_need_two_valid_durations(void **state) {
 static void untouched_rows_are_copied_only_when_identical(void **state) {
   (void)state;
   static const char *db =
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    HDR_LINE "\n"
     "dynamic,\"1,2\",\"1,2\",,,\n"                 /* updated */
     "dynamic,\"\"\"3,4\"\"\",\"3,4\",5.000000,6.0,\n" /* copied: doubled quotes, minimal */
     "\"dynamic\",\"5,6\",\"5,6\",1,,\n"            /* needless quotes: written again */
@@ -271,9 +276,8 @@ static void untouched_rows_are_copied_only_when_identical(void **state) {
   char err[256];
   assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
   ps_merge_free(m);
-  char *got = read_file(path, NULL);
-  assert_string_equal(got,
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+  assert_file(path,
+    HDR_LINE "\n"
     "dynamic,\"1,2\",\"1,2\",2.000000,,7\n"
     "dynamic,\"\"\"3,4\"\"\",\"3,4\",5.000000,6.0,\n"
     "dynamic,\"5,6\",\"5,6\",1,,\n"
@@ -284,7 +288,6 @@ static void untouched_rows_are_copied_only_when_identical(void **state) {
     "dynamic,\"9,4\",\"9,4\",1,, \n"
     "dyx,\"9,5\",\"9,5\",1,,\n"
     "dynamic,9,9,2.5,,\n");
-  free(got);
 }
 
 /* A signature held by several rows is shown with its first row's shapes, as that row spells
@@ -295,7 +298,7 @@ static void duplicates_show_their_first_row(void **state) {
   size_t cap = 1 << 20, len = 0;
   char *db = malloc(cap);
   len += (size_t)snprintf(db + len, cap - len, "%s\n",
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)");
+    HDR_LINE);
   for (int i = 0; i < 6000; i++) {
     const char *row = NULL;
     char buf[128];
@@ -335,7 +338,7 @@ static void quoted_cells_match_their_values(void **state) {
   static const char *const in[] = {"\"1,2\"", " 3;4", "5,\"6\"", " \"7,8\" ", "9,1", "\"2;2 \"",
                                    "\"\"", "x\"y"};
   static const char *db =
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\n"
+    HDR_LINE "\n"
     "dynamic,\"\"\"1,2\"\"\",0,,,\n"          /* "1,2" */
     "dynamic,\"\" 3;4,1,,,\n"                     /* text after the closing quote: " 3;4" */
     "dynamic,\"5,\"\"6\"\"\",2,,,\n"          /* 5,"6" */
@@ -368,7 +371,7 @@ static void quoted_cells_match_their_values(void **state) {
 static void updated_rows_keep_their_other_bytes(void **state) {
   (void)state;
   static const char *db =
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\r\n"
+    HDR_LINE "\r\n"
     "dynamic,\"\"\"1,2\"\"\",\"1,2\",,\"a,\"\"b\"\"\",\r\n"   /* spliced */
     "\"dynamic\",\"3,4\",\"3,4\",,,\r\n"                           /* needless quotes */
     "dy\"n,\"5,6\",\"5,6\",,x,\r\n"                                  /* a stray quote */
@@ -391,14 +394,12 @@ static void updated_rows_keep_their_other_bytes(void **state) {
   char err[256];
   assert_int_equal(ps_merge_commit(m, err, sizeof err), PS_ATOMIC_REPLACED);
   ps_merge_free(m);
-  char *got = read_file(path, NULL);
-  assert_string_equal(got,
-    "OP State,Input Shapes,Output Shapes,Average Duration(us),Profiling Average Duration(us),MicroBench aic_time(us)\r\n"
+  assert_file(path,
+    HDR_LINE "\r\n"
     "dynamic,\"\"\"1,2\"\"\",\"1,2\",2.000000,\"a,\"\"b\"\"\",\"q\"\"r\"\r\n"
     "dynamic,\"3,4\",\"3,4\",3.000000,,\"q\"\"r\"\r\n"
     "\"dy\"\"n\",\"5,6\",\"5,6\",4.000000,x,0.500000\r\n"
     "dynamic,7,7,\"5,0\",,0.500000\r\n");
-  free(got);
 }
 
 static void missing_file_is_an_error(void **state) {
