@@ -456,28 +456,34 @@ local function wrapped(s)
   return false
 end
 
--- Compiles a shape template "(tokens, D*2)" / "M,K" / "(N,)" / "()" into f(vars) -> {dims}.
+-- The dim closures of a shape template "(tokens, D*2)" / "M,K" / "(N,)" / "()", and the
+-- variable name of each dim that is a bare variable (the usual dim, read inline: its closure
+-- is still compiled (compile-time errors) and called when the value is not a plain one).
 -- Only one matching outer pair of parentheses is removed (the Python original stripped every
 -- leading "(" and trailing ")", which broke "((a+b), b)" and "(a, max(1, b))").
-function M.shape(text, ctx)
+local function shape_dims(text, ctx)
   local s = text:match("^%s*(.-)%s*$")
   if wrapped(s) then s = s:sub(2, -2):match("^%s*(.-)%s*$") end
   local pieces = M.split_dims(s)
   local dims, names = {}, {}
   for i, p in ipairs(pieces) do
-    local f = M.compile(p, ctx and { where = ctx.where, names = ctx.names } or nil)
-    dims[i] = f
-    -- a bare variable (the usual dim) is read inline below; its closure still compiled
-    -- (compile-time errors) and called when the value is not a plain one (its error, or 1/0)
+    dims[i] = M.compile(p, ctx and { where = ctx.where, names = ctx.names } or nil)
     if p:match("^[%a_][%w_]*$") and not KEYWORDS[p] then names[i] = p end
   end
+  return dims, names
+end
+
+local function dim(f, v)
+  local x = f(v)
+  if x == true then return 1 elseif x == false then return 0 end
+  return x
+end
+
+-- Compiles a shape template into f(vars) -> {dims}.
+function M.shape(text, ctx)
+  local dims, names = shape_dims(text, ctx)
   local n = #dims
   if n == 0 then return function() return {} end end
-  local function dim(f, v)
-    local x = f(v)
-    if x == true then return 1 elseif x == false then return 0 end
-    return x
-  end
   if n == 1 then
     local a = dims[1]
     return function(v) return { dim(a, v) } end
@@ -498,6 +504,22 @@ function M.shape(text, ctx)
     for i = 1, n do out[i] = dim(dims[i], v) end
     return out
   end
+end
+
+-- The same template as f(vars, out, m) -> m + rank, writing the dims to out[m + 1 ..] (no
+-- table per call; the values are M.shape's), and its rank.
+function M.shape_into(text, ctx)
+  local dims, names = shape_dims(text, ctx)
+  local n = #dims
+  return function(v, out, m)
+    for i = 1, n do
+      local na, x = names[i], nil
+      if na then x = v[na] end
+      if x == nil or x == true or x == false then x = dim(dims[i], v) end
+      out[m + i] = x
+    end
+    return m + n
+  end, n
 end
 
 return M

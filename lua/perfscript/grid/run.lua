@@ -246,6 +246,60 @@ local function check_dims(shapes, side, who)
   end
 end
 
+-- The same for a compiled pattern's candidates (expand.flat's X) in one C call (shape.rows):
+-- the template's slot layout (alignment, absent slots cleared, each slot's dtype bytes) is
+-- worked out once, the candidates' dims go straight from the flat array to the shape text,
+-- the memory budget and the shape order.
+local function shaped_flat(X, T, budget, who)
+  local t_in = cells.parse(T["Input Shapes"] or "")
+  local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
+  local extra = X.extra or {}
+  local idt = extra["Input Data Types"] or T["Input Data Types"] or ""
+  local ifm = extra["Input Formats"] or T["Input Formats"] or ""
+  local odt = extra["Output Data Types"] or T["Output Data Types"] or ""
+  local ofm = extra["Output Formats"] or T["Output Formats"] or ""
+  -- slot j of a row: the pattern's slot, {} past its end (align), {} where absent (clear_absent)
+  local function layout(slots, k, dtypes, formats, dt_cell)
+    local list = {}
+    for j = 1, math.max(#slots, k) do list[j] = slots[j] or false end
+    for _, j in ipairs(absent_slots(dtypes, formats)) do if j <= #list then list[j] = false end end
+    local dts, lay = mem.parse_dtypes(dt_cell), {}
+    for j, sl in ipairs(list) do
+      local dt = dts[j]
+      lay[#lay + 1] = sl and sl[1] or 0
+      lay[#lay + 1] = sl and sl[2] or 0
+      lay[#lay + 1] = type(dt) == "string" and mem.dtype_bytes(dt) or 2
+    end
+    return lay, list
+  end
+  local lin, sin = layout(X.inputs, #t_in, idt, ifm, idt)
+  local lout, sout = layout(X.outputs, #t_out, odt, ofm, odt)
+  local it, ot, order, n, memory, bad = shape.rows(X.dims, X.count, X.stride, lin, lout, budget)
+  if bad then  -- the candidate's dims as tables: check_dims names the first bad dim
+    local base = (bad - 1) * X.stride
+    local function rows(list)
+      local out = {}
+      for j, sl in ipairs(list) do
+        out[j] = {}
+        if sl then for d = 1, sl[2] do out[j][d] = X.dims[base + sl[1] + d] end end
+      end
+      return out
+    end
+    check_dims(rows(sin), "input", who)
+    check_dims(rows(sout), "output", who)
+    perf.fail("%s: candidate %d has a dimension that is not a positive integer", who, bad)
+  end
+  local S = { n = n, it = it, ot = ot, idt = {}, ifm = {}, odt = {}, extra = {},
+              candidates = X.candidates, rejected = X.rejected, generated = X.count, memory = memory,
+              renders = {}, extra_names = {}, order = order }
+  local IDT, IFM, ODT, EX = S.idt, S.ifm, S.odt, S.extra
+  local ex = X.extra or {}
+  for i = 1, n do IDT[i], IFM[i], ODT[i], EX[i] = idt, ifm, odt, ex end
+  if n > 0 and X.extra then for k in pairs(X.extra) do S.extra_names[k] = true end end
+  if S.candidates == 0 then S.candidates = S.generated end
+  return S
+end
+
 local function shaped(gen, T, budget, who)
   local t_in = cells.parse(T["Input Shapes"] or "")
   local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
@@ -611,7 +665,8 @@ local function reachable(ctx, T, S, idx, st)
   return out
 end
 
--- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
+-- process(job) -> stats. job: path, name, kernel, generate(emit, stats), flat (a compiled
+-- pattern: () -> expand.flat's candidates, used instead of generate), columns,
 -- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern),
 -- stage (perf.fs.stage(): the file is staged there; without one it is replaced at once).
 -- replayable (perfscript.replay.registry: append only rows a builder can replay; stats
@@ -656,7 +711,12 @@ function M.process(job)
     local S = cache[ck]
     if not S then
       local who = ("pattern '%s' (kernel %s)"):format(tostring(job.pattern), job.kernel)
-      S = shaped(job.generate, T, job.max_hbm_bytes, who)
+      if job.flat then  -- a compiled pattern: expanded once for all its files (job.cache)
+        cache.flat = cache.flat or job.flat()
+        S = shaped_flat(cache.flat, T, job.max_hbm_bytes, who)
+      else
+        S = shaped(job.generate, T, job.max_hbm_bytes, who)
+      end
       cache[ck] = S
     end
     st.candidates, st.rejected = st.candidates + S.candidates, st.rejected + S.rejected
@@ -754,7 +814,8 @@ function M.run(opts)
       gen = { columns = g.columns, each = function(emit) g.generate(configs, emit, env) end }
     else
       local c = expand.compile(pname, p, rules.grids)
-      gen = { each = function(emit, st) expand.each(c, nk_pairs, emit, st) end }
+      gen = { each = function(emit, st) expand.each(c, nk_pairs, emit, st) end,
+              flat = function() return expand.flat(c, nk_pairs) end }
     end
     return gen
   end
@@ -783,7 +844,7 @@ function M.run(opts)
                     replayable = opts.replayable_only and require("perfscript.replay.registry") or nil,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
                     variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir], lint = checkers[f.dir],
-                    columns = gen.columns, generate = gen.each, stage = stage,
+                    columns = gen.columns, generate = gen.each, flat = gen.flat, stage = stage,
                     collect = opts.collect and function(T, S, idx, keys) opts.collect(f, T, S, idx, keys) end,
                     pick = opts.pick and (opts.pick[f.kernel] or {}) }
       cache[pname] = cache[pname] or {}
