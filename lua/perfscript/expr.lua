@@ -506,20 +506,11 @@ function M.shape(text, ctx)
   end
 end
 
--- The same template as f(vars, out, m) -> m + rank, writing the dims to out[m + 1 ..] (no
--- table per call; the values are M.shape's), and its rank.
-function M.shape_into(text, ctx)
-  local dims, names = shape_dims(text, ctx)
-  local n = #dims
-  return function(v, out, m)
-    for i = 1, n do
-      local na, x = names[i], nil
-      if na then x = v[na] end
-      if x == nil or x == true or x == false then x = dim(dims[i], v) end
-      out[m + i] = x
-    end
-    return m + n
-  end, n
+-- shape_parts(text, ctx) -> dims, names: the template's dim closures f(vars) -> value (a
+-- boolean stands for 1 or 0, as in M.shape) and, for a dim that is a bare variable, its name
+-- (M.shape's values are v[name] where that is an integer, else the closure's).
+function M.shape_parts(text, ctx)
+  return shape_dims(text, ctx)
 end
 
 return M

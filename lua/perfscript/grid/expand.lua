@@ -58,14 +58,14 @@ function M.compile(name, p, grids)
   c.constraints = {}
   for i, text in ipairs(p.constraints or {}) do c.constraints[i] = expr.constraint(text, ctx) end
   c.inputs, c.outputs = {}, {}
-  c.inputs_into, c.outputs_into = {}, {}
+  c.inputs_parts, c.outputs_parts = {}, {}
   for i, t in ipairs(p.inputs) do
     c.inputs[i] = expr.shape(t, ctx)
-    c.inputs_into[i] = { expr.shape_into(t, ctx) }
+    c.inputs_parts[i] = { expr.shape_parts(t, ctx) }
   end
   for i, t in ipairs(p.outputs) do
     c.outputs[i] = expr.shape(t, ctx)
-    c.outputs_into[i] = { expr.shape_into(t, ctx) }
+    c.outputs_parts[i] = { expr.shape_parts(t, ctx) }
   end
   for key, col in pairs(META) do
     if p[key] and #p[key] > 0 then
@@ -143,21 +143,45 @@ function M.each(c, nk_pairs, emit, stats)
   end)
 end
 
+local function dim(f, v)
+  local x = f(v)
+  if x == true then return 1 elseif x == false then return 0 end
+  return x
+end
+
+-- The writer of a candidate's dims, made once per pattern as Lua source (a bare variable read
+-- inline, any other dim through its closure): write(vars, out, m) stores every shape's dims,
+-- inputs then outputs, at out[m + 1 ..] in M.each's order and values; and the slot layouts.
+local function writer(c)
+  local src, D, slots_in, slots_out, k = { "local D, dim = ...\nreturn function(v, out, m)\n  local x\n" }, {}, {}, {}, 0
+  for _, side in ipairs { { c.inputs_parts, slots_in }, { c.outputs_parts, slots_out } } do
+    for s, part in ipairs(side[1]) do
+      local dims, names = part[1], part[2]
+      side[2][s] = { k, #dims }
+      for j = 1, #dims do
+        k = k + 1
+        D[k] = dims[j]
+        if names[j] then
+          src[#src + 1] = ("  x = v[%q]\n  if x == nil or x == true or x == false then x = dim(D[%d], v) end\n"
+                           .. "  out[m + %d] = x\n"):format(names[j], k, k)
+        else
+          src[#src + 1] = ("  out[m + %d] = dim(D[%d], v)\n"):format(k, k)
+        end
+      end
+    end
+  end
+  src[#src + 1] = ("  return m + %d\nend\n"):format(k)
+  local chunk = assert(load(table.concat(src), "=pattern '" .. c.name .. "'", "t"))
+  return chunk(D, dim), k, slots_in, slots_out
+end
+
 -- flat(c, pairs) -> the candidates M.each would emit, as one array of integers:
 -- {dims = {...}, count = n, stride = dims a candidate, inputs = {{offset, rank}, ...},
 --  outputs = {...}, extra = c.extra, candidates = n, rejected = n}; candidate i's input slot s
 -- is dims[(i - 1) * stride + offset + 1 .. + rank] (offsets 0-based within the candidate).
 function M.flat(c, nk_pairs)
   local cons, ncons = c.constraints, #c.constraints
-  local into, slots_in, slots_out, stride = {}, {}, {}, 0
-  for _, side in ipairs { { c.inputs_into, slots_in }, { c.outputs_into, slots_out } } do
-    for i, f in ipairs(side[1]) do
-      into[#into + 1] = f[1]
-      side[2][i] = { stride, f[2] }
-      stride = stride + f[2]
-    end
-  end
-  local nf = #into
+  local write, stride, slots_in, slots_out = writer(c)
   local dims, m, candidates, rejected = {}, 0, 0, 0
   walk(c, nk_pairs, function(vars)
     candidates = candidates + 1
@@ -167,7 +191,7 @@ function M.flat(c, nk_pairs)
         return
       end
     end
-    for i = 1, nf do m = into[i](vars, dims, m) end
+    m = write(vars, dims, m)
   end)
   return { dims = dims, count = stride > 0 and m // stride or candidates - rejected, stride = stride,
            inputs = slots_in, outputs = slots_out, extra = c.extra, candidates = candidates, rejected = rejected }
