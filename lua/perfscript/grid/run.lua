@@ -249,7 +249,8 @@ end
 -- The same for a compiled pattern's candidates (expand.flat's X) in one C call (shape.rows):
 -- the template's slot layout (alignment, absent slots cleared, each slot's dtype bytes) is
 -- worked out once, the candidates' dims go straight from the flat array to the shape text,
--- the memory budget and the shape order.
+-- the memory budget and the shape order. S.uniform: every row has the same dtype, format and
+-- extra cells, and the same slot layout (which slots are empty).
 local function shaped_flat(X, T, budget, who)
   local t_in = cells.parse(T["Input Shapes"] or "")
   local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
@@ -291,7 +292,7 @@ local function shaped_flat(X, T, budget, who)
   end
   local S = { n = n, it = it, ot = ot, idt = {}, ifm = {}, odt = {}, extra = {},
               candidates = X.candidates, rejected = X.rejected, generated = X.count, memory = memory,
-              renders = {}, extra_names = {}, order = order }
+              renders = {}, extra_names = {}, order = order, uniform = true }
   local IDT, IFM, ODT, EX = S.idt, S.ifm, S.odt, S.extra
   local ex = X.extra or {}
   for i = 1, n do IDT[i], IFM[i], ODT[i], EX[i] = idt, ifm, odt, ex end
@@ -419,10 +420,17 @@ local function select_rows(job, csv, T, S, st, seen, stream)
   local key, rec, pop, keys = cells.key, {}, {}, {}
   local t_ep = T["EP Size"]
   local IT, OT, IDT, IFM, ODT, EX = S.it, S.ot, S.idt, S.ifm, S.odt, S.extra
+  local uniform = S.uniform and S.n > 0
+  if uniform then  -- the cells every row shares, set once
+    rec["Input Data Types"], rec["Input Formats"], rec["Output Data Types"] = IDT[1], IFM[1], ODT[1]
+    rec["EP Size"] = EX[1]["EP Size"] or t_ep
+  end
   for i = 1, S.n do
-    rec["Input Shapes"], rec["Input Data Types"], rec["Input Formats"] = IT[i], IDT[i], IFM[i]
-    rec["Output Shapes"], rec["Output Data Types"] = OT[i], ODT[i]
-    rec["EP Size"] = EX[i]["EP Size"] or t_ep
+    rec["Input Shapes"], rec["Output Shapes"] = IT[i], OT[i]
+    if not uniform then
+      rec["Input Data Types"], rec["Input Formats"], rec["Output Data Types"] = IDT[i], IFM[i], ODT[i]
+      rec["EP Size"] = EX[i]["EP Size"] or t_ep
+    end
     local k = key(kernel, rec)
     if job.pick and not job.pick[k] then
       st.sampled_out = st.sampled_out + 1  -- not among the rows asked for (job.pick)
@@ -598,9 +606,9 @@ end
 
 -- A row db:lint would call unreachable on its own cells (perfscript.db.reach.row_problems) is
 -- not appended: counted by kind in st.lint_skipped (the status says so). true when skipped.
-local function lint_skips(check, kernel, get, st)
+local function lint_skips(check, kernel, get, st, skeleton)
   local kind, why
-  if check then kind, why = check(kernel, get) end
+  if check then kind, why = check(kernel, get, skeleton) end
   if not kind then return false end
   st.lint_skipped = (st.lint_skipped or 0) + 1
   st.lint_kinds = st.lint_kinds or {}
@@ -648,11 +656,20 @@ local function reachable(ctx, T, S, idx, st)
     return v
   end
   local compute, t_ep = ctx.mode == "compute", T["EP Size"]
+  -- a compiled pattern's rows (S.uniform) share their slot layout, so the skeleton of their
+  -- Input Shapes (the linter's memo) is worked out once
+  local skeleton = S.uniform and #idx > 0 and shape.skeleton(IT[idx[1]]) or nil
+  local dt_in, dt_out, dt_ok = false, false, nil  -- the dtype check of the last pair of cells
   for n = 1, #idx do
     i = idx[n]
     extra = EX[i]
-    local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
-    local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
+    local idt, odt = IDT[i], ODT[i]
+    if idt ~= dt_in or odt ~= dt_out or dt_ok == nil then
+      dt_in, dt_out = idt, odt
+      dt_ok = not reach.check_dtypes(idt) and not reach.check_dtypes(odt)
+    end
+    local ok = dt_ok
+    local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st, skeleton)
     if ok and not flagged then
       -- compute mode: the cells straight to C (keep_cells), else keep with the cell reader
       local r
