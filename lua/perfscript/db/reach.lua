@@ -220,7 +220,8 @@ function Reach.grid_checker(dir)
     if not route then route = Reach.route_in(doc, kernel); routes[kernel] = route; clean_rows[kernel] = {} end
     -- the compute checks read only which shape slots are empty, the dtype and the format
     -- cells: a row found clean is remembered by those (a grid's rows differ in dimensions only)
-    local memo
+    -- (nested tables by skeleton, dtypes and formats: no key string made per row)
+    local memo, fm
     if route.mode ~= "attention_special" and route.mode ~= "elementwise" then
       local sk = skeleton
       if not sk then
@@ -228,13 +229,18 @@ function Reach.grid_checker(dir)
         sk = is and shape.skeleton(is)  -- nil unless a plain cell (digits , ; ( ) only)
       end
       if sk then
-        memo = sk .. "\0" .. (get(D.IDT) or "") .. "\0" .. (get(D.IF) or "")
-        if clean_rows[kernel][memo] then return nil end
+        local by_sk = clean_rows[kernel][sk]
+        if not by_sk then by_sk = {}; clean_rows[kernel][sk] = by_sk end
+        local dt = get(D.IDT) or ""
+        memo = by_sk[dt]
+        if not memo then memo = {}; by_sk[dt] = memo end
+        fm = get(D.IF) or ""
+        if memo[fm] then return nil end
       end
     end
     local p = Reach.row_problems(get, route)[1]
     if p then return p.kind, p.why end
-    if memo then clean_rows[kernel][memo] = true end
+    if memo then memo[fm] = true end
     return nil
   end
 end
