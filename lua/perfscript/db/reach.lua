@@ -206,7 +206,8 @@ end
 -- For the grid: a checker of the rows it generates for the directory dir (its op_mapping.yaml
 -- routes each kernel as db:lint does): check(kernel, get [, skeleton]) -> nil, or kind, why.
 -- skeleton: shape.skeleton of the row's Input Shapes cell where the caller knows it (a grid's
--- rows of one pattern share it), so that it is not worked out per row.
+-- rows of one pattern share it), so that it is not worked out per row. nil, true: every row
+-- of the kernel with the same skeleton, Input Data Types and Input Formats is clean too.
 function Reach.grid_checker(dir)
   require "perfscript.db"  -- installs the column names (D) when the grid has not opened a database
   local ok, doc = pcall(require("perfscript.db.mapping").read, dir)
@@ -222,7 +223,8 @@ function Reach.grid_checker(dir)
     -- cells: a row found clean is remembered by those (a grid's rows differ in dimensions only)
     -- (nested tables by skeleton, dtypes and formats: no key string made per row)
     local memo, fm
-    if route.mode ~= "attention_special" and route.mode ~= "elementwise" then
+    if route.mode == "elementwise" then return nil, true end  -- row_problems finds none
+    if route.mode ~= "attention_special" then
       local sk = skeleton
       if not sk then
         local is = get(D.IS)
@@ -235,12 +237,12 @@ function Reach.grid_checker(dir)
         memo = by_sk[dt]
         if not memo then memo = {}; by_sk[dt] = memo end
         fm = get(D.IF) or ""
-        if memo[fm] then return nil end
+        if memo[fm] then return nil, true end
       end
     end
     local p = Reach.row_problems(get, route)[1]
     if p then return p.kind, p.why end
-    if memo then memo[fm] = true end
+    if memo then memo[fm] = true; return nil, true end
     return nil
   end
 end

@@ -605,11 +605,13 @@ local function write_rows(job, csv, parts)
 end
 
 -- A row db:lint would call unreachable on its own cells (perfscript.db.reach.row_problems) is
--- not appended: counted by kind in st.lint_skipped (the status says so). true when skipped.
+-- not appended: counted by kind in st.lint_skipped (the status says so). true when skipped;
+-- false, true when every row with the same shape skeleton, dtypes and formats passes too.
 local function lint_skips(check, kernel, get, st, skeleton)
   local kind, why
-  if check then kind, why = check(kernel, get, skeleton) end
-  if not kind then return false end
+  if not check then return false, true end
+  kind, why = check(kernel, get, skeleton)
+  if not kind then return false, why end
   st.lint_skipped = (st.lint_skipped or 0) + 1
   st.lint_kinds = st.lint_kinds or {}
   st.lint_kinds[kind] = st.lint_kinds[kind] or { n = 0, example = why }
@@ -660,7 +662,20 @@ local function reachable(ctx, T, S, idx, st)
   -- Input Shapes (the linter's memo) is worked out once
   local skeleton = S.uniform and #idx > 0 and shape.skeleton(IT[idx[1]]) or nil
   local dt_in, dt_out, dt_ok = false, false, nil  -- the dtype check of the last pair of cells
-  for n = 1, #idx do
+  -- once a row of a uniform S passed the dtype check and the linter said every row like it is
+  -- clean, the rest go to C in one call (reach.keep_rows) in compute mode
+  local batch = false
+  local n, total = 1, #idx
+  while n <= total do
+    if batch then
+      local shadowed, stop = reach.keep_rows(ctx, IT, idx, n, IDT[i], IFM[i], extra["EP Size"] or t_ep, out)
+      if shadowed then
+        st.shadowed = st.shadowed + shadowed
+        if not stop then break end
+        n = stop  -- undecided in C: this row takes the path below
+      end
+      batch = false
+    end
     i = idx[n]
     extra = EX[i]
     local idt, odt = IDT[i], ODT[i]
@@ -668,16 +683,18 @@ local function reachable(ctx, T, S, idx, st)
       dt_in, dt_out = idt, odt
       dt_ok = not reach.check_dtypes(idt) and not reach.check_dtypes(odt)
     end
-    local ok = dt_ok
-    local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st, skeleton)
+    local ok, flagged, clean = dt_ok, false, false
+    if ok then flagged, clean = lint_skips(ctx.lint, ctx.kernel, get, st, skeleton) end
     if ok and not flagged then
       -- compute mode: the cells straight to C (keep_cells), else keep with the cell reader
       local r
       if compute then r = reach.keep_cells(ctx, IT[i], IDT[i], IFM[i], extra["EP Size"] or t_ep) end
-      if r == nil then r = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
+      if r == nil then r = reach.keep(ctx, get, next(extra) == nil and views or nil, i)
+      elseif compute and clean and S.uniform then batch = true end
       ok = r
     end
     if ok and not flagged then out[#out + 1] = i elseif not flagged then st.shadowed = st.shadowed + 1 end
+    n = n + 1
   end
   return out
 end
