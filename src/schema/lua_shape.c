@@ -415,6 +415,7 @@ static int l_rows(lua_State *L) {
   lua_Integer count = luaL_checkinteger(L, 2), stride = luaL_checkinteger(L, 3);
   luaL_argcheck(L, count >= 0 && count < (lua_Integer)1 << 31, 2, "count out of range");
   luaL_argcheck(L, stride >= 0 && stride <= 4096, 3, "stride out of range");
+  lua_settop(L, 6);  /* the scratch userdata go above the arguments */
   lua_Integer *lin = lua_newuserdatauv(L, sizeof(lua_Integer) * 3 * (PS_SHAPE_MAX_SLOTS + 1), 0);
   lua_Integer *lout = lua_newuserdatauv(L, sizeof(lua_Integer) * 3 * (PS_SHAPE_MAX_SLOTS + 1), 0);
   int nin = rows_layout(L, 4, stride, lin), nout = rows_layout(L, 5, stride, lout);

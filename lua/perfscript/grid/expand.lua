@@ -76,9 +76,8 @@ function M.compile(name, p, grids)
   return c
 end
 
--- walk(c, nk_pairs, leaf): calls leaf(vars) for every candidate, in order; vars is one table,
--- refilled (pairs is the list of model (N, K) pairs or nil).
-local function walk(c, nk_pairs, leaf)
+-- The iterators of a walk, outermost first, and the model pairs it takes (nil: none).
+local function path(c, nk_pairs)
   local its = {}
   if c.model_nk_pairs and nk_pairs then
     for _, it in ipairs(c.iterators) do
@@ -91,6 +90,24 @@ local function walk(c, nk_pairs, leaf)
     end
     nk_pairs = nil
   end
+  return its, nk_pairs
+end
+
+-- The variables a walk sets before every leaf: its iterators, the constants, N and K.
+local function bound(c, nk_pairs)
+  local its, pairs_ = path(c, nk_pairs)
+  local set = {}
+  for _, it in ipairs(its) do set[it.var] = true end
+  for k in pairs(c.constants) do set[k] = true end
+  if pairs_ then set.N, set.K = true, true end
+  return set
+end
+
+-- walk(c, nk_pairs, leaf): calls leaf(vars) for every candidate, in order; vars is one table,
+-- refilled (pairs is the list of model (N, K) pairs or nil).
+local function walk(c, nk_pairs, leaf)
+  local its
+  its, nk_pairs = path(c, nk_pairs)
   local vars, consts = {}, c.constants
   -- constants win over an iterator (or model pair) of the same name: set once, never overwritten
   for k, v in pairs(consts) do vars[k] = v end
@@ -143,36 +160,28 @@ function M.each(c, nk_pairs, emit, stats)
   end)
 end
 
-local function dim(f, v)
-  local x = f(v)
-  if x == true then return 1 elseif x == false then return 0 end
-  return x
-end
-
--- The writer of a candidate's dims, made once per pattern as Lua source (a bare variable read
--- inline, any other dim through its closure): write(vars, out, m) stores every shape's dims,
--- inputs then outputs, at out[m + 1 ..] in M.each's order and values; and the slot layouts.
-local function writer(c)
-  local src, D, slots_in, slots_out, k = { "local D, dim = ...\nreturn function(v, out, m)\n  local x\n" }, {}, {}, {}, 0
+-- The leaf of a walk, made once per pattern as Lua source (perfscript.expr's generator: no
+-- closure call per expression node): leaf(vars, out, m) -> m + stride after storing every
+-- shape's dims, inputs then outputs, at out[m + 1 ..] in M.each's order and values, or nil
+-- when a constraint rejects the candidate (checked in order, the first false one stops).
+-- Also the stride and the slot layouts.
+local function leaf_of(c, nk_pairs)
+  local G = expr.generator(bound(c, nk_pairs))
+  local src = { "return function(v, out, m)\n" }
+  for _, f in ipairs(c.constraints) do src[#src + 1] = "  if not " .. G.truthy(f) .. " then return nil end\n" end
+  local slots_in, slots_out, k = {}, {}, 0
   for _, side in ipairs { { c.inputs_parts, slots_in }, { c.outputs_parts, slots_out } } do
     for s, part in ipairs(side[1]) do
-      local dims, names = part[1], part[2]
+      local dims = part[1]
       side[2][s] = { k, #dims }
       for j = 1, #dims do
         k = k + 1
-        D[k] = dims[j]
-        if names[j] then
-          src[#src + 1] = ("  x = v[%q]\n  if x == nil or x == true or x == false then x = dim(D[%d], v) end\n"
-                           .. "  out[m + %d] = x\n"):format(names[j], k, k)
-        else
-          src[#src + 1] = ("  out[m + %d] = dim(D[%d], v)\n"):format(k, k)
-        end
+        src[#src + 1] = ("  out[m + %d] = %s\n"):format(k, G.dim(dims[j]))
       end
     end
   end
   src[#src + 1] = ("  return m + %d\nend\n"):format(k)
-  local chunk = assert(load(table.concat(src), "=pattern '" .. c.name .. "'", "t"))
-  return chunk(D, dim), k, slots_in, slots_out
+  return G.load(table.concat(src), "=pattern '" .. c.name .. "'"), k, slots_in, slots_out
 end
 
 -- flat(c, pairs) -> the candidates M.each would emit, as one array of integers:
@@ -180,20 +189,14 @@ end
 --  outputs = {...}, extra = c.extra, candidates = n, rejected = n}; candidate i's input slot s
 -- is dims[(i - 1) * stride + offset + 1 .. + rank] (offsets 0-based within the candidate).
 function M.flat(c, nk_pairs)
-  local cons, ncons = c.constraints, #c.constraints
-  local write, stride, slots_in, slots_out = writer(c)
+  local leaf, stride, slots_in, slots_out = leaf_of(c, nk_pairs)
   local dims, m, candidates, rejected = {}, 0, 0, 0
   walk(c, nk_pairs, function(vars)
     candidates = candidates + 1
-    for i = 1, ncons do
-      if not cons[i](vars) then
-        rejected = rejected + 1
-        return
-      end
-    end
-    m = write(vars, dims, m)
+    local r = leaf(vars, dims, m)
+    if r then m = r else rejected = rejected + 1 end
   end)
-  return { dims = dims, count = stride > 0 and m // stride or candidates - rejected, stride = stride,
+  return { dims = dims, count = candidates - rejected, stride = stride,
            inputs = slots_in, outputs = slots_out, extra = c.extra, candidates = candidates, rejected = rejected }
 end
 
