@@ -745,9 +745,8 @@ function M.process(job)
     local S = cache[ck]
     if not S then
       local who = ("pattern '%s' (kernel %s)"):format(tostring(job.pattern), job.kernel)
-      if job.flat then  -- a compiled pattern: expanded once for all its files (job.cache)
-        cache.flat = cache.flat or job.flat()
-        S = shaped_flat(cache.flat, T, job.max_hbm_bytes, who)
+      if job.flat then  -- a compiled pattern (its expansion is cheap: not kept, less memory)
+        S = shaped_flat(job.flat(), T, job.max_hbm_bytes, who)
       else
         S = shaped(job.generate, T, job.max_hbm_bytes, who)
       end
