@@ -17,14 +17,14 @@
  *   shape.positive(slots, ...) -> true when every dim of every slot list is an integer > 0
  *   shape.over_limit(cell) -> nil, or why a signature cell is beyond the limits
  *       ("300 slots (the limit is 256)"); shape.MAX_SLOTS, shape.MAX_CELL (shape.h)
- *   shape.rows(dims, count, stride, ins, outs [, budget]) -> it, ot, order, n, memory [, bad]
+ *   shape.rows(dims, count, stride, ins, outs [, budget]) -> it, ot, order, n, memory, bad, src
  *       a grid's candidates in one call (perfscript.grid.run): dims holds count candidates of
  *       stride integers each; ins and outs lay out a row's slots as flat triples {offset into
  *       the candidate (0-based), rank (0: an empty slot), element bytes, ...}. A candidate whose
  *       row_bytes (perfscript.mem) exceeds budget is counted in memory; the others get
  *       it[n] = format(ins), ot[n] = format(outs), and order lists 1..n by sort_key(ins, n).
- *       bad: the first candidate (1-based) with a dim <= 0 or not an integer, where the work
- *       stopped. */
+ *       bad: nil, or the first candidate (1-based) with a dim <= 0 or not an integer, where the
+ *       work stopped. src: nil when row i is candidate i, else {candidate of row 1, ...}. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,12 +311,10 @@ static int l_sort_key(lua_State *L) {
       lua_Integer d = lua_tointegerx(L, -1, &isnum);
       if (!isnum) return luaL_error(L, "slot %d dim %d is not an integer", (int)i, (int)j);
       lua_pop(L, 1);
-      uint64_t u = (uint64_t)d ^ 0x8000000000000000u;
-      char k[9];
-      k[0] = 1;
-      for (int q = 0; q < 8; q++) k[1 + q] = (char)(u >> (56 - 8 * q));
+      unsigned char k[PS_SHAPE_KEY_DIM];
+      ps_shape_key_dim(k, (int64_t)d);
       lua_pop(L, 1);  /* the slot: the buffer may use the stack top */
-      luaL_addlstring(&b, k, 9);
+      luaL_addlstring(&b, (const char *)k, PS_SHAPE_KEY_DIM);
       lua_rawgeti(L, 1, i);
     }
     lua_pop(L, 1);
@@ -353,16 +351,6 @@ static int l_positive(lua_State *L) {
 }
 
 /* ---- shape.rows ------------------------------------------------------------------------- */
-
-typedef struct rows_key { const unsigned char *s; size_t len; } rows_key;
-
-static int rows_cmp(const void *a, const void *b) {
-  const rows_key *x = a, *y = b;
-  size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->s, y->s, n);
-  if (c) return c;
-  return (x->len > y->len) - (x->len < y->len);
-}
 
 /* Reads a layout table of triples into lay (3 ints a slot); returns the slot count. */
 static int rows_layout(lua_State *L, int idx, lua_Integer stride, lua_Integer *lay) {
@@ -424,13 +412,14 @@ static int l_rows(lua_State *L) {
   lua_Integer budget = budget_int ? lua_tointeger(L, 6) : 0;
   if (has_budget && !budget_int) luaL_checknumber(L, 6);
   size_t key_max = 4, text_max = 1;
-  for (int s = 0; s < nin; s++) { key_max += 1 + 9 * (size_t)lin[3 * s + 1]; text_max += 1 + 21 * (size_t)lin[3 * s + 1]; }
+  for (int s = 0; s < nin; s++) { key_max += 1 + PS_SHAPE_KEY_DIM * (size_t)lin[3 * s + 1]; text_max += 1 + 21 * (size_t)lin[3 * s + 1]; }
   for (int s = 0; s < nout; s++) text_max += 1 + 21 * (size_t)lout[3 * s + 1];
   /* the candidates, the sort keys and the scratch text: userdata (an error leaks nothing) */
   int64_t *dims = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(count * stride + 1), 0);
   unsigned char *keys = lua_newuserdatauv(L, key_max * (size_t)(count ? count : 1), 0);
-  rows_key *order = lua_newuserdatauv(L, sizeof(rows_key) * (size_t)(count ? count : 1), 0);
+  ps_shape_key *order = lua_newuserdatauv(L, sizeof(ps_shape_key) * (size_t)(count ? count : 1), 0);
   char *text = lua_newuserdatauv(L, text_max, 0);
+  lua_Integer *src = lua_newuserdatauv(L, sizeof(lua_Integer) * (size_t)(count ? count : 1), 0);
   for (lua_Integer i = 0; i < count * stride; i++) {
     lua_rawgeti(L, 1, i + 1);
     int ok;
@@ -454,7 +443,7 @@ static int l_rows(lua_State *L) {
       else { lua_pushinteger(L, bi); over = lua_compare(L, 6, -1, LUA_OPLT); lua_pop(L, 1); }
       if (over) { memory++; continue; }
     }
-    n++;
+    src[n++] = i + 1;
     lua_pushlstring(L, text, rows_text(text, c, lin, nin));
     lua_rawseti(L, it, n);
     lua_pushlstring(L, text, rows_text(text, c, lout, nout));
@@ -463,11 +452,7 @@ static int l_rows(lua_State *L) {
     unsigned char *k0 = kp;
     for (int s = 0; s < nin; s++) {
       const int64_t *d = c + lin[3 * s];
-      for (lua_Integer j = 0; j < lin[3 * s + 1]; j++) {
-        uint64_t u = (uint64_t)d[j] ^ 0x8000000000000000u;
-        *kp++ = 1;
-        for (int q = 0; q < 8; q++) *kp++ = (unsigned char)(u >> (56 - 8 * q));
-      }
+      for (lua_Integer j = 0; j < lin[3 * s + 1]; j++, kp += PS_SHAPE_KEY_DIM) ps_shape_key_dim(kp, d[j]);
       *kp++ = 0;
     }
     uint32_t u = (uint32_t)n;
@@ -476,7 +461,7 @@ static int l_rows(lua_State *L) {
     order[n - 1].s = k0;
     order[n - 1].len = (size_t)(kp - k0);
   }
-  qsort(order, (size_t)n, sizeof *order, rows_cmp);
+  qsort(order, (size_t)n, sizeof *order, ps_shape_key_cmp);
   lua_createtable(L, (int)n, 0);
   for (lua_Integer i = 0; i < n; i++) {
     const unsigned char *e = order[i].s + order[i].len - 4;
@@ -485,9 +470,17 @@ static int l_rows(lua_State *L) {
   }
   lua_pushinteger(L, n);
   lua_pushinteger(L, memory);
-  if (!bad) return 5;
-  lua_pushinteger(L, bad);
-  return 6;
+  if (bad) lua_pushinteger(L, bad); else lua_pushnil(L);
+  if (memory == 0) {
+    lua_pushnil(L);
+  } else {
+    lua_createtable(L, (int)n, 0);
+    for (lua_Integer i = 0; i < n; i++) {
+      lua_pushinteger(L, src[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+  }
+  return 7;
 }
 
 int luaopen_perfscript_shape(lua_State *L) {

@@ -20,6 +20,7 @@
 #include "csvread.h"
 #include "gridscan.h"
 #include "luabind.h"
+#include "shape.h"
 #include "u64map.h"
 #include "writeback_sig.h"
 
@@ -360,29 +361,20 @@ static int l_scan(lua_State *L) {
 /* gridscan.order(keys, n) -> {i, ...}: the last 4 bytes (big-endian) of keys[1..n] read as
  * integers, in the byte order of the keys (perfscript.shape.sort_key's strings, each ending in
  * its row's index): table.sort's order in the C locale, without a Lua comparison per pair. */
-typedef struct order_key { const char *s; size_t len; } order_key;
-
-static int order_cmp(const void *a, const void *b) {
-  const order_key *x = a, *y = b;
-  size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->s, y->s, n);
-  if (c) return c;
-  return (x->len > y->len) - (x->len < y->len);
-}
 
 static int l_order(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n >= 0 && n < (lua_Integer)1 << 31, 2, "count out of range");
   /* the array is a userdata (the collector's memory: an error leaks nothing) */
-  order_key *k = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *k, 0);
+  ps_shape_key *k = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *k, 0);
   for (lua_Integer i = 0; i < n; i++) {
     if (lua_rawgeti(L, 1, i + 1) != LUA_TSTRING) return luaL_error(L, "gridscan.order: key %d is not a string", (int)i + 1);
-    k[i].s = lua_tolstring(L, -1, &k[i].len);  /* anchored by the table */
+    k[i].s = (const unsigned char *)lua_tolstring(L, -1, &k[i].len);  /* anchored by the table */
     lua_pop(L, 1);
     if (k[i].len < 4) return luaL_error(L, "gridscan.order: key %d is shorter than its index", (int)i + 1);
   }
-  qsort(k, (size_t)n, sizeof *k, order_cmp);
+  qsort(k, (size_t)n, sizeof *k, ps_shape_key_cmp);
   lua_createtable(L, (int)n, 0);
   for (lua_Integer i = 0; i < n; i++) {
     const unsigned char *e = (const unsigned char *)k[i].s + k[i].len - 4;

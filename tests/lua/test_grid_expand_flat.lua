@@ -115,7 +115,7 @@ end
 
 -- shape.rows against the per-candidate functions
 local function per_candidate(dims, count, stride, lin, lout, budget)
-  local it, ot, keys, n, memory = {}, {}, {}, 0, 0
+  local it, ot, keys, n, memory, src = {}, {}, {}, 0, 0, {}
   for c = 0, count - 1 do
     local function slots(lay)
       local out, dts = {}, {}
@@ -133,10 +133,10 @@ local function per_candidate(dims, count, stride, lin, lout, budget)
       memory = memory + 1
     else
       n = n + 1
-      it[n], ot[n], keys[n] = shape.format(ins), shape.format(outs), shape.sort_key(ins, n)
+      it[n], ot[n], keys[n], src[n] = shape.format(ins), shape.format(outs), shape.sort_key(ins, n), c + 1
     end
   end
-  return it, ot, gridscan.order(keys, n), n, memory
+  return it, ot, gridscan.order(keys, n), n, memory, nil, memory > 0 and src or nil
 end
 
 function test_rows_matches_the_per_candidate_functions()
@@ -155,6 +155,8 @@ function test_rows_matches_the_per_candidate_functions()
     lu.assertEquals(got[2], want[2])
     lu.assertEquals(got[3], want[3])
     lu.assertNil(got[6])
+    lu.assertEquals(got[7], want[7])  -- the candidate behind each row, where some were dropped
+    if budget == 1 << 20 then lu.assertTrue(got[5] > 0 and got[4] > 0, "the test needs both") end
   end
   -- the first candidate with a dim <= 0 (or not an integer) in a slot that is read stops the work
   local bad = { 1, 2, 3, 0, 5, 6, -1, 8, 9 }

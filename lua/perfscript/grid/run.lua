@@ -250,7 +250,10 @@ end
 -- the template's slot layout (alignment, absent slots cleared, each slot's dtype bytes) is
 -- worked out once, the candidates' dims go straight from the flat array to the shape text,
 -- the memory budget and the shape order. S.uniform: every row has the same dtype, format and
--- extra cells, and the same slot layout (which slots are empty).
+-- extra cells, and the same slot layout (which slots are empty). The rows' dims as integers
+-- (no shape text to parse): row i is candidate c = S.dims_row and S.dims_row[i] or i, its input
+-- slot s holds S.dims[(c - 1) * S.dims_stride + S.dims_in[3 * s - 2] + 1 ..] (S.dims_in[3 * s - 1]
+-- dims; S.dims_in[3 * s] is the slot's dtype bytes), its output slots likewise in S.dims_out.
 local function shaped_flat(X, T, budget, who)
   local t_in = cells.parse(T["Input Shapes"] or "")
   local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
@@ -275,7 +278,7 @@ local function shaped_flat(X, T, budget, who)
   end
   local lin, sin = layout(X.inputs, #t_in, idt, ifm, idt)
   local lout, sout = layout(X.outputs, #t_out, odt, ofm, odt)
-  local it, ot, order, n, memory, bad = shape.rows(X.dims, X.count, X.stride, lin, lout, budget)
+  local it, ot, order, n, memory, bad, src = shape.rows(X.dims, X.count, X.stride, lin, lout, budget)
   if bad then  -- the candidate's dims as tables: check_dims names the first bad dim
     local base = (bad - 1) * X.stride
     local function rows(list)
@@ -292,7 +295,8 @@ local function shaped_flat(X, T, budget, who)
   end
   local S = { n = n, it = it, ot = ot, idt = {}, ifm = {}, odt = {}, extra = {},
               candidates = X.candidates, rejected = X.rejected, generated = X.count, memory = memory,
-              renders = {}, extra_names = {}, order = order, uniform = true }
+              renders = {}, extra_names = {}, order = order, uniform = true,
+              dims = X.dims, dims_stride = X.stride, dims_in = lin, dims_out = lout, dims_row = src }
   local IDT, IFM, ODT, EX = S.idt, S.ifm, S.odt, S.extra
   local ex = X.extra or {}
   for i = 1, n do IDT[i], IFM[i], ODT[i], EX[i] = idt, ifm, odt, ex end
