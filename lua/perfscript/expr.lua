@@ -116,6 +116,32 @@ local FUNCS = {
 }
 local ARITY = { min = { 1, math.huge }, max = { 1, math.huge }, abs = { 1, 1 }, align = { 2, 2 } }
 
+-- Lua source of a compiled expression (M.source): CODE[f] = g(G) -> src, kind, safe for the
+-- closures whose node can be written inline; kind "num" (never a boolean), "bool" or "any";
+-- safe: it cannot raise an error. A checked operation is written as its helper, which returns
+-- nil where the closure would raise, "or" the node's closure, which then raises the same error.
+-- Any other node is its closure called (G.ref). G.bound: the variables the caller always sets.
+local CODE = setmetatable({}, { __mode = "k" })
+local function gen(f, g) CODE[f] = g; return f end
+local function code(f, G)
+  local g = CODE[f]
+  if g then return g(G) end
+  return G.ref(f) .. "(v)", "any", false
+end
+local function numsrc(s, k)
+  if k == "any" then return "num(" .. s .. ")" elseif k == "bool" then return "(" .. s .. " and 1 or 0)" end
+  return s
+end
+-- "(HELPER(a, b) or F(v))": the helper returns nil where f raises
+local function checked_src(G, f, helper, ...)
+  local args = {}
+  for i, a in ipairs { ... } do
+    local src, k = code(a, G)
+    args[i] = numsrc(src, k)
+  end
+  return "(" .. helper .. "(" .. table.concat(args, ", ") .. ") or " .. G.ref(f) .. "(v))", "num", false
+end
+
 -- Parser: one function per precedence level, each takes the parser state P and returns a
 -- closure f(vars) -> value. P: toks, pos, text, ctx.
 local Parser = {}
@@ -154,28 +180,38 @@ local function call(P, name, args)
   end
   if name == "abs" then
     local a = args[1]
-    return function(v)
+    local f
+    f = gen(function(v)
       local x = num(a(v))
       if x == MIN then P:fits(nil, "abs(%d)", x) end
       return x < 0 and -x or x
-    end
+    end, function(G) return checked_src(G, f, "ABS", a) end)
+    return f
   elseif name == "align" then
     local a, b = args[1], args[2]
-    return function(v)
+    local f
+    f = gen(function(v)
       local x, m = num(a(v)), num(b(v))
       if m == 0 then P:fail("align() to a multiple of 0") end
       local m1 = sub(m, 1)
       local up = m1 and add(x, m1)
       return P:fits(up and mul(up // m, m), "align(%d, %d)", x, m)
-    end
+    end, function(G) return checked_src(G, f, "ALIGN", a, b) end)
+    return f
   end
   local f, n = FUNCS[name], #args
   if n == 2 then
     local a, b = args[1], args[2]
+    local function g(G)
+      local sa, ka, fa = code(a, G)
+      local sb, kb, fb = code(b, G)
+      return (name == "max" and "MAX2(" or "MIN2(") .. numsrc(sa, ka) .. ", " .. numsrc(sb, kb) .. ")", "num",
+             fa and fb
+    end
     if name == "max" then
-      return function(v) local x, y = num(a(v)), num(b(v)); return x >= y and x or y end
+      return gen(function(v) local x, y = num(a(v)), num(b(v)); return x >= y and x or y end, g)
     else
-      return function(v) local x, y = num(a(v)), num(b(v)); return x <= y and x or y end
+      return gen(function(v) local x, y = num(a(v)), num(b(v)); return x <= y and x or y end, g)
     end
   end
   return function(v)
@@ -207,22 +243,27 @@ local function variable(P, name)
   if ctx and ctx.names and ctx.names[name] == nil then
     P:fail("unknown variable '%s'", name)
   end
-  return function(v)
+  local f
+  f = gen(function(v)
     local x = v[name]
     if x == nil then P:fail("unknown variable '%s'", name) end
     return x
-  end
+  end, function(G)
+    if G.bound[name] then return ("v[%q]"):format(name), "num", true end
+    return G.ref(f) .. "(v)", "any", false
+  end)
+  return f
 end
 
 local function atom(P)
   local t = P:take()
   if t.k == "int" then
     local v = t.v
-    return function() return v end, v
+    return gen(function() return v end, function() return ("%d"):format(v), "num", true end), v
   elseif t.k == "True" then
-    return function() return true end, true
+    return gen(function() return true end, function() return "true", "bool", true end), true
   elseif t.k == "False" then
-    return function() return false end, false
+    return gen(function() return false end, function() return "false", "bool", true end), false
   elseif t.k == "name" then
     if P:peek() == "(" then return call(P, t.v, arguments(P)) end
     return variable(P, t.v)
@@ -241,11 +282,13 @@ local function power(P)
   if P:peek() == "**" then
     P:take("**")
     local ex = unary(P)
-    return function(v)
+    local f
+    f = gen(function(v)
       local a, b = num(base(v)), num(ex(v))
       if b < 0 then P:fail("negative exponent %d (integers only)", b) end
       return P:fits(ipow(a, b), "%d ** %d", a, b)
-    end
+    end, function(G) return checked_src(G, f, "POW", base, ex) end)
+    return f
   end
   return base
 end
@@ -255,26 +298,44 @@ unary = function(P)
   if k == "-" then
     P:take()
     local e = unary(P)
-    return function(v)
+    local f
+    f = gen(function(v)
       local x = num(e(v))
       if x == MIN then P:fits(nil, "-(%d)", x) end
       return -x
-    end
+    end, function(G) return checked_src(G, f, "NEG", e) end)
+    return f
   elseif k == "+" then
     P:take()
     local e = unary(P)
-    return function(v) return num(e(v)) end
+    return gen(function(v) return num(e(v)) end, function(G)
+      local src, kind, safe = code(e, G)
+      return numsrc(src, kind), "num", safe
+    end)
   end
   return power(P)
 end
 
 -- a <op> b through a checked operation (add, sub, mul): overflow is the rule's error.
+local HELPER = { ["+"] = "ADD", ["-"] = "SUB", ["*"] = "MUL" }
 local function checked(P, a, b, f, sym)
   local what = "%d " .. sym .. " %d"
-  return function(v)
+  local c
+  c = gen(function(v)
     local x, y = num(a(v)), num(b(v))
     return P:fits(f(x, y), what, x, y)
-  end
+  end, function(G) return checked_src(G, c, HELPER[sym], a, b) end)
+  return c
+end
+
+-- "//" and "%" read the divisor first: written inline only where the dividend cannot raise
+-- (the closure's order of errors kept).
+local function divide(f, helper, a, b)
+  return gen(f, function(G)
+    local _, _, safe = code(a, G)
+    if not safe then return G.ref(f) .. "(v)", "any", false end
+    return checked_src(G, f, helper, a, b)
+  end)
 end
 
 local function term(P)
@@ -286,20 +347,20 @@ local function term(P)
       l = checked(P, l, unary(P), mul, "*")
     elseif k == "//" then
       P:take(); local a, b = l, unary(P)
-      l = function(v)
+      l = divide(function(v)
         local d = num(b(v))
         if d == 0 then P:fail("integer division by zero") end
         local x = num(a(v))
         if d == -1 and x == MIN then P:fits(nil, "%d // -1", x) end
         return x // d
-      end
+      end, "IDIV", a, b)
     elseif k == "%" then
       P:take(); local a, b = l, unary(P)
-      l = function(v)
+      l = divide(function(v)
         local d = num(b(v))
         if d == 0 then P:fail("modulo by zero") end
         return num(a(v)) % d
-      end
+      end, "MOD", a, b)
     elseif k == "/" then
       P:fail("'/' is true division and gives fractions; use '//' (floor division)")
     else
@@ -330,17 +391,24 @@ local CMP = {
   ["=="] = function(a, b) return a == b end, ["!="] = function(a, b) return a ~= b end,
 }
 
+local LUA_CMP = { ["!="] = "~=" }
+
 local function comparison(P)
   local first = sum(P)
-  local ops, rhs = {}, {}
+  local ops, rhs, sym = {}, {}, nil
   while CMP[P:peek()] do
-    ops[#ops + 1] = CMP[P:take().k]
+    sym = P:take().k
+    ops[#ops + 1] = CMP[sym]
     rhs[#rhs + 1] = sum(P)
   end
   if #ops == 0 then return first end
   if #ops == 1 then
     local op, a, b = ops[1], first, rhs[1]
-    return function(v) return op(num(a(v)), num(b(v))) end
+    return gen(function(v) return op(num(a(v)), num(b(v))) end, function(G)
+      local sa, ka, fa = code(a, G)
+      local sb, kb, fb = code(b, G)
+      return "(" .. numsrc(sa, ka) .. " " .. (LUA_CMP[sym] or sym) .. " " .. numsrc(sb, kb) .. ")", "bool", fa and fb
+    end)
   end
   return function(v)  -- chained: a < b < c means a < b and b < c
     local left = num(first(v))
@@ -357,16 +425,31 @@ local function not_expr(P)
   if P:peek() == "not" then
     P:take()
     local e = not_expr(P)
-    return function(v) return not truthy(e(v)) end
+    return gen(function(v) return not truthy(e(v)) end, function(G)
+      local src, kind, safe = code(e, G)
+      if kind == "bool" then return "(not " .. src .. ")", "bool", safe
+      elseif kind == "num" then return "(" .. src .. " == 0)", "bool", safe end
+      return "(not truthy(" .. src .. "))", "bool", safe
+    end)
   end
   return comparison(P)
+end
+
+-- "and" / "or" as Lua's where the left operand is a boolean (0 is no false in Lua).
+local function logic(f, op, a, b)
+  return gen(f, function(G)
+    local sa, ka, fa = code(a, G)
+    if ka ~= "bool" then return G.ref(f) .. "(v)", "any", false end
+    local sb, kb, fb = code(b, G)
+    return "(" .. sa .. " " .. op .. " " .. sb .. ")", kb == "bool" and "bool" or "any", fa and fb
+  end)
 end
 
 local function and_expr(P)
   local l = not_expr(P)
   while P:peek() == "and" do
     P:take(); local a, b = l, not_expr(P)
-    l = function(v) local x = a(v); if not truthy(x) then return x end; return b(v) end
+    l = logic(function(v) local x = a(v); if not truthy(x) then return x end; return b(v) end, "and", a, b)
   end
   return l
 end
@@ -375,7 +458,7 @@ local function or_expr(P)
   local l = and_expr(P)
   while P:peek() == "or" do
     P:take(); local a, b = l, and_expr(P)
-    l = function(v) local x = a(v); if truthy(x) then return x end; return b(v) end
+    l = logic(function(v) local x = a(v); if truthy(x) then return x end; return b(v) end, "or", a, b)
   end
   return l
 end
@@ -410,7 +493,7 @@ function M.compile(text, ctx)
   if type(text) == "number" then
     local v = math.tointeger(text)
     if not v then fail(ctx, tostring(text), "not an integer") end
-    return function() return v end
+    return gen(function() return v end, function() return ("%d"):format(v), "num", true end)
   end
   return parse(text, ctx)
 end
@@ -420,7 +503,67 @@ function M.truthy(v) return truthy(v) end
 -- Compiles a boolean constraint: f(vars) -> true|false.
 function M.constraint(text, ctx)
   local f = M.compile(text, ctx)
-  return function(v) return truthy(f(v)) end
+  return gen(function(v) return truthy(f(v)) end, function(G)
+    local src, kind, safe = code(f, G)
+    if kind == "num" then src = "(" .. src .. " ~= 0)" elseif kind == "any" then src = "truthy(" .. src .. ")" end
+    return src, "bool", safe
+  end)
+end
+
+-- The helpers of the generated source: each returns nil where the closure raises.
+local HELPERS = {
+  num = num, truthy = truthy, ADD = add, SUB = sub, MUL = mul,
+  POW = function(a, b) if b < 0 then return nil end; return ipow(a, b) end,
+  NEG = function(x) if x == MIN then return nil end; return -x end,
+  ABS = function(x) if x == MIN then return nil end; return x < 0 and -x or x end,
+  ALIGN = function(x, m)
+    if m == 0 then return nil end
+    local m1 = sub(m, 1)
+    local up = m1 and add(x, m1)
+    return up and mul(up // m, m)
+  end,
+  IDIV = function(x, d) if d == 0 or (d == -1 and x == MIN) then return nil end; return x // d end,
+  MOD = function(x, d) if d == 0 then return nil end; return x % d end,
+  MIN2 = function(x, y) return x <= y and x or y end,
+  MAX2 = function(x, y) return x >= y and x or y end,
+  DIM = function(x) if x == true then return 1 elseif x == false then return 0 end; return x end,
+}
+local HELPER_NAMES = {}
+for k in pairs(HELPERS) do HELPER_NAMES[#HELPER_NAMES + 1] = k end
+table.sort(HELPER_NAMES)
+
+-- generator(bound) -> G: compiled expressions (M.compile, M.constraint, M.shape_parts' dims)
+-- written as Lua source over a vars table `v`, for a caller that sets the variables of bound
+-- (a set) before every call, so that many are evaluated in one function without a closure
+-- call per node; the values and errors are the closures'. G.expr(f) -> source of f's value;
+-- G.truthy(f) -> source of truthy(f(v)); G.dim(f) -> of a shape dim (a boolean as 1 or 0);
+-- G.load(body, chunkname) -> what the chunk `body` returns (it sees v nowhere but in
+-- functions it defines with a parameter v).
+function M.generator(bound)
+  local F, index, G = {}, {}, { bound = bound }
+  function G.ref(f)
+    local i = index[f]
+    if not i then i = #F + 1; F[i] = f; index[f] = i end
+    return "F[" .. i .. "]"
+  end
+  function G.expr(f) return (code(f, G)) end
+  function G.truthy(f)
+    local src, kind = code(f, G)
+    if kind == "bool" then return src elseif kind == "num" then return "(" .. src .. " ~= 0)" end
+    return "truthy(" .. src .. ")"
+  end
+  function G.dim(f)
+    local src, kind = code(f, G)
+    if kind == "num" then return src elseif kind == "bool" then return "(" .. src .. " and 1 or 0)" end
+    return "DIM(" .. src .. ")"
+  end
+  function G.load(body, chunkname)
+    local head = { "local F, H = ...\nlocal " .. table.concat(HELPER_NAMES, ", ") .. " = " }
+    for i, k in ipairs(HELPER_NAMES) do head[#head + 1] = (i > 1 and ", H." or "H.") .. k end
+    local chunk = assert(load(table.concat(head) .. "\n" .. body, chunkname, "t"))
+    return chunk(F, HELPERS)
+  end
+  return G
 end
 
 -- Splits "a, (b, c), d,," at depth-0 commas, dropping empty pieces.
@@ -456,28 +599,34 @@ local function wrapped(s)
   return false
 end
 
--- Compiles a shape template "(tokens, D*2)" / "M,K" / "(N,)" / "()" into f(vars) -> {dims}.
+-- The dim closures of a shape template "(tokens, D*2)" / "M,K" / "(N,)" / "()", and the
+-- variable name of each dim that is a bare variable (the usual dim, read inline: its closure
+-- is still compiled (compile-time errors) and called when the value is not a plain one).
 -- Only one matching outer pair of parentheses is removed (the Python original stripped every
 -- leading "(" and trailing ")", which broke "((a+b), b)" and "(a, max(1, b))").
-function M.shape(text, ctx)
+local function shape_dims(text, ctx)
   local s = text:match("^%s*(.-)%s*$")
   if wrapped(s) then s = s:sub(2, -2):match("^%s*(.-)%s*$") end
   local pieces = M.split_dims(s)
   local dims, names = {}, {}
   for i, p in ipairs(pieces) do
-    local f = M.compile(p, ctx and { where = ctx.where, names = ctx.names } or nil)
-    dims[i] = f
-    -- a bare variable (the usual dim) is read inline below; its closure still compiled
-    -- (compile-time errors) and called when the value is not a plain one (its error, or 1/0)
+    dims[i] = M.compile(p, ctx and { where = ctx.where, names = ctx.names } or nil)
     if p:match("^[%a_][%w_]*$") and not KEYWORDS[p] then names[i] = p end
   end
+  return dims, names
+end
+
+local function dim(f, v)
+  local x = f(v)
+  if x == true then return 1 elseif x == false then return 0 end
+  return x
+end
+
+-- Compiles a shape template into f(vars) -> {dims}.
+function M.shape(text, ctx)
+  local dims, names = shape_dims(text, ctx)
   local n = #dims
   if n == 0 then return function() return {} end end
-  local function dim(f, v)
-    local x = f(v)
-    if x == true then return 1 elseif x == false then return 0 end
-    return x
-  end
   if n == 1 then
     local a = dims[1]
     return function(v) return { dim(a, v) } end
@@ -498,6 +647,13 @@ function M.shape(text, ctx)
     for i = 1, n do out[i] = dim(dims[i], v) end
     return out
   end
+end
+
+-- shape_parts(text, ctx) -> dims, names: the template's dim closures f(vars) -> value (a
+-- boolean stands for 1 or 0, as in M.shape) and, for a dim that is a bare variable, its name
+-- (M.shape's values are v[name] where that is an integer, else the closure's).
+function M.shape_parts(text, ctx)
+  return shape_dims(text, ctx)
 end
 
 return M

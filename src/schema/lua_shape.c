@@ -16,14 +16,24 @@
  *       n appended as 4 big-endian bytes (a stable tie-break)
  *   shape.positive(slots, ...) -> true when every dim of every slot list is an integer > 0
  *   shape.over_limit(cell) -> nil, or why a signature cell is beyond the limits
- *       ("300 slots (the limit is 256)"); shape.MAX_SLOTS, shape.MAX_CELL (shape.h) */
+ *       ("300 slots (the limit is 256)"); shape.MAX_SLOTS, shape.MAX_CELL (shape.h)
+ *   shape.rows(dims, count, stride, ins, outs [, budget]) -> it, ot, order, n, memory, bad, src
+ *       a grid's candidates in one call (perfscript.grid.run): dims holds count candidates of
+ *       stride integers each; ins and outs lay out a row's slots as flat triples {offset into
+ *       the candidate (0-based), rank (0: an empty slot), element bytes, ...}. A candidate whose
+ *       row_bytes (perfscript.mem) exceeds budget is counted in memory; the others get
+ *       it[n] = format(ins), ot[n] = format(outs), and order lists 1..n by sort_key(ins, n).
+ *       bad: nil, or the first candidate (1-based) with a dim <= 0 or not an integer, where the
+ *       work stopped. src: nil when row i is candidate i, else {candidate of row 1, ...}. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 
 #include "lookup_key.h"
+#include "mem.h"
 #include "shape.h"
 #include "text.h"
 
@@ -301,12 +311,10 @@ static int l_sort_key(lua_State *L) {
       lua_Integer d = lua_tointegerx(L, -1, &isnum);
       if (!isnum) return luaL_error(L, "slot %d dim %d is not an integer", (int)i, (int)j);
       lua_pop(L, 1);
-      uint64_t u = (uint64_t)d ^ 0x8000000000000000u;
-      char k[9];
-      k[0] = 1;
-      for (int q = 0; q < 8; q++) k[1 + q] = (char)(u >> (56 - 8 * q));
+      unsigned char k[PS_SHAPE_KEY_DIM];
+      ps_shape_key_dim(k, (int64_t)d);
       lua_pop(L, 1);  /* the slot: the buffer may use the stack top */
-      luaL_addlstring(&b, k, 9);
+      luaL_addlstring(&b, (const char *)k, PS_SHAPE_KEY_DIM);
       lua_rawgeti(L, 1, i);
     }
     lua_pop(L, 1);
@@ -342,6 +350,139 @@ static int l_positive(lua_State *L) {
   return 1;
 }
 
+/* ---- shape.rows ------------------------------------------------------------------------- */
+
+/* Reads a layout table of triples into lay (3 ints a slot); returns the slot count. */
+static int rows_layout(lua_State *L, int idx, lua_Integer stride, lua_Integer *lay) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+  luaL_argcheck(L, n % 3 == 0 && n / 3 <= PS_SHAPE_MAX_SLOTS, idx, "triples {offset, rank, bytes}");
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_rawgeti(L, idx, i + 1);
+    int ok;
+    lay[i] = lua_tointegerx(L, -1, &ok);
+    lua_pop(L, 1);
+    luaL_argcheck(L, ok, idx, "layout entries must be integers");
+  }
+  for (lua_Integer s = 0; s < n; s += 3)
+    luaL_argcheck(L, lay[s] >= 0 && lay[s + 1] >= 0 && lay[s + 1] <= 64 && lay[s] + lay[s + 1] <= stride,
+                  idx, "slot outside the candidate");
+  return (int)(n / 3);
+}
+
+/* Appends the text of a row's slots (format's "a,b;;c") to buf; returns its length. */
+static size_t rows_text(char *buf, const int64_t *c, const lua_Integer *lay, int ns) {
+  size_t k = 0;
+  for (int s = 0; s < ns; s++) {
+    if (s) buf[k++] = ';';
+    const int64_t *d = c + lay[3 * s];
+    for (lua_Integer j = 0; j < lay[3 * s + 1]; j++) {
+      if (j) buf[k++] = ',';
+      k += ps_lookup_key_int(buf + k, d[j]);
+    }
+  }
+  return k;
+}
+
+static uint64_t rows_bytes(const int64_t *c, const lua_Integer *lay, int ns) {
+  uint64_t t = 0;
+  for (int s = 0; s < ns; s++)
+    t = ps_mem_add(t, ps_shape_nbytes(c + lay[3 * s], (size_t)lay[3 * s + 1], (int)lay[3 * s + 2]));
+  return t;
+}
+
+static int rows_positive(const int64_t *c, const lua_Integer *lay, int ns) {
+  for (int s = 0; s < ns; s++)
+    for (lua_Integer j = 0; j < lay[3 * s + 1]; j++)
+      if (c[lay[3 * s] + j] <= 0) return 0;
+  return 1;
+}
+
+static int l_rows(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer count = luaL_checkinteger(L, 2), stride = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, count >= 0 && count < (lua_Integer)1 << 31, 2, "count out of range");
+  luaL_argcheck(L, stride >= 0 && stride <= 4096, 3, "stride out of range");
+  lua_settop(L, 6);  /* the scratch userdata go above the arguments */
+  lua_Integer *lin = lua_newuserdatauv(L, sizeof(lua_Integer) * 3 * (PS_SHAPE_MAX_SLOTS + 1), 0);
+  lua_Integer *lout = lua_newuserdatauv(L, sizeof(lua_Integer) * 3 * (PS_SHAPE_MAX_SLOTS + 1), 0);
+  int nin = rows_layout(L, 4, stride, lin), nout = rows_layout(L, 5, stride, lout);
+  int has_budget = !lua_isnoneornil(L, 6);
+  int budget_int = has_budget && lua_isinteger(L, 6);
+  lua_Integer budget = budget_int ? lua_tointeger(L, 6) : 0;
+  if (has_budget && !budget_int) luaL_checknumber(L, 6);
+  size_t key_max = 4, text_max = 1;
+  for (int s = 0; s < nin; s++) { key_max += 1 + PS_SHAPE_KEY_DIM * (size_t)lin[3 * s + 1]; text_max += 1 + 21 * (size_t)lin[3 * s + 1]; }
+  for (int s = 0; s < nout; s++) text_max += 1 + 21 * (size_t)lout[3 * s + 1];
+  /* the candidates, the sort keys and the scratch text: userdata (an error leaks nothing) */
+  int64_t *dims = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(count * stride + 1), 0);
+  unsigned char *keys = lua_newuserdatauv(L, key_max * (size_t)(count ? count : 1), 0);
+  ps_shape_key *order = lua_newuserdatauv(L, sizeof(ps_shape_key) * (size_t)(count ? count : 1), 0);
+  char *text = lua_newuserdatauv(L, text_max, 0);
+  lua_Integer *src = lua_newuserdatauv(L, sizeof(lua_Integer) * (size_t)(count ? count : 1), 0);
+  for (lua_Integer i = 0; i < count * stride; i++) {
+    lua_rawgeti(L, 1, i + 1);
+    int ok;
+    dims[i] = (int64_t)lua_tointegerx(L, -1, &ok);
+    lua_pop(L, 1);
+    if (!ok) dims[i] = 0;  /* not an integer: bad where a slot reads it (the caller says why) */
+  }
+  lua_createtable(L, (int)count, 0);  /* it */
+  lua_createtable(L, (int)count, 0);  /* ot */
+  int it = lua_gettop(L) - 1, ot = it + 1;
+  lua_Integer n = 0, memory = 0, bad = 0;
+  unsigned char *kp = keys;
+  for (lua_Integer i = 0; i < count; i++) {
+    const int64_t *c = dims + i * stride;
+    if (!rows_positive(c, lin, nin) || !rows_positive(c, lout, nout)) { bad = i + 1; break; }
+    if (has_budget) {
+      uint64_t b = ps_mem_add(rows_bytes(c, lin, nin), rows_bytes(c, lout, nout));
+      lua_Integer bi = b > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER : (lua_Integer)b;
+      int over;
+      if (budget_int) over = bi > budget;
+      else { lua_pushinteger(L, bi); over = lua_compare(L, 6, -1, LUA_OPLT); lua_pop(L, 1); }
+      if (over) { memory++; continue; }
+    }
+    src[n++] = i + 1;
+    lua_pushlstring(L, text, rows_text(text, c, lin, nin));
+    lua_rawseti(L, it, n);
+    lua_pushlstring(L, text, rows_text(text, c, lout, nout));
+    lua_rawseti(L, ot, n);
+    /* sort_key(ins, n): per dim "\1" + 8 big-endian bytes (sign flipped), "\0" per slot, n */
+    unsigned char *k0 = kp;
+    for (int s = 0; s < nin; s++) {
+      const int64_t *d = c + lin[3 * s];
+      for (lua_Integer j = 0; j < lin[3 * s + 1]; j++, kp += PS_SHAPE_KEY_DIM) ps_shape_key_dim(kp, d[j]);
+      *kp++ = 0;
+    }
+    uint32_t u = (uint32_t)n;
+    *kp++ = (unsigned char)(u >> 24), *kp++ = (unsigned char)(u >> 16);
+    *kp++ = (unsigned char)(u >> 8), *kp++ = (unsigned char)u;
+    order[n - 1].s = k0;
+    order[n - 1].len = (size_t)(kp - k0);
+  }
+  qsort(order, (size_t)n, sizeof *order, ps_shape_key_cmp);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer i = 0; i < n; i++) {
+    const unsigned char *e = order[i].s + order[i].len - 4;
+    lua_pushinteger(L, (lua_Integer)((uint32_t)e[0] << 24 | (uint32_t)e[1] << 16 | (uint32_t)e[2] << 8 | e[3]));
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_pushinteger(L, n);
+  lua_pushinteger(L, memory);
+  if (bad) lua_pushinteger(L, bad); else lua_pushnil(L);
+  if (memory == 0) {
+    lua_pushnil(L);
+  } else {
+    lua_createtable(L, (int)n, 0);
+    for (lua_Integer i = 0; i < n; i++) {
+      lua_pushinteger(L, src[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+  }
+  return 7;
+}
+
 int luaopen_perfscript_shape(lua_State *L) {
   static const luaL_Reg funcs[] = {
     {"parse", l_parse}, {"format", l_format}, {"normalize", l_normalize},
@@ -350,7 +491,8 @@ int luaopen_perfscript_shape(lua_State *L) {
     {"dtype_consumer_scales", l_dtype_consumer_scales},
     {"dtype_normalize", l_dtype_normalize}, {"numel", l_numel}, {"nbytes", l_nbytes},
     {"nz_logical", l_nz_logical}, {"over_limit", l_over_limit},
-    {"sort_key", l_sort_key}, {"positive", l_positive}, {"skeleton", l_skeleton}, {NULL, NULL}};
+    {"sort_key", l_sort_key}, {"positive", l_positive}, {"skeleton", l_skeleton},
+    {"rows", l_rows}, {NULL, NULL}};
   luaL_newlibtable(L, funcs);
   ps_shape *s = lua_newuserdatauv(L, sizeof *s, 0);
   ps_shape_init(s);

@@ -281,3 +281,17 @@ uint64_t ps_shape_nbytes(const int64_t *dims, size_t rank, int elem_bytes) {
   }
   return total;
 }
+
+void ps_shape_key_dim(unsigned char *out, int64_t d) {
+  uint64_t u = (uint64_t)d ^ 0x8000000000000000u;
+  out[0] = 1;
+  for (int q = 0; q < 8; q++) out[1 + q] = (unsigned char)(u >> (56 - 8 * q));
+}
+
+int ps_shape_key_cmp(const void *a, const void *b) {
+  const ps_shape_key *x = a, *y = b;
+  size_t n = x->len < y->len ? x->len : y->len;
+  int c = memcmp(x->s, y->s, n);
+  if (c) return c;
+  return (x->len > y->len) - (x->len < y->len);
+}

@@ -102,4 +102,13 @@ int ps_dtype_consumer_scales(const char *name, size_t len);
  * and any dim <= 0 give 0, as the memory estimator counts them (docs/rules.md, Shape grids). */
 uint64_t ps_shape_nbytes(const int64_t *dims, size_t rank, int elem_bytes);
 
+/* The sort key of shape lists (perfscript.shape.sort_key: slot by slot, dims as integers, a
+ * prefix first): per dim "\1" + 8 big-endian bytes with the sign bit flipped, written at out
+ * (PS_SHAPE_KEY_DIM bytes); "\0" ends a slot; the row index may follow as 4 big-endian bytes. */
+#define PS_SHAPE_KEY_DIM 9
+void ps_shape_key_dim(unsigned char *out, int64_t d);
+/* A key in memory, and the qsort comparator that orders keys as the C locale's string order. */
+typedef struct ps_shape_key { const unsigned char *s; size_t len; } ps_shape_key;
+int ps_shape_key_cmp(const void *a, const void *b);
+
 #endif

@@ -20,6 +20,7 @@
 #include "csvread.h"
 #include "gridscan.h"
 #include "luabind.h"
+#include "shape.h"
 #include "u64map.h"
 #include "writeback_sig.h"
 
@@ -60,32 +61,85 @@ static int probe(void *ud, const char *key, size_t len) {
 
 static const char *opt_cell(lua_State *L, int i) { return lua_isnoneornil(L, i) ? NULL : luaL_checkstring(L, i); }
 
-static int l_keep(lua_State *L) {
-  const char *is = opt_cell(L, 1), *idt = opt_cell(L, 2), *ifm = opt_cell(L, 3), *ep = opt_cell(L, 4);
-  int n = (int)luaL_checkinteger(L, 5);
-  int top = lua_gettop(L);
-  keyset *own = luaL_checkudata(L, 6, KEYSET);
-  luaL_checkinteger(L, 7);
-  if (top % 2 == 0) return luaL_error(L, "gridscan.keep: an earlier set without its flags");
+#define KEEP_MAXSETS 256
+
+/* The sets from stack index at on (set, flags pairs; the own set last in sets): the count. */
+static int keep_sets(lua_State *L, int at, keyset **sets, unsigned *flags) {
+  int top = lua_gettop(L), k = 0;
+  if ((top - at) % 2 == 0) return luaL_error(L, "gridscan.keep: an earlier set without its flags");
+  if ((top - at + 1) / 2 > KEEP_MAXSETS) return luaL_error(L, "gridscan.keep: too many sets");
+  /* the earlier kernels first, each with its own variants, then the kernel's own set */
+  for (int i = at + 2; i <= top + 1; i += 2) {
+    int j = i <= top ? i : at;
+    sets[k] = luaL_checkudata(L, j, KEYSET);
+    flags[k++] = (unsigned)luaL_checkinteger(L, j + 1);
+  }
+  return k;
+}
+
+/* keep's answer for one row: 1 (its key added to the own set, sets[nsets - 1]), 0, or -1
+ * (not in the plain form); -2 when out of memory. */
+static int keep_one(const char *is, const char *idt, const char *ifm, const char *ep, int n,
+                    keyset **sets, const unsigned *flags, int nsets) {
   ps_gridscan_view v;
-  if (ps_gridscan_view_of(&v, is, idt, ifm, ep, n) != 0) { lua_pushnil(L); return 1; }
+  if (ps_gridscan_view_of(&v, is, idt, ifm, ep, n) != 0) return -1;
   char key[8192];
   keyset *one[1];
   keys_probe p = {one, 1};
-  /* the earlier kernels first, each with its own variants, then the kernel's own set */
-  for (int i = 8; i <= top + 1; i += 2) {
-    int at = i <= top ? i : 6;
-    one[0] = luaL_checkudata(L, at, KEYSET);
-    unsigned flags = (unsigned)luaL_checkinteger(L, at + 1);
-    int r = ps_gridscan_variant_keys(&v, flags, key, sizeof key, probe, &p);
-    if (r < 0) { lua_pushnil(L); return 1; }
-    if (r) { lua_pushboolean(L, 0); return 1; }
+  for (int i = 0; i < nsets; i++) {
+    one[0] = sets[i];
+    int r = ps_gridscan_variant_keys(&v, flags[i], key, sizeof key, probe, &p);
+    if (r < 0) return -1;
+    if (r) return 0;
   }
   long klen = ps_gridscan_view_key(&v, key, sizeof key);
-  if (klen < 0) { lua_pushnil(L); return 1; }
+  if (klen < 0) return -1;
   size_t id = 0;
-  if (ps_u64map_put(&own->map, ps_sig_hash_bytes(key, (size_t)klen), &id) < 0) return luaL_error(L, "out of memory");
-  lua_pushboolean(L, 1);
+  if (ps_u64map_put(&sets[nsets - 1]->map, ps_sig_hash_bytes(key, (size_t)klen), &id) < 0) return -2;
+  return 1;
+}
+
+static int l_keep(lua_State *L) {
+  const char *is = opt_cell(L, 1), *idt = opt_cell(L, 2), *ifm = opt_cell(L, 3), *ep = opt_cell(L, 4);
+  int n = (int)luaL_checkinteger(L, 5);
+  keyset *sets[KEEP_MAXSETS];
+  unsigned flags[KEEP_MAXSETS];
+  int ns = keep_sets(L, 6, sets, flags);
+  int r = keep_one(is, idt, ifm, ep, n, sets, flags, ns);
+  if (r == -2) return luaL_error(L, "out of memory");
+  if (r < 0) lua_pushnil(L); else lua_pushboolean(L, r);
+  return 1;
+}
+
+/* gridscan.keep_rows(cells, idx, from, idt, ifm, ep, n, out, set, flags [, earlier_set,
+ * earlier_flags]...) -> shadowed [, stop]: keep for the rows idx[from..] whose Input Shapes
+ * are cells[idx[p]] (the other cells shared), in order: a kept row's index appended to out,
+ * the others counted; stop: the first position keep answers nil for (not decided). */
+static int l_keep_rows(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer from = luaL_checkinteger(L, 3);
+  const char *idt = opt_cell(L, 4), *ifm = opt_cell(L, 5), *ep = opt_cell(L, 6);
+  int n = (int)luaL_checkinteger(L, 7);
+  luaL_checktype(L, 8, LUA_TTABLE);
+  keyset *sets[KEEP_MAXSETS];
+  unsigned flags[KEEP_MAXSETS];
+  int ns = keep_sets(L, 9, sets, flags);
+  lua_Integer len = (lua_Integer)lua_rawlen(L, 2), nout = (lua_Integer)lua_rawlen(L, 8), shadowed = 0;
+  for (lua_Integer p = from; p <= len; p++) {
+    lua_rawgeti(L, 2, p);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (lua_rawgeti(L, 1, i) != LUA_TSTRING) { lua_pop(L, 1); lua_pushinteger(L, shadowed); lua_pushinteger(L, p); return 2; }
+    const char *is = lua_tostring(L, -1);  /* anchored by cells */
+    lua_pop(L, 1);
+    int r = keep_one(is, idt, ifm, ep, n, sets, flags, ns);
+    if (r == -2) return luaL_error(L, "out of memory");
+    if (r < 0) { lua_pushinteger(L, shadowed); lua_pushinteger(L, p); return 2; }
+    if (r) { lua_pushinteger(L, i); lua_rawseti(L, 8, ++nout); }
+    else shadowed++;
+  }
+  lua_pushinteger(L, shadowed);
   return 1;
 }
 
@@ -307,29 +361,20 @@ static int l_scan(lua_State *L) {
 /* gridscan.order(keys, n) -> {i, ...}: the last 4 bytes (big-endian) of keys[1..n] read as
  * integers, in the byte order of the keys (perfscript.shape.sort_key's strings, each ending in
  * its row's index): table.sort's order in the C locale, without a Lua comparison per pair. */
-typedef struct order_key { const char *s; size_t len; } order_key;
-
-static int order_cmp(const void *a, const void *b) {
-  const order_key *x = a, *y = b;
-  size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->s, y->s, n);
-  if (c) return c;
-  return (x->len > y->len) - (x->len < y->len);
-}
 
 static int l_order(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_Integer n = luaL_checkinteger(L, 2);
   luaL_argcheck(L, n >= 0 && n < (lua_Integer)1 << 31, 2, "count out of range");
   /* the array is a userdata (the collector's memory: an error leaks nothing) */
-  order_key *k = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *k, 0);
+  ps_shape_key *k = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *k, 0);
   for (lua_Integer i = 0; i < n; i++) {
     if (lua_rawgeti(L, 1, i + 1) != LUA_TSTRING) return luaL_error(L, "gridscan.order: key %d is not a string", (int)i + 1);
-    k[i].s = lua_tolstring(L, -1, &k[i].len);  /* anchored by the table */
+    k[i].s = (const unsigned char *)lua_tolstring(L, -1, &k[i].len);  /* anchored by the table */
     lua_pop(L, 1);
     if (k[i].len < 4) return luaL_error(L, "gridscan.order: key %d is shorter than its index", (int)i + 1);
   }
-  qsort(k, (size_t)n, sizeof *k, order_cmp);
+  qsort(k, (size_t)n, sizeof *k, ps_shape_key_cmp);
   lua_createtable(L, (int)n, 0);
   for (lua_Integer i = 0; i < n; i++) {
     const unsigned char *e = (const unsigned char *)k[i].s + k[i].len - 4;
@@ -351,7 +396,8 @@ int luaopen_perfscript_gridscan(lua_State *L) {
   static const luaL_Reg none[] = {{NULL, NULL}};
   ps_newclass(L, KEYSET, keys_meta, keys_methods);
   ps_newclass(L, "perfscript.gridscan.state", state_meta, none);
-  static const luaL_Reg funcs[] = {{"scan", l_scan}, {"keep", l_keep}, {"order", l_order}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"scan", l_scan}, {"keep", l_keep}, {"keep_rows", l_keep_rows}, {"order", l_order},
+                                   {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

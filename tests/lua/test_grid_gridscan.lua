@@ -280,6 +280,50 @@ function test_keep_in_c_decides_as_the_lua_sets()
   rm_rf(TMP)
 end
 
+-- gridscan.keep_rows decides a run of rows with shared dtype, format and EP cells as
+-- gridscan.keep does one row at a time, in order (a row's key added before the next is asked),
+-- and stops at the first row keep answers nil for.
+function test_keep_rows_decides_as_keep_row_by_row()
+  local seed = 11
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end
+  local DIMS = { 1, 2, 3, 4, 8, 16 }
+  local cells, idx = {}, {}
+  for i = 1, 2000 do
+    local a, b = {}, {}
+    for j = 1, rnd(3) do a[j] = DIMS[rnd(#DIMS)] end
+    for j = 1, rnd(2) do b[j] = DIMS[rnd(#DIMS)] end
+    cells[i] = table.concat(a, ",") .. ";" .. table.concat(b, ",")
+    if rnd(2) == 1 then idx[#idx + 1] = i end  -- every other row or so, in order
+  end
+  for _, pair in ipairs { { "MatMulV2", "MatMulV3" }, { "Add", "Index" } } do
+    local before, kernel = pair[1], pair[2]
+    local one_b, one_k, all_b, all_k = empty_keys(before), empty_keys(kernel), empty_keys(before), empty_keys(kernel)
+    for i = 1, 300 do  -- the earlier kernel holds some keys
+      gridscan.keep(cells[i], "DT_BF16;DT_BF16", "ND;ND", "", -1, one_b, flags(before))
+      gridscan.keep(cells[i], "DT_BF16;DT_BF16", "ND;ND", "", -1, all_b, flags(before))
+    end
+    local want, shadowed = {}, 0
+    for _, i in ipairs(idx) do
+      local r = gridscan.keep(cells[i], "DT_BF16;DT_BF16", "ND;ND", "", -1, one_k, flags(kernel), one_b, flags(before))
+      if r then want[#want + 1] = i else shadowed = shadowed + 1 end
+    end
+    local out = { 0 }  -- appended to
+    local got_shadowed, stop = gridscan.keep_rows(cells, idx, 1, "DT_BF16;DT_BF16", "ND;ND", "", -1, out,
+                                                  all_k, flags(kernel), all_b, flags(before))
+    lu.assertNil(stop)
+    lu.assertEquals(got_shadowed, shadowed)
+    table.remove(out, 1)
+    lu.assertEquals(out, want)
+    lu.assertTrue(shadowed > 50 and #want > 50, "the test needs both answers")
+  end
+  -- a row in a form the C path does not read: the position it stopped at
+  local out = {}
+  local n, stop = gridscan.keep_rows({ "4,5", "4, 6", "7,8" }, { 1, 2, 3 }, 1, "DT_BF16", "ND", "", -1, out,
+                                     empty_keys("MatMulV2"), 1)
+  lu.assertEquals({ n, stop, out }, { 0, 2, { 1 } })
+  rm_rf(TMP)
+end
+
 -- gridscan.order sorts perfscript.shape.sort_key strings as table.sort does (byte order in the
 -- C locale) and reads each key's row index off its tail: negative, zero and huge dims, slots of
 -- unequal counts, a common prefix, equal shapes told apart by their index.

@@ -204,7 +204,10 @@ function Reach.row_problems(get, route)
 end
 
 -- For the grid: a checker of the rows it generates for the directory dir (its op_mapping.yaml
--- routes each kernel as db:lint does): check(kernel, get) -> nil, or kind, why.
+-- routes each kernel as db:lint does): check(kernel, get [, skeleton]) -> nil, or kind, why.
+-- skeleton: shape.skeleton of the row's Input Shapes cell where the caller knows it (a grid's
+-- rows of one pattern share it), so that it is not worked out per row. nil, true: every row
+-- of the kernel with the same skeleton, Input Data Types and Input Formats is clean too.
 function Reach.grid_checker(dir)
   require "perfscript.db"  -- installs the column names (D) when the grid has not opened a database
   local ok, doc = pcall(require("perfscript.db.mapping").read, dir)
@@ -213,23 +216,33 @@ function Reach.grid_checker(dir)
   -- that the mapping is missing, so nothing is skipped
   if not doc then return function() return nil end end
   local routes, clean_rows = {}, {}
-  return function(kernel, get)
+  return function(kernel, get, skeleton)
     local route = routes[kernel]
     if not route then route = Reach.route_in(doc, kernel); routes[kernel] = route; clean_rows[kernel] = {} end
     -- the compute checks read only which shape slots are empty, the dtype and the format
     -- cells: a row found clean is remembered by those (a grid's rows differ in dimensions only)
-    local memo
-    if route.mode ~= "attention_special" and route.mode ~= "elementwise" then
-      local is = get(D.IS)
-      local sk = is and shape.skeleton(is)  -- nil unless a plain cell (digits , ; ( ) only)
+    -- (nested tables by skeleton, dtypes and formats: no key string made per row)
+    local memo, fm
+    if route.mode == "elementwise" then return nil, true end  -- row_problems finds none
+    if route.mode ~= "attention_special" then
+      local sk = skeleton
+      if not sk then
+        local is = get(D.IS)
+        sk = is and shape.skeleton(is)  -- nil unless a plain cell (digits , ; ( ) only)
+      end
       if sk then
-        memo = sk .. "\0" .. (get(D.IDT) or "") .. "\0" .. (get(D.IF) or "")
-        if clean_rows[kernel][memo] then return nil end
+        local by_sk = clean_rows[kernel][sk]
+        if not by_sk then by_sk = {}; clean_rows[kernel][sk] = by_sk end
+        local dt = get(D.IDT) or ""
+        memo = by_sk[dt]
+        if not memo then memo = {}; by_sk[dt] = memo end
+        fm = get(D.IF) or ""
+        if memo[fm] then return nil, true end
       end
     end
     local p = Reach.row_problems(get, route)[1]
     if p then return p.kind, p.why end
-    if memo then clean_rows[kernel][memo] = true end
+    if memo then memo[fm] = true; return nil, true end
     return nil
   end
 end

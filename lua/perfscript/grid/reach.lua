@@ -129,6 +129,19 @@ function M.keep_cells(ctx, is, idt, ifm, ep)
   return gridscan.keep(is, idt, ifm, ep, fast.n, table.unpack(a))
 end
 
+-- keep_rows(ctx, cells, idx, from, idt, ifm, ep, out) -> shadowed [, stop]: keep_cells for the
+-- candidates idx[from..] in order, whose Input Shapes are cells[idx[p]] and whose other cells
+-- are the same, in one C call (gridscan.keep_rows): the kept indices appended to out, the
+-- others counted; stop: the first position keep_cells would answer nil for. nil when keep_cells
+-- takes the Lua path.
+function M.keep_rows(ctx, cells, idx, from, idt, ifm, ep, out)
+  local fast = ctx.fast
+  if fast == nil then fast = fast_sets(ctx); ctx.fast = fast end
+  if not fast then return nil end
+  for j = 1, #fast, 2 do if next(fast[j].keys) ~= nil then return nil end end
+  return gridscan.keep_rows(cells, idx, from, idt, ifm, ep, fast.n, out, table.unpack(fast.args))
+end
+
 -- keep(ctx, get [, views, i]) -> true to append the candidate (get(column) -> its cell), false
 -- when an earlier row would answer its query instead, nil, why when no query can reach it.
 -- views: a table of the views already made of candidates with the same cells but their shapes,

@@ -246,6 +246,65 @@ local function check_dims(shapes, side, who)
   end
 end
 
+-- The same for a compiled pattern's candidates (expand.flat's X) in one C call (shape.rows):
+-- the template's slot layout (alignment, absent slots cleared, each slot's dtype bytes) is
+-- worked out once, the candidates' dims go straight from the flat array to the shape text,
+-- the memory budget and the shape order. S.uniform: every row has the same dtype, format and
+-- extra cells, and the same slot layout (which slots are empty). The rows' dims as integers
+-- (no shape text to parse): row i is candidate c = S.dims_row and S.dims_row[i] or i, its input
+-- slot s holds S.dims[(c - 1) * S.dims_stride + S.dims_in[3 * s - 2] + 1 ..] (S.dims_in[3 * s - 1]
+-- dims; S.dims_in[3 * s] is the slot's dtype bytes), its output slots likewise in S.dims_out.
+local function shaped_flat(X, T, budget, who)
+  local t_in = cells.parse(T["Input Shapes"] or "")
+  local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
+  local extra = X.extra or {}
+  local idt = extra["Input Data Types"] or T["Input Data Types"] or ""
+  local ifm = extra["Input Formats"] or T["Input Formats"] or ""
+  local odt = extra["Output Data Types"] or T["Output Data Types"] or ""
+  local ofm = extra["Output Formats"] or T["Output Formats"] or ""
+  -- slot j of a row: the pattern's slot, {} past its end (align), {} where absent (clear_absent)
+  local function layout(slots, k, dtypes, formats, dt_cell)
+    local list = {}
+    for j = 1, math.max(#slots, k) do list[j] = slots[j] or false end
+    for _, j in ipairs(absent_slots(dtypes, formats)) do if j <= #list then list[j] = false end end
+    local dts, lay = mem.parse_dtypes(dt_cell), {}
+    for j, sl in ipairs(list) do
+      local dt = dts[j]
+      lay[#lay + 1] = sl and sl[1] or 0
+      lay[#lay + 1] = sl and sl[2] or 0
+      lay[#lay + 1] = type(dt) == "string" and mem.dtype_bytes(dt) or 2
+    end
+    return lay, list
+  end
+  local lin, sin = layout(X.inputs, #t_in, idt, ifm, idt)
+  local lout, sout = layout(X.outputs, #t_out, odt, ofm, odt)
+  local it, ot, order, n, memory, bad, src = shape.rows(X.dims, X.count, X.stride, lin, lout, budget)
+  if bad then  -- the candidate's dims as tables: check_dims names the first bad dim
+    local base = (bad - 1) * X.stride
+    local function rows(list)
+      local out = {}
+      for j, sl in ipairs(list) do
+        out[j] = {}
+        if sl then for d = 1, sl[2] do out[j][d] = X.dims[base + sl[1] + d] end end
+      end
+      return out
+    end
+    check_dims(rows(sin), "input", who)
+    check_dims(rows(sout), "output", who)
+    perf.fail("%s: candidate %d has a dimension that is not a positive integer", who, bad)
+  end
+  local S = { n = n, it = it, ot = ot, idt = {}, ifm = {}, odt = {}, extra = {},
+              candidates = X.candidates, rejected = X.rejected, generated = X.count, memory = memory,
+              renders = {}, extra_names = {}, order = order, uniform = true,
+              dims = X.dims, dims_stride = X.stride, dims_in = lin, dims_out = lout, dims_row = src }
+  local IDT, IFM, ODT, EX = S.idt, S.ifm, S.odt, S.extra
+  local ex = X.extra or {}
+  for i = 1, n do IDT[i], IFM[i], ODT[i], EX[i] = idt, ifm, odt, ex end
+  if n > 0 and X.extra then for k in pairs(X.extra) do S.extra_names[k] = true end end
+  if S.candidates == 0 then S.candidates = S.generated end
+  return S
+end
+
 local function shaped(gen, T, budget, who)
   local t_in = cells.parse(T["Input Shapes"] or "")
   local t_out = (T["Output Shapes"] or "") ~= "" and cells.parse(T["Output Shapes"]) or {}
@@ -365,10 +424,17 @@ local function select_rows(job, csv, T, S, st, seen, stream)
   local key, rec, pop, keys = cells.key, {}, {}, {}
   local t_ep = T["EP Size"]
   local IT, OT, IDT, IFM, ODT, EX = S.it, S.ot, S.idt, S.ifm, S.odt, S.extra
+  local uniform = S.uniform and S.n > 0
+  if uniform then  -- the cells every row shares, set once
+    rec["Input Data Types"], rec["Input Formats"], rec["Output Data Types"] = IDT[1], IFM[1], ODT[1]
+    rec["EP Size"] = EX[1]["EP Size"] or t_ep
+  end
   for i = 1, S.n do
-    rec["Input Shapes"], rec["Input Data Types"], rec["Input Formats"] = IT[i], IDT[i], IFM[i]
-    rec["Output Shapes"], rec["Output Data Types"] = OT[i], ODT[i]
-    rec["EP Size"] = EX[i]["EP Size"] or t_ep
+    rec["Input Shapes"], rec["Output Shapes"] = IT[i], OT[i]
+    if not uniform then
+      rec["Input Data Types"], rec["Input Formats"], rec["Output Data Types"] = IDT[i], IFM[i], ODT[i]
+      rec["EP Size"] = EX[i]["EP Size"] or t_ep
+    end
     local k = key(kernel, rec)
     if job.pick and not job.pick[k] then
       st.sampled_out = st.sampled_out + 1  -- not among the rows asked for (job.pick)
@@ -543,11 +609,13 @@ local function write_rows(job, csv, parts)
 end
 
 -- A row db:lint would call unreachable on its own cells (perfscript.db.reach.row_problems) is
--- not appended: counted by kind in st.lint_skipped (the status says so). true when skipped.
-local function lint_skips(check, kernel, get, st)
+-- not appended: counted by kind in st.lint_skipped (the status says so). true when skipped;
+-- false, true when every row with the same shape skeleton, dtypes and formats passes too.
+local function lint_skips(check, kernel, get, st, skeleton)
   local kind, why
-  if check then kind, why = check(kernel, get) end
-  if not kind then return false end
+  if not check then return false, true end
+  kind, why = check(kernel, get, skeleton)
+  if not kind then return false, why end
   st.lint_skipped = (st.lint_skipped or 0) + 1
   st.lint_kinds = st.lint_kinds or {}
   st.lint_kinds[kind] = st.lint_kinds[kind] or { n = 0, example = why }
@@ -594,24 +662,49 @@ local function reachable(ctx, T, S, idx, st)
     return v
   end
   local compute, t_ep = ctx.mode == "compute", T["EP Size"]
-  for n = 1, #idx do
+  -- a compiled pattern's rows (S.uniform) share their slot layout, so the skeleton of their
+  -- Input Shapes (the linter's memo) is worked out once
+  local skeleton = S.uniform and #idx > 0 and shape.skeleton(IT[idx[1]]) or nil
+  local dt_in, dt_out, dt_ok = false, false, nil  -- the dtype check of the last pair of cells
+  -- once a row of a uniform S passed the dtype check and the linter said every row like it is
+  -- clean, the rest go to C in one call (reach.keep_rows) in compute mode
+  local batch = false
+  local n, total = 1, #idx
+  while n <= total do
+    if batch then
+      local shadowed, stop = reach.keep_rows(ctx, IT, idx, n, IDT[i], IFM[i], extra["EP Size"] or t_ep, out)
+      if shadowed then
+        st.shadowed = st.shadowed + shadowed
+        if not stop then break end
+        n = stop  -- undecided in C: this row takes the path below
+      end
+      batch = false
+    end
     i = idx[n]
     extra = EX[i]
-    local ok = not reach.check_dtypes(IDT[i]) and not reach.check_dtypes(ODT[i])
-    local flagged = ok and lint_skips(ctx.lint, ctx.kernel, get, st)
+    local idt, odt = IDT[i], ODT[i]
+    if idt ~= dt_in or odt ~= dt_out or dt_ok == nil then
+      dt_in, dt_out = idt, odt
+      dt_ok = not reach.check_dtypes(idt) and not reach.check_dtypes(odt)
+    end
+    local ok, flagged, clean = dt_ok, false, false
+    if ok then flagged, clean = lint_skips(ctx.lint, ctx.kernel, get, st, skeleton) end
     if ok and not flagged then
       -- compute mode: the cells straight to C (keep_cells), else keep with the cell reader
       local r
       if compute then r = reach.keep_cells(ctx, IT[i], IDT[i], IFM[i], extra["EP Size"] or t_ep) end
-      if r == nil then r = reach.keep(ctx, get, next(extra) == nil and views or nil, i) end
+      if r == nil then r = reach.keep(ctx, get, next(extra) == nil and views or nil, i)
+      elseif compute and clean and S.uniform then batch = true end
       ok = r
     end
     if ok and not flagged then out[#out + 1] = i elseif not flagged then st.shadowed = st.shadowed + 1 end
+    n = n + 1
   end
   return out
 end
 
--- process(job) -> stats. job: path, name, kernel, generate(emit, stats), columns,
+-- process(job) -> stats. job: path, name, kernel, generate(emit, stats), flat (a compiled
+-- pattern: () -> expand.flat's candidates, used instead of generate), columns,
 -- rows, seed, max_hbm_bytes, dry_run, variants, cache (shared by the files of a pattern),
 -- stage (perf.fs.stage(): the file is staged there; without one it is replaced at once).
 -- replayable (perfscript.replay.registry: append only rows a builder can replay; stats
@@ -656,7 +749,11 @@ function M.process(job)
     local S = cache[ck]
     if not S then
       local who = ("pattern '%s' (kernel %s)"):format(tostring(job.pattern), job.kernel)
-      S = shaped(job.generate, T, job.max_hbm_bytes, who)
+      if job.flat then  -- a compiled pattern (its expansion is cheap: not kept, less memory)
+        S = shaped_flat(job.flat(), T, job.max_hbm_bytes, who)
+      else
+        S = shaped(job.generate, T, job.max_hbm_bytes, who)
+      end
       cache[ck] = S
     end
     st.candidates, st.rejected = st.candidates + S.candidates, st.rejected + S.rejected
@@ -754,7 +851,8 @@ function M.run(opts)
       gen = { columns = g.columns, each = function(emit) g.generate(configs, emit, env) end }
     else
       local c = expand.compile(pname, p, rules.grids)
-      gen = { each = function(emit, st) expand.each(c, nk_pairs, emit, st) end }
+      gen = { each = function(emit, st) expand.each(c, nk_pairs, emit, st) end,
+              flat = function() return expand.flat(c, nk_pairs) end }
     end
     return gen
   end
@@ -783,7 +881,7 @@ function M.run(opts)
                     replayable = opts.replayable_only and require("perfscript.replay.registry") or nil,
                     max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
                     variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir], lint = checkers[f.dir],
-                    columns = gen.columns, generate = gen.each, stage = stage,
+                    columns = gen.columns, generate = gen.each, flat = gen.flat, stage = stage,
                     collect = opts.collect and function(T, S, idx, keys) opts.collect(f, T, S, idx, keys) end,
                     pick = opts.pick and (opts.pick[f.kernel] or {}) }
       cache[pname] = cache[pname] or {}
