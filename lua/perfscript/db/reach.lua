@@ -328,28 +328,11 @@ local function clean(cell)
   return cell
 end
 
--- The plain form a grid writes ("4096,7168;;1"): digits in comma lists, no empty dims, no
--- leading zeros, at most 15 digits a number, where perfscript.shape's parser (C) reads every
--- dimension as num.int does; empty slots dropped as below.
-local sparse = shape.parse
-local function plain_shapes(cell)
-  if cell:find("[^%d,;]") or cell:find(",[,;]") or cell:find(";,") or cell:byte(1) == 44
-    or cell:byte(-1) == 44 or cell:find("%f[%d]0%d") or cell:find("%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d") then
-    return nil
-  end
-  local parsed = sparse(cell)
-  if not parsed then return nil end
-  local out, n = {}, 0
-  for i = 1, #parsed do
-    local p = parsed[i]
-    if not p then return nil end
-    if #p > 0 then n = n + 1; out[n] = p end
-  end
-  return out
-end
-
+-- The plain form ("4096,7168;;1", quoted or not) is read in C (perfscript.shape.parse_plain:
+-- the same integers as below, empty slots dropped); other text takes the general path.
+local parse_plain = shape.parse_plain
 function shapes_of(cell)
-  local fast = cell and plain_shapes(cell)
+  local fast = cell and parse_plain(cell)
   if fast then return fast end
   local out = {}
   for _, part in ipairs(shape.split(clean(cell))) do
@@ -370,8 +353,7 @@ function shapes_of(cell)
 end
 
 local split = shape.split
-local function names_of(cell)
-  cell = cell or ""
+local function split_names(cell)
   if not cell:find('[%s"]') then  -- nothing to strip: the split's items as they are
     local out, n, parts = {}, 0, split(cell)
     for i = 1, #parts do
@@ -386,6 +368,19 @@ local function names_of(cell)
     if p ~= "" then out[#out + 1] = p end
   end
   return out
+end
+
+-- names_of(cell) -> the cell's names, shared between calls (read only): a file's rows and a
+-- grid's candidates repeat a handful of dtype and format cells (31 slots of attention rows).
+local names_memo, names_n = {}, 0
+local function names_of(cell)
+  cell = cell or ""
+  local t = names_memo[cell]
+  if t then return t end
+  if names_n >= 512 then names_memo, names_n = {}, 0 end
+  t = split_names(cell)
+  names_memo[cell], names_n = t, names_n + 1
+  return t
 end
 
 -- FRACTAL_NZ [..., H, W, bh, bw] -> [..., H*bw, W*bh] (4-D and more; the consumer's restore).
@@ -424,15 +419,12 @@ function Reach.view(get, mode, n)
     return v
   end
   if n then for i = #ins, n + 1, -1 do ins[i] = nil end end
-  -- the consumer compares the dtype of each shape slot it keeps: a trailing DT_UNDEFINED of an
-  -- optional input (AddRmsNormBias) is not part of what answers
-  for i = #dts, #ins + 1, -1 do dts[i] = nil end
   for i = 1, #ins do
     if fms[i] == "FRACTAL_NZ" then ins[i] = nz_restore(ins[i]) end
   end
   -- the consumer compares the dtype of each input it has a shape for, never the ones after
-  -- (AddRmsNormBias's DT_UNDEFINED beta of an empty slot)
-  for i = #dts, #ins + 1, -1 do dts[i] = nil end
+  -- (AddRmsNormBias's DT_UNDEFINED beta of an empty slot): the view's own list of those
+  dts = table.move(dts, 1, math.min(#dts, #ins), 1, {})
   v.shapes, v.dtypes, v.ep = ins, dts, clean(get("EP Size"))
   return v
 end
