@@ -393,6 +393,16 @@ local function nz_restore(s)
   return out
 end
 
+-- The cells view reads of a row, per mode.
+local INPUTS = { "Input Shapes", "Input Data Types", "Input Formats" }
+Reach.VIEW_COLS = {
+  elementwise = { "Output Shapes" },
+  attention = { INPUTS[1], INPUTS[2], INPUTS[3], "Runtime avg_seq_len", "avg_seq_len", "Runtime sparse_mode",
+                "Runtime num_key_value_heads" },
+  moe_fused = { INPUTS[1], INPUTS[2], INPUTS[3], "EP Size" },
+  compute = { INPUTS[1], INPUTS[2], INPUTS[3], "EP Size" },
+}
+
 -- view(get, mode, n) -> the parts of a row a lookup compares (mode: elementwise, attention,
 -- moe_fused or compute; n: tc_input_count); get(column) -> cell text; nil when no query can
 -- read the row.

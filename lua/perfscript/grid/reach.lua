@@ -67,6 +67,11 @@ function M.key_n(state, kernel)
   return nil
 end
 
+-- The cells of an existing row that begin's views read (perfscript.db.reach's VIEW_COLS).
+function M.view_cols(state, kernel)
+  return answer.VIEW_COLS[(mode_of(state, kernel))]
+end
+
 -- Starts a kernel's file: existing rows (an iterator of get(column) functions) go in first;
 -- ckeys: the compute keys of the others (perfscript.gridscan's set, made with M.key_n).
 function M.begin(state, kernel, rows, ckeys)
