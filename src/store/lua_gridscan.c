@@ -134,6 +134,17 @@ static void state_free(scan_state *s) {
   memset(s, 0, sizeof *s);
 }
 
+static int select_columns(scan_state *S, const int *sigcol, const int *rcols, int nr) {
+  if (S->ncols == 0) return 0;
+  unsigned char *want = calloc(S->ncols, 1);
+  if (!want) return -1;
+  for (int i = 0; i < PS_SIG_NCOLUMNS; i++) if (sigcol[i] >= 0) want[sigcol[i]] = 1;
+  for (int i = 0; i < nr; i++) if (rcols[i] >= 0) want[rcols[i]] = 1;
+  int rc = ps_csv_select(S->r, want, S->ncols);
+  free(want);
+  return rc;
+}
+
 static void push_fields(lua_State *L, const ps_csv_record *rec) {
   lua_createtable(L, (int)rec->nfields, 0);
   for (size_t i = 0; i < rec->nfields; i++) {
@@ -217,6 +228,9 @@ static int scan_body(lua_State *L, scan_state *S, int out) {
   const char *fail = NULL;
   while ((st = S->r ? ps_csv_next(S->r, &rec) : 0) > 0) {
     nrows++;
+    /* past the template (the first row; with variants, any row may be one, read whole): only
+     * the columns of the signature, the variant and reach cells are cut out of a row */
+    if (nrows == 2 && !variants && select_columns(S, sigcol, rcols, nr) != 0) { fail = "out of memory"; break; }
     if (nrows == 1 || variants) {
       /* the variant's identity: its cells joined by NUL, as run.lua's load_csv made it */
       size_t len = 0;
