@@ -228,9 +228,6 @@ static int scan_body(lua_State *L, scan_state *S, int out) {
   const char *fail = NULL;
   while ((st = S->r ? ps_csv_next(S->r, &rec) : 0) > 0) {
     nrows++;
-    /* past the template (the first row; with variants, any row may be one, read whole): only
-     * the columns of the signature, the variant and reach cells are cut out of a row */
-    if (nrows == 2 && !variants && select_columns(S, sigcol, rcols, nr) != 0) { fail = "out of memory"; break; }
     if (nrows == 1 || variants) {
       /* the variant's identity: its cells joined by NUL, as run.lua's load_csv made it */
       size_t len = 0;
@@ -297,6 +294,10 @@ static int scan_body(lua_State *L, scan_state *S, int out) {
         lua_rawseti(L, colt + i, nfall);
       }
     }
+    /* past the template (the first row; with variants any row may be one, read whole), only
+     * the signature's and the reach cells are cut out of a row (set before the next read: the
+     * scanner's field arrays of this one are not touched while it is in use) */
+    if (nrows == 1 && !variants && select_columns(S, sigcol, rcols, nr) != 0) { fail = "out of memory"; break; }
   }
   ps_sig_free(g);
   if (fail) return luaL_error(L, "%s", fail);

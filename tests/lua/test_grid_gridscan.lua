@@ -117,6 +117,12 @@ function test_signatures_templates_and_header_match_the_reader()
     lu.assertEquals(sc.rows["Input Shapes"][i], rows[i][1])
     lu.assertEquals(sc.rows["Input Data Types"][i], rows[i][2])
   end
+  -- without variants (rows past the first read for their signature and reach cells only): the
+  -- same signatures, every row's (the second row's too) and the same reach cells
+  local sc3 = assert(gridscan.scan(path, { op = "MatMulV2", reach_cols = REACH, variant_cols = { "OP State" } }))
+  lu.assertEquals(sc3.existing, sc.existing)
+  lu.assertEquals(sc3.rows, sc.rows)
+  lu.assertEquals(sc3.templates, { templates[1] })
   -- a reach column the file lacks: an empty column (nil cells)
   local sc2 = assert(gridscan.scan(path, { op = "MatMulV2", reach_cols = { "Missing", "EP Size" } }))
   lu.assertEquals(sc2.rows.n, 40)
