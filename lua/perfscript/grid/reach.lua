@@ -79,9 +79,17 @@ function M.begin(state, kernel, rows, ckeys)
   local set = answer.answer_set(kernel, mode)
   set.ckeys = ckeys
   state.sets[kernel] = set
+  -- an elementwise view is its row's Output Shapes cell alone: a cell seen before makes the
+  -- same view, which adds nothing to what the set answers (the others' rows are read whole)
+  local one = mode == "elementwise" and answer.VIEW_COLS.elementwise[1]
+  local seen = {}
   for get in rows do
-    local v = answer.view(get, mode, n)
-    if v then set:add(v) end
+    local cell = one and (get(one) or false)
+    if not (one and seen[cell]) then
+      if one then seen[cell] = true end
+      local v = answer.view(get, mode, n)
+      if v then set:add(v) end
+    end
   end
   return { state = state, kernel = kernel, mode = mode, n = n, set = set }
 end
