@@ -50,6 +50,10 @@ int ps_csv_next(ps_csv_reader *r, ps_csv_record *rec) {
   return 1;
 }
 
+int ps_csv_select(ps_csv_reader *r, const unsigned char *want, size_t n) {
+  return ps_scan_select(r->scan, want, n);
+}
+
 const char *ps_csv_error(const ps_csv_reader *r) { return ps_scan_error(r->scan); }
 const char *ps_csv_path(const ps_csv_reader *r) { return ps_scan_path(r->scan); }
 int ps_csv_has_bom(const ps_csv_reader *r) { return ps_scan_has_bom(r->scan); }

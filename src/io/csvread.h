@@ -28,6 +28,10 @@ ps_csv_reader *ps_csv_open(const char *path, unsigned flags, char *err, size_t e
 /* 1: a record in *rec; 0: end of file; -1: error, see ps_csv_error. */
 int ps_csv_next(ps_csv_reader *r, ps_csv_record *rec);
 
+/* From the next record on, hands out only fields i < n with want[i] != 0, the others as empty
+ * strings (ps_scan_select: a reader of a few columns of a wide file). 0, or -1 out of memory. */
+int ps_csv_select(ps_csv_reader *r, const unsigned char *want, size_t n);
+
 const char *ps_csv_error(const ps_csv_reader *r);
 const char *ps_csv_path(const ps_csv_reader *r);
 int ps_csv_has_bom(const ps_csv_reader *r);

@@ -2,6 +2,8 @@
  *   shape.parse(cell [, lenient]) -> {{d1, d2, ...}, {}, ...}   (an empty slot is {})
  *       a slot that is not a list of integers is an error (nil, message), or false when
  *       lenient is true
+ *   shape.parse_plain(cell) -> {{d1, ...}, ...} | nil  (a cell in the plain form, blanks and
+ *       quotes around it cut: its non-empty slots; nil for any other text)
  *   shape.format(slots) -> "a,b;;c"            (false/nil/empty slots are written empty)
  *   shape.normalize(cell) -> canonical text   shape.normalize_slot(text) -> text
  *   shape.split(cell) -> {"raw slot", ...}     (stripped slots, empty ones kept; "" -> {})
@@ -78,6 +80,55 @@ static int l_parse(lua_State *L) {
     }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+  return 1;
+}
+
+/* The plain form of a shape cell, the one a grid and the import write ("4096,7168;;1"), once
+ * blanks and quotes around it are cut: digits in comma lists, ';' between slots, no empty dim,
+ * no leading zero, at most 15 digits a number. Pushes its non-empty slots as integer lists
+ * (the consumer drops empty slots) and returns 1, or pushes nothing and returns 0 for any other
+ * text (the caller's general parser reads those). */
+static int push_plain(lua_State *L, const char *c, size_t n) {
+  while (n && (*c == '"' || ps_is_space(*c))) c++, n--;
+  while (n && (c[n - 1] == '"' || ps_is_space(c[n - 1]))) n--;
+  if (n && (c[0] == ',' || c[n - 1] == ',')) return 0;
+  for (size_t i = 0; i < n; i++) {  /* the whole check first: nothing is pushed on a refusal */
+    unsigned char b = (unsigned char)c[i];
+    if (b >= '0' && b <= '9') {
+      size_t j = i;
+      while (j < n && c[j] >= '0' && c[j] <= '9') j++;
+      if ((c[i] == '0' && j - i > 1) || j - i > 15) return 0;
+      i = j - 1;
+    } else if (b == ',') {
+      if (i + 1 < n && (c[i + 1] == ',' || c[i + 1] == ';')) return 0;
+    } else if (b == ';') {
+      if (i + 1 < n && c[i + 1] == ',') return 0;
+    } else {
+      return 0;
+    }
+  }
+  lua_createtable(L, 4, 0);
+  lua_Integer nslots = 0;
+  for (size_t i = 0; i < n;) {
+    if (c[i] == ';') { i++; continue; }
+    lua_createtable(L, 4, 0);
+    lua_Integer rank = 0;
+    while (i < n && c[i] != ';') {
+      lua_Integer v = 0;
+      while (i < n && c[i] >= '0' && c[i] <= '9') v = v * 10 + (c[i++] - '0');
+      lua_pushinteger(L, v);
+      lua_rawseti(L, -2, ++rank);
+      if (i < n && c[i] == ',') i++;
+    }
+    lua_rawseti(L, -2, ++nslots);
+  }
+  return 1;
+}
+
+static int l_parse_plain(lua_State *L) {
+  size_t len;
+  const char *cell = luaL_checklstring(L, 1, &len);
+  if (!push_plain(L, cell, len)) luaL_pushfail(L);
   return 1;
 }
 
@@ -485,7 +536,7 @@ static int l_rows(lua_State *L) {
 
 int luaopen_perfscript_shape(lua_State *L) {
   static const luaL_Reg funcs[] = {
-    {"parse", l_parse}, {"format", l_format}, {"normalize", l_normalize},
+    {"parse", l_parse}, {"parse_plain", l_parse_plain}, {"format", l_format}, {"normalize", l_normalize},
     {"normalize_slot", l_normalize_slot}, {"split", l_split}, {"dtype_bytes", l_dtype_bytes},
     {"dtype_known", l_dtype_known}, {"dtype_consumer", l_dtype_consumer},
     {"dtype_consumer_scales", l_dtype_consumer_scales},

@@ -8,8 +8,9 @@
  *         existing = {[signature hash] = true}   (perfscript.sig's record hash, op as name),
  *         keys = set | nil                       (with key_n: the rows' compute keys,
  *                                                 gridscan.h; set:has(key) -> bool),
- *         rows = {{[reach col] = cell}, ...}}    (rows without a C key, in file order: every
- *                                                 row without key_n)
+ *         rows = {n = count, [reach col] = {cell, ...}}}  (the rows without a C key, in file
+ *                                                 order, column by column: every row without
+ *                                                 key_n; a cell the row lacks is nil)
  *     nil, message on a read error. Fields are read as perfscript.csv reads them (no trim). */
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,17 @@ static void state_free(scan_state *s) {
   memset(s, 0, sizeof *s);
 }
 
+static int select_columns(scan_state *S, const int *sigcol, const int *rcols, int nr) {
+  if (S->ncols == 0) return 0;
+  unsigned char *want = calloc(S->ncols, 1);
+  if (!want) return -1;
+  for (int i = 0; i < PS_SIG_NCOLUMNS; i++) if (sigcol[i] >= 0) want[sigcol[i]] = 1;
+  for (int i = 0; i < nr; i++) if (rcols[i] >= 0) want[rcols[i]] = 1;
+  int rc = ps_csv_select(S->r, want, S->ncols);
+  free(want);
+  return rc;
+}
+
 static void push_fields(lua_State *L, const ps_csv_record *rec) {
   lua_createtable(L, (int)rec->nfields, 0);
   for (size_t i = 0; i < rec->nfields; i++) {
@@ -256,8 +268,16 @@ static int scan_body(lua_State *L, scan_state *S, int out) {
   int existing = lua_gettop(L);
   lua_newtable(L);
   int templates = lua_gettop(L);
-  lua_newtable(L);
+  /* the handed-back rows by column (no Lua table a row): rows[name][i] */
+  lua_createtable(L, 0, nr + 1);
   int rows = lua_gettop(L);
+  for (int i = 0; i < nr; i++) {
+    lua_newtable(L);
+    lua_setfield(L, rows, rnames[i]);
+  }
+  int colt = lua_gettop(L) + 1;  /* the column tables, on the stack during the scan */
+  luaL_checkstack(L, nr + 8, "too many reach columns");
+  for (int i = 0; i < nr; i++) lua_getfield(L, rows, rnames[i]);
   lua_Integer nrows = 0, nfall = 0, ntempl = 0;
   const char *fail = NULL;
   while ((st = S->r ? ps_csv_next(S->r, &rec) : 0) > 0) {
@@ -320,19 +340,25 @@ static int scan_body(lua_State *L, scan_state *S, int out) {
       }
     }
     if (klen < 0) {
-      lua_createtable(L, 0, nr);
+      nfall++;
       for (int i = 0; i < nr; i++) {
         const char *c = cell(&rec, rcols[i]);
         if (!c) continue;
         lua_pushstring(L, c);
-        lua_setfield(L, -2, rnames[i]);
+        lua_rawseti(L, colt + i, nfall);
       }
-      lua_rawseti(L, rows, ++nfall);
     }
+    /* past the template (the first row; with variants any row may be one, read whole), only
+     * the signature's and the reach cells are cut out of a row (set before the next read: the
+     * scanner's field arrays of this one are not touched while it is in use) */
+    if (nrows == 1 && !variants && select_columns(S, sigcol, rcols, nr) != 0) { fail = "out of memory"; break; }
   }
   ps_sig_free(g);
   if (fail) return luaL_error(L, "%s", fail);
   if (st < 0) return ps_fail(L, ps_csv_error(S->r));
+  lua_settop(L, rows);
+  lua_pushinteger(L, nfall);
+  lua_setfield(L, rows, "n");
   lua_setfield(L, out, "rows");
   lua_setfield(L, out, "templates");
   lua_setfield(L, out, "existing");

@@ -69,11 +69,11 @@ function test_compute_keys_match_lua()
       local row = {}
       for i, h in ipairs(HEADER) do row[h] = ({ "MatMulV2", case[1], case[2], case[3], "4,4", "DT_BF16", case[4] })[i] end
       local want = lua_key(row, n >= 0 and n or nil)
-      if #sc.rows == 1 then
-        -- handed back: the Lua path makes its view from the same cells
-        for _, c in ipairs(REACH) do lu.assertEquals(sc.rows[1][c], row[c], "case " .. ci) end
+      if sc.rows.n == 1 then
+        -- handed back, column by column: the Lua path makes its view from the same cells
+        for _, c in ipairs(REACH) do lu.assertEquals(sc.rows[c][1], row[c], "case " .. ci .. ", " .. c) end
       else
-        lu.assertEquals(#sc.rows, 0)
+        lu.assertEquals(sc.rows.n, 0)
         lu.assertNotNil(want, "case " .. ci .. ": C keyed a row Lua cannot read")
         lu.assertTrue(sc.keys:has(want), string.format("case %d, n %d: C key differs from %q", ci, n, want))
       end
@@ -82,7 +82,7 @@ function test_compute_keys_match_lua()
   -- the plain ones are keyed in C, quoted shape cells (as a database writes them) too
   write(TMP .. "/MatMulV2.csv", csv_text { CASES[1], CASES[2], CASES[3], CASES[15] })
   local sc = assert(gridscan.scan(TMP .. "/MatMulV2.csv", { op = "MatMulV2", key_n = -1, reach_cols = REACH }))
-  lu.assertEquals(#sc.rows, 0)
+  lu.assertEquals(sc.rows.n, 0)
   lu.assertEquals(sc.nrows, 4)
   lu.assertTrue(sc.keys:has("1024,7168;7168,2048|DT_BF16;DT_BF16|8"))
   lu.assertTrue(sc.keys:has("1024,7168;7168,2048|DT_BF16;DT_BF16|"))
@@ -112,7 +112,22 @@ function test_signatures_templates_and_header_match_the_reader()
   end
   lu.assertEquals(sc.nrows, 40)
   lu.assertEquals(sc.templates, templates)  -- the first row of each dtype variant
-  lu.assertEquals(#sc.rows, 40)              -- no key_n: every row handed back
+  lu.assertEquals(sc.rows.n, 40)             -- no key_n: every row handed back, by column
+  for i = 1, 40 do
+    lu.assertEquals(sc.rows["Input Shapes"][i], rows[i][1])
+    lu.assertEquals(sc.rows["Input Data Types"][i], rows[i][2])
+  end
+  -- without variants (rows past the first read for their signature and reach cells only): the
+  -- same signatures, every row's (the second row's too) and the same reach cells
+  local sc3 = assert(gridscan.scan(path, { op = "MatMulV2", reach_cols = REACH, variant_cols = { "OP State" } }))
+  lu.assertEquals(sc3.existing, sc.existing)
+  lu.assertEquals(sc3.rows, sc.rows)
+  lu.assertEquals(sc3.templates, { templates[1] })
+  -- a reach column the file lacks: an empty column (nil cells)
+  local sc2 = assert(gridscan.scan(path, { op = "MatMulV2", reach_cols = { "Missing", "EP Size" } }))
+  lu.assertEquals(sc2.rows.n, 40)
+  lu.assertEquals(sc2.rows.Missing, {})
+  lu.assertEquals(sc2.rows["EP Size"][40], "")  -- an empty cell is "", as the reader reads it
   lu.assertNil(sc.keys)
   rm_rf(TMP)
 end

@@ -171,4 +171,51 @@ function TestSig:test_row_hash_equals_row()
   lu.assertErrorMsgContains("table expected", sig.row_hash, "not a row")
 end
 
+-- shape.parse_plain reads exactly the cells the old Lua check called plain (after cutting blanks
+-- and quotes around them), with the integers the general path reads (split, trim, num.int per
+-- dim, empty slots dropped); any other text is nil. 20k random cells over the characters that
+-- matter (digits, zeros, commas, semicolons, quotes, blanks, letters, long numbers).
+local function plain_reference(cell)
+  if cell:find('[%s"]') then cell = cell:gsub('^[%s"]+', ""):gsub('[%s"]+$', "") end
+  if cell:find("[^%d,;]") or cell:find(",[,;]") or cell:find(";,") or cell:byte(1) == 44
+    or cell:byte(-1) == 44 or cell:find("%f[%d]0%d") or cell:find("%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d") then
+    return nil
+  end
+  local out = {}
+  for _, part in ipairs(shape.split(cell)) do
+    if part ~= "" then
+      local dims = {}
+      for d in part:gmatch("[^,]+") do dims[#dims + 1] = assert(require("perfscript.num").int(d)) end
+      out[#out + 1] = dims
+    end
+  end
+  return out
+end
+
+function TestShape:test_parse_plain()
+  lu.assertEquals(shape.parse_plain('"2,128,1,512;32,1,128,512;;;2;;"'), { { 2, 128, 1, 512 }, { 32, 1, 128, 512 }, { 2 } })
+  lu.assertEquals(shape.parse_plain(' """4096,7168;;1""" '), { { 4096, 7168 }, { 1 } })
+  lu.assertEquals(shape.parse_plain(""), {})
+  lu.assertEquals(shape.parse_plain("0;10"), { { 0 }, { 10 } })
+  for _, bad in ipairs { "1,,2", "1,;2", "1;,2", ",1", "1,", "01", "1,02", "1234567890123456", "(1,2)", "1 ,2", "a", "-1" } do
+    lu.assertNil(shape.parse_plain(bad), bad)
+    lu.assertNil(plain_reference(bad), bad)
+  end
+  lu.assertEquals(shape.parse_plain("123456789012345"), { { 123456789012345 } })
+  local alphabet = { "1", "2", "9", "0", "0", "7", ",", ",", ";", ";", '"', " ", "\t", "x", "123456789", "99999999" }
+  local seed = 12345
+  local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end
+  for _ = 1, 20000 do
+    local parts = {}
+    local n = rnd(2) == 1 and #alphabet or 10  -- half the cells from digits, ',' and ';' only
+    for i = 1, rnd(14) - 1 do parts[i] = alphabet[rnd(n)] end
+    local cell = table.concat(parts)
+    if rnd(3) == 1 then cell = '"' .. cell .. '"' end
+    local want = plain_reference(cell)
+    local got = shape.parse_plain(cell)
+    if want == nil then lu.assertNil(got, cell) else lu.assertEquals(got, want, cell) end
+  end
+  lu.assertError(shape.parse_plain, nil)
+end
+
 os.exit(lu.LuaUnit.run())

@@ -341,28 +341,11 @@ local function clean(cell)
   return cell
 end
 
--- The plain form a grid writes ("4096,7168;;1"): digits in comma lists, no empty dims, no
--- leading zeros, at most 15 digits a number, where perfscript.shape's parser (C) reads every
--- dimension as num.int does; empty slots dropped as below.
-local sparse = shape.parse
-local function plain_shapes(cell)
-  if cell:find("[^%d,;]") or cell:find(",[,;]") or cell:find(";,") or cell:byte(1) == 44
-    or cell:byte(-1) == 44 or cell:find("%f[%d]0%d") or cell:find("%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d") then
-    return nil
-  end
-  local parsed = sparse(cell)
-  if not parsed then return nil end
-  local out, n = {}, 0
-  for i = 1, #parsed do
-    local p = parsed[i]
-    if not p then return nil end
-    if #p > 0 then n = n + 1; out[n] = p end
-  end
-  return out
-end
-
+-- The plain form ("4096,7168;;1", quoted or not) is read in C (perfscript.shape.parse_plain:
+-- the same integers as below, empty slots dropped); other text takes the general path.
+local parse_plain = shape.parse_plain
 function shapes_of(cell)
-  local fast = cell and plain_shapes(cell)
+  local fast = cell and parse_plain(cell)
   if fast then return fast end
   local out = {}
   for _, part in ipairs(shape.split(clean(cell))) do
@@ -383,8 +366,7 @@ function shapes_of(cell)
 end
 
 local split = shape.split
-local function names_of(cell)
-  cell = cell or ""
+local function split_names(cell)
   if not cell:find('[%s"]') then  -- nothing to strip: the split's items as they are
     local out, n, parts = {}, 0, split(cell)
     for i = 1, #parts do
@@ -401,6 +383,19 @@ local function names_of(cell)
   return out
 end
 
+-- names_of(cell) -> the cell's names, shared between calls (read only): a file's rows and a
+-- grid's candidates repeat a handful of dtype and format cells (31 slots of attention rows).
+local names_memo, names_n = {}, 0
+local function names_of(cell)
+  cell = cell or ""
+  local t = names_memo[cell]
+  if t then return t end
+  if names_n >= 512 then names_memo, names_n = {}, 0 end
+  t = split_names(cell)
+  names_memo[cell], names_n = t, names_n + 1
+  return t
+end
+
 -- FRACTAL_NZ [..., H, W, bh, bw] -> [..., H*bw, W*bh] (4-D and more; the consumer's restore).
 local function nz_restore(s)
   if s.scalar or #s < 4 then return s end
@@ -410,6 +405,16 @@ local function nz_restore(s)
   out[#out + 1] = s[n - 2] * s[n - 1]
   return out
 end
+
+-- The cells view reads of a row, per mode.
+local INPUTS = { "Input Shapes", "Input Data Types", "Input Formats" }
+Reach.VIEW_COLS = {
+  elementwise = { "Output Shapes" },
+  attention = { INPUTS[1], INPUTS[2], INPUTS[3], "Runtime avg_seq_len", "avg_seq_len", "Runtime sparse_mode",
+                "Runtime num_key_value_heads" },
+  moe_fused = { INPUTS[1], INPUTS[2], INPUTS[3], "EP Size" },
+  compute = { INPUTS[1], INPUTS[2], INPUTS[3], "EP Size" },
+}
 
 -- view(get, mode, n) -> the parts of a row a lookup compares (mode: elementwise, attention,
 -- moe_fused or compute; n: tc_input_count); get(column) -> cell text; nil when no query can
@@ -437,15 +442,12 @@ function Reach.view(get, mode, n)
     return v
   end
   if n then for i = #ins, n + 1, -1 do ins[i] = nil end end
-  -- the consumer compares the dtype of each shape slot it keeps: a trailing DT_UNDEFINED of an
-  -- optional input (AddRmsNormBias) is not part of what answers
-  for i = #dts, #ins + 1, -1 do dts[i] = nil end
   for i = 1, #ins do
     if fms[i] == "FRACTAL_NZ" then ins[i] = nz_restore(ins[i]) end
   end
   -- the consumer compares the dtype of each input it has a shape for, never the ones after
-  -- (AddRmsNormBias's DT_UNDEFINED beta of an empty slot)
-  for i = #dts, #ins + 1, -1 do dts[i] = nil end
+  -- (AddRmsNormBias's DT_UNDEFINED beta of an empty slot): the view's own list of those
+  dts = table.move(dts, 1, math.min(#dts, #ins), 1, {})
   v.shapes, v.dtypes, v.ep = ins, dts, clean(get("EP Size"))
   return v
 end

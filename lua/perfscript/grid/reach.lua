@@ -67,6 +67,11 @@ function M.key_n(state, kernel)
   return nil
 end
 
+-- The cells of an existing row that begin's views read (perfscript.db.reach's VIEW_COLS).
+function M.view_cols(state, kernel)
+  return answer.VIEW_COLS[(mode_of(state, kernel))]
+end
+
 -- Starts a kernel's file: existing rows (an iterator of get(column) functions) go in first;
 -- ckeys: the compute keys of the others (perfscript.gridscan's set, made with M.key_n).
 function M.begin(state, kernel, rows, ckeys)
@@ -74,9 +79,17 @@ function M.begin(state, kernel, rows, ckeys)
   local set = answer.answer_set(kernel, mode)
   set.ckeys = ckeys
   state.sets[kernel] = set
+  -- an elementwise view is its row's Output Shapes cell alone: a cell seen before makes the
+  -- same view, which adds nothing to what the set answers (the others' rows are read whole)
+  local one = mode == "elementwise" and answer.VIEW_COLS.elementwise[1]
+  local seen = {}
   for get in rows do
-    local v = answer.view(get, mode, n)
-    if v then set:add(v) end
+    local cell = one and (get(one) or false)
+    if not (one and seen[cell]) then
+      if one then seen[cell] = true end
+      local v = answer.view(get, mode, n)
+      if v then set:add(v) end
+    end
   end
   return { state = state, kernel = kernel, mode = mode, n = n, set = set }
 end

@@ -144,9 +144,6 @@ end
 -- The identity of a row's kernel variant: the template cells a generated row inherits.
 local VARIANT = { "OP State", "Accelerator Core", "Input Data Types", "Input Formats",
                   "Output Data Types", "Output Formats" }
--- The cells reach.lua reads of a row.
-local REACH = { "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "EP Size",
-                "Runtime avg_seq_len", "avg_seq_len", "Runtime sparse_mode", "Runtime num_key_value_heads" }
 
 -- Reads header, templates and the signature set of the existing rows. The template is the
 -- first row; with variants, the first row of every distinct VARIANT combination, in file order.
@@ -169,10 +166,12 @@ end
 -- not in the plain form as tables. A file the C pass cannot read goes the Lua way (load_lua
 -- says why, in the reader's words).
 local load_lua
-local function load_csv(path, kernel, variants, key_n)
+-- reach_cols: the cells of the existing rows reach.begin reads (kept column by column:
+-- kept[name][i], kept.n rows).
+local function load_csv(path, kernel, variants, key_n, reach_cols)
   local sc = gridscan.scan(path, { op = kernel, variants = variants, variant_cols = VARIANT,
-                                   reach_cols = REACH, key_n = key_n })
-  if not sc then return load_lua(path, kernel, variants) end
+                                   reach_cols = reach_cols, key_n = key_n })
+  if not sc then return load_lua(path, kernel, variants, reach_cols) end
   local header = sc.header
   if #header == 0 then return nil, "empty file" end
   local col = columns_and_templates(header, {})
@@ -183,7 +182,7 @@ local function load_csv(path, kernel, variants, key_n)
            eol = sc.eol, kept = sc.rows, ckeys = sc.keys }
 end
 
-function load_lua(path, kernel, variants)
+function load_lua(path, kernel, variants, reach_cols)
   local r, err = perf.csv.open(path, { header = true, reuse = true })
   if not r then return nil, err end
   local header = r:header()
@@ -196,14 +195,12 @@ function load_lua(path, kernel, variants)
   for _, name in ipairs(VARIANT) do vcols[#vcols + 1] = col[name] end
   local existing, templates, seen_variant, nrows = {}, {}, {}, 0
   local key = cells.record_keyer(header, kernel)
-  local parts, kept = {}, {}
+  local parts, kept = {}, { n = 0 }
   local rcols = {}
-  for _, name in ipairs(REACH) do rcols[name] = col[name] end
+  for _, name in ipairs(reach_cols) do kept[name] = {}; rcols[name] = col[name] end
   for f in r:lines() do
-    local kr = {}
-    for name, c in pairs(rcols) do kr[name] = f[c] end
-    kept[#kept + 1] = kr
     nrows = nrows + 1
+    for name, c in pairs(rcols) do kept[name][nrows] = f[c] end
     if nrows == 1 or variants then
       for i, c in ipairs(vcols) do parts[i] = f[c] or "" end
       local v = table.concat(parts, "\0", 1, #vcols)
@@ -221,6 +218,7 @@ function load_lua(path, kernel, variants)
     for name, i in pairs(col) do trow[name] = row[i] or "" end
     templates[t] = trow
   end
+  kept.n = nrows
   return { header = header, col = col, templates = templates, existing = existing, rows = nrows, eol = eol,
            kept = kept }
 end
@@ -713,7 +711,8 @@ function M.process(job)
   local st = { file = job.name, kernel = job.kernel, generated = 0, candidates = 0, rejected = 0,
                memory = 0, duplicates = 0, sampled_out = 0, present = 0, shadowed = 0, appended = 0,
                unreplayable = job.replayable and 0 or nil, unreplayable_why = {} }
-  local csv, why = load_csv(job.path, job.kernel, job.variants, job.reach and reach.key_n(job.reach, job.kernel))
+  local csv, why = load_csv(job.path, job.kernel, job.variants, job.reach and reach.key_n(job.reach, job.kernel),
+                            job.reach and reach.view_cols(job.reach, job.kernel) or {})
   if not csv then st.status = "skipped: " .. why; return st end
   -- a template the consumer could not match (DT_INT8 where it says INT8) would pass its
   -- spelling on to every generated row: refused, with the fix
@@ -732,11 +731,11 @@ function M.process(job)
   csv.templates = good
   local ctx
   if job.reach then
-    local i = 0
+    local kept, i = csv.kept, 0
+    local function get(c) local cells = kept[c]; return cells and cells[i] end
     ctx = reach.begin(job.reach, job.kernel, function()
       i = i + 1
-      local kr = csv.kept[i]
-      return kr and function(c) return kr[c] end
+      return i <= kept.n and get or nil
     end, csv.ckeys)
     ctx.lint = job.lint
   end
