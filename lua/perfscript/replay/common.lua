@@ -42,9 +42,11 @@ function M.slots(row, side)
   local parsed, err = parse(row[names[1]] or "")
   if not parsed then return nil, err end
   -- the parsed slots become the shapes list (an empty slot false)
-  for i = 1, #parsed do if #parsed[i] == 0 then parsed[i] = false end end
-  return { shapes = parsed, dtypes = split_cell(row[names[2]] or ""), formats = split_cell(row[names[3]] or ""),
-           n = #parsed }
+  local n = #parsed
+  for i = 1, n do if #parsed[i] == 0 then parsed[i] = false end end
+  local dc, fc = row[names[2]] or "", row[names[3]] or ""
+  return { shapes = parsed, dtypes = split_memo[dc] or split_cell(dc), formats = split_memo[fc] or split_cell(fc),
+           n = n }
 end
 
 -- Non-empty slot indices (the compact view, aligned across the three lists).
@@ -96,10 +98,13 @@ local function tensor_parts(sl, i, opts)
   if not dims then
     return nil, ("input slot %d has no shape (a theory row with an empty slot?)"):format(i)
   end
-  local dt = opts.dtype or M.dtype(sl.dtypes[i] or "")
+  -- the memos read here first: this runs for every slot of every candidate a grid asks about
+  local raw = sl.dtypes[i] or ""
+  local dt = opts.dtype or dtype_memo[raw] or M.dtype(raw)
   if dt == "DT_UNDEFINED" and opts.default_dtype then dt = opts.default_dtype end
   if not M.TORCH_DTYPES[dt] then return nil, "Unsupported dtype: " .. dt end
-  local fmt = strip(sl.formats[i] or "")
+  raw = sl.formats[i] or ""
+  local fmt = strip_memo[raw] or strip(raw)
   if fmt == "" then fmt = opts.default_format or "ND" end
   if fmt == "FRACTAL_NZ" and not opts.no_nz_expand then
     local logical, err = shape.nz_logical(dims)  -- batch dims kept
