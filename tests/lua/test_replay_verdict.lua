@@ -19,7 +19,11 @@ end
 
 -- the kernels whose builders have a check-only entry, with the seed files that hold them
 local CHECKED = { "QuantBatchMatmulV3", "BatchMatMulV2", "BatchMatMulNd", "MatMulV2", "MatMulV3", "MatMul",
-                  "GatherV2", "GatherV3", "DispatchFFNCombine" }
+                  "GatherV2", "GatherV3", "DispatchFFNCombine", "TransposeBatchMatMul", "GroupedMatmul", "PadV3",
+                  "PadV3AiCore" }
+-- the seed files of those builders (their aliases' files share the candidates)
+local SEEDED = { "QuantBatchMatmulV3", "BatchMatMulV2", "MatMulV2", "GatherV2", "DispatchFFNCombine",
+                 "TransposeBatchMatMul", "GroupedMatmul", "PadV3" }
 
 TestVerdict = {}
 
@@ -41,7 +45,7 @@ function TestVerdict:test_grid_candidates_same_verdicts()
     local f = assert(io.open(seed .. "/" .. name, "rb")); local s = f:read("a"); f:close()
     f = assert(io.open(dir .. "/" .. name, "wb")); f:write(s); f:close()
   end
-  for _, k in ipairs { "QuantBatchMatmulV3", "BatchMatMulV2", "MatMulV2", "GatherV2", "DispatchFFNCombine" } do
+  for _, k in ipairs(SEEDED) do
     local f = assert(io.open(seed .. "/" .. k .. ".csv", "rb")); local s = f:read("a"); f:close()
     f = assert(io.open(dir .. "/" .. k .. ".csv", "wb")); f:write(s); f:close()
   end
@@ -66,7 +70,7 @@ function TestVerdict:test_grid_candidates_same_verdicts()
   if not ok then error(err, 0) end
   lu.assertTrue(asked > 1000, "candidates asked: " .. asked)
   print(("%d grid candidates asked, %d refused"):format(asked, refused))
-  for _, k in ipairs { "QuantBatchMatmulV3", "BatchMatMulV2", "MatMulV2", "GatherV2", "DispatchFFNCombine" } do
+  for _, k in ipairs(SEEDED) do
     lu.assertTrue((per[k] or 0) > 0, k .. " asked")
   end
 end
@@ -119,6 +123,38 @@ function TestVerdict:test_edge_rows_same_verdicts()
     { "GatherV2", row('"1000,64;32"', "DT_BF16;DT_UINT32", "ND;ND", '"32,64"', "DT_BF16") },
     { "GatherV2", row('"1000,64"', "DT_BF16", "ND", '"32,64"', "DT_BF16") },
     { "GatherV2", row('";1000,64;32"', ";DT_BF16;DT_INT64", ";ND;ND", '"32,64"', "DT_BF16") },
+    -- TransposeBatchMatMul: both layouts, input count, rank, formats, output count and rank,
+    -- incompatible dims, K/N alignment (bf16 vs float32), bad dtype
+    { "TransposeBatchMatMul", row('"4,64,128;4,128,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,4,256"', "DT_BF16") },
+    { "TransposeBatchMatMul", row('"64,4,128;4,128,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,4,256"', "DT_BF16") },
+    { "TransposeBatchMatMul", row('"4,64,128"', "DT_BF16", "ND", '"64,4,256"', "DT_BF16") },
+    { "TransposeBatchMatMul", row('"64,128;4,128,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,4,256"', "DT_BF16") },
+    { "TransposeBatchMatMul", row('"4,64,128;4,128,256"', "DT_BF16;DT_BF16", "ND;FRACTAL_NZ", '"64,4,256"', "DT_BF16") },
+    { "TransposeBatchMatMul", row('"4,64,128;4,128,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,4,256;1"', "DT_BF16;DT_BF16") },
+    { "TransposeBatchMatMul", row('"4,64,128;4,128,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,1024"', "DT_BF16") },
+    { "TransposeBatchMatMul", row('"4,64,128;4,96,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,4,256"', "DT_BF16") },
+    { "TransposeBatchMatMul", row('"4,64,96;4,96,200"', "DT_BF16;DT_BF16", "ND;ND", '"64,4,200"', "DT_BF16") },
+    { "TransposeBatchMatMul", row('"4,64,96;4,96,200"', "DT_FLOAT;DT_FLOAT", "ND;ND", '"64,4,200"', "DT_FLOAT") },
+    { "TransposeBatchMatMul", row('"4,64,128;4,128,256"', "DT_COMPLEX64;DT_BF16", "ND;ND", '"64,4,256"', "DT_BF16") },
+    -- GroupedMatmul: plain, NZ weight (5-D logical, 3-D kept), K mismatch, scale, group list
+    -- (and an empty group count: the builder's error), per-token scale, output dtypes
+    { "GroupedMatmul", row('"64,128;8,128,256;;;;;;8"', "DT_BF16;DT_BF16;;;;;;DT_INT64", "ND;ND;;;;;;ND", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('"64,128;8,16,8,16,16"', "DT_INT8;DT_INT8", "ND;FRACTAL_NZ", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('"64,128;8,128,256"', "DT_INT8;DT_INT8", "ND;FRACTAL_NZ", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('"64,128;8,127,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('"64,128;8,128,256;;8,256"', "DT_INT8;DT_INT8;;DT_COMPLEX64", "ND;ND;;ND", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('"64,128;8,128,256;;;;;;0"', "DT_BF16;DT_BF16;;;;;;DT_INT64", "ND;ND;;;;;;ND", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('"64,128;8,128,256;;;;;;;64"', "DT_INT8;DT_INT8;;;;;;;DT_UINT64", "ND;ND;;;;;;;ND", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('"64,128;8,128,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,256"', "DT_INT4") },
+    { "GroupedMatmul", row('"64,128;8,128,256"', "DT_BF16;DT_BF16", "ND;ND", '"64,256"', "") },
+    { "GroupedMatmul", row('"64,128"', "DT_BF16", "ND", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('";8,128,256"', ";DT_BF16", ";ND", '"64,256"', "DT_BF16") },
+    { "GroupedMatmul", row('"64,128;8,128,256"', "DT_COMPLEX64;DT_BF16", "ND;ND", '"64,256"', "DT_BF16") },
+    -- PadV3 (and its AiCore variant): plain, no output, bad dtype, default dtype
+    { "PadV3", row('"4,8;4"', "DT_BF16;DT_INT64", "ND;ND", '"4,16"', "DT_BF16") },
+    { "PadV3", row('"4,8;4"', "DT_BF16;DT_INT64", "ND;ND", "", "") },
+    { "PadV3", row('"4,8;4"', "DT_COMPLEX64;DT_INT64", "ND;ND", '"4,16"', "DT_BF16") },
+    { "PadV3AiCore", row('"4,8"', "", "", '"4,16"', "") },
   }
   -- DispatchFFNCombine: T=16, H=256, E=8, I=512, topk=2
   local d_ins = '"16,256;8,256,512;8,256,256;16,2;8,512;8,256;16,2"'

@@ -29,7 +29,7 @@ local function validate(row)
   C.need(C.dtype(sl.dtypes[idx[1]]) == "DT_INT8" and C.dtype(sl.dtypes[idx[2]]) == "DT_INT8", "x and weight must be DT_INT8")
   local od = OUT[C.dtype(out.dtypes[o[1]])]
   C.need(od, "unsupported output dtype %s", out.dtypes[o[1]] or "")
-  C.must(C.tensors_ok(sl, { idx[1], idx[2], idx[3] }))
+  C.must(C.tensor_ok(sl, idx[1])); C.must(C.tensor_ok(sl, idx[2])); C.must(C.tensor_ok(sl, idx[3]))
   local role
   if idx[4] then
     role = C.must(M.role(C.dtype(sl.dtypes[idx[4]]), C.numel(sl.shapes[idx[4]]), sl.shapes[idx[1]], out.shapes[o[1]]))

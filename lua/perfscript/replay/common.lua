@@ -42,19 +42,34 @@ function M.slots(row, side)
   local parsed, err = parse(row[names[1]] or "")
   if not parsed then return nil, err end
   -- the parsed slots become the shapes list (an empty slot false)
-  for i = 1, #parsed do if #parsed[i] == 0 then parsed[i] = false end end
-  return { shapes = parsed, dtypes = split_cell(row[names[2]] or ""), formats = split_cell(row[names[3]] or ""),
-           n = #parsed }
+  local n = #parsed
+  for i = 1, n do if #parsed[i] == 0 then parsed[i] = false end end
+  local dc, fc = row[names[2]] or "", row[names[3]] or ""
+  return { shapes = parsed, dtypes = split_memo[dc] or split_cell(dc), formats = split_memo[fc] or split_cell(fc),
+           n = n }
 end
 
 -- Non-empty slot indices (the compact view, aligned across the three lists).
 function M.present(sl)
-  local idx = {}
-  for i = 1, sl.n do if sl.shapes[i] then idx[#idx + 1] = i end end
+  local idx, n, shapes = {}, 0, sl.shapes
+  for i = 1, sl.n do if shapes[i] then n = n + 1; idx[n] = i end end
   return idx
 end
 
-M.dtype = shape.dtype_normalize
+-- dtype(name) -> "DT_..." (perfscript.shape.dtype_normalize), remembered per spelling: a grid
+-- asks each builder about thousands of rows sharing a handful of dtype names. Anything but a
+-- string goes to the C function as it is (the same result or the same argument error).
+local NORM = { dtype = shape.dtype_normalize }
+local dtype_memo, dtype_n = {}, 0
+function M.dtype(name)
+  if type(name) ~= "string" then return (NORM.dtype(name)) end
+  local d = dtype_memo[name]
+  if d then return d end
+  if dtype_n >= 512 then dtype_memo, dtype_n = {}, 0 end
+  d = NORM.dtype(name)
+  dtype_memo[name], dtype_n = d, dtype_n + 1
+  return d
+end
 
 M.TORCH_DTYPES = { DT_FLOAT = true, DT_FLOAT16 = true, DT_BF16 = true, DT_DOUBLE = true,
   DT_INT8 = true, DT_UINT8 = true, DT_INT16 = true, DT_INT32 = true, DT_INT64 = true, DT_BOOL = true }
@@ -62,10 +77,17 @@ M.TORCH_DTYPES = { DT_FLOAT = true, DT_FLOAT16 = true, DT_BF16 = true, DT_DOUBLE
 -- A tensor spec from slot i (shape, dtype, format), with the FRACTAL_NZ expansion of a 4-D
 -- recorded shape to its logical 2-D shape. opts: dtype (override), init, transpose, ...
 -- trim, skipped where neither end is whitespace (a split item, the usual case)
+-- (remembered per text: a grid's rows share a handful of format names)
+local strip_memo, strip_n = {}, 0
 local function strip(s)
+  local t = strip_memo[s]
+  if t then return t end
+  t = s
   local b, e = s:byte(1), s:byte(-1)
-  if b and (b == 32 or (b >= 9 and b <= 13) or e == 32 or (e >= 9 and e <= 13)) then return trim(s) end
-  return s
+  if b and (b == 32 or (b >= 9 and b <= 13) or e == 32 or (e >= 9 and e <= 13)) then t = trim(s) end
+  if strip_n >= 512 then strip_memo, strip_n = {}, 0 end
+  strip_memo[s], strip_n = t, strip_n + 1
+  return t
 end
 
 local NO_OPTS = {}
@@ -76,10 +98,13 @@ local function tensor_parts(sl, i, opts)
   if not dims then
     return nil, ("input slot %d has no shape (a theory row with an empty slot?)"):format(i)
   end
-  local dt = opts.dtype or M.dtype(sl.dtypes[i] or "")
+  -- the memos read here first: this runs for every slot of every candidate a grid asks about
+  local raw = sl.dtypes[i] or ""
+  local dt = opts.dtype or dtype_memo[raw] or M.dtype(raw)
   if dt == "DT_UNDEFINED" and opts.default_dtype then dt = opts.default_dtype end
   if not M.TORCH_DTYPES[dt] then return nil, "Unsupported dtype: " .. dt end
-  local fmt = strip(sl.formats[i] or "")
+  raw = sl.formats[i] or ""
+  local fmt = strip_memo[raw] or strip(raw)
   if fmt == "" then fmt = opts.default_format or "ND" end
   if fmt == "FRACTAL_NZ" and not opts.no_nz_expand then
     local logical, err = shape.nz_logical(dims)  -- batch dims kept

@@ -5,9 +5,9 @@ local C = require "perfscript.replay.common"
 
 local B_OPTS = { transpose = true }  -- read only (C.tensor copies its fields)
 
--- The checks (check-only and build share them): the slots and A's and B's slot indices.
-local function validate(row, exact)
-  local sl = C.must(C.slots(row, "in"))
+-- The checks (check-only and build share them) on the row's input slots sl: sl and A's and
+-- B's slot indices.
+local function validate_slots(sl, exact)
   local idx = C.present(sl)
   if exact then C.need(#idx == 2, "expects exactly 2 inputs, got %d", #idx)
   else C.need(#idx >= 2, "expects at least 2 inputs, got %d", #idx) end
@@ -18,6 +18,8 @@ local function validate(row, exact)
   C.need(ka == kb, "A [m,k] and recorded B [n,k] disagree on k (%d vs %d)", ka, kb)
   return sl, idx
 end
+
+local function validate(row, exact) return validate_slots(C.must(C.slots(row, "in")), exact) end
 
 -- one body for every variant (no closure per row: the grid asks this of every candidate)
 local function body(row, exact, api)
@@ -37,6 +39,9 @@ return function(exact, api)
     local B = {}
     function B.build(row) return C.guard(body, row, exact, api) end
     function B.check(row) return C.guard(ok, row, exact) end
+    -- check's checks on input slots the caller parsed (BatchMatMulV2's 2-D path), unguarded:
+    -- a refusal raises C.need's error
+    function B.check_slots(sl) validate_slots(sl, exact) end
     made[key] = setmetatable(B, { __call = function(_, row) return B.build(row) end })
   end
   return made[key]
