@@ -1,0 +1,203 @@
+#include "forkmap.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_WORKERS 64
+
+/* Shared by the parent and its workers (an anonymous shared mapping made before the fork). */
+typedef struct shared {
+  atomic_size_t next;          /* the index in keys of the next job to take */
+  atomic_int stop;             /* set: take no more jobs */
+  atomic_long current[MAX_WORKERS]; /* the job each worker runs (for a worker that dies) */
+} shared;
+
+/* One result record in a worker's file: the header, then len bytes. */
+typedef struct record {
+  int64_t key;
+  int64_t ok;
+  uint64_t len;
+} record;
+
+typedef struct worker {
+  pid_t pid;      /* 0: reaped */
+  FILE *results;  /* unlinked temporary file; the worker appends, the parent preads */
+  off_t read;     /* what the parent has consumed */
+  int status;     /* wait status once reaped */
+  long last_failed; /* the key of its failed job */
+} worker;
+
+int ps_forkmap_cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (n > MAX_WORKERS ? MAX_WORKERS : (int)n) : 1;
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* The worker's loop; never returns. */
+static void work(const ps_forkmap *m, shared *sh, int w, int fd) {
+  int code = 0;
+  while (!atomic_load(&sh->stop)) {
+    size_t i = atomic_fetch_add(&sh->next, 1);
+    if (i >= m->n) break;
+    atomic_store(&sh->current[w], m->keys[i]);
+    const char *out = NULL;
+    size_t len = 0;
+    int ok = m->fn(m->ud, m->keys[i], &out, &len) == 0;
+    if (out == NULL) len = 0;
+    record r = {m->keys[i], ok, len};
+    if (write_all(fd, &r, sizeof r) != 0 || write_all(fd, out ? out : "", len) != 0) {
+      code = 3;  /* the parent sees a worker that died, with the job it ran */
+      atomic_store(&sh->stop, 1);
+      break;
+    }
+    atomic_store(&sh->current[w], -1);
+    if (!ok) {
+      atomic_store(&sh->stop, 1);
+      break;
+    }
+  }
+  _exit(code);
+}
+
+/* Delivers the complete records of w not yet read; -1 when done asked to stop. */
+static int drain(const ps_forkmap *m, worker *w, int *quiet, char **buf, size_t *cap) {
+  int fd = fileno(w->results);
+  struct stat st;
+  if (fstat(fd, &st) != 0) return 0;
+  while (st.st_size - w->read >= (off_t)sizeof(record)) {
+    record r;
+    if (pread(fd, &r, sizeof r, w->read) != (ssize_t)sizeof r) return 0;
+    if ((uint64_t)(st.st_size - w->read - (off_t)sizeof r) < r.len) return 0; /* not all there */
+    if (r.len + 1 > *cap) {
+      char *nb = realloc(*buf, r.len + 1);
+      if (nb == NULL) return -1;
+      *buf = nb;
+      *cap = r.len + 1;
+    }
+    if (r.len > 0 && pread(fd, *buf, r.len, w->read + (off_t)sizeof r) != (ssize_t)r.len) return 0;
+    (*buf)[r.len] = '\0';
+    w->read += (off_t)(sizeof r + r.len);
+    if (!*quiet && m->done(m->ud, (long)r.key, (int)r.ok, *buf, (size_t)r.len) != 0) *quiet = 1;
+    if (!r.ok) {
+      w->last_failed = (long)r.key;
+      return -2;
+    }
+  }
+  return 0;
+}
+
+int ps_forkmap_run(const ps_forkmap *m, char *err, size_t errsize) {
+  err[0] = '\0';
+  if (m->n == 0) return 0;
+  int nw = m->workers < 1 ? 1 : m->workers;
+  if (nw > MAX_WORKERS) nw = MAX_WORKERS;
+  if ((size_t)nw > m->n) nw = (int)m->n;
+  shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) {
+    snprintf(err, errsize, "workers: shared memory: %s", strerror(errno));
+    return -1;
+  }
+  atomic_init(&sh->next, 0);
+  atomic_init(&sh->stop, 0);
+  for (int i = 0; i < MAX_WORKERS; i++) atomic_init(&sh->current[i], -1);
+  worker ws[MAX_WORKERS];
+  memset(ws, 0, sizeof ws);
+  int started = 0, failed = 0;
+  fflush(NULL);  /* a worker must not write the parent's buffered output again */
+  for (; started < nw; started++) {
+    worker *w = &ws[started];
+    w->results = tmpfile();
+    if (w->results == NULL) {
+      snprintf(err, errsize, "workers: temporary file: %s", strerror(errno));
+      break;
+    }
+    w->pid = fork();
+    if (w->pid < 0) {
+      snprintf(err, errsize, "workers: fork: %s", strerror(errno));
+      fclose(w->results);
+      w->results = NULL;
+      w->pid = 0;
+      break;
+    }
+    if (w->pid == 0) work(m, sh, started, fileno(w->results));
+  }
+  if (started < nw) {
+    failed = 1;
+    atomic_store(&sh->stop, 1);
+  }
+  int alive = started, quiet = 0;
+  char *buf = NULL;
+  size_t cap = 0;
+  struct timespec nap = {0, 2 * 1000 * 1000};
+  while (alive > 0) {
+    int moved = 0;
+    for (int i = 0; i < started; i++) {
+      worker *w = &ws[i];
+      if (w->pid == 0) continue;
+      pid_t r = waitpid(w->pid, &w->status, WNOHANG);
+      int ended = r == w->pid || (r < 0 && errno != EINTR);
+      /* what it wrote before it ended is complete now */
+      int d = drain(m, w, &quiet, &buf, &cap);
+      if (d == -2 && !failed) {
+        failed = 1;
+        atomic_store(&sh->stop, 1);
+        snprintf(err, errsize, "job %ld: %s", ws[i].last_failed, buf);
+      }
+      if (quiet && !failed) {
+        failed = 1;
+        atomic_store(&sh->stop, 1);
+        snprintf(err, errsize, "workers: stopped by the caller");
+      }
+      if (!ended) continue;
+      moved = 1;
+      alive--;
+      long job = atomic_load(&sh->current[i]);
+      if (r < 0) w->status = 0;
+      int died = WIFSIGNALED(w->status) || (WIFEXITED(w->status) && WEXITSTATUS(w->status) != 0);
+      if (died && !failed) {
+        failed = 1;
+        atomic_store(&sh->stop, 1);
+        char how[64];
+        if (WIFSIGNALED(w->status)) snprintf(how, sizeof how, "was killed by signal %d (%s)",
+                                             WTERMSIG(w->status), strsignal(WTERMSIG(w->status)));
+        else snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(w->status));
+        if (job >= 0) snprintf(err, errsize, "worker %d (pid %d) %s while running job %ld", i + 1,
+                               (int)w->pid, how, job);
+        else snprintf(err, errsize, "worker %d (pid %d) %s", i + 1, (int)w->pid, how);
+      }
+      w->pid = 0;
+    }
+    if (alive > 0 && !moved) nanosleep(&nap, NULL);
+  }
+  for (int i = 0; i < started; i++) {
+    if (ws[i].results) fclose(ws[i].results);
+  }
+  free(buf);
+  if (!failed && atomic_load(&sh->next) < m->n) {
+    failed = 1;
+    snprintf(err, errsize, "workers: not every job ran");
+  }
+  munmap(sh, sizeof *sh);
+  return failed ? -1 : 0;
+}
