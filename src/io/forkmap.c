@@ -80,8 +80,9 @@ static void work(const ps_forkmap *m, shared *sh, int w, int fd) {
   _exit(code);
 }
 
-/* Delivers the complete records of w not yet read; -1 when done asked to stop. */
-static int drain(const ps_forkmap *m, worker *w, int *quiet, char **buf, size_t *cap) {
+/* Delivers the complete records of w not yet read (done asking to stop sets *stopped); -2
+ * after a failed job's record. */
+static int drain(const ps_forkmap *m, worker *w, int *stopped, char **buf, size_t *cap) {
   int fd = fileno(w->results);
   struct stat st;
   if (fstat(fd, &st) != 0) return 0;
@@ -98,7 +99,7 @@ static int drain(const ps_forkmap *m, worker *w, int *quiet, char **buf, size_t 
     if (r.len > 0 && pread(fd, *buf, r.len, w->read + (off_t)sizeof r) != (ssize_t)r.len) return 0;
     (*buf)[r.len] = '\0';
     w->read += (off_t)(sizeof r + r.len);
-    if (!*quiet && m->done(m->ud, (long)r.key, (int)r.ok, *buf, (size_t)r.len) != 0) *quiet = 1;
+    if (m->done(m->ud, (long)r.key, (int)r.ok, *buf, (size_t)r.len) != 0) *stopped = 1;
     if (!r.ok) {
       w->last_failed = (long)r.key;
       return -2;
@@ -146,7 +147,7 @@ int ps_forkmap_run(const ps_forkmap *m, char *err, size_t errsize) {
     failed = 1;
     atomic_store(&sh->stop, 1);
   }
-  int alive = started, quiet = 0;
+  int alive = started, stopped = 0;
   char *buf = NULL;
   size_t cap = 0;
   struct timespec nap = {0, 2 * 1000 * 1000};
@@ -158,13 +159,13 @@ int ps_forkmap_run(const ps_forkmap *m, char *err, size_t errsize) {
       pid_t r = waitpid(w->pid, &w->status, WNOHANG);
       int ended = r == w->pid || (r < 0 && errno != EINTR);
       /* what it wrote before it ended is complete now */
-      int d = drain(m, w, &quiet, &buf, &cap);
+      int d = drain(m, w, &stopped, &buf, &cap);
       if (d == -2 && !failed) {
         failed = 1;
         atomic_store(&sh->stop, 1);
         snprintf(err, errsize, "job %ld: %s", ws[i].last_failed, buf);
       }
-      if (quiet && !failed) {
+      if (stopped && !failed) {
         failed = 1;
         atomic_store(&sh->stop, 1);
         snprintf(err, errsize, "workers: stopped by the caller");

@@ -18,7 +18,8 @@
 typedef int (*ps_forkmap_fn)(void *ud, long key, const char **out, size_t *len);
 
 /* In the parent: a result arrived (ok: fn returned 0, else bytes are the message). Returns 0
- * to go on, -1 to stop (the workers finish their current job; later results are dropped). */
+ * to go on, -1 to stop (the workers finish their current job). Every result that arrives is
+ * delivered, also after a stop: it may hold something the caller must release. */
 typedef int (*ps_forkmap_done)(void *ud, long key, int ok, const char *bytes, size_t len);
 
 typedef struct ps_forkmap {

@@ -12,7 +12,8 @@
  *     (forkmap.h; default: one per core, at most #keys); done(key, ok, string) is called here as
  *     each result arrives (ok false: fn raised, string is the error as text). nil, message when
  *     a job raised (the others stop after their current one), a worker died or a fork failed;
- *     an error in done is raised again once the workers are gone.
+ *     an error in done stops the run too (done still gets what arrives) and is raised again
+ *     once the workers are gone.
  *   proc.cores() -> the processors online */
 #include <errno.h>
 #include <stdlib.h>
@@ -192,7 +193,9 @@ static int fm_fn(void *ud, long key, const char **out, size_t *len) {
   return ok ? 0 : -1;
 }
 
-/* In the parent: done(key, ok, bytes); an error stops the run and is kept for later. */
+/* In the parent: done(key, ok, bytes); the first error stops the run and is kept for later
+ * (done still gets the results that arrive after it: they may hold what the caller must
+ * release; its later errors are dropped). */
 static int fm_done(void *ud, long key, int ok, const char *bytes, size_t len) {
   fm_ud *u = ud;
   lua_State *L = u->L;
@@ -201,6 +204,10 @@ static int fm_done(void *ud, long key, int ok, const char *bytes, size_t len) {
   lua_pushboolean(L, ok);
   lua_pushlstring(L, bytes, len);
   if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+    if (u->raised) {
+      lua_pop(L, 1);
+      return -1;
+    }
     u->raised = lua_gettop(L);
     return -1;
   }

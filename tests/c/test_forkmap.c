@@ -19,12 +19,14 @@ typedef struct seen {
   char text[64][64];
   long fail_key;   /* the job that fails (-1: none) */
   long die_key;    /* the job whose worker dies (-1: none) */
+  int slow;        /* each job takes 50 ms */
 } seen;
 
 static int job(void *ud, long key, const char **out, size_t *len) {
   seen *s = ud;
   static char buf[64];
   if (key == s->die_key) raise(SIGKILL);
+  if (s->slow) usleep(50 * 1000);
   if (key == s->fail_key) {
     snprintf(buf, sizeof buf, "job %ld went wrong", key);
     *out = buf;
@@ -118,13 +120,16 @@ static void the_caller_can_stop_the_run(void **state) {
   seen s;
   memset(&s, 0, sizeof s);
   s.fail_key = s.die_key = -1;
-  ps_forkmap m = {keys, 8, 2, job, stop_at_first, &s};
+  s.slow = 1;
+  ps_forkmap m = {keys, 8, 1, job, stop_at_first, &s};
   char err[256];
   assert_int_equal(ps_forkmap_run(&m, err, sizeof err), -1);
   assert_non_null(strstr(err, "stopped by the caller"));
+  /* the worker ends after the job it was running; what it finished still arrives */
   int ran = 0;
   for (int k = 0; k < 8; k++) ran += s.count[k];
-  assert_int_equal(ran, 1);
+  assert_true(ran >= 1 && ran < 8);
+  for (int k = 0; k < ran; k++) assert_int_equal(s.count[k], 1);
   m.n = 0; /* no jobs: nothing forked */
   assert_int_equal(ps_forkmap_run(&m, err, sizeof err), 0);
 }

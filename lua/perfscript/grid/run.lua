@@ -796,7 +796,7 @@ local function grow_in_workers(groups, threads, grow, order, files, routes, stag
   end
   local keys = {}
   for g = 1, #groups do keys[g] = g end
-  local ok, err = require("perfscript.proc").fork_map(keys, function(g)
+  local ran, ok, err = pcall(require("perfscript.proc").fork_map, keys, function(g)
     -- in a worker: its own stage, whose files go to the parent (an error removes them)
     local st_w <close> = stage and perf.fs.stage() or nil
     local out = {}
@@ -812,12 +812,15 @@ local function grow_in_workers(groups, threads, grow, order, files, routes, stag
     if not done then error(e, 0) end
     return wire.encode(out)
   end, function(g, done, text)
+    -- every result is kept before anything can fail here (an interrupt in progress): on a
+    -- failure all of their staged files are adopted and removed
     if not done then failure = failure or text; return end
     for _, r in ipairs(wire.decode(text)) do got[r.n] = r end
     flush()
   end, threads)
-  if not ok then
-    for _, r in pairs(got) do adopt(r) end  -- removed with the stage
+  if not (ran and ok) then
+    for _, r in pairs(got) do pcall(adopt, r) end  -- removed with the stage
+    if not ran then error(ok, 0) end
     if failure then perf.fail("%s", failure) end
     perf.fail("growing the shape grid: %s", err)
   end
