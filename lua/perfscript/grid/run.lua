@@ -809,7 +809,11 @@ local function grow_in_workers(groups, threads, grow, order, files, routes, stag
       if perf.is_user_error(x) then return x.message end
       return debug.traceback(tostring(x), 2)
     end)
-    if not done then error(e, 0) end
+    if not done then
+      -- the group's files staged before the error go back to st_w: its <close> removes them
+      for _, r in ipairs(out) do if r.staged then st_w:adopt(r.staged) end end
+      error(e, 0)
+    end
     return wire.encode(out)
   end, function(g, done, text)
     -- every result is kept before anything can fail here (an interrupt in progress): on a
