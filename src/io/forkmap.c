@@ -1,6 +1,7 @@
 #include "forkmap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -31,10 +32,12 @@ typedef struct record {
 
 typedef struct worker {
   pid_t pid;      /* 0: reaped */
-  FILE *results;  /* unlinked temporary file; the worker appends, the parent preads */
-  off_t read;     /* what the parent has consumed */
+  int fd;         /* the read end of its pipe (non-blocking), -1 when none */
+  char *in;       /* bytes read from it, not yet delivered */
+  size_t inlen, incap;
   int status;     /* wait status once reaped */
   long last_failed; /* the key of its failed job */
+  char *failed_msg;  /* its message */
 } worker;
 
 int ps_forkmap_cores(void) {
@@ -80,32 +83,45 @@ static void work(const ps_forkmap *m, shared *sh, int w, int fd) {
   _exit(code);
 }
 
-/* Delivers the complete records of w not yet read (done asking to stop sets *stopped); -2
- * after a failed job's record. */
-static int drain(const ps_forkmap *m, worker *w, int *stopped, char **buf, size_t *cap) {
-  int fd = fileno(w->results);
-  struct stat st;
-  if (fstat(fd, &st) != 0) return 0;
-  while (st.st_size - w->read >= (off_t)sizeof(record)) {
-    record r;
-    if (pread(fd, &r, sizeof r, w->read) != (ssize_t)sizeof r) return 0;
-    if ((uint64_t)(st.st_size - w->read - (off_t)sizeof r) < r.len) return 0; /* not all there */
-    if (r.len + 1 > *cap) {
-      char *nb = realloc(*buf, r.len + 1);
+/* Reads what w's pipe holds now and delivers its complete records (done asking to stop sets
+ * *stopped); -2 after a failed job's record, -1 out of memory. */
+static int drain(const ps_forkmap *m, worker *w, int *stopped) {
+  for (;;) {
+    if (w->incap - w->inlen < 65536) {
+      size_t cap = w->incap ? w->incap * 2 : 131072;
+      char *nb = realloc(w->in, cap);
       if (nb == NULL) return -1;
-      *buf = nb;
-      *cap = r.len + 1;
+      w->in = nb;
+      w->incap = cap;
     }
-    if (r.len > 0 && pread(fd, *buf, r.len, w->read + (off_t)sizeof r) != (ssize_t)r.len) return 0;
-    (*buf)[r.len] = '\0';
-    w->read += (off_t)(sizeof r + r.len);
-    if (m->done(m->ud, (long)r.key, (int)r.ok, *buf, (size_t)r.len) != 0) *stopped = 1;
+    ssize_t got = read(w->fd, w->in + w->inlen, w->incap - w->inlen - 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  /* nothing more now (EAGAIN) or the worker's end closed */
+    w->inlen += (size_t)got;
+  }
+  size_t at = 0;
+  int rc = 0;
+  while (w->inlen - at >= sizeof(record)) {
+    record r;
+    memcpy(&r, w->in + at, sizeof r);
+    if (w->inlen - at - sizeof r < r.len) break;  /* not all there yet */
+    char *bytes = w->in + at + sizeof r;
+    char keep = bytes[r.len];
+    bytes[r.len] = '\0';  /* the buffer has a byte to spare past what was read */
+    if (m->done(m->ud, (long)r.key, (int)r.ok, bytes, (size_t)r.len) != 0) *stopped = 1;
+    bytes[r.len] = keep;
+    at += sizeof r + r.len;
     if (!r.ok) {
       w->last_failed = (long)r.key;
-      return -2;
+      free(w->failed_msg);
+      w->failed_msg = strndup(bytes, r.len);
+      rc = -2;
+      break;
     }
   }
-  return 0;
+  memmove(w->in, w->in + at, w->inlen - at);
+  w->inlen -= at;
+  return rc;
 }
 
 int ps_forkmap_run(const ps_forkmap *m, char *err, size_t errsize) {
@@ -128,28 +144,35 @@ int ps_forkmap_run(const ps_forkmap *m, char *err, size_t errsize) {
   fflush(NULL);  /* a worker must not write the parent's buffered output again */
   for (; started < nw; started++) {
     worker *w = &ws[started];
-    w->results = tmpfile();
-    if (w->results == NULL) {
-      snprintf(err, errsize, "workers: temporary file: %s", strerror(errno));
+    int p[2];
+    w->fd = -1;
+    if (pipe(p) != 0) {
+      snprintf(err, errsize, "workers: pipe: %s", strerror(errno));
       break;
     }
     w->pid = fork();
     if (w->pid < 0) {
       snprintf(err, errsize, "workers: fork: %s", strerror(errno));
-      fclose(w->results);
-      w->results = NULL;
+      close(p[0]);
+      close(p[1]);
       w->pid = 0;
       break;
     }
-    if (w->pid == 0) work(m, sh, started, fileno(w->results));
+    if (w->pid == 0) {
+      /* the read ends of the pipes made so far are the parent's */
+      for (int k = 0; k < started; k++) if (ws[k].fd >= 0) close(ws[k].fd);
+      close(p[0]);
+      work(m, sh, started, p[1]);
+    }
+    close(p[1]);
+    w->fd = p[0];
+    fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) | O_NONBLOCK);
   }
   if (started < nw) {
     failed = 1;
     atomic_store(&sh->stop, 1);
   }
   int alive = started, stopped = 0;
-  char *buf = NULL;
-  size_t cap = 0;
   struct timespec nap = {0, 2 * 1000 * 1000};
   while (alive > 0) {
     int moved = 0;
@@ -159,11 +182,16 @@ int ps_forkmap_run(const ps_forkmap *m, char *err, size_t errsize) {
       pid_t r = waitpid(w->pid, &w->status, WNOHANG);
       int ended = r == w->pid || (r < 0 && errno != EINTR);
       /* what it wrote before it ended is complete now */
-      int d = drain(m, w, &stopped, &buf, &cap);
+      int d = drain(m, w, &stopped);
+      if (d == -1 && !failed) {
+        failed = 1;
+        atomic_store(&sh->stop, 1);
+        snprintf(err, errsize, "workers: out of memory");
+      }
       if (d == -2 && !failed) {
         failed = 1;
         atomic_store(&sh->stop, 1);
-        snprintf(err, errsize, "job %ld: %s", ws[i].last_failed, buf);
+        snprintf(err, errsize, "job %ld: %s", ws[i].last_failed, w->failed_msg ? w->failed_msg : "failed");
       }
       if (stopped && !failed) {
         failed = 1;
@@ -192,9 +220,10 @@ int ps_forkmap_run(const ps_forkmap *m, char *err, size_t errsize) {
     if (alive > 0 && !moved) nanosleep(&nap, NULL);
   }
   for (int i = 0; i < started; i++) {
-    if (ws[i].results) fclose(ws[i].results);
+    if (ws[i].fd >= 0) close(ws[i].fd);
+    free(ws[i].in);
+    free(ws[i].failed_msg);
   }
-  free(buf);
   if (!failed && atomic_load(&sh->next) < m->n) {
     failed = 1;
     snprintf(err, errsize, "workers: not every job ran");

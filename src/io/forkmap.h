@@ -4,8 +4,10 @@
  * parent's memory as it was at the fork, never returns into the caller and ends with _exit,
  * so no atexit handler, stdio buffer, finalizer or lock release of the parent's runs twice.
  *
- * Results travel through one unlinked temporary file per worker (no pipe to fill up, no
- * deadlock with a parent busy elsewhere); the next job to take is a counter in shared memory.
+ * Results travel through one pipe per worker, which the parent reads without blocking while
+ * it polls the workers (a worker writing a big result waits for room; no file, so no file size
+ * limit or full disk stands between a finished job and its parent); the next job to take is a
+ * counter in shared memory.
  * A failed job (fn says so) or a worker that dies stops the others after their current job:
  * they are not killed, so a job always ends by its own code (a job cleans up what it made). */
 #ifndef PS_FORKMAP_H

@@ -134,12 +134,47 @@ static void the_caller_can_stop_the_run(void **state) {
   assert_int_equal(ps_forkmap_run(&m, err, sizeof err), 0);
 }
 
+/* Results bigger than a pipe holds (up to 1 MiB each, and many of them) arrive whole (a file
+ * size limit on results is cli/test_write_safety's case 3). */
+static int big_job(void *ud, long key, const char **out, size_t *len) {
+  (void)ud;
+  static char *buf;
+  size_t n = (size_t)(key + 1) * 65536;
+  free(buf);
+  buf = malloc(n);
+  if (!buf) return -1;
+  for (size_t i = 0; i < n; i++) buf[i] = (char)('a' + (key + (long)i) % 26);
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+static int big_done(void *ud, long key, int ok, const char *bytes, size_t len) {
+  int *good = ud;
+  int same = ok && len == (size_t)(key + 1) * 65536 && bytes[len] == '\0';
+  for (size_t i = 0; same && i < len; i++) same = bytes[i] == (char)('a' + (key + (long)i) % 26);
+  if (same) (*good)++;
+  return 0;
+}
+
+static void big_results_arrive_whole(void **state) {
+  (void)state;
+  long keys[16];
+  for (int i = 0; i < 16; i++) keys[i] = i;
+  int good = 0;
+  ps_forkmap m = {keys, 16, 3, big_job, big_done, &good};
+  char err[256];
+  assert_int_equal(ps_forkmap_run(&m, err, sizeof err), 0);
+  assert_int_equal(good, 16);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(every_result_arrives_once),
     cmocka_unit_test(a_failed_job_stops_the_run),
     cmocka_unit_test(a_dead_worker_is_named_with_its_job),
     cmocka_unit_test(the_caller_can_stop_the_run),
+    cmocka_unit_test(big_results_arrive_whole),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
