@@ -6,6 +6,7 @@
 --             --csv) stays as a hidden alias.
 --   lists     comma lists, repeatable and accumulating: --ops A,B --ops C == --ops A B C.
 --   verbosity -v/--verbose, -q/--quiet.
+--   threads   --threads N (1 to 64; default: one per core, or $PERFSCRIPT_THREADS).
 --
 --   local options = require "perfscript.options"
 --   options.database(p, { write = true, aliases = { "--data-dir" } })
@@ -131,6 +132,24 @@ function M.whole(s)
   local v = math.tointeger(tonumber(s))
   if not v or v < 0 then return nil, string.format("'%s' is not a whole number", s) end
   return v
+end
+
+-- --threads N: how many threads or worker processes a recipe's work is split over; help says
+-- what they do. args.threads is nil when not given: M.thread_count(args) resolves the default.
+function M.threads(parser, help)
+  return parser:option("--threads", help)
+    :convert(function(s)
+      local n = math.tointeger(tonumber(s))
+      if not n or n < 1 or n > 64 then return nil, "--threads: a whole number from 1 to 64, not " .. s end
+      return n
+    end)
+end
+
+-- The --threads value, else $PERFSCRIPT_THREADS, else one per core.
+function M.thread_count(args)
+  local n = args.threads or math.tointeger(tonumber(os.getenv("PERFSCRIPT_THREADS") or ""))
+  if n and n >= 1 then return math.min(n, 64) end
+  return require("perfscript.proc").cores()
 end
 
 -- -v/--verbose (args.verbose) and -q/--quiet (args.quiet), each with the recipe's meaning.

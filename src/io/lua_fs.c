@@ -12,12 +12,15 @@
  *     and fsynced beside its target, and the status says what the commit will do.
  *     st:commit() -> {{path=, status=}, ...} | nil, message (which files are new, which old);
  *     st:abort() (also on <close> and __gc when not committed); st:files() -> the staged list
+ *     st:detach() -> {{path=, tmp=, status=}, ...} hands the staged files over (a forked worker
+ *     to its parent) and forgets them; st:adopt(list) -> true | nil, message takes them over
  *   fs.inject_failure{write = n, rename = m}: test hook; the nth staged file fails as a full
  *     disk does, the mth rename of a commit fails (docs/rules.md, All-or-nothing writes)
  *   fs.mkdir_p(path) -> true | nil, message
  *   fs.check_input(path) -> true | nil, message: only a regular file is read (infile.h) */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -233,6 +236,63 @@ static int stage_files(lua_State *L) {
   return 1;
 }
 
+/* st:detach() -> {{path=, tmp=, status=}, ...}: the staged files handed over (to st:adopt in
+ * another process); this stage forgets them and stays open. */
+static int stage_detach(lua_State *L) {
+  ps_stage *s = luaL_checkudata(L, 1, PS_STAGE_CLASS);
+  if (s->state != 0) return luaL_error(L, "stage already committed or aborted");
+  push_entries(L, s, 0, s->n);
+  for (size_t i = 0; i < s->n; i++) {
+    lua_rawgeti(L, -1, (lua_Integer)i + 1);
+    lua_pushstring(L, s->e[i].file.tmp);
+    lua_setfield(L, -2, "tmp");
+    lua_pop(L, 1);
+  }
+  ps_stage_detach(s);
+  return 1;
+}
+
+/* Forgets the entries from n0 on (adopted by a call that failed); their files stay. */
+static void unadopt(ps_stage *s, size_t n0) {
+  while (s->n > n0) {
+    s->n--;
+    free(s->e[s->n].path);
+    free(s->e[s->n].file.path);
+    free(s->e[s->n].file.tmp);
+  }
+}
+
+/* st:adopt(entries) -> true | nil, message: st:detach()'s list joins this stage (in order);
+ * on a problem (a temporary file gone) none of them is adopted. */
+static int stage_adopt(lua_State *L) {
+  ps_stage *s = luaL_checkudata(L, 1, PS_STAGE_CLASS);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (s->state != 0) return luaL_error(L, "stage already committed or aborted");
+  size_t n0 = s->n, k = (size_t)lua_rawlen(L, 2);
+  char err[600];
+  for (size_t i = 1; i <= k; i++) {
+    lua_rawgeti(L, 2, (lua_Integer)i);
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_getfield(L, -1, "path");
+    lua_getfield(L, -2, "tmp");
+    lua_getfield(L, -3, "status");
+    const char *path = lua_tostring(L, -3), *tmp = lua_tostring(L, -2), *st = lua_tostring(L, -1);
+    if (path == NULL || tmp == NULL || st == NULL) {
+      unadopt(s, n0);
+      return luaL_error(L, "adopt: entry %d needs path, tmp and status strings", (int)i);
+    }
+    int status = strcmp(st, "created") == 0 ? PS_ATOMIC_CREATED :
+                 strcmp(st, "replaced") == 0 ? PS_ATOMIC_REPLACED : 0;
+    if (ps_stage_adopt(s, path, tmp, status, err, sizeof err) != 0) {
+      unadopt(s, n0); /* none adopted */
+      return ps_fail(L, err);
+    }
+    lua_pop(L, 4);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int stage_tostring(lua_State *L) {
   ps_stage *s = luaL_checkudata(L, 1, PS_STAGE_CLASS);
   static const char *const states[] = {"open", "committed", "aborted", "commit interrupted"};
@@ -293,7 +353,8 @@ int luaopen_perfscript_fs(lua_State *L) {
     {"__gc", stage_gc}, {"__close", stage_abort}, {"__tostring", stage_tostring},
     {NULL, NULL}};
   static const luaL_Reg stage_methods[] = {
-    {"commit", stage_commit}, {"abort", stage_abort}, {"files", stage_files}, {NULL, NULL}};
+    {"commit", stage_commit}, {"abort", stage_abort}, {"files", stage_files},
+    {"detach", stage_detach}, {"adopt", stage_adopt}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"lock", fs_lock}, {"write_atomic", fs_write_atomic}, {"mkdir_p", fs_mkdir_p},
     {"stage", fs_stage}, {"inject_failure", fs_inject_failure}, {"check_input", fs_check_input},

@@ -6,7 +6,15 @@
  *   p:kill([grace = 2]) kills the whole process group (TERM, then KILL after grace seconds)
  *   p:pid(), p:running(); a process dropped while running is killed with its group
  *   proc.run{..., timeout = s} -> code, "exit" | "signal" | "timeout" (group killed on timeout)
- *   proc.which(name) -> full path | nil */
+ *   proc.which(name) -> full path | nil
+ *   proc.fork_map(keys, fn, done[, workers]) -> true | nil, message: runs fn(key) -> string for
+ *     each integer of the list keys (handed out in that order) in forked worker processes
+ *     (forkmap.h; default: one per core, at most #keys); done(key, ok, string) is called here as
+ *     each result arrives (ok false: fn raised, string is the error as text). nil, message when
+ *     a job raised (the others stop after their current one), a worker died or a fork failed;
+ *     an error in done stops the run too (done still gets what arrives) and is raised again
+ *     once the workers are gone.
+ *   proc.cores() -> the processors online */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +22,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "forkmap.h"
 #include "luabind.h"
 #include "proc.h"
 
@@ -158,13 +167,96 @@ static int l_which(lua_State *L) {
   return 1;
 }
 
+typedef struct fm_ud {
+  lua_State *L;
+  int fn, done;   /* stack indices */
+  int top;        /* the stack height a worker's job starts from */
+  int raised;     /* done raised: its error is on the stack at index `raised` */
+} fm_ud;
+
+/* In a worker: fn(key) under pcall; the result (or the error as text) stays on the stack. */
+static int fm_fn(void *ud, long key, const char **out, size_t *len) {
+  fm_ud *u = ud;
+  lua_State *L = u->L;
+  lua_settop(L, u->top);
+  lua_pushvalue(L, u->fn);
+  lua_pushinteger(L, key);
+  int ok = lua_pcall(L, 1, 1, 0) == LUA_OK;
+  if (ok && lua_type(L, -1) != LUA_TSTRING) {
+    lua_pushfstring(L, "fork_map: job %I returned a %s, not a string", (lua_Integer)key,
+                    luaL_typename(L, -1));
+    ok = 0;
+  } else if (!ok) {
+    luaL_tolstring(L, -1, NULL); /* a user error (perf.fail) says its message */
+  }
+  *out = lua_tolstring(L, -1, len);
+  return ok ? 0 : -1;
+}
+
+/* In the parent: done(key, ok, bytes); the first error stops the run and is kept for later
+ * (done still gets the results that arrive after it: they may hold what the caller must
+ * release; its later errors are dropped). */
+static int fm_done(void *ud, long key, int ok, const char *bytes, size_t len) {
+  fm_ud *u = ud;
+  lua_State *L = u->L;
+  lua_pushvalue(L, u->done);
+  lua_pushinteger(L, key);
+  lua_pushboolean(L, ok);
+  lua_pushlstring(L, bytes, len);
+  if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+    if (u->raised) {
+      lua_pop(L, 1);
+      return -1;
+    }
+    u->raised = lua_gettop(L);
+    return -1;
+  }
+  return 0;
+}
+
+static int l_fork_map(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  lua_Integer workers = luaL_optinteger(L, 4, ps_forkmap_cores());
+  lua_settop(L, 4);
+  size_t n = (size_t)lua_rawlen(L, 1);
+  long *keys = lua_newuserdatauv(L, sizeof(long) * (n ? n : 1), 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 1, (lua_Integer)i + 1);
+    int isint;
+    lua_Integer k = lua_tointegerx(L, -1, &isint);
+    if (!isint) return luaL_error(L, "fork_map: keys[%d] is not an integer", (int)i + 1);
+    keys[i] = (long)k;
+    lua_pop(L, 1);
+  }
+  luaL_checkstack(L, 8, "fork_map");
+  fm_ud u = {L, 2, 3, lua_gettop(L), 0};
+  ps_forkmap m = {keys, n, workers < 1 ? 1 : (workers > 64 ? 64 : (int)workers), fm_fn, fm_done, &u};
+  char err[1024];
+  int r = ps_forkmap_run(&m, err, sizeof err);
+  if (u.raised) {
+    lua_pushvalue(L, u.raised);
+    return lua_error(L);
+  }
+  if (r != 0) return ps_fail(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_cores(lua_State *L) {
+  lua_pushinteger(L, ps_forkmap_cores());
+  return 1;
+}
+
 int luaopen_perfscript_proc(lua_State *L) {
   static const luaL_Reg meta[] = {
     {"__gc", p_gc}, {"__close", p_gc}, {"__tostring", p_tostring}, {NULL, NULL}};
   static const luaL_Reg methods[] = {
     {"wait", p_wait}, {"kill", p_kill}, {"pid", p_pid}, {"running", p_running}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
-    {"spawn", l_spawn}, {"run", l_run}, {"which", l_which}, {NULL, NULL}};
+    {"spawn", l_spawn}, {"run", l_run}, {"which", l_which}, {"fork_map", l_fork_map},
+    {"cores", l_cores}, {NULL, NULL}};
   ps_newclass(L, PROC, meta, methods);
   luaL_newlib(L, funcs);
   return 1;

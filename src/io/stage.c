@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "grow.h"
 
@@ -84,6 +85,71 @@ int ps_stage_commit(ps_stage *s, char *err, size_t errsize) {
     s->done++;
   }
   s->state = 1;
+  return 0;
+}
+
+void ps_stage_detach(ps_stage *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    free(s->e[i].path);
+    free(s->e[i].file.path);
+    free(s->e[i].file.tmp);
+  }
+  s->n = s->done = 0;
+}
+
+/* 1 when tmp is named as ps_atomic_open names a temporary file of path (same directory). */
+static int tmp_of(const char *path, const char *tmp) {
+  const char *pb = strrchr(path, '/'), *tb = strrchr(tmp, '/');
+  size_t pd = pb ? (size_t)(pb - path) : 0, td = tb ? (size_t)(tb - tmp) : 0;
+  if ((pb == NULL) != (tb == NULL) || pd != td || memcmp(path, tmp, pd) != 0) return 0;
+  pb = pb ? pb + 1 : path;
+  tb = tb ? tb + 1 : tmp;
+  size_t n = strlen(pb);
+  return tb[0] == '.' && strncmp(tb + 1, pb, n) == 0 && strncmp(tb + 1 + n, ".tmp.", 5) == 0 &&
+         ps_atomic_tmp_owner(tb) != 0;
+}
+
+int ps_stage_adopt(ps_stage *s, const char *path, const char *tmp, int status, char *err,
+                   size_t errsize) {
+  struct stat st;
+  if (s->state != 0) {
+    snprintf(err, errsize, "%s: the stage is already committed or aborted", path);
+    return -1;
+  }
+  if (status != PS_ATOMIC_CREATED && status != PS_ATOMIC_REPLACED) {
+    snprintf(err, errsize, "%s: a staged file is created or replaced", path);
+    return -1;
+  }
+  if (!tmp_of(path, tmp)) {
+    snprintf(err, errsize, "%s: %s is not a temporary file of it", path, tmp);
+    return -1;
+  }
+  if (lstat(tmp, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, errsize, "%s: its staged temporary file %s is gone", path, tmp);
+    return -1;
+  }
+  for (size_t i = 0; i < s->n; i++)
+    if (strcmp(s->e[i].file.path, path) == 0) {
+      snprintf(err, errsize, "%s: staged twice in one run", path);
+      return -1;
+    }
+  if (ps_grow((void **)&s->e, &s->cap, s->n + 1, sizeof *s->e) != 0) {
+    snprintf(err, errsize, "%s: out of memory", path);
+    return -1;
+  }
+  ps_stage_entry *e = &s->e[s->n];
+  memset(e, 0, sizeof *e);
+  e->path = strdup(path);
+  e->file.path = strdup(path);
+  e->file.tmp = strdup(tmp);
+  if (e->path == NULL || e->file.path == NULL || e->file.tmp == NULL) {
+    free(e->path); free(e->file.path); free(e->file.tmp);
+    snprintf(err, errsize, "%s: out of memory", path);
+    return -1;
+  }
+  e->file.pending = status;
+  e->status = status;
+  s->n++;
   return 0;
 }
 

@@ -42,6 +42,18 @@ void ps_stage_abort(ps_stage *s);
 /* ps_stage_abort, then frees the entries. */
 void ps_stage_free(ps_stage *s);
 
+/* Hands the staged files to another process's stage (a forked worker's to its parent's):
+ * drops the entries, their temporary files kept; the stage stays open and empty. The caller
+ * has copied path, file.tmp and status first. */
+void ps_stage_detach(ps_stage *s);
+
+/* Takes over a temporary file staged elsewhere (ps_stage_detach): the commit renames tmp over
+ * path (status: PS_ATOMIC_CREATED or REPLACED), an abort removes it. tmp must be a temporary
+ * file of path's (atomicfile.h's name, in path's directory) that exists. 0, or -1 with a
+ * message (the stage is unchanged; tmp is left alone). */
+int ps_stage_adopt(ps_stage *s, const char *path, const char *tmp, int status, char *err,
+                   size_t errsize);
+
 /* Test hook (documented in docs/rules.md): from now on, make the nth file staged fail as a
  * full disk does (ENOSPC), and the mth rename of a commit fail (EIO); 0 turns either off. */
 void ps_stage_inject_failure(long nth_write, long mth_rename);

@@ -270,6 +270,66 @@ static void an_unreadable_file_is_not_appended_to(void **state) {
   rmdir(path_of("dir.csv"));
 }
 
+/* A worker's stage hands its files to the parent's (ps_stage_detach, ps_stage_adopt): the
+ * parent's commit publishes them, its abort removes them; a file not staged for the target is
+ * refused, and so is a temporary file that is gone. */
+static void staged_files_move_to_another_stage(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  ps_stage w, p;
+  ps_stage_init(&w);
+  ps_stage_init(&p);
+  assert_int_equal(stage_text(&w, "a.csv", "new a\n", err, sizeof err), PS_ATOMIC_REPLACED);
+  assert_int_equal(stage_text(&w, "c.csv", "new c\n", err, sizeof err), PS_ATOMIC_CREATED);
+  char *tmp[2], *target[2];
+  int st[2];
+  for (int i = 0; i < 2; i++) {
+    tmp[i] = strdup(w.e[i].file.tmp);
+    target[i] = strdup(w.e[i].path);
+    st[i] = w.e[i].status;
+  }
+  ps_stage_detach(&w);
+  assert_int_equal(w.n, 0);
+  ps_stage_free(&w); /* the worker's stage is gone: the temporary files stay */
+  assert_int_equal(temp_files(), 2);
+  /* not a temporary file of a.csv's, or a status that is no write: refused, nothing adopted */
+  assert_int_equal(ps_stage_adopt(&p, target[0], tmp[1], st[0], err, sizeof err), -1);
+  assert_non_null(strstr(err, "is not a temporary file of it"));
+  assert_int_equal(ps_stage_adopt(&p, target[0], path_of("b.csv"), st[0], err, sizeof err), -1);
+  assert_int_equal(ps_stage_adopt(&p, target[0], tmp[0], PS_ATOMIC_UNCHANGED, err, sizeof err), -1);
+  assert_int_equal(p.n, 0);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(ps_stage_adopt(&p, target[i], tmp[i], st[i], err, sizeof err), 0);
+  assert_int_equal(ps_stage_adopt(&p, target[0], tmp[0], st[0], err, sizeof err), -1);
+  assert_non_null(strstr(err, "staged twice"));
+  assert_content("a.csv", "old a\n");
+  assert_int_equal(ps_stage_commit(&p, err, sizeof err), 0);
+  assert_content("a.csv", "new a\n");
+  assert_content("c.csv", "new c\n");
+  assert_int_equal(temp_files(), 0);
+  ps_stage_free(&p);
+  /* adopted, then aborted: the temporary files go, the targets stay; a vanished file is said */
+  ps_stage_init(&w);
+  ps_stage_init(&p);
+  assert_int_equal(stage_text(&w, "b.csv", "new b\n", err, sizeof err), PS_ATOMIC_REPLACED);
+  char *t = strdup(w.e[0].file.tmp), *g = strdup(w.e[0].path);
+  ps_stage_detach(&w);
+  ps_stage_free(&w);
+  assert_int_equal(ps_stage_adopt(&p, g, t, PS_ATOMIC_REPLACED, err, sizeof err), 0);
+  ps_stage_free(&p);
+  assert_int_equal(temp_files(), 0);
+  assert_content("b.csv", "old b\n");
+  ps_stage_init(&p);
+  assert_int_equal(ps_stage_adopt(&p, g, t, PS_ATOMIC_REPLACED, err, sizeof err), -1);
+  assert_non_null(strstr(err, "is gone"));
+  ps_stage_free(&p);
+  for (int i = 0; i < 2; i++) free(tmp[i]), free(target[i]);
+  free(t);
+  free(g);
+  unlink(path_of("c.csv"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(nothing_changes_before_the_commit),
@@ -280,6 +340,7 @@ int main(void) {
     cmocka_unit_test(an_append_equals_a_rewrite),
     cmocka_unit_test(a_failed_append_leaves_every_file_old),
     cmocka_unit_test(an_unreadable_file_is_not_appended_to),
+    cmocka_unit_test(staged_files_move_to_another_stage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,4 +69,22 @@ grep -q "Data directory does not exist" e4.txt
 if grid --database-path "$db" --model-config "$work/none.json" 2> e5.txt; then exit 1; fi
 grep -q "model-config" e5.txt
 [[ $(cat "$db"/*.csv | md5sum) == "$sum" ]]
+
+# --threads: workers grow the same files, print the same summary and report; so does
+# $PERFSCRIPT_THREADS; a bad count is refused
+for t in 1 3 env; do
+  cp -r "$src/data/seed_db/$ver" "grow_$t"
+  args=(--database-path "grow_$t" --target-models Qwen/Qwen3-32B --rows 5 --report "grow_$t.csv")
+  if [[ $t == env ]]; then PERFSCRIPT_THREADS=2 grid "${args[@]}" > "grow_$t.txt"
+  else grid "${args[@]}" --threads $t > "grow_$t.txt"; fi
+  sed -i "s#grow_$t#DB#g" "grow_$t.txt"
+done
+grep -q "^Appended [1-9][0-9]* rows" grow_1.txt
+for t in 3 env; do
+  cmp grow_1.txt "grow_$t.txt"
+  cmp grow_1.csv "grow_$t.csv"
+  diff -r -x .perfscript.lock grow_1 "grow_$t"
+done
+if grid --database-path "$db" --threads 0 2> e6.txt; then exit 1; fi
+grep -q -- "--threads: a whole number from 1 to 64, not 0" e6.txt
 echo ok

@@ -66,6 +66,8 @@ function M.parser(info)
   options.output(p, "Copy the database to this new (or empty) directory first and grow the copy "
     .. "(default: grow the database in place).", { aliases = { "--out-dir" }, argname = "<dir>" })
   p:option("--report", "Also write the per-kernel summary to this file (.csv, else JSON).")
+  options.threads(p, "Worker processes growing independent files at once (default: one per "
+    .. "core; 1: this process alone).")
   return p
 end
 
@@ -234,7 +236,7 @@ function M.main(argv, info)
                             sampling = a.sampling,
                             replayable_only = not a.no_replayable_only,
                             rules = load_rules(),
-                            progress = progress,
+                            progress = progress, threads = options.thread_count(a),
                             also_stage = a.report and function(results, stage)
                               M.write_report(a.report, results, say, stage)
                             end }

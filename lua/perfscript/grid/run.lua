@@ -789,6 +789,144 @@ end
 -- (2000 rows a CSV, dry run) at about 30 MB less peak memory; 20 and 100 cost ~15% more CPU.
 local GC_MINOR, GC_MAJOR = 40, 200
 
+-- The files one worker grows, as groups of positions in the run's order: files of one
+-- pattern share its candidate cache, and a kernel reads the reach state of the kernels its
+-- directory's consumer tries before it (MatMulV2's rows shadow MatMulV3's), so each such
+-- connected set stays in one process, in the run's order. Biggest (weight(n): a file's
+-- estimated work) first.
+local function groups_of(order, files, routes, meta_for, weight)
+  local up, at = {}, {}
+  local function find(n)
+    while up[n] ~= n do up[n] = up[up[n]]; n = up[n] end
+    return n
+  end
+  local function join(a, b) a, b = find(a), find(b); if a ~= b then up[math.max(a, b)] = math.min(a, b) end end
+  for n, o in ipairs(order) do
+    local f = files[o.i]
+    if routes[o.i][1] then up[n] = n; at[f.dir .. "\0" .. f.kernel] = n end
+  end
+  local by_pattern = {}
+  for n, o in ipairs(order) do
+    local pname = routes[o.i][1]
+    if pname then
+      if by_pattern[pname] then join(by_pattern[pname], n) else by_pattern[pname] = n end
+      local f = files[o.i]
+      local km = meta_for(f.dir)[f.kernel]
+      for _, k in ipairs(km and km.before or {}) do
+        local m = at[f.dir .. "\0" .. k]
+        if m then join(m, n) end
+      end
+    end
+  end
+  local groups, of = {}, {}
+  for n, o in ipairs(order) do
+    if up[n] then
+      local r = find(n)
+      if not of[r] then of[r] = { cost = 0, first = n }; groups[#groups + 1] = of[r] end
+      local g = of[r]
+      g[#g + 1] = n
+      g.cost = g.cost + weight(n)
+    end
+  end
+  table.sort(groups, function(a, b)
+    if a.cost ~= b.cost then return a.cost > b.cost end
+    return a.first < b.first
+  end)
+  return groups
+end
+
+-- The candidates a pattern makes, roughly (the product of its iterators, as expand.each
+-- walks them; a generator's: unknown, a small grid), for ordering the workers' groups.
+local function candidates_guess(p, grids, nk_pairs)
+  if p.generator then return 1000 end
+  local n = 1
+  local function walk(list, skip_nk)
+    for _, it in ipairs(list or {}) do
+      local v = type(it[2]) == "string" and grids[it[2]] or it[2]
+      if not (skip_nk and (it[1] == "N" or it[1] == "K")) and type(v) == "table" then n = n * math.max(#v, 1) end
+    end
+  end
+  if p.model_nk_pairs and nk_pairs then
+    walk(p.iterators, true)
+    n = n * #nk_pairs
+  else
+    walk(p.iterators)
+    if p.model_nk_pairs then walk(p.fallback_iterators) end
+  end
+  return n
+end
+
+-- Grows the groups in `threads` forked workers (perfscript.proc.fork_map), each group's files
+-- staged in the worker and adopted into the run's stage here; results, opts.print and
+-- opts.progress see the files in the run's order, as a serial run gives them. On a failure
+-- every adopted file is dropped with the stage (M.run's <close>) and the error raised.
+local function grow_in_workers(groups, threads, grow, order, files, routes, stage, results, opts)
+  local wire = require "perfscript.wire"
+  local got, next_n, failure = {}, 1, nil
+  local function adopt(r)
+    if stage and r.staged and not r.adopted then
+      r.adopted = true
+      local ok, err = stage:adopt(r.staged)
+      if not ok then perf.fail("%s", err) end
+    end
+  end
+  -- hands on the files whose turn has come
+  local function flush()
+    while next_n <= #order do
+      local o = order[next_n]
+      local f = files[o.i]
+      local st
+      if routes[o.i][1] then
+        local r = got[next_n]
+        if not r then return end
+        adopt(r)
+        st = r.st
+      else
+        st = grow(next_n)
+      end
+      results[#results + 1] = st
+      if opts.print and st.pattern then opts.print(st) end
+      if opts.progress then opts.progress(next_n, #files, f.name) end
+      next_n = next_n + 1
+    end
+  end
+  local keys = {}
+  for g = 1, #groups do keys[g] = g end
+  local ran, ok, err = pcall(require("perfscript.proc").fork_map, keys, function(g)
+    -- in a worker: its own stage, whose files go to the parent (an error removes them)
+    local st_w <close> = stage and perf.fs.stage() or nil
+    local out = {}
+    local done, e = xpcall(function()
+      for _, n in ipairs(groups[g]) do
+        local st = grow(n, st_w)
+        out[#out + 1] = { n = n, st = st, staged = st_w and st_w:detach() or nil }
+      end
+    end, function(x)
+      if perf.is_user_error(x) then return x.message end
+      return debug.traceback(tostring(x), 2)
+    end)
+    if not done then
+      -- the group's files staged before the error go back to st_w: its <close> removes them
+      for _, r in ipairs(out) do if r.staged then st_w:adopt(r.staged) end end
+      error(e, 0)
+    end
+    return wire.encode(out)
+  end, function(g, done, text)
+    -- every result is kept before anything can fail here (an interrupt in progress): on a
+    -- failure all of their staged files are adopted and removed
+    if not done then failure = failure or text; return end
+    for _, r in ipairs(wire.decode(text)) do got[r.n] = r end
+    flush()
+  end, threads)
+  if not (ran and ok) then
+    for _, r in pairs(got) do pcall(adopt, r) end  -- removed with the stage
+    if not ran then error(ok, 0) end
+    if failure then perf.fail("%s", failure) end
+    perf.fail("growing the shape grid: %s", err)
+  end
+  flush()
+end
+
 -- run(opts) -> list of per-file stats. opts: dir, models (list of names or nil),
 -- presets (extra presets from --model-config), rows, seed, max_hbm_bytes, dry_run, variants
 -- (one template per kernel variant instead of the first row only), sampling ("random" or
@@ -799,6 +937,8 @@ local GC_MINOR, GC_MAJOR = 40, 200
 -- collect(file, T, S, idx, keys): called per template with the rows the file's grid targets
 -- (S's indices idx after sampling, present rows included; keys[i] = cells.key of row i).
 -- pick: kernel -> set of cells.key: append only those rows (the collection planner's proposal).
+-- threads: worker processes growing independent files at once (default 1: this process
+-- alone; collect and pick always run here).
 function M.run(opts)
   -- most objects made per candidate die young while the pattern caches (tens of thousands of
   -- rows' cells) live on: fewer collections (a longer generational pause, a later major one)
@@ -868,31 +1008,50 @@ function M.run(opts)
     if a.depth ~= b.depth then return a.depth < b.depth end
     return a.i < b.i
   end)
-  for n, o in ipairs(order) do
-    local i, f = o.i, files[o.i]
+  -- grows the file at position n of the order (staged in stage); its stats
+  local function grow(n, stage_to)
+    local i, f = order[n].i, files[order[n].i]
     local pname, why = routes[i][1], routes[i][2]
-    if not pname then
-      results[#results + 1] = { file = f.name, kernel = f.kernel, status = "no generator: " .. why }
-    else
-      sources[pname] = sources[pname] or source(pname)
-      local gen = sources[pname]
-      local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
-                    replayable = opts.replayable_only and require("perfscript.replay.registry") or nil,
-                    max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
-                    variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir], lint = checkers[f.dir],
-                    columns = gen.columns, generate = gen.each, flat = gen.flat, stage = stage,
-                    collect = opts.collect and function(T, S, idx, keys) opts.collect(f, T, S, idx, keys) end,
-                    pick = opts.pick and (opts.pick[f.kernel] or {}) }
-      cache[pname] = cache[pname] or {}
-      job.cache = cache[pname]
-      local st = M.process(job)
-      st.pattern = pname
-      left[pname] = left[pname] - 1
-      if left[pname] == 0 then cache[pname] = nil end  -- no later file uses this pattern
+    if not pname then return { file = f.name, kernel = f.kernel, status = "no generator: " .. why } end
+    sources[pname] = sources[pname] or source(pname)
+    local gen = sources[pname]
+    local job = { path = f.path, name = f.name, kernel = f.kernel, rows = opts.rows, seed = opts.seed,
+                  replayable = opts.replayable_only and require("perfscript.replay.registry") or nil,
+                  max_hbm_bytes = opts.max_hbm_bytes, dry_run = opts.dry_run, pattern = pname,
+                  variants = opts.variants, sampling = opts.sampling, reach = reaches[f.dir], lint = checkers[f.dir],
+                  columns = gen.columns, generate = gen.each, flat = gen.flat, stage = stage_to,
+                  collect = opts.collect and function(T, S, idx, keys) opts.collect(f, T, S, idx, keys) end,
+                  pick = opts.pick and (opts.pick[f.kernel] or {}) }
+    cache[pname] = cache[pname] or {}
+    job.cache = cache[pname]
+    local st = M.process(job)
+    st.pattern = pname
+    left[pname] = left[pname] - 1
+    if left[pname] == 0 then cache[pname] = nil end  -- no later file uses this pattern
+    return st
+  end
+  -- the collection planner's callbacks gather into this process: they run serially
+  local threads = (opts.collect or opts.pick) and 1 or opts.threads or 1
+  local groups
+  if threads > 1 then
+    -- a file's work: its pattern's candidates, and its bytes scanned (1 kB ~ one candidate)
+    local guess = {}
+    groups = groups_of(order, files, routes, meta_for, function(n)
+      local i = order[n].i
+      local pname = routes[i][1]
+      guess[pname] = guess[pname] or candidates_guess(rules.patterns[pname], rules.grids, nk_pairs)
+      return guess[pname] + (lfs.attributes(files[i].path, "size") or 0) // 1024
+    end)
+  end
+  if groups and #groups > 1 then
+    grow_in_workers(groups, threads, grow, order, files, routes, stage, results, opts)
+  else
+    for n = 1, #order do
+      local st = grow(n, stage)
       results[#results + 1] = st
-      if opts.print then opts.print(st) end
+      if opts.print and st.pattern then opts.print(st) end
+      if opts.progress then opts.progress(n, #files, files[order[n].i].name) end
     end
-    if opts.progress then opts.progress(n, #files, f.name) end
   end
   if stage then
     if opts.also_stage then opts.also_stage(results, stage) end

@@ -32,14 +32,9 @@ function M.parser()
     "Reject files without the 25 PipeUtilization counters (the original's rule); by default "
     .. "they import with empty counter cells.")
   parser:flag("--dry-run", "Report what would change; write nothing.")
-  parser:option("--threads",
+  options.threads(parser,
     "Threads reading a big input file (32 MiB and more), each a chunk of it (default: one per "
     .. "core; 1: one thread).")
-    :convert(function(s)
-      local n = math.tointeger(tonumber(s))
-      if not n or n < 1 or n > 64 then return nil, "--threads: a whole number from 1 to 64, not " .. s end
-      return n
-    end)
   return parser
 end
 
