@@ -20,6 +20,7 @@
 #include "import_key.h"
 #include "shape.h"
 #include "text.h"
+#include "writeback_sig.h"
 
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
 enum {
@@ -102,6 +103,10 @@ struct ps_profile {
   size_t nseen;
   ps_profile_counts totals;
   long nfiles;
+  int hash_files;             /* ps_profile_set_hash: each file's XXH3 taken while it is read */
+  uint64_t *file_hash;        /* per file: its XXH3 (ps_sig_hash_file), valid where file_hashed */
+  unsigned char *file_hashed;
+  size_t cap_hash;
 };
 
 ps_profile *ps_profile_new(void) {
@@ -134,7 +139,17 @@ void ps_profile_free(ps_profile *p) {
   free(p->slots);
   free(p->seen[0]);
   free(p->seen[1]);
+  free(p->file_hash);
+  free(p->file_hashed);
   free(p);
+}
+
+void ps_profile_set_hash(ps_profile *p, int on) { p->hash_files = on; }
+
+int ps_profile_file_hash(const ps_profile *p, long file, uint64_t *out) {
+  if (file < 0 || file >= p->nfiles || (size_t)file >= p->cap_hash || !p->file_hashed[file]) return -1;
+  *out = p->file_hash[file];
+  return 0;
 }
 
 const ps_profile_counts *ps_profile_totals(const ps_profile *p) { return &p->totals; }
@@ -886,6 +901,32 @@ static void run_pass(pass *x, int t) {
 
 typedef struct thread_arg { pass *x; int t; } thread_arg;
 
+/* The file's XXH3 for the provenance log (ps_profile_set_hash), taken on a thread of its own
+ * while the pass reads the file: a serial read of the whole file after the pass before. */
+typedef struct hash_job { const char *path; uint64_t h; int ok; } hash_job;
+
+static void *hash_thread(void *arg) {
+  hash_job *j = arg;
+  j->ok = ps_sig_hash_file(j->path, &j->h) == 0;
+  return NULL;
+}
+
+/* Room for file's hash in p; -1 when out of memory. */
+static int hash_room(ps_profile *p, long file) {
+  if ((size_t)file < p->cap_hash) return 0;
+  size_t c = p->cap_hash ? 2 * p->cap_hash : 8;
+  while (c <= (size_t)file) c *= 2;
+  uint64_t *h = realloc(p->file_hash, c * sizeof *h);
+  if (h == NULL) return -1;
+  p->file_hash = h;
+  unsigned char *d = realloc(p->file_hashed, c);
+  if (d == NULL) return -1;
+  memset(d + p->cap_hash, 0, c - p->cap_hash);
+  p->file_hashed = d;
+  p->cap_hash = c;
+  return 0;
+}
+
 static void *pass_thread(void *arg) {
   thread_arg *a = arg;
   pthread_mutex_lock(&a->x->mu);
@@ -1003,6 +1044,14 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     if (x->w[t].scan) ps_scan_set_chunk(x->w[t].scan, CHUNK);
   }
   int rc = 0;
+  hash_job hj = {path, 0, 0};
+  pthread_t hth;
+  int hashing = 0;   /* 1: hth hashes; 2: this thread hashes after the pass */
+  if (ready && p->hash_files) {
+    ready = hash_room(p, x->file_index) == 0;
+    /* one thread asked for: the hash after the pass, on it */
+    if (ready) hashing = T > 1 && pthread_create(&hth, NULL, hash_thread, &hj) == 0 ? 1 : 2;
+  }
   if (!ready) {
     if (x->w[0].scan) snprintf(err, errsize, "%s: out of memory", path);
     rc = -1;
@@ -1029,6 +1078,12 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     pthread_mutex_destroy(&x->mu);
     pthread_cond_destroy(&x->cv);
     rc = x->rc;
+  }
+  if (hashing == 1) pthread_join(hth, NULL);
+  else if (hashing == 2 && rc == 0) hash_thread(&hj);
+  if (hashing) {
+    p->file_hash[x->file_index] = hj.h;
+    p->file_hashed[x->file_index] = (unsigned char)hj.ok;
   }
   for (int t = 0; t < MAX_THREADS; t++) {
     ps_scan_close(x->w[t].scan);
@@ -1160,6 +1215,28 @@ static void *rows_work(void *arg) {
 
 #define ROWS_PER_THREAD_MIN 128   /* fewer rows are not worth a thread (one call per kernel type) */
 
+int ps_profile_row_threads(const ps_profile *p, size_t n) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long T = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
+  if (T > MAX_THREADS) T = MAX_THREADS;
+  if (n < 2 * ROWS_PER_THREAD_MIN) T = 1;
+  else if ((size_t)T > n / ROWS_PER_THREAD_MIN) T = (long)(n / ROWS_PER_THREAD_MIN);
+  return (int)T;
+}
+
+void ps_profile_run(int T, void *(*fn)(void *), void *jobs, size_t jobsize) {
+  pthread_t th[MAX_THREADS];
+  int started[MAX_THREADS] = {0};
+  if (T > MAX_THREADS) T = MAX_THREADS;
+  char *j = jobs;
+  for (int t = 1; t < T; t++) started[t] = pthread_create(&th[t], NULL, fn, j + (size_t)t * jobsize) == 0;
+  fn(j);
+  for (int t = 1; t < T; t++) {
+    if (started[t]) pthread_join(th[t], NULL);
+    else fn(j + (size_t)t * jobsize);   /* no thread: this one does it */
+  }
+}
+
 int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text, size_t *off,
                          size_t *bad) {
   *text = NULL;
@@ -1177,23 +1254,12 @@ int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text
     seen[idx[k]] = 1;
   }
   free(seen);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  long T = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
-  if (T > MAX_THREADS) T = MAX_THREADS;
-  if (dup || n < 2 * ROWS_PER_THREAD_MIN) T = 1;
-  else if ((size_t)T > n / ROWS_PER_THREAD_MIN) T = (long)(n / ROWS_PER_THREAD_MIN);
+  long T = dup ? 1 : ps_profile_row_threads(p, n);
   rows_job job[MAX_THREADS];
-  pthread_t th[MAX_THREADS];
-  int started[MAX_THREADS] = {0};
   for (long t = 0; t < T; t++)
     job[t] = (rows_job){p, idx, n * (size_t)t / (size_t)T, n * (size_t)(t + 1) / (size_t)T,
                         off + n * (size_t)t / (size_t)T, NULL, 0, 0, 0};
-  for (long t = 1; t < T; t++) started[t] = pthread_create(&th[t], NULL, rows_work, &job[t]) == 0;
-  rows_work(&job[0]);
-  for (long t = 1; t < T; t++) {
-    if (started[t]) pthread_join(th[t], NULL);
-    else rows_work(&job[t]);   /* no thread: this one does it */
-  }
+  ps_profile_run((int)T, rows_work, job, sizeof *job);
   int rc = 0;
   size_t total = 0;
   for (long t = 0; t < T; t++) {
