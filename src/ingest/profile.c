@@ -856,8 +856,19 @@ static int adopt_step(pass *x) {
   free(order);
   for (int t = 0; t < x->T; t++) {   /* p owns their memory now */
     ps_profile *q = x->q[t];
+    /* the table keeps the size of the round with the most new groups (the first): its few
+     * used slots are cleared, not all (a probe passes the cleared ones: it looks for its
+     * group's own slot, which is there) */
+    if (q->ngroups * 16 < q->nslots) {
+      for (size_t i = 0; i < q->ngroups; i++) {
+        size_t h = (size_t)q->groups[i].hash & (q->nslots - 1);
+        while (q->slots[h].idx != i + 1) h = (h + 1) & (q->nslots - 1);
+        q->slots[h] = (slot){0, 0, 0};
+      }
+    } else {
+      memset(q->slots, 0, q->nslots * sizeof *q->slots);
+    }
     q->ngroups = 0;
-    memset(q->slots, 0, q->nslots * sizeof *q->slots);
   }
   return rc;
 }
