@@ -835,22 +835,25 @@ oom:
   atomic_store(&x->oom, 1);
 }
 
-static int by_first_row(const void *a, const void *b) {
-  uint64_t x = (*(group *const *)a)->first_row, y = (*(group *const *)b)->first_row;
-  return (x > y) - (x < y);
-}
-
-/* After step 3: the groups first seen this round join p in the order of their first rows. */
+/* After step 3: the groups first seen this round join p in the order of their first rows.
+ * Each share made its new groups in file order, so that order is a merge of the shares'. */
 static int adopt_step(pass *x) {
-  size_t n = 0;
+  size_t n = 0, at[MAX_THREADS] = {0};
   for (int t = 0; t < x->T; t++) n += x->q[t]->ngroups;
   if (n == 0) return 0;
   group **order = malloc(n * sizeof *order);
   if (order == NULL) return -1;
-  n = 0;
-  for (int t = 0; t < x->T; t++)
-    for (size_t i = 0; i < x->q[t]->ngroups; i++) order[n++] = &x->q[t]->groups[i];
-  qsort(order, n, sizeof *order, by_first_row);
+  for (size_t k = 0; k < n; k++) {
+    group *best = NULL;
+    int bt = 0;
+    for (int t = 0; t < x->T; t++) {
+      const ps_profile *q = x->q[t];
+      if (at[t] < q->ngroups && (best == NULL || q->groups[at[t]].first_row < best->first_row))
+        best = &q->groups[at[t]], bt = t;
+    }
+    order[k] = best;
+    at[bt]++;
+  }
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) rc = adopt(x->p, order[i]);
   free(order);
