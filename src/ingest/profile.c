@@ -467,13 +467,15 @@ enum { K_NOTYPE, K_NA, K_NODIMS, K_BAD, K_USE, K_SKIP };
 
 /* A parsed row. The key and the cells of a used row are copied to the block's arena. */
 typedef struct rowrec {
-  uint64_t h0, h1, dup;
+  /* what steps 2 and 3 read of every row, in its first cache line (the rows are aligned to
+   * one: the thread of step 2 reads the rows the others wrote, a line each) */
+  _Alignas(64) uint64_t h0, h1, dup;
+  long fia_ordinal;                      /* set by step 2 */
+  uint8_t kind, check_dup, have_start, is_fia;
+  uint32_t valid;                        /* bit m: mv[m] holds a number */
   int64_t start_ns;
   double dur;
-  long fia_ordinal;                      /* set by step 2 */
-  uint32_t valid;                        /* bit m: mv[m] holds a number */
   uint32_t off, keylen, clen[PS_PC_NCELLS];
-  uint8_t kind, check_dup, have_start, is_fia;
   double mv[PS_NCOUNTERS];
 } rowrec;
 
@@ -569,8 +571,10 @@ enum { ROW_OOM = -1, ROW_BAD = -2 };
 static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record *rec) {
   if (b->nrec == b->caprec) {
     size_t c = b->caprec ? b->caprec * 2 : 4096;
-    rowrec *n = realloc(b->recs, c * sizeof *n);
+    rowrec *n = aligned_alloc(_Alignof(rowrec), c * sizeof *n);
     if (n == NULL) return ROW_OOM;
+    if (b->nrec) memcpy(n, b->recs, b->nrec * sizeof *n);
+    free(b->recs);
     b->recs = n;
     b->caprec = c;
   }
