@@ -193,9 +193,7 @@ static int a_types(lua_State *L) {
   ps_u64map_init(&m, 64);
   int oom = tix == NULL;
   for (size_t i = 0; i < n && !oom; i++) {
-    ps_profile_group_info g;
-    ps_profile_group(p, i, 0, &g);
-    const char *t = g.cells[PS_PC_TYPE];
+    const char *t = ps_profile_group_type(p, i);
     uint64_t h = ps_sig_hash_bytes(t, strlen(t));
     size_t cursor = 0, id;
     while ((id = ps_u64map_next(&m, h, &cursor)) != PS_U64MAP_NONE && strcmp(name[id], t) != 0) {}

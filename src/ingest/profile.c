@@ -1155,6 +1155,10 @@ static double median_of(double *a, size_t n) {
   return (below + a[h]) / 2;
 }
 
+const char *ps_profile_group_type(const ps_profile *p, size_t i) {
+  return i < p->ngroups && p->groups[i].cells[PS_PC_TYPE] ? p->groups[i].cells[PS_PC_TYPE] : "";
+}
+
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info) {
   if (i >= p->ngroups) return -1;
   group *g = &p->groups[i];

@@ -113,6 +113,9 @@ typedef struct ps_profile_group_info {
  * FIA position are filled. Returns 0, or -1 when i is out of range. */
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info);
 
+/* Group i's kernel type (info.cells[PS_PC_TYPE] of ps_profile_group), "" when out of range. */
+const char *ps_profile_group_type(const ps_profile *p, size_t i);
+
 /* The database rows of groups idx[0..n) (0-based) as CSV text: the 8 cells after the type with
  * minimal quoting (csvwrite.h), then mean, median and std and the 25 counter means as %.6f
  * (empty when there is none), comma-separated, no line end. Row k is (*text)[off[k]..off[k+1])
