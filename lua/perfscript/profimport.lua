@@ -149,7 +149,9 @@ end
 ---------------------------------------------------------------------------------------------
 -- Aggregation
 
--- opts.progress(done_bytes, total_bytes, file): called now and then; opts.threads: see below.
+-- opts.progress(done_bytes, total_bytes, file): called now and then; opts.threads: see below;
+-- opts.hash: each file's XXH3 is taken while it is read (per_file[i].xxh3, an integer, or nil
+-- when it could not be read), for the provenance log.
 -- Returns agg, per-file {counts, absent}; raises perf.fail on a data error.
 function M.aggregate(files, opts)
   opts = opts or {}
@@ -157,7 +159,8 @@ function M.aggregate(files, opts)
   -- (default: one per core); PERFSCRIPT_SPLIT_MIN (bytes) lets tests split small files (the C
   -- core reads no environment).
   local agg = profile.new { threads = opts.threads or tonumber(os.getenv("PERFSCRIPT_THREADS") or ""),
-                            split_min = tonumber(os.getenv("PERFSCRIPT_SPLIT_MIN") or "") }
+                            split_min = tonumber(os.getenv("PERFSCRIPT_SPLIT_MIN") or ""),
+                            hash = opts.hash }
   local total, offset = 0, 0
   for _, f in ipairs(files) do total = total + (lfs.attributes(f, "size") or 0) end
   local per_file = {}
@@ -168,7 +171,7 @@ function M.aggregate(files, opts)
     end
     local counts, absent = agg:add_file(f, cb)
     if not counts then perf.fail("%s", absent) end
-    per_file[i] = { file = f, counts = counts, absent = absent }
+    per_file[i] = { file = f, counts = counts, absent = absent, xxh3 = opts.hash and agg:file_xxh3(i) or nil }
     offset = offset + (lfs.attributes(f, "size") or 0)
   end
   return agg, per_file

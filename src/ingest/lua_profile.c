@@ -1,5 +1,6 @@
 /* perfscript.profile: streaming aggregation of kernel_details / op_summary files.
- *   local agg = profile.new([{threads = 1, split_min = bytes}])   (no threads/split: defaults)
+ *   local agg = profile.new([{threads = 1, split_min = bytes, hash = true}])   (no threads/split:
+ *       defaults; hash: each file's XXH3 taken while it is read: agg:file_xxh3(i) -> integer | nil)
  *   local counts, absent = agg:add_file(path [, function(done, total) end])
  *                          -- or nil, "file: missing columns: ..." / "file:line: reason"
  *   agg:totals(), #agg, agg:group(i [, stats]) -> {type=, in_shapes=, ..., count=, mean=, ...}
@@ -27,6 +28,7 @@
 #include "import_key.h"
 #include "csvwrite.h"
 #include "grow.h"
+#include "u64map.h"
 #include "provenance.h"
 #include "writeback_sig.h"
 
@@ -51,8 +53,10 @@ static int p_new(lua_State *L) {
   if (lua_istable(L, 1)) {
     lua_Integer threads = (lua_getfield(L, 1, "threads"), lua_tointeger(L, -1));
     lua_Integer split_min = (lua_getfield(L, 1, "split_min"), lua_tointeger(L, -1));
-    lua_pop(L, 2);
+    int hash = (lua_getfield(L, 1, "hash"), lua_toboolean(L, -1));
+    lua_pop(L, 3);
     ps_profile_set_threads(u->p, (int)threads, split_min > 0 ? (uint64_t)split_min : 0);
+    ps_profile_set_hash(u->p, hash);
   }
   return 1;
 }
@@ -99,6 +103,17 @@ static int a_add_file(lua_State *L) {
   push_counts(L, &counts);
   lua_pushstring(L, absent);
   return 2;
+}
+
+/* agg:file_xxh3(i) -> the XXH3 of the i-th file added (as perfscript.sig.hash_file gives
+ * it), taken while it was read (profile.new{hash = true}), or nil */
+static int a_file_xxh3(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  lua_Integer i = luaL_checkinteger(L, 2);
+  uint64_t h;
+  if (i < 1 || ps_profile_file_hash(p, (long)(i - 1), &h) != 0) return luaL_pushfail(L), 1;
+  lua_pushinteger(L, (lua_Integer)h);
+  return 1;
 }
 
 static int a_totals(lua_State *L) {
@@ -168,27 +183,65 @@ static int a_group(lua_State *L) {
 static int a_types(lua_State *L) {
   ps_profile *p = check_agg(L);
   size_t n = ps_profile_ngroups(p);
-  lua_settop(L, 1);
-  lua_newtable(L);                               /* 2: result */
-  lua_newtable(L);                               /* 3: type name -> its entry */
-  lua_Integer ntypes = 0;
-  for (size_t i = 0; i < n; i++) {
-    ps_profile_group_info g;
-    ps_profile_group(p, i, 0, &g);
-    if (lua_getfield(L, 3, g.cells[PS_PC_TYPE]) != LUA_TTABLE) {
-      lua_pop(L, 1);
-      lua_createtable(L, 0, 2);
-      lua_pushstring(L, g.cells[PS_PC_TYPE]), lua_setfield(L, -2, "type");
-      lua_newtable(L), lua_setfield(L, -2, "groups");
-      lua_pushvalue(L, -1), lua_setfield(L, 3, g.cells[PS_PC_TYPE]);
-      lua_pushvalue(L, -1), lua_rawseti(L, 2, ++ntypes);
+  /* each group's type (a map on the hash of the name, names compared), then the groups in
+   * type order (a counting sort, group order kept) and one table of its size per type: no Lua
+   * lookup per group (they were a tenth of the serial work after a big aggregation) */
+  size_t *tix = malloc((2 * n + 1) * sizeof *tix), *order = tix + n;
+  size_t ntypes = 0, captypes = 0, *count = NULL;
+  const char **name = NULL;
+  ps_u64map m;
+  ps_u64map_init(&m, 64);
+  int oom = tix == NULL;
+  for (size_t i = 0; i < n && !oom; i++) {
+    const char *t = ps_profile_group_type(p, i);
+    uint64_t h = ps_sig_hash_bytes(t, strlen(t));
+    size_t cursor = 0, id;
+    while ((id = ps_u64map_next(&m, h, &cursor)) != PS_U64MAP_NONE && strcmp(name[id], t) != 0) {}
+    if (id == PS_U64MAP_NONE) {
+      id = ntypes;
+      if (ntypes == captypes) {
+        size_t c = captypes ? 2 * captypes : 32;
+        const char **nn = realloc(name, c * sizeof *nn);
+        if (nn) name = nn;
+        size_t *nc = nn ? realloc(count, c * sizeof *nc) : NULL;
+        if (nc) count = nc;
+        if (nn == NULL || nc == NULL || ps_u64map_add(&m, h, id) != 0) {
+          oom = 1;
+          break;
+        }
+        captypes = c;
+      } else if (ps_u64map_add(&m, h, id) != 0) {
+        oom = 1;
+        break;
+      }
+      name[ntypes] = t;
+      count[ntypes++] = 0;
     }
-    lua_getfield(L, -1, "groups");
-    lua_pushinteger(L, (lua_Integer)i + 1);
-    lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
-    lua_pop(L, 2);
+    tix[i] = id;
+    count[id]++;
   }
-  lua_pop(L, 1);
+  ps_u64map_free(&m);
+  if (oom) {
+    free(tix), free(name), free(count);
+    return luaL_error(L, "out of memory");
+  }
+  for (size_t t = 0, at = 0; t < ntypes; t++) {   /* count[t]: where type t's groups start */
+    size_t c = count[t];
+    count[t] = at;
+    at += c;
+  }
+  for (size_t i = 0; i < n; i++) order[count[tix[i]]++] = i;
+  lua_createtable(L, (int)ntypes, 0);
+  for (size_t t = 0, at = 0; t < ntypes; t++) {
+    size_t end = count[t];   /* now where type t's groups end */
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, name[t]), lua_setfield(L, -2, "type");
+    lua_createtable(L, (int)(end - at), 0);
+    for (lua_Integer k = 1; at < end; at++, k++) lua_pushinteger(L, (lua_Integer)order[at] + 1), lua_rawseti(L, -2, k);
+    lua_setfield(L, -2, "groups");
+    lua_rawseti(L, -2, (lua_Integer)t + 1);
+  }
+  free(tix), free(name), free(count);
   return 1;
 }
 
@@ -311,50 +364,104 @@ oom:
   return luaL_error(L, "out of memory");
 }
 
-/* agg:provenance(indices, stem, common [, input, xxh3]): each group's row key is its
- * write-back signature with the stem as the operator name (what perf.sig.row computes of the
- * row's signature cells), without a Lua table per group: an import logs every row it writes. */
-static int a_provenance(lua_State *L) {
-  ps_profile *p = check_agg(L);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  size_t klen, clen;
-  const char *stem = luaL_checklstring(L, 3, &klen);
-  const char *common = luaL_checklstring(L, 4, &clen);
-  const char *input = luaL_optstring(L, 5, NULL), *xxh3 = luaL_optstring(L, 6, NULL);
-  lua_Integer n = luaL_len(L, 2), bad = 0;
+/* The provenance lines of groups idx[from, to) (a_provenance's work, on one thread). */
+typedef struct prov_job {
+  ps_profile *p;
+  const size_t *idx;
+  size_t from, to;
+  const char *common, *stem, *tail;   /* tail: the input members, encoded once */
+  size_t clen, klen, tlen;
+  ps_prov_buf b;
+  int oom;
+} prov_job;
+
+static void *prov_work(void *arg) {
+  prov_job *j = arg;
   ps_sig *g = ps_sig_new();
-  ps_prov_buf b = {0};
-  int oom = g == NULL;
-  for (lua_Integer k = 1; k <= n && !oom && !bad; k++) {
-    lua_rawgeti(L, 2, k);
-    lua_Integer i = lua_tointeger(L, -1);
-    lua_pop(L, 1);
+  j->oom = g == NULL;
+  for (size_t k = j->from; k < j->to && !j->oom; k++) {
     ps_profile_group_info info;
-    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 0, &info) != 0) {
-      bad = i ? i : -1;
-      break;
-    }
-    ps_sig_row row = {.op_name = stem, .op_state = info.cells[PS_PC_OP_STATE],
+    ps_profile_group(j->p, j->idx[k], 0, &info);   /* in range: checked by the caller */
+    ps_sig_row row = {.op_name = j->stem, .op_state = info.cells[PS_PC_OP_STATE],
                       .in_shapes = info.cells[PS_PC_IN_SHAPES], .in_dtypes = info.cells[PS_PC_IN_DTYPES],
                       .in_formats = info.cells[PS_PC_IN_FORMATS], .out_shapes = info.cells[PS_PC_OUT_SHAPES],
                       .out_dtypes = info.cells[PS_PC_OUT_DTYPES]};
     if (ps_sig_compute(g, &row) != 0) {
-      oom = 1;
+      j->oom = 1;
       break;
     }
     ps_prov_row r = {.key = ps_sig_hash(g), .in_shapes = row.in_shapes, .in_len = strlen(row.in_shapes),
-                     .out_shapes = row.out_shapes, .out_len = strlen(row.out_shapes),
-                     .input = input, .input_xxh3 = xxh3};
-    oom = ps_prov_line(&b, common, clen, stem, klen, &r) != 0;
+                     .out_shapes = row.out_shapes, .out_len = strlen(row.out_shapes)};
+    /* the line without the input members, then its "}\n" replaced by them: the same bytes
+     * (they are its last members), the input path not escaped again for every line */
+    if (ps_prov_line(&j->b, j->common, j->clen, j->stem, j->klen, &r) != 0 ||
+        ps_grow((void **)&j->b.text, &j->b.cap, j->b.len + j->tlen, 1) != 0) {
+      j->oom = 1;
+      break;
+    }
+    j->b.len -= 2;
+    memcpy(j->b.text + j->b.len, j->tail, j->tlen);
+    j->b.len += j->tlen;
   }
   ps_sig_free(g);
-  if (oom || bad) {
-    free(b.text);
-    if (oom) return luaL_error(L, "out of memory");
-    return luaL_error(L, "group index %d out of range", (int)bad);
+  return NULL;
+}
+
+/* agg:provenance(indices, stem, common [, input, xxh3]): each group's row key is its
+ * write-back signature with the stem as the operator name (what perf.sig.row computes of the
+ * row's signature cells), without a Lua table per group: an import logs every row it writes.
+ * The lines are made on the aggregate's threads, each a range of the groups, in order. */
+static int a_provenance(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t klen, clen, il = 0, xl = 0;
+  const char *stem = luaL_checklstring(L, 3, &klen);
+  const char *common = luaL_checklstring(L, 4, &clen);
+  const char *input = luaL_optlstring(L, 5, NULL, &il), *xxh3 = luaL_optlstring(L, 6, NULL, &xl);
+  lua_Integer n = luaL_len(L, 2);
+  size_t *idx = malloc((n > 0 ? (size_t)n : 1) * sizeof *idx);
+  /* ,"input":..,"input_xxh3":..}\n as ps_prov_line writes them */
+  char *tail = malloc(9 + PS_JSON_QUOTED_MAX(il) + 14 + PS_JSON_QUOTED_MAX(xl) + 2);
+  if (idx == NULL || tail == NULL) {
+    free(idx), free(tail);
+    return luaL_error(L, "out of memory");
   }
-  lua_pushlstring(L, b.text ? b.text : "", b.len);
-  free(b.text);
+  size_t tlen = 0;
+  if (input) memcpy(tail, ",\"input\":", 9), tlen = 9 + ps_json_quote(tail + 9, input, il);
+  if (xxh3) memcpy(tail + tlen, ",\"input_xxh3\":", 14), tlen += 14 + ps_json_quote(tail + tlen + 14, xxh3, xl);
+  memcpy(tail + tlen, "}\n", 2), tlen += 2;
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, 2, k);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (i < 1 || (size_t)i > ps_profile_ngroups(p)) {
+      free(idx), free(tail);
+      return luaL_error(L, "group index %d out of range", i ? (int)i : -1);
+    }
+    idx[k - 1] = (size_t)(i - 1);
+  }
+  int T = ps_profile_row_threads(p, (size_t)n);
+  prov_job job[64];
+  if (T > 64) T = 64;
+  for (int t = 0; t < T; t++)
+    job[t] = (prov_job){p, idx, (size_t)n * (size_t)t / (size_t)T, (size_t)n * (size_t)(t + 1) / (size_t)T,
+                        common, stem, tail, clen, klen, tlen, {0}, 0};
+  ps_profile_run(T, prov_work, job, sizeof *job);
+  int oom = 0;
+  size_t total = 0;
+  for (int t = 0; t < T; t++) oom |= job[t].oom, total += job[t].b.len;
+  char *all = NULL;
+  if (!oom && T == 1) all = job[0].b.text, job[0].b.text = NULL;
+  else if (!oom && (all = malloc(total ? total : 1)) == NULL) oom = 1;
+  for (size_t t = 0, at = 0; t < (size_t)T; t++) {
+    if (!oom && job[t].b.text) memcpy(all + at, job[t].b.text, job[t].b.len), at += job[t].b.len;
+    free(job[t].b.text);
+  }
+  free(idx);
+  free(tail);
+  if (oom) return luaL_error(L, "out of memory");
+  lua_pushlstring(L, all ? all : "", total);
+  free(all);
   lua_pushinteger(L, n);
   return 2;
 }
@@ -418,7 +525,7 @@ int luaopen_perfscript_profile(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
     {"csv_text", a_csv_text}, {"provenance", a_provenance}, {"types", a_types}, {"keys", a_keys},
-    {"close", a_close}, {NULL, NULL}};
+    {"file_xxh3", a_file_xxh3}, {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},
     {"is_na", f_is_na}, {"import_key", f_import_key}, {NULL, NULL}};

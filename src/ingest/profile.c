@@ -20,6 +20,7 @@
 #include "import_key.h"
 #include "shape.h"
 #include "text.h"
+#include "writeback_sig.h"
 
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
 enum {
@@ -102,6 +103,10 @@ struct ps_profile {
   size_t nseen;
   ps_profile_counts totals;
   long nfiles;
+  int hash_files;             /* ps_profile_set_hash: each file's XXH3 taken while it is read */
+  uint64_t *file_hash;        /* per file: its XXH3 (ps_sig_hash_file), valid where file_hashed */
+  unsigned char *file_hashed;
+  size_t cap_hash;
 };
 
 ps_profile *ps_profile_new(void) {
@@ -134,7 +139,17 @@ void ps_profile_free(ps_profile *p) {
   free(p->slots);
   free(p->seen[0]);
   free(p->seen[1]);
+  free(p->file_hash);
+  free(p->file_hashed);
   free(p);
+}
+
+void ps_profile_set_hash(ps_profile *p, int on) { p->hash_files = on; }
+
+int ps_profile_file_hash(const ps_profile *p, long file, uint64_t *out) {
+  if (file < 0 || file >= p->nfiles || (size_t)file >= p->cap_hash || !p->file_hashed[file]) return -1;
+  *out = p->file_hash[file];
+  return 0;
 }
 
 const ps_profile_counts *ps_profile_totals(const ps_profile *p) { return &p->totals; }
@@ -452,13 +467,15 @@ enum { K_NOTYPE, K_NA, K_NODIMS, K_BAD, K_USE, K_SKIP };
 
 /* A parsed row. The key and the cells of a used row are copied to the block's arena. */
 typedef struct rowrec {
-  uint64_t h0, h1, dup;
+  /* what steps 2 and 3 read of every row, in its first cache line (the rows are aligned to
+   * one: the thread of step 2 reads the rows the others wrote, a line each) */
+  _Alignas(64) uint64_t h0, h1, dup;
+  long fia_ordinal;                      /* set by step 2 */
+  uint8_t kind, check_dup, have_start, is_fia;
+  uint32_t valid;                        /* bit m: mv[m] holds a number */
   int64_t start_ns;
   double dur;
-  long fia_ordinal;                      /* set by step 2 */
-  uint32_t valid;                        /* bit m: mv[m] holds a number */
   uint32_t off, keylen, clen[PS_PC_NCELLS];
-  uint8_t kind, check_dup, have_start, is_fia;
   double mv[PS_NCOUNTERS];
 } rowrec;
 
@@ -554,8 +571,10 @@ enum { ROW_OOM = -1, ROW_BAD = -2 };
 static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record *rec) {
   if (b->nrec == b->caprec) {
     size_t c = b->caprec ? b->caprec * 2 : 4096;
-    rowrec *n = realloc(b->recs, c * sizeof *n);
+    rowrec *n = aligned_alloc(_Alignof(rowrec), c * sizeof *n);
     if (n == NULL) return ROW_OOM;
+    if (b->nrec) memcpy(n, b->recs, b->nrec * sizeof *n);
+    free(b->recs);
     b->recs = n;
     b->caprec = c;
   }
@@ -820,29 +839,43 @@ oom:
   atomic_store(&x->oom, 1);
 }
 
-static int by_first_row(const void *a, const void *b) {
-  uint64_t x = (*(group *const *)a)->first_row, y = (*(group *const *)b)->first_row;
-  return (x > y) - (x < y);
-}
-
-/* After step 3: the groups first seen this round join p in the order of their first rows. */
+/* After step 3: the groups first seen this round join p in the order of their first rows.
+ * Each share made its new groups in file order, so that order is a merge of the shares'. */
 static int adopt_step(pass *x) {
-  size_t n = 0;
+  size_t n = 0, at[MAX_THREADS] = {0};
   for (int t = 0; t < x->T; t++) n += x->q[t]->ngroups;
   if (n == 0) return 0;
   group **order = malloc(n * sizeof *order);
   if (order == NULL) return -1;
-  n = 0;
-  for (int t = 0; t < x->T; t++)
-    for (size_t i = 0; i < x->q[t]->ngroups; i++) order[n++] = &x->q[t]->groups[i];
-  qsort(order, n, sizeof *order, by_first_row);
+  for (size_t k = 0; k < n; k++) {
+    group *best = NULL;
+    int bt = 0;
+    for (int t = 0; t < x->T; t++) {
+      const ps_profile *q = x->q[t];
+      if (at[t] < q->ngroups && (best == NULL || q->groups[at[t]].first_row < best->first_row))
+        best = &q->groups[at[t]], bt = t;
+    }
+    order[k] = best;
+    at[bt]++;
+  }
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) rc = adopt(x->p, order[i]);
   free(order);
   for (int t = 0; t < x->T; t++) {   /* p owns their memory now */
     ps_profile *q = x->q[t];
+    /* the table keeps the size of the round with the most new groups (the first): its few
+     * used slots are cleared, not all (a probe passes the cleared ones: it looks for its
+     * group's own slot, which is there) */
+    if (q->ngroups * 16 < q->nslots) {
+      for (size_t i = 0; i < q->ngroups; i++) {
+        size_t h = (size_t)q->groups[i].hash & (q->nslots - 1);
+        while (q->slots[h].idx != i + 1) h = (h + 1) & (q->nslots - 1);
+        q->slots[h] = (slot){0, 0, 0};
+      }
+    } else {
+      memset(q->slots, 0, q->nslots * sizeof *q->slots);
+    }
     q->ngroups = 0;
-    memset(q->slots, 0, q->nslots * sizeof *q->slots);
   }
   return rc;
 }
@@ -885,6 +918,32 @@ static void run_pass(pass *x, int t) {
 }
 
 typedef struct thread_arg { pass *x; int t; } thread_arg;
+
+/* The file's XXH3 for the provenance log (ps_profile_set_hash), taken on a thread of its own
+ * while the pass reads the file: a serial read of the whole file after the pass before. */
+typedef struct hash_job { const char *path; uint64_t h; int ok; } hash_job;
+
+static void *hash_thread(void *arg) {
+  hash_job *j = arg;
+  j->ok = ps_sig_hash_file(j->path, &j->h) == 0;
+  return NULL;
+}
+
+/* Room for file's hash in p; -1 when out of memory. */
+static int hash_room(ps_profile *p, long file) {
+  if ((size_t)file < p->cap_hash) return 0;
+  size_t c = p->cap_hash ? 2 * p->cap_hash : 8;
+  while (c <= (size_t)file) c *= 2;
+  uint64_t *h = realloc(p->file_hash, c * sizeof *h);
+  if (h == NULL) return -1;
+  p->file_hash = h;
+  unsigned char *d = realloc(p->file_hashed, c);
+  if (d == NULL) return -1;
+  memset(d + p->cap_hash, 0, c - p->cap_hash);
+  p->file_hashed = d;
+  p->cap_hash = c;
+  return 0;
+}
 
 static void *pass_thread(void *arg) {
   thread_arg *a = arg;
@@ -1003,6 +1062,14 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     if (x->w[t].scan) ps_scan_set_chunk(x->w[t].scan, CHUNK);
   }
   int rc = 0;
+  hash_job hj = {path, 0, 0};
+  pthread_t hth;
+  int hashing = 0;   /* 1: hth hashes; 2: this thread hashes after the pass */
+  if (ready && p->hash_files) {
+    ready = hash_room(p, x->file_index) == 0;
+    /* one thread asked for: the hash after the pass, on it */
+    if (ready) hashing = T > 1 && pthread_create(&hth, NULL, hash_thread, &hj) == 0 ? 1 : 2;
+  }
   if (!ready) {
     if (x->w[0].scan) snprintf(err, errsize, "%s: out of memory", path);
     rc = -1;
@@ -1029,6 +1096,12 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     pthread_mutex_destroy(&x->mu);
     pthread_cond_destroy(&x->cv);
     rc = x->rc;
+  }
+  if (hashing == 1) pthread_join(hth, NULL);
+  else if (hashing == 2 && rc == 0) hash_thread(&hj);
+  if (hashing) {
+    p->file_hash[x->file_index] = hj.h;
+    p->file_hashed[x->file_index] = (unsigned char)hj.ok;
   }
   for (int t = 0; t < MAX_THREADS; t++) {
     ps_scan_close(x->w[t].scan);
@@ -1080,6 +1153,10 @@ static double median_of(double *a, size_t n) {
   double below = a[0];   /* the largest of a[0..h): the sorted list's a[h - 1] */
   for (size_t k = 1; k < h; k++) if (a[k] > below) below = a[k];
   return (below + a[h]) / 2;
+}
+
+const char *ps_profile_group_type(const ps_profile *p, size_t i) {
+  return i < p->ngroups && p->groups[i].cells[PS_PC_TYPE] ? p->groups[i].cells[PS_PC_TYPE] : "";
 }
 
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info) {
@@ -1160,6 +1237,28 @@ static void *rows_work(void *arg) {
 
 #define ROWS_PER_THREAD_MIN 128   /* fewer rows are not worth a thread (one call per kernel type) */
 
+int ps_profile_row_threads(const ps_profile *p, size_t n) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long T = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
+  if (T > MAX_THREADS) T = MAX_THREADS;
+  if (n < 2 * ROWS_PER_THREAD_MIN) T = 1;
+  else if ((size_t)T > n / ROWS_PER_THREAD_MIN) T = (long)(n / ROWS_PER_THREAD_MIN);
+  return (int)T;
+}
+
+void ps_profile_run(int T, void *(*fn)(void *), void *jobs, size_t jobsize) {
+  pthread_t th[MAX_THREADS];
+  int started[MAX_THREADS] = {0};
+  if (T > MAX_THREADS) T = MAX_THREADS;
+  char *j = jobs;
+  for (int t = 1; t < T; t++) started[t] = pthread_create(&th[t], NULL, fn, j + (size_t)t * jobsize) == 0;
+  fn(j);
+  for (int t = 1; t < T; t++) {
+    if (started[t]) pthread_join(th[t], NULL);
+    else fn(j + (size_t)t * jobsize);   /* no thread: this one does it */
+  }
+}
+
 int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text, size_t *off,
                          size_t *bad) {
   *text = NULL;
@@ -1177,23 +1276,12 @@ int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text
     seen[idx[k]] = 1;
   }
   free(seen);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  long T = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
-  if (T > MAX_THREADS) T = MAX_THREADS;
-  if (dup || n < 2 * ROWS_PER_THREAD_MIN) T = 1;
-  else if ((size_t)T > n / ROWS_PER_THREAD_MIN) T = (long)(n / ROWS_PER_THREAD_MIN);
+  long T = dup ? 1 : ps_profile_row_threads(p, n);
   rows_job job[MAX_THREADS];
-  pthread_t th[MAX_THREADS];
-  int started[MAX_THREADS] = {0};
   for (long t = 0; t < T; t++)
     job[t] = (rows_job){p, idx, n * (size_t)t / (size_t)T, n * (size_t)(t + 1) / (size_t)T,
                         off + n * (size_t)t / (size_t)T, NULL, 0, 0, 0};
-  for (long t = 1; t < T; t++) started[t] = pthread_create(&th[t], NULL, rows_work, &job[t]) == 0;
-  rows_work(&job[0]);
-  for (long t = 1; t < T; t++) {
-    if (started[t]) pthread_join(th[t], NULL);
-    else rows_work(&job[t]);   /* no thread: this one does it */
-  }
+  ps_profile_run((int)T, rows_work, job, sizeof *job);
   int rc = 0;
   size_t total = 0;
   for (long t = 0; t < T; t++) {

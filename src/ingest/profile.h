@@ -68,6 +68,12 @@ void ps_profile_free(ps_profile *p);
  * online core); the results are the same bits for any count. split_min: files smaller than
  * this many bytes are read by one thread (0: 32 MiB). */
 void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min);
+/* on: ps_profile_add_file also takes each file's XXH3 (ps_sig_hash_file, for the provenance
+ * log), on a thread of its own while the file is read when it is read by several. */
+void ps_profile_set_hash(ps_profile *p, int on);
+/* The XXH3 of file (0-based, in add order) taken by ps_profile_add_file: 0 and *out, or -1
+ * (not asked for, not read, or the file could not be read). */
+int ps_profile_file_hash(const ps_profile *p, long file, uint64_t *out);
 /* Tests: the most bytes a thread parses per round (0: about 1 MiB), small to make many. */
 void ps_profile_set_block(ps_profile *p, uint64_t bytes);
 
@@ -107,6 +113,9 @@ typedef struct ps_profile_group_info {
  * FIA position are filled. Returns 0, or -1 when i is out of range. */
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info);
 
+/* Group i's kernel type (info.cells[PS_PC_TYPE] of ps_profile_group), "" when out of range. */
+const char *ps_profile_group_type(const ps_profile *p, size_t i);
+
 /* The database rows of groups idx[0..n) (0-based) as CSV text: the 8 cells after the type with
  * minimal quoting (csvwrite.h), then mean, median and std and the 25 counter means as %.6f
  * (empty when there is none), comma-separated, no line end. Row k is (*text)[off[k]..off[k+1])
@@ -116,6 +125,13 @@ int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *
  * (*bad is set to it), -2 when memory runs out. */
 int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text, size_t *off,
                          size_t *bad);
+
+/* How many threads work on n rows of output (ps_profile_rows_text, the provenance lines): the
+ * aggregate's thread count, at most one per 128 rows (1 below 256). */
+int ps_profile_row_threads(const ps_profile *p, size_t n);
+/* Runs fn on jobs[0..T) (each jobsize bytes), jobs[0] on this thread, the others on threads of
+ * their own (on this one when a thread cannot start), and returns when all are done. */
+void ps_profile_run(int T, void *(*fn)(void *), void *jobs, size_t jobsize);
 
 /* Canonical kernel type: whitespace trimmed, then the renaming table of docs/rules.md, Import
  * (split_qkv_rmsnorm_rope_kernel_0 -> split_qkv_rmsnorm_rope_kernel, ...). Returns a pointer

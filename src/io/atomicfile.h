@@ -44,6 +44,14 @@ int ps_atomic_commit(ps_atomic *a, int if_changed, char *err, size_t errsize);
 int ps_atomic_finish(ps_atomic *a, int if_changed, char *err, size_t errsize);
 int ps_atomic_publish(ps_atomic *a, char *err, size_t errsize);
 
+/* The halves for a caller that makes many files durable at once (stage.c): finish without
+ * the fsync (the caller fsyncs a->tmp before the rename), and the rename without the
+ * directory's fsync (the caller calls ps_atomic_sync_dir on the target's directory after). */
+int ps_atomic_finish_unsynced(ps_atomic *a, int if_changed, char *err, size_t errsize);
+int ps_atomic_rename(ps_atomic *a, char *err, size_t errsize);
+/* fsyncs the directory that holds path (errors ignored, as after every rename). */
+void ps_atomic_sync_dir(const char *path);
+
 /* 0 when the target may be replaced; -1 with a message when it is marked read-only. */
 int ps_atomic_check_writable(const char *path, char *err, size_t errsize);
 

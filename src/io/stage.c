@@ -1,10 +1,14 @@
 #include "stage.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include <unistd.h>
 
 #include "grow.h"
 
@@ -47,7 +51,7 @@ int ps_stage_add(ps_stage *s, ps_atomic *a, int if_changed, char *err, size_t er
     ps_atomic_abort(a);
     return -1;
   }
-  int st = ps_atomic_finish(a, if_changed, err, errsize);
+  int st = ps_atomic_finish_unsynced(a, if_changed, err, errsize);   /* fsynced at the commit */
   if (st != PS_ATOMIC_CREATED && st != PS_ATOMIC_REPLACED) {
     free(path);
   } else {
@@ -60,12 +64,76 @@ int ps_stage_add(ps_stage *s, ps_atomic *a, int if_changed, char *err, size_t er
   return st;
 }
 
+/* The staged temporary files are fsynced at the commit, several at once: one after the other,
+ * each waited for its own journal commit (an import of 24 kernel types spent a fifth of its
+ * time there); fsyncs in flight together share them. */
+#define SYNC_THREADS 8
+typedef struct sync_job { ps_stage *s; size_t t, step; int *errs; } sync_job;
+
+static void *sync_files(void *arg) {
+  sync_job *j = arg;
+  for (size_t i = j->t; i < j->s->n; i += j->step) {
+    int fd = open(j->s->e[i].file.tmp, O_RDONLY | O_CLOEXEC);
+    j->errs[i] = fd < 0 || fsync(fd) != 0 ? errno : 0;
+    if (fd >= 0) close(fd);
+  }
+  return NULL;
+}
+
+/* 0, or -1 with the first failure in err: every temporary file's bytes durable. */
+static int sync_staged(ps_stage *s, char *err, size_t errsize) {
+  int *errs = calloc(s->n ? s->n : 1, sizeof *errs);
+  if (errs == NULL) {
+    snprintf(err, errsize, "out of memory");
+    return -1;
+  }
+  size_t T = s->n < SYNC_THREADS ? s->n : SYNC_THREADS;
+  sync_job job[SYNC_THREADS];
+  pthread_t th[SYNC_THREADS];
+  int started[SYNC_THREADS] = {0};
+  for (size_t t = 0; t < T; t++) job[t] = (sync_job){s, t, T, errs};
+  for (size_t t = 1; t < T; t++) started[t] = pthread_create(&th[t], NULL, sync_files, &job[t]) == 0;
+  if (T > 0) sync_files(&job[0]);
+  for (size_t t = 1; t < T; t++) {
+    if (started[t]) pthread_join(th[t], NULL);
+    else sync_files(&job[t]);
+  }
+  int rc = 0;
+  for (size_t i = 0; i < s->n && rc == 0; i++)
+    if (errs[i]) {
+      snprintf(err, errsize, "%s: write failed: %s (the original is untouched)", s->e[i].path,
+               strerror(errs[i]));
+      rc = -1;
+    }
+  free(errs);
+  return rc;
+}
+
+/* fsyncs the directories of the targets e[0 .. n-1], each once. */
+static void sync_dirs(ps_stage *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const char *p = s->e[i].path, *slash = strrchr(p, '/');
+    size_t dl = slash ? (size_t)(slash - p) : 0;
+    int seen = 0;
+    for (size_t j = 0; j < i && !seen; j++) {
+      const char *q = s->e[j].path, *qs = strrchr(q, '/');
+      seen = (size_t)(qs ? qs - q : 0) == dl && strncmp(p, q, dl) == 0;
+    }
+    if (!seen) ps_atomic_sync_dir(p);
+  }
+}
+
 int ps_stage_commit(ps_stage *s, char *err, size_t errsize) {
   if (s->state != 0) {
     snprintf(err, errsize, "the stage is already committed or aborted");
     return -1;
   }
   s->done = 0;
+  if (sync_staged(s, err, errsize) != 0) {
+    s->state = 3;
+    for (size_t j = 0; j < s->n; j++) ps_atomic_abort(&s->e[j].file);
+    return -1;
+  }
   for (size_t i = 0; i < s->n; i++) {
     ps_atomic *a = &s->e[i].file;
     int st;
@@ -75,15 +143,17 @@ int ps_stage_commit(ps_stage *s, char *err, size_t errsize) {
       ps_atomic_abort(a);
       st = -1;
     } else {
-      st = ps_atomic_publish(a, err, errsize);
+      st = ps_atomic_rename(a, err, errsize);
     }
     if (st < 0) {
       s->state = 3;
       for (size_t j = i + 1; j < s->n; j++) ps_atomic_abort(&s->e[j].file);
+      sync_dirs(s, s->done);
       return -1;
     }
     s->done++;
   }
+  sync_dirs(s, s->n);
   s->state = 1;
   return 0;
 }

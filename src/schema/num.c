@@ -71,6 +71,8 @@ done:
   return rc;
 }
 
+static int num_portable;   /* ps_num_set_portable: the tests' switch */
+
 static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                              1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
 
@@ -177,48 +179,132 @@ static __attribute__((noinline)) int finite_call(const char *s, size_t len, doub
   return ps_num_finite(s, len, out);
 }
 
-/* ps_num_finite_n of padded cells (8 bytes readable at each): a plain decimal of 1 to 8 bytes
+/* ps_num_finite of one padded cell (8 bytes readable at s): a plain decimal of 1 to 8 bytes
  * (a counter cell) in one load, the text shifted to the word's top, so the bytes after it fall
- * out and the digits are already where the combining wants them (short_decimal's steps); in
- * one tight loop, anything else (a sign, an exponent, spaces, longer text) by the general
- * parser. */
-static uint32_t finite_n_padded(const char *const *s, const size_t *len, int n, double *out) {
+ * out and the digits are already where the combining wants them (short_decimal's steps);
+ * anything else (a sign, an exponent, spaces, longer text) by the general parser. */
+static inline int finite_padded(const char *s, size_t L, double *out) {
   const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  if (L - 1 < 8) {
+    uint64_t v;
+    memcpy(&v, s, 8);
+    unsigned sh = 8 * (unsigned)(8 - L);
+    uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
+    uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
+    uint64_t d = x & live;
+    unsigned nfrac = 0, pos = 0;
+    if (other) pos = (unsigned)__builtin_ctzll(other) - 7;   /* its byte's lowest bit */
+    if (!other || (!(other & (other - 1)) && ((x >> pos) & 0xff) == ('.' ^ 0x30) && L > 1)) {
+      if (other) {
+        uint64_t below = ((uint64_t)1 << pos) - 1;           /* the digits before the '.' */
+        d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
+        nfrac = (64 - pos) / 8 - 1;
+      }
+      d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
+      d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+      uint32_t m = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
+      *out = (double)m / p10[nfrac];   /* independent: the divisions of a row overlap */
+      return 1;
+    }
+  }
+  return L && finite_call(s, L, out) == 0;
+}
+
+/* ps_num_finite_n of padded cells, one at a time, in one tight loop. */
+static uint32_t finite_n_padded(const char *const *s, const size_t *len, int n, double *out) {
   uint32_t ok = 0;
-  for (int i = 0; i < n; i++) {
-    size_t L = len[i];
-    if (L - 1 < 8) {
-      uint64_t v;
-      memcpy(&v, s[i], 8);
-      unsigned sh = 8 * (unsigned)(8 - L);
-      uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
-      uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
-      uint64_t d = x & live;
-      unsigned nfrac = 0, pos = 0;
-      if (other) pos = (unsigned)__builtin_ctzll(other) - 7;   /* its byte's lowest bit */
-      if (!other || (!(other & (other - 1)) && ((x >> pos) & 0xff) == ('.' ^ 0x30) && L > 1)) {
-        if (other) {
-          uint64_t below = ((uint64_t)1 << pos) - 1;           /* the digits before the '.' */
-          d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
-          nfrac = (64 - pos) / 8 - 1;
-        }
-        d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
-        d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
-        uint32_t m = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
-        out[i] = (double)m / p10[nfrac];   /* independent: the divisions overlap */
-        ok |= 1u << i;
+  for (int i = 0; i < n; i++) ok |= (uint32_t)finite_padded(s[i], len[i], &out[i]) << i;
+  return ok;
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define NUM_SSSE3 1
+#include <tmmintrin.h>
+
+/* PSHUFB patterns that put the digits of a cell of L bytes (1..8) with its '.' at byte dot
+ * (0..7; 8: none) in the 8 bytes of a lane, the '.' dropped, the last digit in the lane's top
+ * byte and zeros (0x80 bytes) above the first: byte j for lane byte j,
+ * at [(L - 1) * 9 + dot]. */
+static const uint64_t shuf[8 * 9] = {
+  0x8080808080808080u, 0x0080808080808080u, 0x0080808080808080u, 0x0080808080808080u, 0x0080808080808080u, 0x0080808080808080u, 0x0080808080808080u, 0x0080808080808080u, 0x0080808080808080u,
+  0x0180808080808080u, 0x0080808080808080u, 0x0100808080808080u, 0x0100808080808080u, 0x0100808080808080u, 0x0100808080808080u, 0x0100808080808080u, 0x0100808080808080u, 0x0100808080808080u,
+  0x0201808080808080u, 0x0200808080808080u, 0x0100808080808080u, 0x0201008080808080u, 0x0201008080808080u, 0x0201008080808080u, 0x0201008080808080u, 0x0201008080808080u, 0x0201008080808080u,
+  0x0302018080808080u, 0x0302008080808080u, 0x0301008080808080u, 0x0201008080808080u, 0x0302010080808080u, 0x0302010080808080u, 0x0302010080808080u, 0x0302010080808080u, 0x0302010080808080u,
+  0x0403020180808080u, 0x0403020080808080u, 0x0403010080808080u, 0x0402010080808080u, 0x0302010080808080u, 0x0403020100808080u, 0x0403020100808080u, 0x0403020100808080u, 0x0403020100808080u,
+  0x0504030201808080u, 0x0504030200808080u, 0x0504030100808080u, 0x0504020100808080u, 0x0503020100808080u, 0x0403020100808080u, 0x0504030201008080u, 0x0504030201008080u, 0x0504030201008080u,
+  0x0605040302018080u, 0x0605040302008080u, 0x0605040301008080u, 0x0605040201008080u, 0x0605030201008080u, 0x0604030201008080u, 0x0504030201008080u, 0x0605040302010080u, 0x0605040302010080u,
+  0x0706050403020180u, 0x0706050403020080u, 0x0706050403010080u, 0x0706050402010080u, 0x0706050302010080u, 0x0706040302010080u, 0x0705040302010080u, 0x0605040302010080u, 0x0706050403020100u,
+};
+
+/* The divisor of the digits shuf gathers: 10^(digits after the '.'), at shuf's index. */
+static const double scale[8 * 9] = {
+  1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1e1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1e2, 1e1, 1, 1, 1, 1, 1, 1, 1,
+  1e3, 1e2, 1e1, 1, 1, 1, 1, 1, 1,
+  1e4, 1e3, 1e2, 1e1, 1, 1, 1, 1, 1,
+  1e5, 1e4, 1e3, 1e2, 1e1, 1, 1, 1, 1,
+  1e6, 1e5, 1e4, 1e3, 1e2, 1e1, 1, 1, 1,
+  1e7, 1e6, 1e5, 1e4, 1e3, 1e2, 1e1, 1, 1,
+};
+
+/* finite_n_padded two cells at a time, one in each 8-byte lane of an SSE register: both are
+ * classified by compares, their digits gathered by one PSHUFB (shuf) and combined by
+ * multiply-adds to two int32 mantissas, and the two divisions by the power of ten are one
+ * DIVPD: the same exact integer and the same correctly rounded quotient as the scalar path,
+ * so the same doubles. A pair where a cell is not a plain decimal of 1 to 8 bytes with at
+ * most one '.' and a digit goes the scalar way (test_num compares the two). */
+__attribute__((target("ssse3"))) static uint32_t finite_n_ssse3(const char *const *s, const size_t *len,
+                                                                int n, double *out) {
+  const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9), dot = _mm_set1_epi8('.' - '0');
+  const __m128i w1 = _mm_set1_epi16(0x010a);                   /* bytes 10, 1 */
+  const __m128i w2 = _mm_set1_epi32(0x00010064);               /* words 100, 1 */
+  const __m128i w3 = _mm_set1_epi32(0x00012710);               /* words 10000, 1 */
+  uint32_t ok = 0;
+  int i = 0;
+  for (; i + 1 < n; i += 2) {
+    size_t la = len[i], lb = len[i + 1];
+    if (la - 1 < 8 && lb - 1 < 8) {
+      __m128i x = _mm_sub_epi8(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)s[i]),
+                                                  _mm_loadl_epi64((const __m128i *)(const void *)s[i + 1])),
+                               zero);
+      unsigned live = ((1u << la) - 1) | ((1u << lb) - 1) << 8;
+      unsigned dig = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_subs_epu8(x, nine), _mm_setzero_si128())) & live;
+      unsigned dots = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, dot)) & live;
+      unsigned da = dots & 0xff, db = dots >> 8;
+      /* every byte a digit or a '.', one '.' at most, a digit in each: one test */
+      unsigned bad = ((dig | dots) ^ live) | (da & (da - 1)) | (db & (db - 1)) | ((dig & 0xff) == 0) | (dig < 0x100);
+      if (!bad) {
+        unsigned ka = (la - 1) * 9 + (unsigned)__builtin_ctz(da | 0x100);   /* dot 8: none */
+        unsigned kb = (lb - 1) * 9 + (unsigned)__builtin_ctz(db | 0x100);
+        __m128i sh = _mm_set_epi64x((long long)(shuf[kb] + 0x0808080808080808u), (long long)shuf[ka]);
+        __m128i v = _mm_maddubs_epi16(_mm_shuffle_epi8(x, sh), w1);   /* pairs of digits */
+        v = _mm_madd_epi16(v, w2);                                      /* fours */
+        v = _mm_madd_epi16(_mm_packs_epi32(v, v), w3);                  /* the two mantissas */
+        __m128d q = _mm_div_pd(_mm_cvtepi32_pd(v), _mm_set_pd(scale[kb], scale[ka]));
+        _mm_storeu_pd(out + i, q);
+        ok |= 3u << i;
         continue;
       }
     }
-    if (L && finite_call(s[i], L, &out[i]) == 0) ok |= 1u << i;
+    ok |= (uint32_t)finite_padded(s[i], la, &out[i]) << i;
+    ok |= (uint32_t)finite_padded(s[i + 1], lb, &out[i + 1]) << (i + 1);
   }
+  if (i < n) ok |= (uint32_t)finite_padded(s[i], len[i], &out[i]) << i;
   return ok;
 }
+
 #endif
+#endif
+
+void ps_num_set_portable(int on) { num_portable = on; }
 
 uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, int padded, double *out) {
   uint32_t ok = 0;
 #ifdef SWAR
+#ifdef NUM_SSSE3
+  if (padded && !num_portable && __builtin_cpu_supports("ssse3")) return finite_n_ssse3(s, len, n, out);
+#endif
   if (padded) return finite_n_padded(s, len, n, out);
   uint32_t m[32], sign = 0, fast = 0;
   unsigned nfrac[32];

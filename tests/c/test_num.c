@@ -230,6 +230,65 @@ static void finite_n_padded_random(void **state) {
   }
 }
 
+/* The SSSE3 read of two counter cells at once (where the CPU has it) and the portable one give
+ * ps_num_finite's bits on rows of plain decimals mostly (the pairs the SIMD path takes): every
+ * length 0 to 9, the '.' anywhere, two of them, a lone '.', signs, spaces and exponents mixed
+ * in, any bytes after each cell, at every row length 1 to 32 (odd ones end with a lone cell). */
+static void finite_n_simd_as_portable(void **state) {
+  (void)state;
+  static const char *const edge[] = {"99999999", "9999.999", ".5", "5.", ".", "0", "00000000", "1.",
+                                     "12345678", "0.000001", "1..2", "..", "9.9999999", "0000.000",
+                                     "7", "-1.5", "1e5", " 2.5", "12345678.", ".1234567"};
+  static const char alpha[] = "0123456789012345678901234567890123456789.";
+  uint64_t x = 0x853c49e6748fea9bu;
+  char buf[32][24];
+  const char *cells[32];
+  size_t len[32];
+  double out[2][32];
+  for (int r = 0; r < 300000; r++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    int n = 1 + (int)(x % 32);
+    for (int i = 0; i < n; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      if (x % 16 == 0) {
+        const char *e = edge[(x >> 8) % (sizeof edge / sizeof edge[0])];
+        len[i] = strlen(e);
+        memcpy(buf[i], e, len[i]);
+      } else {
+        len[i] = (size_t)((x >> 8) % 10);
+        for (size_t k = 0; k < len[i]; k++) {
+          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+          buf[i][k] = x % 64 == 0 ? "+-e x"[(x >> 8) % 5] : alpha[(x >> 16) % (sizeof alpha - 1)];
+        }
+      }
+      for (size_t k = len[i]; k < sizeof buf[i]; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i][k] = "0123456789.,-\"\r"[x % 15];
+      }
+      cells[i] = buf[i];
+    }
+    uint32_t ok[2];
+    for (int portable = 0; portable < 2; portable++) {
+      ps_num_set_portable(portable);
+      ok[portable] = ps_num_finite_n(cells, len, n, 1, out[portable]);
+    }
+    ps_num_set_portable(0);
+    assert_int_equal(ok[0], ok[1]);
+    for (int i = 0; i < n; i++) {
+      double d;
+      int rc = ps_num_finite(cells[i], len[i], &d);
+      if ((rc == 0) != ((ok[0] >> i) & 1) || (rc == 0 && memcmp(&d, &out[0][i], sizeof d) != 0))
+        fprintf(stderr, "[%.*s]: %d %.17g, one by one %d %.17g\n", (int)len[i], cells[i],
+                (int)((ok[0] >> i) & 1), out[0][i], rc, d);
+      assert_int_equal(rc == 0, (ok[0] >> i) & 1);
+      if (rc == 0) {
+        assert_memory_equal(&d, &out[0][i], sizeof d);
+        assert_memory_equal(&d, &out[1][i], sizeof d);
+      }
+    }
+  }
+}
+
 /* The oracle of ps_num_us_to_ns, worked out another way: the trimmed text split into its
  * digit runs (strspn), the integer part in 128 bits, refused past what ns fits in int64 as
  * ps_num_us_to_ns refuses it; the fourth decimal rounds half up. */
@@ -292,6 +351,7 @@ int main(void) {
     cmocka_unit_test(short_decimals_as_strtod),
     cmocka_unit_test(finite_n_as_one_by_one),
     cmocka_unit_test(finite_n_padded_random),
+    cmocka_unit_test(finite_n_simd_as_portable),
     cmocka_unit_test(us_to_ns_as_oracle),
     cmocka_unit_test(python_float_refuses),
     cmocka_unit_test(long_numbers),

@@ -112,6 +112,53 @@ static void an_interrupted_commit_says_which_files_are_new(void **state) {
   ps_stage_free(&s);
 }
 
+/* The staged files are fsynced together at the commit, before any rename: one that cannot
+ * be (its temporary file gone) fails the commit with every target old. */
+static void a_file_not_synced_leaves_every_file_old(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  ps_stage s;
+  ps_stage_init(&s);
+  stage_text(&s, "a.csv", "new a\n", err, sizeof err);
+  stage_text(&s, "c.csv", "new c\n", err, sizeof err);
+  assert_int_equal(s.n, 2);
+  assert_int_equal(unlink(s.e[1].file.tmp), 0);
+  assert_int_equal(ps_stage_commit(&s, err, sizeof err), -1);
+  assert_non_null(strstr(err, "c.csv: write failed: No such file or directory (the original is untouched)"));
+  assert_int_equal(s.done, 0);
+  assert_content("a.csv", "old a\n");
+  assert_content("c.csv", NULL);
+  assert_int_equal(temp_files(), 0);
+  ps_stage_free(&s);
+}
+
+/* Many files in two directories (synced on several threads, each directory once) all land. */
+static void many_files_in_two_directories(void **state) {
+  (void)state;
+  reset();
+  char err[600], name[64], text[64];
+  mkdir(path_of("sub"), 0755);
+  ps_stage s;
+  ps_stage_init(&s);
+  for (int i = 0; i < 30; i++) {
+    snprintf(name, sizeof name, "%sm%d.csv", i % 3 ? "" : "sub/", i);
+    snprintf(text, sizeof text, "file %d\n", i);
+    assert_int_equal(stage_text(&s, name, text, err, sizeof err), PS_ATOMIC_CREATED);
+  }
+  assert_int_equal(ps_stage_commit(&s, err, sizeof err), 0);
+  assert_int_equal(s.done, 30);
+  for (int i = 0; i < 30; i++) {
+    snprintf(name, sizeof name, "%sm%d.csv", i % 3 ? "" : "sub/", i);
+    snprintf(text, sizeof text, "file %d\n", i);
+    assert_content(name, text);
+    unlink(path_of(name));
+  }
+  assert_int_equal(temp_files(), 0);
+  rmdir(path_of("sub"));
+  ps_stage_free(&s);
+}
+
 static void a_read_only_file_is_refused(void **state) {
   (void)state;
   reset();
@@ -335,6 +382,8 @@ int main(void) {
     cmocka_unit_test(nothing_changes_before_the_commit),
     cmocka_unit_test(a_failed_write_leaves_every_file_old),
     cmocka_unit_test(an_interrupted_commit_says_which_files_are_new),
+    cmocka_unit_test(a_file_not_synced_leaves_every_file_old),
+    cmocka_unit_test(many_files_in_two_directories),
     cmocka_unit_test(a_read_only_file_is_refused),
     cmocka_unit_test(a_file_size_limit_fails_with_its_cause),
     cmocka_unit_test(an_append_equals_a_rewrite),

@@ -56,12 +56,13 @@ function M.inputs(path, require_counters)
 end
 
 -- imp.aggregate over files with a progress bar on their total size.
-function M.aggregate(files, threads)
+function M.aggregate(files, threads, hash)
   local total_size = 0
   for _, f in ipairs(files) do total_size = total_size + (lfs.attributes(f, "size") or 0) end
   local bar = progress.new("Aggregate", total_size, { min_total = 8 << 20 })
   local agg, per_file = imp.aggregate(files, {
     threads = threads,
+    hash = hash,
     progress = function(done, total, file) bar:update(done, file:match("([^/]+/[^/]+)$")) end,
   })
   bar:finish()
@@ -135,12 +136,15 @@ function M.main(argv)
   local args = M.parser():parse(argv)
   local found, files, empty = M.inputs(args.profiling_path, args.require_counters)
   local dir = options.database_dir(args, { write = not args.dry_run })
-  local agg, per_file = M.aggregate(files, args.threads)
+  -- the inputs' XXH3s (provenance) are taken while they are read, not in a pass after it
+  local agg, per_file = M.aggregate(files, args.threads, not args.dry_run)
   local tables = imp.tables(agg)
   local warnings = imp.attach_fia(agg, tables, files, per_file)
   -- every written row is logged in <dir>/.perfscript/provenance.jsonl as imported
   local prov = { run = require("perfscript.microbench.journal").new_id() }
-  prov.input, prov.xxh3 = require("perfscript.microbench.provenance").inputs(files, args.profiling_path)
+  local hashes = {}
+  for i, pf in ipairs(per_file) do hashes[i] = pf.xxh3 end
+  prov.input, prov.xxh3 = require("perfscript.microbench.provenance").inputs(files, args.profiling_path, hashes)
   local results = imp.merge(dir, tables, { mode = args.update_mode, dry_run = args.dry_run, provenance = prov })
 
   M.print_totals(agg, files, tables, empty, found)

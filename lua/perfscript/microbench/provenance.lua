@@ -51,10 +51,14 @@ function M.sig_row(get)
 end
 
 -- What several input files are, for the log: the file itself when there is one (and its
--- XXH3), else where they were found and the XXH3 of their XXH3s, in order.
-function M.inputs(files, where)
+-- XXH3), else where they were found and the XXH3 of their XXH3s, in order. known: the XXH3s
+-- (integers) already taken of some files, by their index (the import's, taken while reading).
+function M.inputs(files, where, known)
   local hashes = {}
-  for _, f in ipairs(files) do hashes[#hashes + 1] = M.file_xxh3(f) or "unreadable" end
+  for i, f in ipairs(files) do
+    local h = known and known[i]
+    hashes[#hashes + 1] = h and M.key_hex(h) or M.file_xxh3(f) or "unreadable"
+  end
   if #files == 1 then return files[1], hashes[1] end
   return where, M.key_hex(perf.sig.hash(table.concat(hashes, ",")))
 end

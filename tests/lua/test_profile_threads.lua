@@ -1,0 +1,101 @@
+-- The import's work on several threads gives what one thread gives: the provenance lines of a
+-- new file (agg:provenance, made in ranges of the groups on the aggregate's threads, the input
+-- members encoded once) equal the merge path's lines of the same rows (perf.provenance.lines,
+-- every member encoded per line), whatever the thread count; and the XXH3 of an input taken
+-- while it is read (profile.new{hash = true}, on a thread of its own when the file is read by
+-- several) is perfscript.sig.hash_file's.
+local lu = require "luaunit"
+local h = require "helpers"
+local perf = require "perfscript"
+local prov = require "perfscript.microbench.provenance"
+local profile = require "perfscript.profile"
+
+local HEAD = "Task ID,Type,OP State,Accelerator Core,Start Time(us),Duration(us),Input Shapes,"
+  .. "Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats"
+
+-- A kernel_details of n rows over ngroups signatures of two types (one big enough for threads).
+local function write_capture(n, ngroups)
+  local dir = h.tmpdir()
+  local lines = { HEAD }
+  for i = 1, n do
+    local g = i % ngroups
+    local t = g % 9 == 0 and "Add" or "MatMulV2"
+    lines[#lines + 1] = string.format('%d,%s,dynamic,AI_CORE,"%d.%03d\t",%d.%d,"""%d,%d;%d,%d""",'
+      .. 'DT_BF16;DT_BF16,ND;ND,"""%d,%d""",DT_BF16,ND', i, t, 1736413971000 + i, i % 1000, 3 + g % 50,
+      i % 10, g + 1, 128, 256, 128, g + 1, 256)
+  end
+  local path = dir .. "/kernel_details.csv"
+  h.write(path, table.concat(lines, "\r\n") .. "\r\n")
+  return path
+end
+
+TestProfileThreads = {}
+
+function TestProfileThreads:test_provenance_lines_any_threads()
+  local path = write_capture(3000, 700)
+  local common = prov.common { run = "r", source = "imported", time = "2026-01-01T00:00:00Z" }
+  local inputs = { { "/cap/a b/kernel_details.csv", "00ff" }, { '/in"put\\x.csv', nil }, { nil, nil } }
+  local first
+  for _, threads in ipairs { 1, 2, 3, 8 } do
+    local agg = profile.new { threads = threads }
+    assert(agg:add_file(path))
+    local all = {}
+    for _, ty in ipairs(agg:types()) do
+      local written = {}
+      for _, i in ipairs(ty.groups) do
+        local g = agg:group(i, false)
+        local row = prov.sig_row(function(c)
+          return ({ ["OP State"] = g.op_state, ["Input Shapes"] = g.in_shapes, ["Input Data Types"] = g.in_dtypes,
+            ["Input Formats"] = g.in_formats, ["Output Shapes"] = g.out_shapes,
+            ["Output Data Types"] = g.out_dtypes })[c]
+        end)
+        local _, key = perf.sig.row(row, ty.type)
+        written[#written + 1] = { key = key, row = row }
+      end
+      for _, inp in ipairs(inputs) do
+        local text, n = agg:provenance(ty.groups, ty.type, common, inp[1], inp[2])
+        local want, wn = perf.provenance.lines(common, { { stem = ty.type, written_rows = written } }, inp[1], inp[2])
+        lu.assertEquals(n, wn)
+        lu.assertEquals(n, #ty.groups)
+        lu.assertEquals(text, want)
+        all[#all + 1] = text
+      end
+    end
+    lu.assertTrue(#agg:types()[1].groups >= 600)   -- enough rows for several threads
+    local joined = table.concat(all)
+    if first then lu.assertEquals(joined, first) else first = joined end
+    lu.assertEquals(select(2, agg:provenance({}, "Add", common)), 0)
+    lu.assertErrorMsgContains("out of range", agg.provenance, agg, { 1, #agg + 1 }, "Add", common)
+    agg:close()
+  end
+end
+
+function TestProfileThreads:test_file_xxh3_while_reading()
+  local path = write_capture(4000, 300)
+  local want = perf.sig.hash_file(path)
+  lu.assertNotNil(want)
+  for _, threads in ipairs { 1, 2, 4 } do
+    -- split_min 1: the file is read by several threads (the hash on a thread of its own)
+    local agg = profile.new { threads = threads, split_min = 1, hash = true }
+    assert(agg:add_file(path))
+    assert(agg:add_file(path))
+    lu.assertEquals(agg:file_xxh3(1), want)
+    lu.assertEquals(agg:file_xxh3(2), want)
+    lu.assertNil(agg:file_xxh3(3))
+    lu.assertNil(agg:file_xxh3(0))
+    agg:close()
+  end
+  local plain = profile.new { threads = 2, split_min = 1 }
+  assert(plain:add_file(path))
+  lu.assertNil(plain:file_xxh3(1))   -- not asked for
+  -- profimport.aggregate hands them out per file, and provenance.inputs takes them
+  local imp = require "perfscript.profimport"
+  local agg, per_file = imp.aggregate({ path }, { threads = 2, hash = true })
+  lu.assertEquals(per_file[1].xxh3, want)
+  local input, xxh3 = prov.inputs({ path }, "/x", { per_file[1].xxh3 })
+  lu.assertEquals({ input, xxh3 }, { path, prov.key_hex(want) })
+  lu.assertEquals({ prov.inputs({ path, path }, "/x", { want }) }, { prov.inputs({ path, path }, "/x") })
+  agg:close()
+end
+
+os.exit(lu.LuaUnit.run())
