@@ -416,8 +416,9 @@ local function merge_one(dir, t, opts)
       -- quoting as the Python original wrote
       local head = {}
       for i, c in ipairs(t.columns) do head[i] = perf.csv.quote(c) end
-      local text = table.concat(head, ",") .. "\r\n" .. t.agg:csv_text(t.groups, t.extra, "\r\n")
-      local ok, err = perf.fs.write_atomic(path, text, { stage = opts.stage })
+      -- the header and the rows written one after the other (not joined: a copy of the file)
+      local pieces, k = { table.concat(head, ",") .. "\r\n", t.agg:csv_text(t.groups, t.extra, "\r\n") }, 0
+      local ok, err = perf.fs.write_atomic(path, function() k = k + 1; return pieces[k] end, { stage = opts.stage })
       if not ok then perf.fail("%s", err) end
       -- every group is a written row: M.merge logs them from the aggregate (in C)
       res.new_file = true
