@@ -48,8 +48,5 @@ local function ok(row)
   return true
 end
 
--- A callable table: build(row) and the check-only check(row) (perfscript.replay.registry.verdict).
-local M = {}
-function M.build(row) return C.guard(body, row) end
-function M.check(row) return C.guard(ok, row) end
-return setmetatable(M, { __call = function(_, row) return M.build(row) end })
+-- build(row) and the check-only check(row)
+return C.builder(body, ok)

@@ -21,8 +21,5 @@ end
 
 local function ok(row) validate(row); return true end
 
--- A callable table: build(row) and the check-only check(row) (perfscript.replay.registry.verdict).
-local M = {}
-function M.build(row) return C.guard(body, row) end
-function M.check(row) return C.guard(ok, row) end
-return setmetatable(M, { __call = function(_, row) return M.build(row) end })
+-- build(row) and the check-only check(row)
+return C.builder(body, ok)

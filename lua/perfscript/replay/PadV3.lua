@@ -35,8 +35,5 @@ end
 
 local function ok(row) validate(row); return true end
 
-function M.build(row) return C.guard(body, row) end
--- the check-only entry (perfscript.replay.registry.verdict)
-function M.check(row) return C.guard(ok, row) end
-
-return setmetatable(M, { __call = function(_, row, ctx) return M.build(row, ctx) end })
+-- build(row) and the check-only check(row), next to M.pads
+return C.builder(body, ok, M)

@@ -177,6 +177,16 @@ function M.guard(f, ...)
   error(res, 0)
 end
 
+-- builder(body, ok [, into]) -> a builder as a callable table: build(row) runs body(row) (the
+-- case), check(row) runs ok(row) (build's checks only, true; perfscript.replay.registry.verdict),
+-- both through guard; into: a table of the builder's other fields to fill.
+function M.builder(body, ok, into)
+  local B = into or {}
+  function B.build(row) return M.guard(body, row) end
+  function B.check(row) return M.guard(ok, row) end
+  return setmetatable(B, { __call = function(_, row) return B.build(row) end })
+end
+
 -- distribute_total: b buckets of at least min, the remainder spread over the first ones.
 function M.distribute(total, b, min)
   min = min or 1
