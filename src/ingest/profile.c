@@ -420,48 +420,35 @@ static group *find(const ps_profile *p, const uint64_t hash[2]) {
   return NULL;
 }
 
-/* Moves group src (of a share's table) into p. */
-static int adopt(ps_profile *p, const group *src) {
-  if (p->ngroups >= UINT32_MAX - 1) return -1;
-  if (p->ngroups == p->capgroups) {
-    size_t c = p->capgroups ? p->capgroups * 2 : 256;
-    group *ng = grow_groups(p->groups, p->capgroups, c);
-    if (ng == NULL) return -1;
-    p->groups = ng;
-    p->capgroups = c;
-  }
-  size_t h = (size_t)src->hash & (p->nslots - 1);
-  while (p->slots[h].idx) h = (h + 1) & (p->nslots - 1);
-  p->groups[p->ngroups] = *src;
-  p->slots[h] = (slot){src->hash, src->hash2, (uint32_t)++p->ngroups};
-  if (p->ngroups * 2 > p->nslots && grow_table(p) != 0) return -1;
-  return 0;
-}
-
 /* ---- one file in blocks ------------------------------------------------------------------
  *
- * A file is read in blocks of up to BLOCK bytes, T blocks a round, one per thread (T = 1 for
- * small files or --threads 1). A round has three steps:
- *   1. each thread parses its block into row records (the costly part: CSV, numbers, keys);
- *      a block k > 0 starts at the first line start at or after its nominal start;
- *   2. the calling thread checks that each block started where the one before it ended (a
- *      quoted newline can fool the guess; the block is then read again from the right place,
- *      with the right line numbers, as is a block that hit an error), and walks the records
- *      in file order for what is sequential: the duplicate window, the FIA ordinals, the
- *      counts;
- *   3. each thread adds the rows of its share of the groups (by key hash), in file order.
+ * A file is read in blocks of up to BLOCK bytes (one block for small files or --threads 1).
+ * Each block goes through three kinds of task, which T threads take from one queue as they
+ * come free (next_task), so no thread waits for a round's slowest:
+ *   1. parse: a block's rows into row records (the costly part: CSV, numbers, keys), any
+ *      thread, blocks claimed in file order; a block k > 0 starts at the first line start at
+ *      or after its nominal start;
+ *   2. walk: one thread at a time, blocks in file order: checks that the block started where
+ *      the one before it ended (a quoted newline can fool the guess; the block is then read
+ *      again from the right place, with the right line numbers, as is a block that hit an
+ *      error), and walks its records for what is sequential: the duplicate window, the FIA
+ *      ordinals, the counts;
+ *   3. add: the rows of one share of the groups (by key hash) to that share's groups, one
+ *      thread at a time per share, blocks in file order.
  * So every group sees its rows in file order, whatever the thread count: the sums, hence the
  * means, are those of one thread, bit for bit, and a duplicate pair across a block boundary
- * is caught. Step 1 of round r + 1 overlaps step 3 of round r (run_pass), so memory holds
- * 2 T blocks' records (T = 1: one) and the groups, never the file. */
+ * is caught. A share's new groups stay in its own table for the whole file (p is only read
+ * meanwhile) and join p at the end in the order of their first rows: the order one thread
+ * gives. Memory holds NBUF blocks' records a thread (one for one thread) and the groups,
+ * never the file. */
 
-/* Blocks are double-buffered (run_pass): 1.25 MiB keeps 2 x T of them (their records, 300
- * bytes a row, and cells) at a fifth of T blocks of 4 MiB (10 MB less at 2 threads than 2.5
- * MiB, and no more instructions), and the scanners read little past one (ps_scan_set_chunk). */
+/* 1.25 MiB keeps the blocks in flight (their records, 300 bytes a row, and cells) small, and
+ * the scanners read little past one (ps_scan_set_chunk). */
 #define BLOCK (5u << 18)
 #define CHUNK (BLOCK + (256u << 10))
 #define MAX_THREADS 64
 #define SPLIT_MIN (32u << 20)   /* smaller files are read by one thread */
+#define NBUF 3                  /* blocks in flight a thread: one parsed ahead while two are added */
 
 enum { K_NOTYPE, K_NA, K_NODIMS, K_BAD, K_USE, K_SKIP };
 
@@ -488,6 +475,7 @@ typedef struct block {
   int status;                            /* B_OK, or why it stopped */
   uint64_t bad_rows;                     /* 1 when a damaged row stopped it (counted as read) */
   uint64_t first_row;                    /* rows of the file before it (step 2) */
+  int parsed;                            /* step 1 done (under the pass's mutex) */
   rowrec *recs;
   size_t nrec, caprec;
   char *arena;
@@ -507,20 +495,27 @@ typedef struct pass {
   const int *col;
   int metrics_at;                        /* the counters' first column when they are side by
                                             side in counter order (kernel_details), else -1 */
-  int dedup, T;
+  int dedup, T;                          /* T threads, T shares */
   long file_index;
   uint64_t data_start, size, bsize;
-  size_t nblocks, round, nround;
-  block blk[2][MAX_THREADS];             /* round r's blocks: blk[r % 2] (one thread: blk[0]) */
+  size_t nblocks, nbuf;
+  size_t last;                           /* blocks to add: nblocks, or up to a failed one */
+  block blk[NBUF * MAX_THREADS];         /* block k in blk[k % nbuf] */
   worker w[MAX_THREADS];
-  ps_profile *q[MAX_THREADS];            /* each share's groups first seen in this round */
-  pthread_barrier_t bar;
+  ps_profile *q[MAX_THREADS];            /* each share's groups first seen in this file */
+  /* the task queue (next_task), under mu */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int go;                                /* threads 1..T-1 start when set */
+  size_t claimed;                        /* blocks handed out to parse: [0, claimed) */
+  size_t walked;                         /* blocks walked: [0, walked) */
+  int walking;                           /* a thread walks block walked */
+  size_t added[MAX_THREADS];             /* share s has added blocks [0, added[s]) */
+  unsigned char adding[MAX_THREADS];     /* a thread adds to share s */
+  uint64_t shown;                        /* progress last reported (thread 0) */
   long line0;                            /* line of the first data record */
   atomic_int oom;
-  int done, stop, rc;
+  int stop, rc;
   uint64_t expect;                       /* where the next block must start */
   long line;                             /* its line number */
   ps_profile_counts *counts;
@@ -741,180 +736,218 @@ static void walk_block(pass *x, block *b) {
   }
 }
 
-static void serial_step(pass *x) {
-  x->nround = 0;
-  for (int j = 0; j < x->T; j++) {
-    size_t k = x->round * (size_t)x->T + (size_t)j;
-    if (k >= x->nblocks) break;
-    block *b = &x->blk[x->T > 1 ? x->round & 1 : 0][j];
-    if (b->status != B_OK || b->start != x->expect) parse_block(x, &x->w[0], b, x->expect, x->line);
-    walk_block(x, b);
-    x->nround++;
-    x->expect = b->end;
-    x->line += b->lines;
-    if (b->status != B_OK) {   /* read again from the right place: the error is real */
-      snprintf(x->err, x->errsize, "%s", x->w[0].err);
-      x->rc = -1;
-      x->done = 1;
-      break;
-    }
+/* Step 2 for block k (the next in file order), by the thread t that took it. */
+static void walk_step(pass *x, int t, size_t k) {
+  block *b = &x->blk[k % x->nbuf];
+  if (b->status != B_OK || b->start != x->expect) parse_block(x, &x->w[t], b, x->expect, x->line);
+  walk_block(x, b);
+  x->expect = b->end;
+  x->line += b->lines;
+  if (b->status != B_OK) {   /* read again from the right place: the error is real */
+    snprintf(x->err, x->errsize, "%s", x->w[t].err);
+    x->rc = -1;
   }
-  if (x->round * (size_t)x->T + x->nround >= x->nblocks) x->done = 1;
 }
 
-/* Step 3: the used rows of share t, in file order (round r's blocks). */
-static void share_step(pass *x, int t, size_t r) {
-  ps_profile *p = x->p, *q = x->q[t];
-  uint64_t T = (uint64_t)x->T;
-  size_t mask = p->nslots - 1;
-#define MINE(r) ((r)->kind == K_USE && (T == 1 || (r)->h1 % T == (uint64_t)t))
-  for (size_t j = 0; j < x->nround; j++) {
-    const block *b = &x->blk[x->T > 1 ? r & 1 : 0][j];
-    /* Rows land on random groups: the slot of row i + 16 and the group of row i + 8 are
-     * fetched ahead (ring: the groups found), and the duration slot of row i + 2. */
-    group *ring[16] = {0};
-    for (size_t i = 0; i < b->nrec; i++) {
-      if (i + 16 < b->nrec && MINE(&b->recs[i + 16]))
-        __builtin_prefetch(&p->slots[(size_t)b->recs[i + 16].h0 & mask]);
-      if (i + 8 < b->nrec) {
-        const rowrec *a = &b->recs[i + 8];
-        group *ga = NULL;
-        if (MINE(a)) {
-          uint64_t ha[2] = {a->h0, a->h1};
-          if ((ga = find(p, ha)) != NULL)
-            for (int l = 0; l < 6; l++) __builtin_prefetch((char *)ga + 64 * l, 1);
+/* A group of p (earlier files) or of share table q: its index in q, or ~index in p; -1: none.
+ * An index, not a pointer: q's groups move as it grows. */
+static inline long group_of(const ps_profile *p, const ps_profile *q, const uint64_t h[2]) {
+  const group *g = find(q, h);
+  if (g) return g - q->groups;
+  if (p->ngroups && (g = find(p, h)) != NULL) return ~(long)(g - p->groups);
+  return -1;
+}
+
+/* Step 3: the used rows of share s in block k, in file order. */
+static void add_step(pass *x, int s, size_t k) {
+  ps_profile *p = x->p, *q = x->q[s];
+  uint64_t S = (uint64_t)x->T;
+#define MINE(r) ((r)->kind == K_USE && (S == 1 || (r)->h1 % S == (uint64_t)s))
+#define GROUP(i) ((i) >= 0 ? &q->groups[(i)] : &p->groups[~(i)])
+  const block *b = &x->blk[k % x->nbuf];
+  /* Rows land on random groups: the slot of row i + 16 and the group of row i + 8 are
+   * fetched ahead (ring: the groups found), and the duration slot of row i + 2. */
+  long ring[16];
+  for (size_t i = 0; i < b->nrec; i++) {
+    if (i + 16 < b->nrec && MINE(&b->recs[i + 16]))
+      __builtin_prefetch(&q->slots[(size_t)b->recs[i + 16].h0 & (q->nslots - 1)]);
+    if (i + 8 < b->nrec) {
+      const rowrec *a = &b->recs[i + 8];
+      long ga = -1;
+      if (MINE(a)) {
+        uint64_t ha[2] = {a->h0, a->h1};
+        if ((ga = group_of(p, q, ha)) != -1)
+          for (int l = 0; l < 6; l++) __builtin_prefetch((char *)GROUP(ga) + 64 * l, 1);
+      }
+      ring[(i + 8) & 15] = ga;
+    }
+    if (i + 2 < b->nrec && i + 2 >= 8 && ring[(i + 2) & 15] != -1) {
+      group *gc = GROUP(ring[(i + 2) & 15]);
+      if (gc->durs) __builtin_prefetch(gc->durs + gc->ndur, 1);
+    }
+    const rowrec *r = &b->recs[i];
+    if (!MINE(r)) continue;
+    uint64_t h[2] = {r->h0, r->h1};
+    int created = 0;
+    /* the ring's -1 may be a group an earlier row of this block made since */
+    long gi = i >= 8 ? ring[i & 15] : -1;
+    group *g = gi != -1 ? GROUP(gi) : NULL;
+    if (g == NULL && p->ngroups) g = find(p, h);
+    if (g == NULL) {
+      g = find_or_add(q, b->arena + r->off, r->keylen, h, &created);
+      if (g == NULL) goto oom;
+      if (created) g->first_row = b->first_row + i;
+    }
+    if (add_duration(g, r->dur) != 0) goto oom;
+    /* the first non-empty value of each cell */
+    const char *cs = b->arena + r->off + r->keylen;
+    if (created && set_cell(&q->str, g, PS_PC_TYPE, cs, r->clen[PS_PC_TYPE]) != 0) goto oom;
+    if (g->filled != (1u << PS_PC_NCELLS) - 1) {
+      const char *c0 = cs + r->clen[PS_PC_TYPE];
+      for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
+        if (!(g->filled & (1u << c)) && (created || r->clen[c]) && set_cell(&q->str, g, c, c0, r->clen[c]) != 0)
+          goto oom;
+        c0 += r->clen[c];
+      }
+    }
+    if (r->valid == (1u << PS_NCOUNTERS) - 1) {
+      for (int m = 0; m < PS_NCOUNTERS; m++) g->msum[m] += r->mv[m];
+      g->mall++;
+    } else if (r->valid) {
+      if (g->mpart == NULL && (g->mpart = calloc(PS_NCOUNTERS, sizeof *g->mpart)) == NULL) goto oom;
+      for (int m = 0; m < PS_NCOUNTERS; m++)
+        if (r->valid & (1u << m)) {
+          g->msum[m] += r->mv[m];
+          g->mpart[m]++;
         }
-        ring[(i + 8) & 15] = ga;
-      }
-      if (i + 2 < b->nrec && ring[(i + 2) & 15]) {
-        group *gc = ring[(i + 2) & 15];
-        if (gc->durs) __builtin_prefetch(gc->durs + gc->ndur, 1);
-      }
-      const rowrec *r = &b->recs[i];
-      if (!MINE(r)) continue;
-      uint64_t h[2] = {r->h0, r->h1};
-      int created = 0;
-      group *g = i >= 8 ? ring[i & 15] : find(p, h);
-      if (g == NULL) {
-        g = find_or_add(q, b->arena + r->off, r->keylen, h, &created);
-        if (g == NULL) goto oom;
-        if (created) g->first_row = b->first_row + i;
-      }
-      if (add_duration(g, r->dur) != 0) goto oom;
-      /* the first non-empty value of each cell */
-      const char *cs = b->arena + r->off + r->keylen;
-      if (created && set_cell(&q->str, g, PS_PC_TYPE, cs, r->clen[PS_PC_TYPE]) != 0) goto oom;
-      if (g->filled != (1u << PS_PC_NCELLS) - 1) {
-        const char *c0 = cs + r->clen[PS_PC_TYPE];
-        for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) {
-          if (!(g->filled & (1u << c)) && (created || r->clen[c]) && set_cell(&q->str, g, c, c0, r->clen[c]) != 0)
-            goto oom;
-          c0 += r->clen[c];
-        }
-      }
-      if (r->valid == (1u << PS_NCOUNTERS) - 1) {
-        for (int m = 0; m < PS_NCOUNTERS; m++) g->msum[m] += r->mv[m];
-        g->mall++;
-      } else if (r->valid) {
-        if (g->mpart == NULL && (g->mpart = calloc(PS_NCOUNTERS, sizeof *g->mpart)) == NULL) goto oom;
-        for (int m = 0; m < PS_NCOUNTERS; m++)
-          if (r->valid & (1u << m)) {
-            g->msum[m] += r->mv[m];
-            g->mpart[m]++;
-          }
-      }
-      if (r->have_start) {
-        if (g->first_ns == INT64_MIN || r->start_ns < g->first_ns) g->first_ns = r->start_ns;
-        if (g->last_ns == INT64_MIN || r->start_ns > g->last_ns) g->last_ns = r->start_ns;
-      }
-      if (r->fia_ordinal >= 0 && g->fia_file < 0) {
-        g->fia_file = x->file_index;
-        g->fia_ordinal = r->fia_ordinal;
-      }
+    }
+    if (r->have_start) {
+      if (g->first_ns == INT64_MIN || r->start_ns < g->first_ns) g->first_ns = r->start_ns;
+      if (g->last_ns == INT64_MIN || r->start_ns > g->last_ns) g->last_ns = r->start_ns;
+    }
+    if (r->fia_ordinal >= 0 && g->fia_file < 0) {
+      g->fia_file = x->file_index;
+      g->fia_ordinal = r->fia_ordinal;
     }
   }
   return;
+#undef GROUP
 #undef MINE
 oom:
   atomic_store(&x->oom, 1);
 }
 
-/* After step 3: the groups first seen this round join p in the order of their first rows.
- * Each share made its new groups in file order, so that order is a merge of the shares'. */
-static int adopt_step(pass *x) {
+/* After the pass: the shares' groups join p in the order of their first rows. Each share
+ * made its groups in file order, so that order is a merge of the shares'. */
+static int adopt_all(pass *x) {
+  ps_profile *p = x->p;
   size_t n = 0, at[MAX_THREADS] = {0};
-  for (int t = 0; t < x->T; t++) n += x->q[t]->ngroups;
+  for (int s = 0; s < x->T; s++) n += x->q[s]->ngroups;
   if (n == 0) return 0;
-  group **order = malloc(n * sizeof *order);
-  if (order == NULL) return -1;
+  if (p->ngroups + n >= UINT32_MAX - 1) return -1;
+  if (p->ngroups + n > p->capgroups) {   /* room for all at once */
+    group *ng = grow_groups(p->groups, p->capgroups, p->ngroups + n);
+    if (ng == NULL) return -1;
+    p->groups = ng;
+    p->capgroups = p->ngroups + n;
+  }
+  while ((p->ngroups + n) * 2 > p->nslots)
+    if (grow_table(p) != 0) return -1;
+  size_t freed[MAX_THREADS] = {0};   /* bytes of each share's groups given back */
+  long page = sysconf(_SC_PAGESIZE);
   for (size_t k = 0; k < n; k++) {
-    group *best = NULL;
-    int bt = 0;
-    for (int t = 0; t < x->T; t++) {
-      const ps_profile *q = x->q[t];
-      if (at[t] < q->ngroups && (best == NULL || q->groups[at[t]].first_row < best->first_row))
-        best = &q->groups[at[t]], bt = t;
-    }
-    order[k] = best;
-    at[bt]++;
-  }
-  int rc = 0;
-  for (size_t i = 0; i < n && rc == 0; i++) rc = adopt(x->p, order[i]);
-  free(order);
-  for (int t = 0; t < x->T; t++) {   /* p owns their memory now */
-    ps_profile *q = x->q[t];
-    /* the table keeps the size of the round with the most new groups (the first): its few
-     * used slots are cleared, not all (a probe passes the cleared ones: it looks for its
-     * group's own slot, which is there) */
-    if (q->ngroups * 16 < q->nslots) {
-      for (size_t i = 0; i < q->ngroups; i++) {
-        size_t h = (size_t)q->groups[i].hash & (q->nslots - 1);
-        while (q->slots[h].idx != i + 1) h = (h + 1) & (q->nslots - 1);
-        q->slots[h] = (slot){0, 0, 0};
+    /* a share's groups copied are given back as the copy goes (their pages are their own
+     * mapping: grow_groups), so the groups are held once, not twice, at the end */
+    if ((k & 4095) == 4095 && page > 0)
+      for (int s = 0; s < x->T; s++) {
+        const ps_profile *q = x->q[s];
+        size_t done = at[s] * sizeof(group) / (size_t)page * (size_t)page;
+        if (q->capgroups * sizeof(group) >= HUGE_MIN && done > freed[s]) {
+          madvise((char *)q->groups + freed[s], done - freed[s], MADV_DONTNEED);
+          freed[s] = done;
+        }
       }
-    } else {
-      memset(q->slots, 0, q->nslots * sizeof *q->slots);
+    const group *best = NULL;
+    int bs = 0;
+    for (int s = 0; s < x->T; s++) {
+      const ps_profile *q = x->q[s];
+      if (at[s] < q->ngroups && (best == NULL || q->groups[at[s]].first_row < best->first_row))
+        best = &q->groups[at[s]], bs = s;
     }
-    q->ngroups = 0;
+    at[bs]++;
+    size_t h = (size_t)best->hash & (p->nslots - 1);
+    while (p->slots[h].idx) h = (h + 1) & (p->nslots - 1);
+    p->groups[p->ngroups] = *best;
+    p->slots[h] = (slot){best->hash, best->hash2, (uint32_t)++p->ngroups};
   }
-  return rc;
+  for (int s = 0; s < x->T; s++) x->q[s]->ngroups = 0;   /* p owns their memory now */
+  return 0;
 }
 
-/* The groups round r's shares found join p (thread 0, the others waiting); 0 or -1 (out of
- * memory, the error set). */
-static int adopt_round(pass *x) {
-  if (!atomic_load(&x->oom) && adopt_step(x) == 0) return 0;
-  if (x->rc == 0) snprintf(x->err, x->errsize, "%s: out of memory", x->path);
-  x->rc = -1;
-  return -1;
+enum { T_NONE, T_PARSE, T_WALK, T_ADD, T_END };
+
+/* The next task for thread t (under x->mu): the walk first (every add waits for it), then an
+ * add (it frees a block), then a parse (when a block is free). */
+static int next_task(pass *x, int t, size_t *k, int *s) {
+  if (x->stop || atomic_load(&x->oom)) return T_END;
+  size_t least = x->last;   /* every share has added the blocks before it */
+  for (int j = 0; j < x->T; j++)
+    if (x->added[j] < least) least = x->added[j];
+  if (least == x->last) return T_END;
+  if (!x->walking && x->walked < x->last && x->walked < x->claimed && x->blk[x->walked % x->nbuf].parsed) {
+    x->walking = 1;
+    *k = x->walked;
+    return T_WALK;
+  }
+  for (int j = 0; j < x->T; j++) {   /* its own share first */
+    int sj = (t + j) % x->T;
+    if (!x->adding[sj] && x->added[sj] < x->walked) {
+      x->adding[sj] = 1;
+      *s = sj;
+      *k = x->added[sj];
+      return T_ADD;
+    }
+  }
+  if (x->claimed < x->last && x->claimed < least + x->nbuf) {
+    *k = x->claimed++;
+    x->blk[*k % x->nbuf].parsed = 0;
+    return T_PARSE;
+  }
+  return T_NONE;
 }
 
-/* Two barriers a round, the blocks double-buffered: a thread parses its block of round r + 1
- * as soon as its share of round r is added (the other shares may still be adding from round
- * r's blocks), and the first barrier of round r + 1 finds both done, so thread 0 adopts round
- * r's new groups and walks round r + 1's blocks there before the shares start on them. */
 static void run_pass(pass *x, int t) {
-  for (size_t r = 0;; r++) {
-    size_t k = r * (size_t)x->T + (size_t)t;
-    if (k < x->nblocks) guess_and_parse(x, &x->w[t], &x->blk[x->T > 1 ? r & 1 : 0][t], k);
-    pthread_barrier_wait(&x->bar);
-    if (t == 0) {
-      x->round = r;
-      x->stop = r > 0 && adopt_round(x) != 0;
-      if (!x->stop) {
-        serial_step(x);
-        if (x->cb) x->cb(x->ud, x->expect < x->size ? x->expect : x->size, x->size);
-      }
+  pthread_mutex_lock(&x->mu);
+  for (;;) {
+    size_t k = 0;
+    int s = 0, task = next_task(x, t, &k, &s);
+    if (task == T_END) break;
+    if (task == T_NONE) {
+      pthread_cond_wait(&x->cv, &x->mu);
+      continue;
     }
-    pthread_barrier_wait(&x->bar);
-    if (x->stop) return;
-    share_step(x, t, r);
-    if (x->done) {   /* the last round: its groups join p once every share is added */
-      pthread_barrier_wait(&x->bar);
-      if (t == 0) adopt_round(x);
-      return;
+    pthread_mutex_unlock(&x->mu);
+    if (task == T_PARSE) guess_and_parse(x, &x->w[t], &x->blk[k % x->nbuf], k);
+    else if (task == T_WALK) walk_step(x, t, k);
+    else add_step(x, s, k);
+    pthread_mutex_lock(&x->mu);
+    if (task == T_PARSE) x->blk[k % x->nbuf].parsed = 1;
+    else if (task == T_WALK) {   /* after an error, its rows before the bad one are the last added */
+      x->walking = 0;
+      if (++x->walked, x->rc != 0) x->last = x->walked;
+    }
+    else x->adding[s] = 0, x->added[s]++;
+    pthread_cond_broadcast(&x->cv);
+    if (t == 0 && x->cb && x->expect != x->shown) {   /* Lua's callback: the calling thread only */
+      x->shown = x->expect;
+      pthread_mutex_unlock(&x->mu);
+      x->cb(x->ud, x->shown < x->size ? x->shown : x->size, x->size);
+      pthread_mutex_lock(&x->mu);
     }
   }
+  x->stop = 1;   /* an error or the end: the others stop too */
+  pthread_cond_broadcast(&x->cv);
+  pthread_mutex_unlock(&x->mu);
 }
 
 typedef struct thread_arg { pass *x; int t; } thread_arg;
@@ -1085,17 +1118,21 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
       if (pthread_create(&th[started], NULL, pass_thread, &args[started]) != 0) break;
     }
     x->T = started;
-    pthread_barrier_init(&x->bar, NULL, (unsigned)started);
+    x->nbuf = started > 1 ? NBUF * (size_t)started : 1;
+    x->last = x->nblocks;
     pthread_mutex_lock(&x->mu);
     x->go = 1;
     pthread_cond_broadcast(&x->cv);
     pthread_mutex_unlock(&x->mu);
     run_pass(x, 0);
     for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
-    pthread_barrier_destroy(&x->bar);
     pthread_mutex_destroy(&x->mu);
     pthread_cond_destroy(&x->cv);
     rc = x->rc;
+    if ((adopt_all(x) != 0 || atomic_load(&x->oom)) && rc == 0) {
+      snprintf(err, errsize, "%s: out of memory", path);
+      rc = -1;
+    }
   }
   if (hashing == 1) pthread_join(hth, NULL);
   else if (hashing == 2 && rc == 0) hash_thread(&hj);
@@ -1108,7 +1145,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     ps_import_key_free(x->w[t].keys);
     if (x->q[t]) strings_give(&p->str, &x->q[t]->str);   /* p's groups point into them */
     ps_profile_free(x->q[t]);
-    for (int h = 0; h < 2; h++) free(x->blk[h][t].recs), free(x->blk[h][t].arena);
+    for (int h = 0; h < NBUF; h++) free(x->blk[h * MAX_THREADS + t].recs), free(x->blk[h * MAX_THREADS + t].arena);
   }
   free(x);
   if (cb) cb(ud, size, size);
