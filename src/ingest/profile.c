@@ -512,7 +512,7 @@ typedef struct pass {
   int walking;                           /* a thread walks block walked */
   size_t added[MAX_THREADS];             /* share s has added blocks [0, added[s]) */
   unsigned char adding[MAX_THREADS];     /* a thread adds to share s */
-  uint64_t shown;                        /* progress last reported (thread 0) */
+  uint64_t reached, shown;               /* bytes walked; progress last reported (thread 0) */
   long line0;                            /* line of the first data record */
   atomic_int oom;
   int stop, rc;
@@ -934,12 +934,13 @@ static void run_pass(pass *x, int t) {
     if (task == T_PARSE) x->blk[k % x->nbuf].parsed = 1;
     else if (task == T_WALK) {   /* after an error, its rows before the bad one are the last added */
       x->walking = 0;
+      x->reached = x->expect;
       if (++x->walked, x->rc != 0) x->last = x->walked;
     }
     else x->adding[s] = 0, x->added[s]++;
     pthread_cond_broadcast(&x->cv);
-    if (t == 0 && x->cb && x->expect != x->shown) {   /* Lua's callback: the calling thread only */
-      x->shown = x->expect;
+    if (t == 0 && x->cb && x->reached != x->shown) {   /* Lua's callback: the calling thread only */
+      x->shown = x->reached;
       pthread_mutex_unlock(&x->mu);
       x->cb(x->ud, x->shown < x->size ? x->shown : x->size, x->size);
       pthread_mutex_lock(&x->mu);

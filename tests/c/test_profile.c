@@ -496,6 +496,37 @@ static void test_threads_same_bits(void **state) {
     for (uint64_t block = 97; block < 20000; block = block * 3 + 1) same_as_one_thread(path, n, block);
 }
 
+/* Two files into one aggregate: the second file's rows that hit groups of the first update
+ * them (p's, read by the shares) and its new groups join after them, in first-row order: one
+ * thread's groups and means, bit for bit, for any thread count and block size. */
+static void test_threads_second_file(void **state) {
+  (void)state;
+  static char a[1 << 17], b[1 << 17];
+  inexact_file(a, sizeof a, 500);
+  inexact_file(b, sizeof b, 900);
+  /* the second file's rows of shape "2,8" and "3,8" are new groups there */
+  for (char *m = b; (m = strstr(m, ",8\",")) != NULL; m++)
+    if (m[-1] == '2' || m[-1] == '3') m[1] = '9';
+  char pa[2048], pb[2048], err[512];
+  snprintf(pa, sizeof pa, "%s", write_file("second_a.csv", a));
+  snprintf(pb, sizeof pb, "%s", write_file("second_b.csv", b));
+  for (int n = 2; n <= 5; n++)
+    for (uint64_t block = 0; block < 20000; block = block * 3 + 301) {
+      ps_profile *one = ps_profile_new(), *p = ps_profile_new();
+      ps_profile_set_threads(one, 1, 1);
+      ps_profile_set_threads(p, n, 1);
+      ps_profile_set_block(p, block);
+      for (int f = 0; f < 2; f++) {
+        assert_int_equal(ps_profile_add_file(one, f ? pb : pa, NULL, NULL, 0, NULL, NULL, err, sizeof err), 0);
+        assert_int_equal(ps_profile_add_file(p, f ? pb : pa, NULL, NULL, 0, NULL, NULL, err, sizeof err), 0);
+      }
+      assert_int_equal(ps_profile_ngroups(one), 6);
+      assert_same_groups(one, p);
+      ps_profile_free(p);
+      ps_profile_free(one);
+    }
+}
+
 /* Rows longer than the page a block's start is looked for in first (and one longer than the
  * whole look-ahead): blocks that start inside them find the next line start further on, or
  * leave it to the serial step; the result is one thread's, bit for bit. */
@@ -678,6 +709,7 @@ int main(void) {
     cmocka_unit_test(test_chunks_every_split),
     cmocka_unit_test(test_threads_same_bits),
     cmocka_unit_test(test_threads_long_rows),
+    cmocka_unit_test(test_threads_second_file),
     cmocka_unit_test(test_threads_error_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
