@@ -499,6 +499,41 @@ local function merge_one(dir, t, opts)
   return res
 end
 
+-- 1 when no table's file exists in dir yet (each will be created).
+local function all_new(dir, tables)
+  for _, t in ipairs(tables) do
+    if lfs.attributes(dir .. "/" .. t.file, "mode") ~= nil then return false end
+  end
+  return true
+end
+
+-- Appends the log's lines of the written rows to dir's provenance log in the stage: per table,
+-- every group of a new file (results nil: every table is one), else the rows merge_one wrote;
+-- the lines of one table at a time, each written and dropped before the next (the whole log
+-- text at once, twice with its concatenation, was a big import's peak). Sets prov.written.
+local function write_log(dir, tables, results, log, stage, prov)
+  local n = 0
+  for i, t in ipairs(tables) do
+    local res = results and results[i]
+    n = n + ((not res or res.new_file) and #t.groups or #(res.written_rows or {}))
+  end
+  local i = 0
+  local function next_text()
+    i = i + 1
+    local t, res = tables[i], results and results[i]
+    if not t then return nil end
+    if not res or res.new_file then
+      return (provenance.group_lines(log.base, t.agg, t.groups, t.stem, log.inputs))
+    end
+    return (provenance.lines(log.base, { res }, log.inputs))
+  end
+  if n > 0 then
+    local ok, err = provenance.append(dir, next_text, stage)
+    if not ok then perf.fail("%s", err) end
+  end
+  prov.written = n
+end
+
 -- Merges every table into dir, under the database lock. opts.mode: one of UPDATE_MODES;
 -- opts.dry_run: report only. Every file is staged first and all are committed together
 -- (docs/rules.md, All-or-nothing writes). Returns the list of per-file results, in table order.
@@ -533,36 +568,24 @@ function M.merge(dir, tables, opts)
   local held <close> = lock
   local stage <close> = not opts.dry_run and perf.fs.stage() or nil
   local one = setmetatable({ stage = stage }, { __index = opts })
+  if opts.provenance then
+    for _, t in ipairs(tables) do t.stem = t.file:gsub("%.csv$", "") end
+  end
+  local log = stage and opts.provenance
+  if log then
+    -- one line per written row, committed with the files (docs/rules.md, Provenance)
+    log = { base = { run = log.run, source = "imported", time = os.date("!%Y-%m-%dT%H:%M:%SZ") },
+            inputs = { log.input, log.xxh3 } }
+  end
+  -- Into a fresh database every group is a written row, so the log's lines are known before
+  -- the files are made: written first, the log (an import's largest file) goes to disk while
+  -- the files are made, and the commit no longer waits for it.
+  local early = log and all_new(dir, tables)
+  if early then write_log(dir, tables, nil, log, stage, opts.provenance) end
   for _, t in ipairs(tables) do
-    if opts.provenance then
-      t.stem = t.file:gsub("%.csv$", "")
-    end
     results[#results + 1] = merge_one(dir, t, one)
   end
-  if stage and opts.provenance then
-    -- one line per written row, committed with the files (docs/rules.md, Provenance)
-    local p = opts.provenance
-    local base, inputs = { run = p.run, source = "imported", time = os.date("!%Y-%m-%dT%H:%M:%SZ") }, { p.input, p.xxh3 }
-    -- the lines of one table at a time, each written and dropped before the next (the whole
-    -- log text at once, twice with its concatenation, was a big import's peak)
-    local n = 0
-    for i, res in ipairs(results) do
-      n = n + (res.new_file and #tables[i].groups or #(res.written_rows or {}))
-    end
-    local i = 0
-    local function next_text()
-      i = i + 1
-      local res = results[i]
-      if not res then return nil end
-      if res.new_file then return (provenance.group_lines(base, tables[i].agg, tables[i].groups, res.stem, inputs)) end
-      return (provenance.lines(base, { res }, inputs))
-    end
-    if n > 0 then
-      local ok, err = provenance.append(dir, next_text, stage)
-      if not ok then perf.fail("%s", err) end
-    end
-    opts.provenance.written = n
-  end
+  if log and not early then write_log(dir, tables, results, log, stage, opts.provenance) end
   if stage then
     local ok, err = stage:commit()
     if not ok then perf.fail("%s", err) end
