@@ -1,9 +1,12 @@
 /* The write-back signature (docs/rules.md, Write-back signature); see writeback_sig.h. */
 #include "writeback_sig.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -265,20 +268,37 @@ int ps_sig_is_matmul(const char *op) {
 
 uint64_t ps_sig_hash_bytes(const void *p, size_t len) { return XXH3_64bits(p, len); }
 
+/* read(2) into a buffer that stays in the cache, not stdio's fread: fread of 1 MiB pieces cost
+ * the import's hash of a 302 MB file 0.17-0.23 s, read(2) of 256 KiB pieces 0.08 s. */
+#define HASH_PIECE (256u << 10)
 int ps_sig_hash_file(const char *path, uint64_t *out) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
   XXH3_state_t *st = XXH3_createState();
-  char *buf = malloc(1 << 20);
-  int rc = -1;
+  char *buf = malloc(HASH_PIECE);
+  int rc = -1, saved = 0;
   if (st != NULL && buf != NULL && XXH3_64bits_reset(st) == XXH_OK) {
-    size_t n;
-    while ((n = fread(buf, 1, 1 << 20, f)) > 0) XXH3_64bits_update(st, buf, n);
-    if (!ferror(f)) *out = XXH3_64bits_digest(st), rc = 0;
+    for (;;) {
+      ssize_t n = read(fd, buf, HASH_PIECE);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        saved = errno;
+        break;
+      }
+      if (n == 0) {
+        *out = XXH3_64bits_digest(st);
+        rc = 0;
+        break;
+      }
+      XXH3_64bits_update(st, buf, (size_t)n);
+    }
+  } else {
+    saved = ENOMEM;
   }
   free(buf);
   XXH3_freeState(st);
-  fclose(f);
+  close(fd);
+  if (rc != 0) errno = saved;   /* the caller's message names the read's error */
   return rc;
 }
 

@@ -59,7 +59,7 @@ int ps_sig_is_matmul(const char *op);
 
 /* XXH3 64-bit hash, the one signatures use. */
 uint64_t ps_sig_hash_bytes(const void *p, size_t len);
-/* The XXH3 of a file's bytes, read in 1 MiB pieces (equal to ps_sig_hash_bytes of its whole
+/* The XXH3 of a file's bytes, read in 256 KiB pieces (equal to ps_sig_hash_bytes of its whole
  * text; memory does not follow the file's size): 0, or -1 with errno when it cannot be read. */
 int ps_sig_hash_file(const char *path, uint64_t *out);
 
