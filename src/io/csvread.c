@@ -22,8 +22,12 @@ ps_csv_reader *ps_csv_open(const char *path, unsigned flags, char *err, size_t e
     free(r);
     return NULL;
   }
-  /* Read the first record now so that LFS pointers and binary files fail at open. */
+  /* Read the first record now so that LFS pointers and binary files fail at open; from a
+   * small first read (a header's check opened a big file's 4 MiB buffer's worth), the rest
+   * buffer-sized. */
+  ps_scan_set_chunk(r->scan, 64u << 10);
   r->first_status = ps_scan_next(r->scan, &r->first);
+  ps_scan_set_chunk(r->scan, 0);
   if (r->first_status < 0) {
     snprintf(err, errsize, "%s", ps_scan_error(r->scan));
     ps_csv_close(r);
