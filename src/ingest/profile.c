@@ -492,6 +492,7 @@ typedef struct worker {
 typedef struct pass {
   ps_profile *p;
   const char *path;
+  int fd;                                /* the file, for the blocks' start guesses (pread) */
   const int *col;
   int metrics_at;                        /* the counters' first column when they are side by
                                             side in counter order (kernel_details), else -1 */
@@ -687,11 +688,10 @@ static void guess_and_parse(const pass *x, worker *w, block *b, size_t k) {
   uint64_t start = nominal;
   if (k > 0) {
     char buf[65536];
-    int fd = open(x->path, O_RDONLY);
+    int fd = x->fd;
     /* a row is some hundred bytes: a page first, the whole buffer when it holds no line end */
     ssize_t n = fd < 0 ? -1 : pread(fd, buf, 4096, (off_t)(nominal - 1));
     if (n == 4096 && memchr(buf, '\n', 4096) == NULL) n = pread(fd, buf, sizeof buf, (off_t)(nominal - 1));
-    if (fd >= 0) close(fd);
     const char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
     if (nl == NULL) {   /* no line end near: step 2 reads it */
       b->status = B_GUESS;
@@ -1051,6 +1051,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   }
   x->p = p;
   x->path = path;
+  x->fd = open(path, O_RDONLY | O_CLOEXEC);   /* -1: every block but the first is read by the walk */
   x->col = col;
   x->metrics_at = col[C_METRIC0];
   for (int m = 0; m < PS_NCOUNTERS; m++)
@@ -1148,6 +1149,7 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     ps_profile_free(x->q[t]);
     for (int h = 0; h < NBUF; h++) free(x->blk[h * MAX_THREADS + t].recs), free(x->blk[h * MAX_THREADS + t].arena);
   }
+  if (x->fd >= 0) close(x->fd);
   free(x);
   if (cb) cb(ud, size, size);
   add_counts(&p->totals, counts);
