@@ -116,5 +116,5 @@ read -r w1 c1 _ <<< "$P1"; read -r w2 c2 _ <<< "$P2"
 awk -v a="$w1" -v b="$w2" -v n="$(nproc)" -v c="$PW" -v ca="$c1" -v cb="$c2" -v cc="$PC" \
   'BEGIN { printf "scaling: 2 threads %.2fx the wall speed of 1, all %d cores %.2fx (cpu s: %.2f, %.2f, %.2f)\n", a / b, n, a / c, ca, cb, cc }'
 # how busy the two threads were: CPU over twice the wall time (100%: both busy throughout;
-# the rest is the serial part of the run, waits at the rounds' barriers and the load of others)
+# the rest is the serial part of the run (startup, the statistics' tail, the commit) and the load of others)
 awk -v w="$w2" -v c="$c2" 'BEGIN { printf "2 threads busy: %.0f%% of 2 x wall (serial part and waits: the rest)\n", 100 * c / (2 * w) }'
