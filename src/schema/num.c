@@ -345,8 +345,10 @@ int ps_num_duration_cell(const char *s, size_t len) {
 
 /* printf("%.6f") for the statistics, without printf's multi-precision path: the exact
  * product v * 1e6 is p + e (fma), rounded to the nearest integer with ties to even, as glibc
- * rounds the exact binary value. Falls back to snprintf outside |v| < 9e9. */
-int ps_num_fmt6(char *out, size_t cap, double v) {
+ * rounds the exact binary value. Falls back to snprintf outside |v| < 9e9. One body, two
+ * builds: with FMA and SSE4.1 (fma and floor one instruction each, not library calls: 172 ->
+ * ~100 instructions a number) where the processor has them, and the portable one. */
+static inline __attribute__((always_inline)) int fmt6_body(char *out, size_t cap, double v) {
   double a = fabs(v);
   if (!(a < 9e9)) return snprintf(out, cap, "%.6f", v);
   double p = a * 1e6, e = fma(a, 1e6, -p), n = floor(p);
@@ -362,7 +364,8 @@ int ps_num_fmt6(char *out, size_t cap, double v) {
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
-  char t[24], *w = t + sizeof t;
+  /* the text ends at t + 24, and 24 bytes from its start are readable: one fixed-size copy */
+  char t[48], *w = t + 24;
   uint64_t ip = k / 1000000;
   unsigned frac = (unsigned)(k - ip * 1000000);
   for (int i = 0; i < 3; i++, frac /= 100) w -= 2, memcpy(w, pairs + 2 * (frac % 100), 2);
@@ -371,13 +374,26 @@ int ps_num_fmt6(char *out, size_t cap, double v) {
   if (ip >= 10) w -= 2, memcpy(w, pairs + 2 * ip, 2);
   else *--w = (char)('0' + ip);
   if (signbit(v)) *--w = '-';
-  size_t len = (size_t)(t + sizeof t - w);
-  if (cap > 0) {   /* snprintf's contract: truncated to cap - 1, the full length returned */
+  size_t len = (size_t)(t + 24 - w);
+  if (cap > 24) {
+    memcpy(out, w, 24);
+    out[len] = 0;
+  } else if (cap > 0) {   /* snprintf's contract: truncated to cap - 1, the full length returned */
     size_t c = len < cap ? len : cap - 1;
     memcpy(out, w, c);
     out[c] = 0;
   }
   return (int)len;
+}
+
+__attribute__((target("fma,sse4.1"))) static int fmt6_fma(char *out, size_t cap, double v) {
+  return fmt6_body(out, cap, v);
+}
+
+int ps_num_fmt6(char *out, size_t cap, double v) {
+  if (!num_portable && __builtin_cpu_supports("fma") && __builtin_cpu_supports("sse4.1"))
+    return fmt6_fma(out, cap, v);
+  return fmt6_body(out, cap, v);
 }
 
 int ps_num_int(const char *s, size_t len, int64_t *out) {

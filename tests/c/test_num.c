@@ -345,6 +345,35 @@ static void us_to_ns_as_oracle(void **state) {
   }
 }
 
+/* ps_num_fmt6 is snprintf("%.6f") byte for byte on both of its builds (the FMA one and the
+ * portable one), near rounding ties, at digit-count boundaries, and truncated to small caps. */
+static void fmt6_both_builds_are_printf(void **state) {
+  (void)state;
+  uint64_t x = 88172645463325252ULL;
+  for (int i = 0; i < 100000; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    double v;
+    switch (i % 4) {
+    case 0: v = (double)(x % 100000000000ULL) / 1e6 + 5e-7; break;   /* a tie, in decimal */
+    case 1: v = ldexp((double)(x >> 11), -(int)(x % 90)); break;
+    case 2: v = pow(10.0, (double)(x % 11)) - (double)(x % 3) * 5e-7; break;
+    default: v = -(double)(x % 9000000000000ULL) / 1000.0; break;
+    }
+    char want[400], got[2][400];
+    int n = snprintf(want, sizeof want, "%.6f", v);
+    for (int portable = 0; portable < 2; portable++) {
+      ps_num_set_portable(portable);
+      assert_int_equal(ps_num_fmt6(got[portable], sizeof got[portable], v), n);
+      assert_string_equal(got[portable], want);
+      char small[8];
+      ps_num_fmt6(small, sizeof small, v);
+      assert_memory_equal(small, want, strlen(small));
+      assert_int_equal(strlen(small), n < 7 ? n : 7);
+    }
+    ps_num_set_portable(0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_float_accepts),
@@ -358,6 +387,7 @@ int main(void) {
     cmocka_unit_test(finite_and_or_zero),
     cmocka_unit_test(valid_duration_is_finite_and_positive),
     cmocka_unit_test(python_int_of_a_cell),
+    cmocka_unit_test(fmt6_both_builds_are_printf),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
