@@ -749,12 +749,12 @@ static void walk_step(pass *x, int t, size_t k) {
   }
 }
 
-/* A group of p (earlier files) or of share table q: its index in q, or ~index in p; -1: none.
- * An index, not a pointer: q's groups move as it grows. */
+/* A group of p (earlier files) or of share table q: its index i in q, or -2 - i for p's
+ * group i; -1: none. An index, not a pointer: q's groups move as it grows. */
 static inline long group_of(const ps_profile *p, const ps_profile *q, const uint64_t h[2]) {
   const group *g = find(q, h);
   if (g) return g - q->groups;
-  if (p->ngroups && (g = find(p, h)) != NULL) return ~(long)(g - p->groups);
+  if (p->ngroups && (g = find(p, h)) != NULL) return -2 - (long)(g - p->groups);
   return -1;
 }
 
@@ -763,7 +763,7 @@ static void add_step(pass *x, int s, size_t k) {
   ps_profile *p = x->p, *q = x->q[s];
   uint64_t S = (uint64_t)x->T;
 #define MINE(r) ((r)->kind == K_USE && (S == 1 || (r)->h1 % S == (uint64_t)s))
-#define GROUP(i) ((i) >= 0 ? &q->groups[(i)] : &p->groups[~(i)])
+#define GROUP(i) ((i) >= 0 ? &q->groups[(i)] : &p->groups[-2 - (i)])
   const block *b = &x->blk[k % x->nbuf];
   /* Rows land on random groups: the slot of row i + 16 and the group of row i + 8 are
    * fetched ahead (ring: the groups found), and the duration slot of row i + 2. */
