@@ -5,6 +5,9 @@
 #   ./setup.sh run ARGS...      ... then run build/perfscript ARGS...
 #   ./setup.sh test             ... then run every test (C, Lua, CLI) through ctest
 #   ./setup.sh sanitize         build in build-asan with ASan+UBSan and run every test there
+#   ./setup.sh tsan             build the tests of the threaded C code (the import's pass, the
+#                               writer thread, the staged fsyncs, the fork workers) in build-tsan
+#                               with ThreadSanitizer and run them
 #   ./setup.sh fuzz [SECONDS]   build the libFuzzer targets (clang) in build-fuzz, run each for
 #                               SECONDS (default 60) and the expression differential (fuzz/README.md)
 set -euo pipefail
@@ -54,6 +57,12 @@ case "$cmd" in
   sanitize)
     build build-asan -DPERFSCRIPT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
     cd build-asan && ctest --output-on-failure -j "$JOBS" "$@" ;;
+  tsan)
+    threaded=(test_profile test_csvwrite test_stage test_forkmap test_proc)
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFSCRIPT_TSAN=ON >/dev/null
+    cmake --build build-tsan -j "$JOBS" --target "${threaded[@]}" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^-- ' >&2 || true
+    regex=$(IFS='|'; echo "^c/(${threaded[*]})\$")
+    cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j "$JOBS" -R "$regex" "$@" ;;
   fuzz) exec fuzz/run.sh "$@" ;;
-  *) echo "usage: $0 [build | run ARGS... | test | sanitize | fuzz [SECONDS]]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build | run ARGS... | test | sanitize | tsan | fuzz [SECONDS]]" >&2; exit 2 ;;
 esac
