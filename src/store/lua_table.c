@@ -1093,7 +1093,7 @@ static int sx_rows(lua_State *L) {
  *   ix:prepare(shapes_col, formats_col | false, dtypes_col | false, n, {latency cols}, {pri}, minpri)
  *   ix:exact(slot_index | false, qshapes, qdtypes, kind, float_group)
  *     -> row, distance, rule, {input rules}, latency, latency column position, ties, {tie rows},
- *        the input rules joined with ","
+ *        the input rules joined with ",", the row's line (t:line(row))
  *   qshapes may be the query's shapes text (as t:shapes reads it; a text it refuses gives nil),
  *   then qdtypes are its dtype names as given (one name for every input); the slot index is
  *   then used only for two inputs or more
@@ -1288,7 +1288,8 @@ static int ix_exact(lua_State *L) {
   }
   lua_pushvalue(L, joined);
   lua_remove(L, joined);
-  return 9;
+  lua_pushinteger(L, ps_table_line(t, a.row));
+  return 10;
 }
 
 /* T.new_table(narray, nhash) -> an empty table with room for narray items and nhash fields,
