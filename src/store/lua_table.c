@@ -55,11 +55,18 @@ typedef struct component {
 
 #define MAXCOMP 8
 
+/* The dtypes key of the last exact lookup whose dtypes text had one (ix:exact): queries
+ * repeat their dtypes, so the next with the same text skips the key's render and hash. One
+ * entry; a text longer than DKEY_TEXT is not kept. */
+enum { DKEY_TEXT = 256 };
+typedef struct dkey_memo { size_t len; ps_sid key; int valid; char text[DKEY_TEXT]; } dkey_memo;
+
 typedef struct index_ud {
   ps_index *ix;
   size_t nkey, nslots;
   component comp[MAXCOMP];
   ps_exact_cols cols; int has_cols;  /* ix:prepare's columns of the exact match */
+  dkey_memo dkey;
 } index_ud;
 
 /* A slot index (t:slot_index) and its search memo. */
@@ -1221,10 +1228,21 @@ static int ix_exact(lua_State *L) {
       in = (char *)lua_tolstring(L, -1, &dlen);  /* read only; popped below */
     }
     const component *c = &u->comp[1];
-    long kl = ps_lookup_key_list(in, dlen, c->n, c->flags, buf, joined ? KEYBUF / 2 : KEYBUF);
-    int found = kl >= 0 && text_key(t, c, buf, (size_t)kl, key);
-    if (!joined) lua_pop(L, 1);
-    if (!found) return 0;  /* dtypes no row has: the scan looks at every row */
+    dkey_memo *dm = &u->dkey;
+    if (joined && dm->valid && dm->len == dlen && memcmp(dm->text, in, dlen) == 0) {
+      key[c->slot] = dm->key;  /* a found key's id stays (strings are never removed) */
+    } else {
+      long kl = ps_lookup_key_list(in, dlen, c->n, c->flags, buf, joined ? KEYBUF / 2 : KEYBUF);
+      int found = kl >= 0 && text_key(t, c, buf, (size_t)kl, key);
+      if (!joined) lua_pop(L, 1);
+      if (!found) return 0;  /* dtypes no row has: the scan looks at every row */
+      if (joined && !c->hashed && dlen <= DKEY_TEXT) {
+        memcpy(dm->text, in, dlen);
+        dm->len = dlen;
+        dm->key = key[c->slot];
+        dm->valid = 1;
+      }
+    }
   }
   /* the shape keys of the query's variants */
   enum { MAXV = 64 };
@@ -1262,16 +1280,30 @@ static int ix_exact(lua_State *L) {
   lua_pushinteger(L, a.distance);
   lua_pushstring(L, ps_lookup_rule_name(a.rule));
   lua_createtable(L, (int)nq, 0);
-  luaL_Buffer rb;  /* the input rules joined with "," as well (the record's "input rules") */
-  luaL_buffinit(L, &rb);
-  for (int i = 0; i < (int)nq; i++) {
+  /* the input rules joined with "," as well (the record's "input rules"): in buf, which
+   * holds them (a rule name is short), else a Lua buffer */
+  size_t jl = 0;
+  for (int i = 0; i < (int)nq && jl < KEYBUF; i++) {
     const char *rn = ps_lookup_rule_name(a.rules[i]);
-    if (i > 0) luaL_addchar(&rb, ',');
-    luaL_addstring(&rb, rn);
+    size_t rl = strlen(rn);
     lua_pushstring(L, rn);
-    lua_rawseti(L, -3, i + 1);  /* under the buffer's box, if it made one */
+    lua_rawseti(L, -2, i + 1);
+    if (jl + rl + 1 > KEYBUF) { jl = KEYBUF; continue; }
+    if (i > 0) buf[jl++] = ',';
+    memcpy(buf + jl, rn, rl);
+    jl += rl;
   }
-  luaL_pushresult(&rb);
+  if (jl < KEYBUF) {
+    lua_pushlstring(L, buf, jl);
+  } else {
+    luaL_Buffer rb;
+    luaL_buffinit(L, &rb);
+    for (int i = 0; i < (int)nq; i++) {
+      if (i > 0) luaL_addchar(&rb, ',');
+      luaL_addstring(&rb, ps_lookup_rule_name(a.rules[i]));
+    }
+    luaL_pushresult(&rb);
+  }
   int joined = lua_gettop(L);
   lua_pushnumber(L, a.latency);
   lua_pushinteger(L, a.latpos + 1);
