@@ -1198,8 +1198,19 @@ function Kmethods:lookup(shapes, dtypes, opts)
   -- the common form (a shapes text, a dtypes text, no options) of a compute kernel already
   -- asked once (s.comm false: its table is loaded): straight to the C exact match
   local s = self._
+  local L, names = s.fast, nil  -- exact_from_text's prepared path, its dtypes text seen (s.qdt: strings only)
+  if L and opts == nil and type(shapes) == "string" and not M.lua_only then
+    names = s.qdt[dtypes]
+    if names then
+      local row, distance, rule, rules, lat, latpos, nties, ties, joined, line = L.ix:exact(L.sx, shapes, names, L.kind, L.fg)
+      if row then
+        return exact_answer(self, s.t, nil, shapes, dtypes, s.lpol, row, distance, rule, rules, lat, s.latcols[latpos],
+                            ties, nties, joined, line)
+      end
+    end
+  end
   if opts == nil and s.comm == false and type(shapes) == "string" and type(dtypes) == "string" and
-     not M.lua_only then
+     not M.lua_only and not names then  -- names: the C path above had no answer
     local res = exact_from_text(self, s.t, shapes, dtypes)
     if res then return res end
   end
