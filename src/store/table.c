@@ -279,8 +279,10 @@ ps_table *ps_table_load(const char *path, char *err, size_t errsize) {
     }
     ps_sid *row = t->cells + t->nrows * t->ncols;
     const ps_sid *prev = t->nrows ? row - t->ncols : NULL;
-    for (size_t c = 0; c < t->ncols; c++) {
-      size_t len = c < rec.nfields ? rec.lens[c] : 0;
+    size_t nc = rec.nfields < t->ncols ? rec.nfields : t->ncols;
+    for (size_t c = nc; c < t->ncols; c++) row[c] = 0;  /* a short row's missing cells: empty */
+    for (size_t c = 0; c < nc; c++) {
+      size_t len = rec.lens[c];
       if (len == 0) { row[c] = 0; continue; }
       ps_sid id;
       if (t->col_plain[c]) {
@@ -533,8 +535,10 @@ void ps_slotix_free(ps_slotix *x) {
 
 static int group_is(const ps_slotix *x, size_t g, int j, const ps_lookup_key_shape *sh) {
   const int64_t *d = x->dims + x->gshape[g];
-  int r = sh->rank > 0 ? sh->rank : 0;
-  return d[0] == sh->rank && d[1] == j && memcmp(d + 2, sh->dims, (size_t)r * sizeof *d) == 0;
+  if (d[0] != sh->rank || d[1] != j) return 0;
+  for (int i = 0; i < sh->rank; i++)  /* a few dimensions: no memcmp call */
+    if (d[2 + i] != sh->dims[i]) return 0;
+  return 1;
 }
 
 long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
