@@ -65,4 +65,35 @@ function TestLookupLazy:test_record_made_when_read()
   lu.assertEquals(#r, 1)
 end
 
+-- ix:exact's tenth value is the row's line (what the answer's line field takes), and its
+-- remembered dtypes key answers as a fresh index does: dtypes texts switched back and forth,
+-- one of them no row has.
+function TestLookupLazy:test_exact_line_and_dtypes_switch()
+  local dir = h.tmpdir()
+  local rows = { h.MM_HEAD }
+  for i = 1, 30 do
+    rows[#rows + 1] = h.mm(16 * i, 512, 1024, tostring(i), "", "ND;ND", i % 3 == 0 and "FLOAT16;FLOAT16" or "DT_BF16;DT_BF16")
+  end
+  h.write(dir .. "/MatMulV2.csv", table.concat(rows))
+  local db = assert(perf.open(dir))
+  local K = db.MatMulV2
+  K:lookup("16,512;1024,512", "DT_BF16;DT_BF16")
+  local L = K:_lookup_index(0)
+  local t = K:table()
+  local row, _, _, _, _, _, _, _, joined, line = L.ix:exact(L.sx, "32,512;1024,512", { "DT_BF16", "DT_BF16" }, L.kind, L.fg)
+  lu.assertEquals(row, 2)
+  lu.assertEquals(line, t:line(row))
+  lu.assertEquals(joined, "identity,identity")
+  local seq = { { "48,512;1024,512", "FLOAT16;FLOAT16" }, { "32,512;1024,512", "DT_BF16;DT_BF16" },
+                { "32,512;1024,512", "INT8;INT8" }, { "96,512;1024,512", "FLOAT16;FLOAT16" },
+                { "64,512;1024,512", "DT_BF16;DT_BF16" }, { "48,512;1024,512", "DT_BF16;DT_BF16" },
+                { "32,512;1024,512", "INT8;INT8" }, { "80,512;1024,512", "DT_BF16;DT_BF16" } }
+  for _, q in ipairs(seq) do
+    local a = K:lookup(q[1], q[2])
+    local fresh = assert(perf.open(dir)).MatMulV2:lookup(q[1], q[2])
+    lu.assertEquals(tostring(a), tostring(fresh), q[1] .. " " .. q[2])
+    lu.assertEquals(a.line, fresh.line)
+  end
+end
+
 os.exit(lu.LuaUnit.run())
