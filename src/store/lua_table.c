@@ -323,6 +323,9 @@ typedef struct keyctx {
   ps_slotix *sx;              /* the slot index built in the same pass, or NULL */
   ps_lookup_key_shape *sh;    /* PS_LOOKUP_KEY_MAXSLOTS slots */
   int oom;
+  /* per slot group of sx: its slot's hash (slot_hash_words under the shapes component's
+   * flags), made when the group is first met; gstate 0 not yet, 1 made, 2 none */
+  uint64_t *ghash; unsigned char *gstate; size_t gcap;
 } keyctx;
 
 static ps_sid row_component(ps_table *t, size_t row, const component *c, char *buf,
@@ -358,24 +361,48 @@ static void put_hash(ps_sid *key, uint64_t h) {
  * for a list whose text does not read back as these slots: a slot of rank 0 or over the
  * limit, a dimension of 1e17 or more. Both sides use it: the rows' slots (shapes_hash) and a
  * query's canonical text parsed back (key_hash). */
+/* One word into a slots hash: the word added, then murmur3's 64-bit finalizer (every input
+ * bit moves every output bit), so that lists of small integers spread like text hashes. */
+static inline uint64_t slots_mix(uint64_t h, uint64_t v) {
+  h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+#define SLOTS_SEED 0x5ba9e5ull  /* not a text's hash */
+
+/* The hash of one slot: its rank (after strip1 under flags), then its dimensions; "()" (rank
+ * -1) one word of -1. 0 for a slot whose text would not read back as it. */
+static int slot_hash_words(const ps_lookup_key_shape *s, unsigned flags, uint64_t *h) {
+  int r = s->rank;
+  if (r < 0) { *h = slots_mix(SLOTS_SEED, (uint64_t)-1); return 1; }
+  int first = (flags & PS_LOOKUP_KEY_STRIP1) && r > 1 && s->dims[0] == 1;
+  if (r - first < 1 || r > PS_LOOKUP_KEY_MAXRANK) return 0;
+  uint64_t x = slots_mix(SLOTS_SEED, (uint64_t)(r - first));
+  for (int d = first; d < r; d++) {
+    int64_t v = s->dims[d];
+    if (v >= SK_MAXDIM || v <= -SK_MAXDIM) return 0;
+    x = slots_mix(x, (uint64_t)v);
+  }
+  *h = x;
+  return 1;
+}
+
+/* A list's hash from its slots' hashes in order (the index build keeps each slot group's). */
+static inline uint64_t slots_fold(uint64_t x, uint64_t slot_hash) { return slots_mix(x, slot_hash); }
+
 static int slots_hash_with(const ps_lookup_key_shape *sh, int k, int repl, const ps_lookup_key_shape *rv,
                            unsigned flags, uint64_t *h) {
-  int64_t buf[PS_LOOKUP_KEY_MAXSLOTS * (PS_LOOKUP_KEY_MAXRANK + 1)];
-  size_t n = 0;
+  uint64_t x = SLOTS_SEED;
   for (int i = 0; i < k; i++) {
-    const ps_lookup_key_shape *s = i == repl ? rv : &sh[i];
-    int r = s->rank;
-    if (r < 0) { buf[n++] = -1; continue; }
-    int first = (flags & PS_LOOKUP_KEY_STRIP1) && r > 1 && s->dims[0] == 1;
-    if (r - first < 1 || r > PS_LOOKUP_KEY_MAXRANK) return 0;
-    buf[n++] = r - first;
-    for (int d = first; d < r; d++) {
-      int64_t v = s->dims[d];
-      if (v >= SK_MAXDIM || v <= -SK_MAXDIM) return 0;
-      buf[n++] = v;
-    }
+    uint64_t hs;
+    if (!slot_hash_words(i == repl ? rv : &sh[i], flags, &hs)) return 0;
+    x = slots_fold(x, hs);
   }
-  *h = XXH3_64bits_withSeed(buf, n * sizeof *buf, 0x5ba9e5);  /* not a text's hash */
+  *h = x;
   return 1;
 }
 
@@ -461,9 +488,32 @@ static int fused_row(ps_table *t, size_t row, keyctx *k, const component *c, ps_
   if (ps_slotix_add(k->sx, row, k->sh, ok ? kk : -1) != 0) { k->oom = 1; return -1; }
   if (ns < 0) return -1;
   if (!ok || !c->hashed) return 0;  /* a later slot's restore failed: the key's own parse decides */
-  int hok;
-  uint64_t h = shapes_hash(c, k->sh, kk, k->buf, &hok);
-  if (!hok) return -1;
+  /* the key from the slots' hashes, each slot group's made once (slots_hash's value) */
+  size_t na, ng = ps_slotix_ngroups(k->sx);
+  const uint32_t *gs = ps_slotix_added(k->sx, &na);
+  if (ng > k->gcap) {
+    size_t cap = k->gcap ? k->gcap : 1024;
+    while (cap < ng) cap *= 2;
+    uint64_t *gh = realloc(k->ghash, cap * sizeof *gh);
+    if (gh) k->ghash = gh;
+    unsigned char *st = gh ? realloc(k->gstate, cap) : NULL;
+    if (st == NULL) { k->oom = 1; return -1; }
+    memset(st + k->gcap, 0, cap - k->gcap);
+    k->gstate = st;
+    k->gcap = cap;
+  }
+  uint64_t h = SLOTS_SEED;
+  int hok = na == (size_t)kk;
+  for (size_t i = 0; i < na && hok; i++) {
+    uint32_t g = gs[i];
+    if (k->gstate[g] == 0) k->gstate[g] = slot_hash_words(&k->sh[i], c->flags, &k->ghash[g]) ? 1 : 2;
+    if (k->gstate[g] == 2) hok = 0;
+    else h = slots_fold(h, k->ghash[g]);
+  }
+  if (!hok) {  /* a slot slots_hash refuses: the rendered text's hash */
+    h = shapes_hash(c, k->sh, kk, k->buf, &hok);
+    if (!hok) return -1;
+  }
   put_hash(key + c->slot, h);
   return 1;
 }
@@ -511,7 +561,7 @@ static int t_index(lua_State *L) {
     c->slot = (int)u->nslots;
     u->nslots += c->hashed ? 2 : 1;
   }
-  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0}, NULL, NULL, 0 };
+  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0}, NULL, NULL, 0, NULL, NULL, 0 };
   int ok = k.buf != NULL;
   slot_ud *sx = NULL;
   if (with_slots) {
@@ -533,6 +583,8 @@ static int t_index(lua_State *L) {
   if (ok) u->ix = ps_index_build(t, u->nslots, keyfn, &k);
   free(k.buf);
   free(k.sh);
+  free(k.ghash);
+  free(k.gstate);
   for (size_t i = 0; i < n; i++) { free(k.cache_b[i]); free(k.cache_v[i]); }
   if (u->ix == NULL || k.oom || (sx && ps_slotix_finish(sx->x) != 0))
     return luaL_error(L, "out of memory building an index");

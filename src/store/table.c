@@ -500,6 +500,7 @@ struct ps_slotix {
    * or the group's end). A group without buckets keeps its rows ascending. */
   uint32_t *gdir, *dkey, *dstart; size_t ndir, dircap;
   uint32_t lastg[PS_LOOKUP_KEY_MAXSLOTS];  /* ps_slotix_add: the group of the row before's slot j */
+  size_t added_off, added_n;               /* the groups of the row last added (ps_slotix_added) */
 };
 
 /* The coarse key of a row's other slot: its last dimension when that is 0..UINT32_MAX - 1,
@@ -636,6 +637,8 @@ ps_slotix *ps_slotix_new(size_t nrows) {
 }
 
 int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k) {
+  x->added_off = x->nentries;
+  x->added_n = 0;
   if (row >= x->nrows) return -1;
   x->rowoff[row] = (uint32_t)x->nentries;
   if (k <= 0) return 0;
@@ -651,7 +654,13 @@ int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k
     x->slotgroup[x->nentries++] = (uint32_t)g;
     x->gstart[g]++;
   }
+  x->added_n = (size_t)k;
   return 0;
+}
+
+const uint32_t *ps_slotix_added(const ps_slotix *x, size_t *n) {
+  *n = x->added_n;
+  return x->slotgroup + x->added_off;
 }
 
 int ps_slotix_finish(ps_slotix *x) {
