@@ -572,6 +572,12 @@ static int t_index(lua_State *L) {
     k.sx = sx->x = ps_slotix_new(ps_table_nrows(t));
     k.sh = malloc(PS_LOOKUP_KEY_MAXSLOTS * sizeof *k.sh);
     ok = ok && k.sx && k.sh;
+    /* the groups' slot hashes sized before the indexes grow (few groups: no realloc
+     * between their arrays, which would leave the heap holes) */
+    k.gcap = 65536;
+    k.ghash = malloc(k.gcap * sizeof *k.ghash);
+    k.gstate = calloc(k.gcap, 1);
+    ok = ok && k.ghash && k.gstate;
   }
   for (size_t i = 0; i < n && ok; i++) {
     if (u->comp[i].kind == K_RAW || u->comp[i].hashed) continue;
