@@ -800,18 +800,6 @@ local function query_label(t, q)
   return (t:shapes_label(q.shapes) or shapes_label(q.shapes)) .. (q.dtypes and (" " .. table.concat(q.dtypes, ";")) or "")
 end
 
--- The C path's title, rendered when first read (R.lazy): from the answer's fields as they
--- were made (snap = {render, name, table, result, latency, line, column, rule, padded}).
-local function lazy_measured_title(snap)
-  return measured_title(snap[2], query_label(snap[3], snap[4].query), snap[5], snap[6], snap[7], snap[8], snap[9])
-end
-
--- The query of an answer asked with a shapes text and a dtypes text, made when first read
--- (R.lazy; snap = {make, kernel, shapes, dtypes}): what Kmethods:_query gives for them.
-local function lazy_query(snap)
-  return snap[2]:_query(snap[3], snap[4])
-end
-
 -- The note on the equally good rows the first in file order beat: n of them, rows the first
 -- (at least 10) in file order.
 local function ties_note(t, res, rows, n)
@@ -886,9 +874,9 @@ local function exact_in_c(self, shapes, dtypes, n, pri)
   -- a prepared index with its slot index (every lookup after the first): straight to the match
   local L = s.cexact and dtypes and s.lix and s.lix[n]
   if L and L.sx and type(shapes) == "string" then
-    local row, distance, rule, rules, lat, latpos, nties, ties, joined = L.ix:exact(L.sx, shapes, dtypes, L.kind, L.fg)
+    local row, distance, rule, rules, lat, latpos, nties, ties, joined, line = L.ix:exact(L.sx, shapes, dtypes, L.kind, L.fg)
     if not row then return nil end
-    return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties, joined
+    return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties, joined, line
   end
   local name = self.name
   if s.cexact == nil then
@@ -910,9 +898,9 @@ local function exact_in_c(self, shapes, dtypes, n, pri)
     sx = L.sx
     if not sx then sx = self:_slot_index(n); L.sx = sx end
   end
-  local row, distance, rule, rules, lat, latpos, nties, ties, joined = L.ix:exact(sx, shapes, dtypes, L.kind, L.fg)
+  local row, distance, rule, rules, lat, latpos, nties, ties, joined, line = L.ix:exact(sx, shapes, dtypes, L.kind, L.fg)
   if not row then return nil end
-  return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties, joined
+  return row, distance, rule, rules, lat, s.latcols[latpos], ties, nties, joined, line
 end
 
 -- explain: every row tried with its verdict, and a count of the failures by kind.
@@ -1017,27 +1005,40 @@ function miss_reason(self, S)
                        nrows, name)
 end
 
--- The answer of the C exact match (exact_in_c's values): the fields, the title and the
--- query when first read (q nil: lazy_query of shapes and dtypes), the row's record.
-local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties, joined)
-  -- sized for every field of the answer (query, widths, title, columns, notes, _lazy, latency,
-  -- row, line, column, rule, rules, source, confidence: no rehash as they come)
-  local res = T.new_table(0, 14)
+-- The makers of the C exact match's fields made when first read (R.Result's snap of several
+-- fields): the title, the query (asked by texts) and the row's record. The snap:
+-- { makers, kernel, table, shapes text, dtypes text, row, latency, column, rule, input rules
+--   joined, padded, the title's latency (the core envelope's when it applies), line }
+local function lazy_exact_title(z, r)
+  return measured_title(z[2].name, query_label(z[3], r.query), z[12], z[13], z[8], z[9], z[11])
+end
+local function lazy_exact_record(z)
+  local rec = z[2]:_row_record(z[6], z[7], z[8])
+  rec.rule, rec["input rules"] = z[9], z[10]
+  return rec
+end
+local EXACT_LAZY_Q = { title = lazy_exact_title, [1] = lazy_exact_record }
+local EXACT_LAZY = { title = lazy_exact_title, [1] = lazy_exact_record,
+                     query = function(z) return z[2]:_query(z[4], z[5]) end }
+
+-- The answer of the C exact match (exact_in_c's values): the fields measured_fields gives,
+-- the query (q nil: made when first read from shapes and dtypes), and the title and the
+-- row's record made when first read (most answers are read for their latency only).
+local function exact_answer(self, t, q, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties, joined, line)
+  local z = { q and EXACT_LAZY_Q or EXACT_LAZY, self, t, shapes, dtypes, row, lat, col, rule,
+              joined or table.concat(rules, ","), distance > 0, lat, line }
+  -- R.new(nil, LOOKUP_COLUMNS) with measured_fields' fields, in one constructor (sized for them
+  -- and for the query, title, notes and record to come)
+  local res = setmetatable({ widths = LOOKUP_WIDTHS, columns = LOOKUP_COLUMNS, latency = lat, row = row,
+                             line = line, column = col, rule = rule, rules = rules, source = "MEASURED",
+                             confidence = 1.0, _lazy = z }, R.Result)
   if q then res.query = q end
-  res.widths, res.columns = LOOKUP_WIDTHS, LOOKUP_COLUMNS  -- R.new(nil, LOOKUP_COLUMNS, res)
-  setmetatable(res, R.Result)
-  measured_fields(t, res, row, rule, rules, lat, col, lpol)
-  -- the title's and the query's snaps chained as R.lazy(res, "title", ...), then
-  -- R.lazy(res, "query", ...) chain them (without the calls)
-  local snap = { lazy_measured_title, self.name, t, res, res.latency, res.line, res.column, rule,
-                 distance > 0, field = "title", next = false }
-  if not q then snap = { lazy_query, self, shapes, dtypes, field = "query", next = snap } end
-  rawset(res, "_lazy", snap)
+  if lpol.profiling_core_envelope_fallback ~= nil then
+    core_envelope(t, res, row, lpol)
+    z[12] = res.latency
+  end
   if nties > 0 then ties_note(t, res, ties, nties) end
-  local rec = self:_row_record(row, lat, col)
-  rec.rule, rec["input rules"] = rule, joined or table.concat(rules, ",")
-  res[1] = rec
-  with_provenance(self, res, row)
+  if self.db._prov ~= false then with_provenance(self, res, row) end  -- false: no provenance log
   return res
 end
 
@@ -1046,6 +1047,14 @@ end
 -- general path must answer (MoE, a text the parse refuses, no C answer).
 local function exact_from_text(self, t, shapes, dtypes)
   local s = self._
+  -- every lookup after the first (the index prepared with its slot index, dtypes seen)
+  local L, names = s.fast, s.qdt and s.qdt[dtypes]
+  if L and names then
+    local row, distance, rule, rules, lat, latpos, nties, ties, joined, line = L.ix:exact(L.sx, shapes, names, L.kind, L.fg)
+    if not row then return nil end
+    return exact_answer(self, t, nil, shapes, dtypes, s.lpol, row, distance, rule, rules, lat, s.latcols[latpos],
+                        ties, nties, joined, line)
+  end
   local pri, lpol = s.lpri, s.lpol
   if not s.textok then  -- rows, the priorities and no MoE (fixed once known)
     if s.nrows == nil then s.nrows = #t end
@@ -1055,10 +1064,14 @@ local function exact_from_text(self, t, shapes, dtypes)
     if s.has_ep and self.name == "DispatchFFNCombine" then return nil end
     s.textok = true
   end
-  local names = s.qdt and s.qdt[dtypes] or self:_dtype_names(dtypes)
-  local row, distance, rule, rules, lat, col, ties, nties, joined = exact_in_c(self, shapes, names, 0, pri)
+  names = names or self:_dtype_names(dtypes)
+  local row, distance, rule, rules, lat, col, ties, nties, joined, line = exact_in_c(self, shapes, names, 0, pri)
+  if s.cexact and not s.fast then  -- exact_in_c's prepared path, taken straight from now on
+    L = s.lix and s.lix[0]
+    if L and L.prepared and L.sx then s.fast = L end
+  end
   if not row then return nil end
-  return exact_answer(self, t, nil, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties, joined)
+  return exact_answer(self, t, nil, shapes, dtypes, lpol, row, distance, rule, rules, lat, col, ties, nties, joined, line)
 end
 
 -- The consumer's compute exact match: every row is a candidate, the best (distance, latency
@@ -1091,8 +1104,8 @@ local function compute_lookup(self, shapes, dtypes, opts)
     return res
   end
   if not opts.explain and not moe and not M.lua_only then
-    local row, distance, rule, rules, lat, col, ties, nties, joined = exact_in_c(self, q.shapes, q.dtypes, n, pri)
-    if row then return exact_answer(self, t, q, nil, nil, lpol, row, distance, rule, rules, lat, col, ties, nties, joined) end
+    local row, distance, rule, rules, lat, col, ties, nties, joined, line = exact_in_c(self, q.shapes, q.dtypes, n, pri)
+    if row then return exact_answer(self, t, q, nil, nil, lpol, row, distance, rule, rules, lat, col, ties, nties, joined, line) end
   end
   local qlabel = query_label(t, q)
   local S = new_scan(self, q, n, opts, pri, moe, ep)
@@ -1185,8 +1198,19 @@ function Kmethods:lookup(shapes, dtypes, opts)
   -- the common form (a shapes text, a dtypes text, no options) of a compute kernel already
   -- asked once (s.comm false: its table is loaded): straight to the C exact match
   local s = self._
+  local L, names = s.fast, nil  -- exact_from_text's prepared path, its dtypes text seen (s.qdt: strings only)
+  if L and opts == nil and type(shapes) == "string" and not M.lua_only then
+    names = s.qdt[dtypes]
+    if names then
+      local row, distance, rule, rules, lat, latpos, nties, ties, joined, line = L.ix:exact(L.sx, shapes, names, L.kind, L.fg)
+      if row then
+        return exact_answer(self, s.t, nil, shapes, dtypes, s.lpol, row, distance, rule, rules, lat, s.latcols[latpos],
+                            ties, nties, joined, line)
+      end
+    end
+  end
   if opts == nil and s.comm == false and type(shapes) == "string" and type(dtypes) == "string" and
-     not M.lua_only then
+     not M.lua_only and not names then  -- names: the C path above had no answer
     local res = exact_from_text(self, s.t, shapes, dtypes)
     if res then return res end
   end

@@ -65,12 +65,15 @@ static int parse_simple(const char *s, size_t len, ps_lookup_key_shape *out, int
     ps_lookup_key_shape tmp, *sh = n < max ? &out[n] : &tmp;
     int rank = 0;
     for (;;) {
-      const char *d = p;
+      const char *d = p, *lim = end - p > 17 ? p + 17 : end;
       int64_t x = 0;
-      while (p < end && (unsigned)(*p - '0') < 10) {
-        if (p - d == 17) return -1;  /* an 18th digit: the general parser decides (no overflow) */
-        x = x * 10 + (*p++ - '0');
+      unsigned dig;
+      while (p < lim && (dig = (unsigned)(*p - '0')) < 10) {
+        x = x * 10 + dig;
+        p++;
       }
+      /* an 18th digit: the general parser decides (no overflow) */
+      if (p == lim && p < end && (unsigned)(*p - '0') < 10) return -1;
       if (p == d || rank == PS_LOOKUP_KEY_MAXRANK) return -1;
       sh->dims[rank++] = x;
       if (p == end || *p == ';') break;

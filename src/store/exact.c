@@ -145,9 +145,17 @@ long ps_exact_slot_rows(const ps_table *t, const ps_slotix *x, ps_exact_memo *m,
 
 /* ---- the exact match ---------------------------------------------------------------------- */
 
-typedef struct cand { uint32_t row; int distance, pri, latpos, rule; double lat; } cand;
+/* A candidate; the input rules of a query of up to CAND_RULES inputs kept with it (the best's
+ * are the answer's: no second check of its row). */
+enum { CAND_RULES = 8 };
+typedef struct cand {
+  uint32_t row; int distance, pri, latpos, rule; double lat;
+  unsigned char rules[CAND_RULES];
+} cand;
 
-typedef struct cands { cand *v; size_t n, cap; } cands;
+/* The candidates: the first SMALL on the stack (a lookup has a few), then malloc'd. */
+enum { SMALL_CANDS = 16 };
+typedef struct cands { cand *v; size_t n, cap; cand small[SMALL_CANDS]; } cands;
 
 /* Row r against the query as scan_row and match.row check it (quiet): a valid latency along
  * the column chain, the inputs parsed (FRACTAL_NZ restored, cut to n slots), as many as the
@@ -178,6 +186,7 @@ static int check_row(const ps_table *t, size_t r, const ps_exact_query *q, const
     int ri = ps_lookup_rule(q->kind, i + 1, &q->q[i], &sh[i]);
     if (ri == PS_RULE_NONE) return 0;
     if (rules) rules[i] = (unsigned char)ri;
+    if (i < CAND_RULES) out->rules[i] = (unsigned char)ri;
     rule = ps_lookup_fold(rule, ri);
   }
   out->row = (uint32_t)r;
@@ -201,9 +210,10 @@ static int cand_cmp(const void *a, const void *b) {
 
 static int add_cand(cands *cs, const cand *c) {
   if (cs->n == cs->cap) {
-    size_t cap = cs->cap ? cs->cap * 2 : 8;
-    cand *v = realloc(cs->v, cap * sizeof *v);
+    size_t cap = cs->cap * 2;
+    cand *v = cs->v == cs->small ? malloc(cap * sizeof *v) : realloc(cs->v, cap * sizeof *v);
     if (v == NULL) return 0;
+    if (cs->v == cs->small) memcpy(v, cs->small, sizeof cs->small);
     cs->v = v;
     cs->cap = cap;
   }
@@ -216,22 +226,25 @@ static int cmp_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+enum { SMALL_TRIED = 64 };  /* the rows the keys find, on the stack up to this many */
+
 /* The rows of the keys (each key's group once), checked; their rows into *tried (sorted). */
 static int key_rows(const ps_table *t, const ps_index *ix, const ps_sid *keys, int nkeys, size_t nslots,
                     const ps_exact_query *q, const ps_exact_cols *c, cands *cs, uint32_t **tried,
-                    size_t *ntried) {
-  size_t cap = 0;
+                    size_t *ntried, size_t cap) {
   for (int k = 0; k < nkeys; k++) {
     const ps_sid *key = keys + (size_t)k * nslots;
     int dup = 0;  /* two variants with one key (a square weight transposed): its rows once */
     for (int e = 0; e < k && !dup; e++) dup = memcmp(keys + (size_t)e * nslots, key, nslots * sizeof *key) == 0;
     if (dup) continue;
     for (long r = ps_index_find(ix, key); r >= 0; r = ps_index_next(ix, (size_t)r)) {
-      if (*ntried == cap) {
-        cap = cap ? cap * 2 : 16;
-        uint32_t *v = realloc(*tried, cap * sizeof *v);
+      if (*ntried == cap) {  /* *tried starts as the caller's buffer of cap rows */
+        uint32_t *v = malloc(cap * 2 * sizeof *v);
         if (v == NULL) return 0;
+        memcpy(v, *tried, cap * sizeof *v);
+        if (cap > SMALL_TRIED) free(*tried);
         *tried = v;
+        cap *= 2;
       }
       (*tried)[(*ntried)++] = (uint32_t)r;
       cand cd;
@@ -280,11 +293,14 @@ static int slot_rows(const ps_table *t, const ps_slotix *x, ps_exact_memo *m, co
 int ps_exact_lookup(const ps_table *t, const ps_index *ix, const ps_sid *keys, int nkeys,
                     size_t nslots, const ps_slotix *x, ps_exact_memo *m,
                     const ps_exact_query *q, const ps_exact_cols *c, ps_exact_answer *a) {
-  cands cs = { NULL, 0, 0 };
-  uint32_t *tried = NULL;
+  cands cs;
+  cs.v = cs.small;
+  cs.n = 0;
+  cs.cap = SMALL_CANDS;
+  uint32_t tried_small[SMALL_TRIED], *tried = tried_small;
   size_t ntried = 0;
   int ret = -1;
-  if (!key_rows(t, ix, keys, nkeys, nslots, q, c, &cs, &tried, &ntried)) goto done;
+  if (!key_rows(t, ix, keys, nkeys, nslots, q, c, &cs, &tried, &ntried, SMALL_TRIED)) goto done;
   const cand *d0 = NULL;
   for (size_t k = 0; k < cs.n; k++)
     if (cs.v[k].distance == 0 && (d0 == NULL || cand_less(&cs.v[k], d0))) d0 = &cs.v[k];
@@ -296,15 +312,19 @@ int ps_exact_lookup(const ps_table *t, const ps_index *ix, const ps_sid *keys, i
     ret = -1;
     if (x == NULL || !slot_rows(t, x, m, q, c, upto, tried, ntried, &cs)) goto done;
   }
-  qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
+  if (cs.n > 1) qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
   const cand *best = &cs.v[0];
   a->row = best->row;
   a->rule = best->rule;
   a->distance = best->distance;
   a->latpos = best->latpos;
   a->latency = best->lat;
-  cand again;
-  check_row(t, best->row, q, c, &again, a->rules);
+  if (q->nq <= CAND_RULES) {
+    memcpy(a->rules, best->rules, (size_t)q->nq);
+  } else {
+    cand again;
+    check_row(t, best->row, q, c, &again, a->rules);
+  }
   a->nties = 0;
   for (size_t k = 1; k < cs.n && cs.v[k].distance == best->distance && cs.v[k].pri == best->pri; k++) {
     if (a->nties < PS_EXACT_TIES) a->ties[a->nties] = cs.v[k].row;
@@ -312,7 +332,7 @@ int ps_exact_lookup(const ps_table *t, const ps_index *ix, const ps_sid *keys, i
   }
   ret = 1;
 done:
-  free(cs.v);
-  free(tried);
+  if (cs.v != cs.small) free(cs.v);
+  if (tried != tried_small) free(tried);
   return ret;
 }

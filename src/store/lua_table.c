@@ -55,11 +55,18 @@ typedef struct component {
 
 #define MAXCOMP 8
 
+/* The dtypes key of the last exact lookup whose dtypes text had one (ix:exact): queries
+ * repeat their dtypes, so the next with the same text skips the key's render and hash. One
+ * entry; a text longer than DKEY_TEXT is not kept. */
+enum { DKEY_TEXT = 256 };
+typedef struct dkey_memo { size_t len; ps_sid key; int valid; char text[DKEY_TEXT]; } dkey_memo;
+
 typedef struct index_ud {
   ps_index *ix;
   size_t nkey, nslots;
   component comp[MAXCOMP];
   ps_exact_cols cols; int has_cols;  /* ix:prepare's columns of the exact match */
+  dkey_memo dkey;
 } index_ud;
 
 /* A slot index (t:slot_index) and its search memo. */
@@ -316,6 +323,9 @@ typedef struct keyctx {
   ps_slotix *sx;              /* the slot index built in the same pass, or NULL */
   ps_lookup_key_shape *sh;    /* PS_LOOKUP_KEY_MAXSLOTS slots */
   int oom;
+  /* per slot group of sx: its slot's hash (slot_hash_words under the shapes component's
+   * flags), made when the group is first met; gstate 0 not yet, 1 made, 2 none */
+  uint64_t *ghash; unsigned char *gstate; size_t gcap;
 } keyctx;
 
 static ps_sid row_component(ps_table *t, size_t row, const component *c, char *buf,
@@ -351,24 +361,48 @@ static void put_hash(ps_sid *key, uint64_t h) {
  * for a list whose text does not read back as these slots: a slot of rank 0 or over the
  * limit, a dimension of 1e17 or more. Both sides use it: the rows' slots (shapes_hash) and a
  * query's canonical text parsed back (key_hash). */
+/* One word into a slots hash: the word added, then murmur3's 64-bit finalizer (every input
+ * bit moves every output bit), so that lists of small integers spread like text hashes. */
+static inline uint64_t slots_mix(uint64_t h, uint64_t v) {
+  h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+#define SLOTS_SEED 0x5ba9e5ull  /* not a text's hash */
+
+/* The hash of one slot: its rank (after strip1 under flags), then its dimensions; "()" (rank
+ * -1) one word of -1. 0 for a slot whose text would not read back as it. */
+static int slot_hash_words(const ps_lookup_key_shape *s, unsigned flags, uint64_t *h) {
+  int r = s->rank;
+  if (r < 0) { *h = slots_mix(SLOTS_SEED, (uint64_t)-1); return 1; }
+  int first = (flags & PS_LOOKUP_KEY_STRIP1) && r > 1 && s->dims[0] == 1;
+  if (r - first < 1 || r > PS_LOOKUP_KEY_MAXRANK) return 0;
+  uint64_t x = slots_mix(SLOTS_SEED, (uint64_t)(r - first));
+  for (int d = first; d < r; d++) {
+    int64_t v = s->dims[d];
+    if (v >= SK_MAXDIM || v <= -SK_MAXDIM) return 0;
+    x = slots_mix(x, (uint64_t)v);
+  }
+  *h = x;
+  return 1;
+}
+
+/* A list's hash from its slots' hashes in order (the index build keeps each slot group's). */
+static inline uint64_t slots_fold(uint64_t x, uint64_t slot_hash) { return slots_mix(x, slot_hash); }
+
 static int slots_hash_with(const ps_lookup_key_shape *sh, int k, int repl, const ps_lookup_key_shape *rv,
                            unsigned flags, uint64_t *h) {
-  int64_t buf[PS_LOOKUP_KEY_MAXSLOTS * (PS_LOOKUP_KEY_MAXRANK + 1)];
-  size_t n = 0;
+  uint64_t x = SLOTS_SEED;
   for (int i = 0; i < k; i++) {
-    const ps_lookup_key_shape *s = i == repl ? rv : &sh[i];
-    int r = s->rank;
-    if (r < 0) { buf[n++] = -1; continue; }
-    int first = (flags & PS_LOOKUP_KEY_STRIP1) && r > 1 && s->dims[0] == 1;
-    if (r - first < 1 || r > PS_LOOKUP_KEY_MAXRANK) return 0;
-    buf[n++] = r - first;
-    for (int d = first; d < r; d++) {
-      int64_t v = s->dims[d];
-      if (v >= SK_MAXDIM || v <= -SK_MAXDIM) return 0;
-      buf[n++] = v;
-    }
+    uint64_t hs;
+    if (!slot_hash_words(i == repl ? rv : &sh[i], flags, &hs)) return 0;
+    x = slots_fold(x, hs);
   }
-  *h = XXH3_64bits_withSeed(buf, n * sizeof *buf, 0x5ba9e5);  /* not a text's hash */
+  *h = x;
   return 1;
 }
 
@@ -454,9 +488,32 @@ static int fused_row(ps_table *t, size_t row, keyctx *k, const component *c, ps_
   if (ps_slotix_add(k->sx, row, k->sh, ok ? kk : -1) != 0) { k->oom = 1; return -1; }
   if (ns < 0) return -1;
   if (!ok || !c->hashed) return 0;  /* a later slot's restore failed: the key's own parse decides */
-  int hok;
-  uint64_t h = shapes_hash(c, k->sh, kk, k->buf, &hok);
-  if (!hok) return -1;
+  /* the key from the slots' hashes, each slot group's made once (slots_hash's value) */
+  size_t na, ng = ps_slotix_ngroups(k->sx);
+  const uint32_t *gs = ps_slotix_added(k->sx, &na);
+  if (ng > k->gcap) {
+    size_t cap = k->gcap ? k->gcap : 1024;
+    while (cap < ng) cap *= 2;
+    uint64_t *gh = realloc(k->ghash, cap * sizeof *gh);
+    if (gh) k->ghash = gh;
+    unsigned char *st = gh ? realloc(k->gstate, cap) : NULL;
+    if (st == NULL) { k->oom = 1; return -1; }
+    memset(st + k->gcap, 0, cap - k->gcap);
+    k->gstate = st;
+    k->gcap = cap;
+  }
+  uint64_t h = SLOTS_SEED;
+  int hok = na == (size_t)kk;
+  for (size_t i = 0; i < na && hok; i++) {
+    uint32_t g = gs[i];
+    if (k->gstate[g] == 0) k->gstate[g] = slot_hash_words(&k->sh[i], c->flags, &k->ghash[g]) ? 1 : 2;
+    if (k->gstate[g] == 2) hok = 0;
+    else h = slots_fold(h, k->ghash[g]);
+  }
+  if (!hok) {  /* a slot slots_hash refuses: the rendered text's hash */
+    h = shapes_hash(c, k->sh, kk, k->buf, &hok);
+    if (!hok) return -1;
+  }
   put_hash(key + c->slot, h);
   return 1;
 }
@@ -504,7 +561,7 @@ static int t_index(lua_State *L) {
     c->slot = (int)u->nslots;
     u->nslots += c->hashed ? 2 : 1;
   }
-  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0}, NULL, NULL, 0 };
+  keyctx k = { u, malloc(KEYBUF), ps_table_nstrings(t), {0}, {0}, NULL, NULL, 0, NULL, NULL, 0 };
   int ok = k.buf != NULL;
   slot_ud *sx = NULL;
   if (with_slots) {
@@ -515,6 +572,12 @@ static int t_index(lua_State *L) {
     k.sx = sx->x = ps_slotix_new(ps_table_nrows(t));
     k.sh = malloc(PS_LOOKUP_KEY_MAXSLOTS * sizeof *k.sh);
     ok = ok && k.sx && k.sh;
+    /* the groups' slot hashes sized before the indexes grow (few groups: no realloc
+     * between their arrays, which would leave the heap holes) */
+    k.gcap = 65536;
+    k.ghash = malloc(k.gcap * sizeof *k.ghash);
+    k.gstate = calloc(k.gcap, 1);
+    ok = ok && k.ghash && k.gstate;
   }
   for (size_t i = 0; i < n && ok; i++) {
     if (u->comp[i].kind == K_RAW || u->comp[i].hashed) continue;
@@ -526,6 +589,8 @@ static int t_index(lua_State *L) {
   if (ok) u->ix = ps_index_build(t, u->nslots, keyfn, &k);
   free(k.buf);
   free(k.sh);
+  free(k.ghash);
+  free(k.gstate);
   for (size_t i = 0; i < n; i++) { free(k.cache_b[i]); free(k.cache_v[i]); }
   if (u->ix == NULL || k.oom || (sx && ps_slotix_finish(sx->x) != 0))
     return luaL_error(L, "out of memory building an index");
@@ -1093,7 +1158,7 @@ static int sx_rows(lua_State *L) {
  *   ix:prepare(shapes_col, formats_col | false, dtypes_col | false, n, {latency cols}, {pri}, minpri)
  *   ix:exact(slot_index | false, qshapes, qdtypes, kind, float_group)
  *     -> row, distance, rule, {input rules}, latency, latency column position, ties, {tie rows},
- *        the input rules joined with ","
+ *        the input rules joined with ",", the row's line (t:line(row))
  *   qshapes may be the query's shapes text (as t:shapes reads it; a text it refuses gives nil),
  *   then qdtypes are its dtype names as given (one name for every input); the slot index is
  *   then used only for two inputs or more
@@ -1221,10 +1286,21 @@ static int ix_exact(lua_State *L) {
       in = (char *)lua_tolstring(L, -1, &dlen);  /* read only; popped below */
     }
     const component *c = &u->comp[1];
-    long kl = ps_lookup_key_list(in, dlen, c->n, c->flags, buf, joined ? KEYBUF / 2 : KEYBUF);
-    int found = kl >= 0 && text_key(t, c, buf, (size_t)kl, key);
-    if (!joined) lua_pop(L, 1);
-    if (!found) return 0;  /* dtypes no row has: the scan looks at every row */
+    dkey_memo *dm = &u->dkey;
+    if (joined && dm->valid && dm->len == dlen && memcmp(dm->text, in, dlen) == 0) {
+      key[c->slot] = dm->key;  /* a found key's id stays (strings are never removed) */
+    } else {
+      long kl = ps_lookup_key_list(in, dlen, c->n, c->flags, buf, joined ? KEYBUF / 2 : KEYBUF);
+      int found = kl >= 0 && text_key(t, c, buf, (size_t)kl, key);
+      if (!joined) lua_pop(L, 1);
+      if (!found) return 0;  /* dtypes no row has: the scan looks at every row */
+      if (joined && !c->hashed && dlen <= DKEY_TEXT) {
+        memcpy(dm->text, in, dlen);
+        dm->len = dlen;
+        dm->key = key[c->slot];
+        dm->valid = 1;
+      }
+    }
   }
   /* the shape keys of the query's variants */
   enum { MAXV = 64 };
@@ -1262,16 +1338,30 @@ static int ix_exact(lua_State *L) {
   lua_pushinteger(L, a.distance);
   lua_pushstring(L, ps_lookup_rule_name(a.rule));
   lua_createtable(L, (int)nq, 0);
-  luaL_Buffer rb;  /* the input rules joined with "," as well (the record's "input rules") */
-  luaL_buffinit(L, &rb);
-  for (int i = 0; i < (int)nq; i++) {
+  /* the input rules joined with "," as well (the record's "input rules"): in buf, which
+   * holds them (a rule name is short), else a Lua buffer */
+  size_t jl = 0;
+  for (int i = 0; i < (int)nq && jl < KEYBUF; i++) {
     const char *rn = ps_lookup_rule_name(a.rules[i]);
-    if (i > 0) luaL_addchar(&rb, ',');
-    luaL_addstring(&rb, rn);
+    size_t rl = strlen(rn);
     lua_pushstring(L, rn);
-    lua_rawseti(L, -3, i + 1);  /* under the buffer's box, if it made one */
+    lua_rawseti(L, -2, i + 1);
+    if (jl + rl + 1 > KEYBUF) { jl = KEYBUF; continue; }
+    if (i > 0) buf[jl++] = ',';
+    memcpy(buf + jl, rn, rl);
+    jl += rl;
   }
-  luaL_pushresult(&rb);
+  if (jl < KEYBUF) {
+    lua_pushlstring(L, buf, jl);
+  } else {
+    luaL_Buffer rb;
+    luaL_buffinit(L, &rb);
+    for (int i = 0; i < (int)nq; i++) {
+      if (i > 0) luaL_addchar(&rb, ',');
+      luaL_addstring(&rb, ps_lookup_rule_name(a.rules[i]));
+    }
+    luaL_pushresult(&rb);
+  }
   int joined = lua_gettop(L);
   lua_pushnumber(L, a.latency);
   lua_pushinteger(L, a.latpos + 1);
@@ -1288,7 +1378,8 @@ static int ix_exact(lua_State *L) {
   }
   lua_pushvalue(L, joined);
   lua_remove(L, joined);
-  return 9;
+  lua_pushinteger(L, ps_table_line(t, a.row));
+  return 10;
 }
 
 /* T.new_table(narray, nhash) -> an empty table with room for narray items and nhash fields,

@@ -279,8 +279,10 @@ ps_table *ps_table_load(const char *path, char *err, size_t errsize) {
     }
     ps_sid *row = t->cells + t->nrows * t->ncols;
     const ps_sid *prev = t->nrows ? row - t->ncols : NULL;
-    for (size_t c = 0; c < t->ncols; c++) {
-      size_t len = c < rec.nfields ? rec.lens[c] : 0;
+    size_t nc = rec.nfields < t->ncols ? rec.nfields : t->ncols;
+    for (size_t c = nc; c < t->ncols; c++) row[c] = 0;  /* a short row's missing cells: empty */
+    for (size_t c = 0; c < nc; c++) {
+      size_t len = rec.lens[c];
       if (len == 0) { row[c] = 0; continue; }
       ps_sid id;
       if (t->col_plain[c]) {
@@ -498,6 +500,7 @@ struct ps_slotix {
    * or the group's end). A group without buckets keeps its rows ascending. */
   uint32_t *gdir, *dkey, *dstart; size_t ndir, dircap;
   uint32_t lastg[PS_LOOKUP_KEY_MAXSLOTS];  /* ps_slotix_add: the group of the row before's slot j */
+  size_t added_off, added_n;               /* the groups of the row last added (ps_slotix_added) */
 };
 
 /* The coarse key of a row's other slot: its last dimension when that is 0..UINT32_MAX - 1,
@@ -533,8 +536,10 @@ void ps_slotix_free(ps_slotix *x) {
 
 static int group_is(const ps_slotix *x, size_t g, int j, const ps_lookup_key_shape *sh) {
   const int64_t *d = x->dims + x->gshape[g];
-  int r = sh->rank > 0 ? sh->rank : 0;
-  return d[0] == sh->rank && d[1] == j && memcmp(d + 2, sh->dims, (size_t)r * sizeof *d) == 0;
+  if (d[0] != sh->rank || d[1] != j) return 0;
+  for (int i = 0; i < sh->rank; i++)  /* a few dimensions: no memcmp call */
+    if (d[2 + i] != sh->dims[i]) return 0;
+  return 1;
 }
 
 long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh) {
@@ -632,6 +637,8 @@ ps_slotix *ps_slotix_new(size_t nrows) {
 }
 
 int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k) {
+  x->added_off = x->nentries;
+  x->added_n = 0;
   if (row >= x->nrows) return -1;
   x->rowoff[row] = (uint32_t)x->nentries;
   if (k <= 0) return 0;
@@ -647,7 +654,13 @@ int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k
     x->slotgroup[x->nentries++] = (uint32_t)g;
     x->gstart[g]++;
   }
+  x->added_n = (size_t)k;
   return 0;
+}
+
+const uint32_t *ps_slotix_added(const ps_slotix *x, size_t *n) {
+  *n = x->added_n;
+  return x->slotgroup + x->added_off;
 }
 
 int ps_slotix_finish(ps_slotix *x) {

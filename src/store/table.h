@@ -87,6 +87,9 @@ ps_slotix *ps_slotix_build(const ps_table *t, int scol, int fcol, int n);
 ps_slotix *ps_slotix_new(size_t nrows);
 int ps_slotix_add(ps_slotix *x, size_t row, const ps_lookup_key_shape *sh, int k);
 int ps_slotix_finish(ps_slotix *x);
+/* The groups of the slots of the row last given to ps_slotix_add (slot j's at [j]; none when
+ * it had none or failed), valid until the next add. */
+const uint32_t *ps_slotix_added(const ps_slotix *x, size_t *n);
 void ps_slotix_free(ps_slotix *x);
 long ps_slotix_group(const ps_slotix *x, int j, const ps_lookup_key_shape *sh);  /* -1: none */
 size_t ps_slotix_ngroups(const ps_slotix *x);

@@ -328,8 +328,48 @@ static void test_parse_fast_equals_general(void **state) {
   assert_true(simple > 100000);
 }
 
+/* ps_slotix_added: the groups of the row just added, slot by slot (what ps_slotix_slots gives
+ * for it once the index is finished); none after a row without slots or a failed add. */
+static void test_slotix_added(void **state) {
+  (void)state;
+  ps_slotix *x = ps_slotix_new(4);
+  assert_non_null(x);
+  ps_lookup_key_shape sh[2] = { { .rank = 2, .dims = { 4, 8 } }, { .rank = 2, .dims = { 8, 16 } } };
+  size_t n;
+  uint32_t first[2];
+  assert_int_equal(ps_slotix_add(x, 0, sh, 2), 0);
+  const uint32_t *g = ps_slotix_added(x, &n);
+  assert_int_equal(n, 2);
+  memcpy(first, g, sizeof first);
+  assert_true(first[0] != first[1]);
+  assert_int_equal(ps_slotix_add(x, 1, sh, -1), 0);  /* no slots */
+  ps_slotix_added(x, &n);
+  assert_int_equal(n, 0);
+  ps_lookup_key_shape other = { .rank = 1, .dims = { 4 } };
+  ps_lookup_key_shape two[2] = { other, sh[1] };
+  assert_int_equal(ps_slotix_add(x, 2, two, 2), 0);
+  g = ps_slotix_added(x, &n);
+  assert_int_equal(n, 2);
+  assert_true(g[0] != first[0]);
+  assert_int_equal(g[1], first[1]);                 /* the same shape at the same slot */
+  assert_int_equal(ps_slotix_add(x, 9, sh, 2), -1);  /* past the rows: nothing added */
+  ps_slotix_added(x, &n);
+  assert_int_equal(n, 0);
+  assert_int_equal(ps_slotix_add(x, 3, sh, 1), 0);
+  g = ps_slotix_added(x, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(g[0], first[0]);
+  assert_int_equal(ps_slotix_finish(x), 0);
+  const uint32_t *s0 = ps_slotix_slots(x, 0, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(s0[0], first[0]);
+  assert_int_equal(s0[1], first[1]);
+  ps_slotix_free(x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_slotix_added),
     cmocka_unit_test(test_shape_keys),
     cmocka_unit_test(test_parse_fast_equals_general),
     cmocka_unit_test(test_key_limits),

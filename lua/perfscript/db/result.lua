@@ -16,8 +16,10 @@ M.Result = Result
 
 -- A field may be rendered when first read (a lookup's title and query: most answers are read
 -- for their latency only): M.lazy(r, field, snap) makes r[field] snap[1](snap) on first read,
--- then a plain field (the snaps of a result chained through snap.next). The notes list is made
--- when first read or added to.
+-- then a plain field (the snaps of a result chained through snap.next). A snap may serve
+-- several fields: its snap[1] is then a table of makers by field (read only, shared), each
+-- called as maker(snap, r) on that field's first read; a result's first record may be one
+-- of them (field 1: # and ipairs make it). The notes list is made when first read or added to.
 function Result.__index(r, k)
   local m = Result[k]
   if m ~= nil then return m end
@@ -28,9 +30,20 @@ function Result.__index(r, k)
   end
   local prev, snap = nil, rawget(r, "_lazy")
   while snap do
-    if snap.field == k then
+    local make = snap[1]
+    if type(make) == "table" then
+      -- a snap of several fields: each made once, on its first read
+      local f = make[k]
+      if f and not (snap.done and snap.done[k]) then
+        snap.done = snap.done or {}
+        snap.done[k] = true
+        local v = f(snap, r)
+        rawset(r, k, v)
+        return v
+      end
+    elseif snap.field == k then
       if prev then prev.next = snap.next else rawset(r, "_lazy", snap.next) end
-      local v = snap[1](snap)
+      local v = make(snap)
       rawset(r, k, v)
       return v
     end
@@ -132,7 +145,12 @@ function Result:__tostring()
   return table.concat(out, "\n")
 end
 
-function Result:__len() return rawlen(self) end
+function Result:__len()
+  local n = rawlen(self)
+  -- a first record made when first read (a lookup's answer): made now
+  if n == 0 and rawget(self, "_lazy") and self[1] ~= nil then n = rawlen(self) end
+  return n
+end
 
 -- The rows as arrays of text in column order, header first (what save() writes).
 function Result:matrix()
