@@ -350,10 +350,15 @@ __attribute__((target("avx2"))) static uint32_t finite_n_avx2(const char *const 
     const char *ts[4] = {"11111111", "11111111", "11111111", "11111111"};
     size_t tl[4] = {1, 1, 1, 1};
     double to[4];
-    for (int k = i; k < n; k++) ts[k - i] = s[k], tl[k - i] = len[k];
-    uint32_t mine = ((1u << (n - i)) - 1) << i;
+    int r = n - i;   /* unrolled: a loop here became calls of memcpy */
+    ts[0] = s[i], tl[0] = len[i];
+    if (r > 1) ts[1] = s[i + 1], tl[1] = len[i + 1];
+    if (r > 2) ts[2] = s[i + 2], tl[2] = len[i + 2];
+    uint32_t mine = ((1u << r) - 1) << i;
     if (quad_avx2(ts, tl, to)) {
-      memcpy(out + i, to, (size_t)(n - i) * sizeof *to);
+      out[i] = to[0];
+      if (r > 1) out[i + 1] = to[1];
+      if (r > 2) out[i + 2] = to[2];
       ok |= mine;
     } else {
       redo |= mine;
