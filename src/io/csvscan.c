@@ -368,7 +368,7 @@ static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *l
  * It only finds where each field ends (s->ends): the fields are cut out afterwards, the ones
  * selected only (ps_scan_select), as the exact walk's spans would cut them (test_csvscan
  * compares the two on every quirk). */
-enum { SCAN_SLOW = SCAN_NOMEM + 1 };
+enum { SCAN_SLOW = SCAN_NOMEM + 1, SCAN_GROW };   /* GROW: s->ends is too short, grow it */
 
 static inline uint64_t prefix_xor(uint64_t x) {
   x ^= x << 1;
@@ -432,10 +432,16 @@ static inline __attribute__((always_inline)) int scan_fast_with(ps_scan *s, size
     prev_sep = (c | nz) >> 63;
     prev_q = q >> 63;
     uint64_t bits = ((c & ~inside) | nl) & mine;
-    while (n + 65 > s->capfields)
-      if (grow_fields(s) != 0) return SCAN_NOMEM;
+    /* no call in the loop (its registers stay): the caller grows the arrays and scans again */
+    if (n + 72 > s->capfields) return SCAN_GROW;
     size_t *ends = s->ends + 1;
-    for (; bits; bits &= bits - 1) ends[n++] = p + (size_t)__builtin_ctzll(bits);
+    /* eight ends at a time, the ones past the last overwritten later or never read (room for
+     * them: the test above); bits & (bits - 1) clears the lowest bit, and is 0 once none is */
+    size_t cnt = (size_t)__builtin_popcountll(bits);
+    for (size_t k = 0; k < cnt; k += 8)   /* the top bit or'ed in: no ctz of 0 */
+      for (int j = 0; j < 8; j++, bits &= bits - 1)
+        ends[n + k + (size_t)j] = p + (size_t)__builtin_ctzll(bits | (uint64_t)1 << 63);
+    n += cnt;
     if (nl) {
       size_t k = ends[n - 1] + 1;
       if (b[k - 1] == '\r') {
@@ -497,7 +503,9 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines, int *f
   if (scan_portable != 1) {
     int avx2 = scan_portable == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
                __builtin_cpu_supports("pclmul");
-    int st = avx2 ? scan_record_fast_avx2(s, nf, next) : scan_record_fast(s, nf, next);
+    int st;
+    while ((st = avx2 ? scan_record_fast_avx2(s, nf, next) : scan_record_fast(s, nf, next)) == SCAN_GROW)
+      if (grow_fields(s) != 0) return SCAN_NOMEM;
     if (st != SCAN_SLOW) return *lines = 0, *fast = 1, st;
     return scan_record_with(s, nf, next, lines, 1);
   }

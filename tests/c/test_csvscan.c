@@ -364,6 +364,21 @@ static void test_simd_matches_portable(void **state) {
   free(big);
 }
 
+/* Records of hundreds of fields (the fast scan's field ends outgrow their array mid-record
+ * and the record is scanned again after the growth), short and quoted ones among them. */
+static void test_wide_records(void **state) {
+  (void)state;
+  char *text = malloc(1 << 16);
+  size_t n = 0;
+  for (int r = 0; r < 6; r++) {
+    for (int i = 0; i < 40 + r * 150; i++)
+      n += (size_t)sprintf(text + n, i % 9 == 4 ? "\"%d,%d\"," : i % 3 ? "%d," : ",", i, r);
+    n += (size_t)sprintf(text + n, "end%d%s", r, r % 2 ? "\r\n" : "\n");
+  }
+  same_both_ways(write_file("wide.csv", text, n));
+  free(text);
+}
+
 /* Past 64 bytes both scans hand over to the C library's search: what it finds, by hand. */
 static void test_long_runs(void **state) {
   (void)state;
@@ -526,6 +541,7 @@ int main(void) {
     cmocka_unit_test(test_style),
     cmocka_unit_test(test_big_file),
     cmocka_unit_test(test_simd_matches_portable),
+    cmocka_unit_test(test_wide_records),
     cmocka_unit_test(test_long_runs),
     cmocka_unit_test(test_real_exports),
     cmocka_unit_test(test_select),
