@@ -433,15 +433,9 @@ static inline __attribute__((always_inline)) int scan_fast_with(ps_scan *s, size
     prev_q = q >> 63;
     uint64_t bits = ((c & ~inside) | nl) & mine;
     /* no call in the loop (its registers stay): the caller grows the arrays and scans again */
-    if (n + 72 > s->capfields) return SCAN_GROW;
+    if (n + 65 > s->capfields) return SCAN_GROW;
     size_t *ends = s->ends + 1;
-    /* eight ends at a time, the ones past the last overwritten later or never read (room for
-     * them: the test above); bits & (bits - 1) clears the lowest bit, and is 0 once none is */
-    size_t cnt = (size_t)__builtin_popcountll(bits);
-    for (size_t k = 0; k < cnt; k += 8)   /* the top bit or'ed in: no ctz of 0 */
-      for (int j = 0; j < 8; j++, bits &= bits - 1)
-        ends[n + k + (size_t)j] = p + (size_t)__builtin_ctzll(bits | (uint64_t)1 << 63);
-    n += cnt;
+    for (; bits; bits &= bits - 1) ends[n++] = p + (size_t)__builtin_ctzll(bits);
     if (nl) {
       size_t k = ends[n - 1] + 1;
       if (b[k - 1] == '\r') {
