@@ -368,7 +368,7 @@ static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *l
  * It only finds where each field ends (s->ends): the fields are cut out afterwards, the ones
  * selected only (ps_scan_select), as the exact walk's spans would cut them (test_csvscan
  * compares the two on every quirk). */
-enum { SCAN_SLOW = SCAN_NOMEM + 1 };
+enum { SCAN_SLOW = SCAN_NOMEM + 1, SCAN_GROW };   /* GROW: s->ends is too short, grow it */
 
 static inline uint64_t prefix_xor(uint64_t x) {
   x ^= x << 1;
@@ -388,19 +388,38 @@ static inline uint64_t movemask64(__m128i a, __m128i b, __m128i c, __m128i d) {
 #define EQ(v, ch) _mm_cmpeq_epi8(v, _mm_set1_epi8(ch))
 #define NZ(v) _mm_or_si128(_mm_or_si128(EQ(v, '\n'), EQ(v, '\r')), EQ(v, 0))
 
-static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
+/* One 64-byte window's masks: its quotes, commas, and CR, LF and NUL bytes; its NULs alone
+ * (only asked for a window with a line end or a NUL). */
+typedef struct masks { uint64_t q, c, nz; } masks;
+
+static inline __attribute__((always_inline)) masks masks_sse2(const char *p) {
+  __m128i v0 = LOAD16(p), v1 = LOAD16(p + 16), v2 = LOAD16(p + 32), v3 = LOAD16(p + 48);
+  return (masks){movemask64(EQ(v0, '"'), EQ(v1, '"'), EQ(v2, '"'), EQ(v3, '"')),
+                 movemask64(EQ(v0, ','), EQ(v1, ','), EQ(v2, ','), EQ(v3, ',')),
+                 movemask64(NZ(v0), NZ(v1), NZ(v2), NZ(v3))};
+}
+
+static inline __attribute__((always_inline)) uint64_t zeros_sse2(const char *p) {
+  __m128i v0 = LOAD16(p), v1 = LOAD16(p + 16), v2 = LOAD16(p + 32), v3 = LOAD16(p + 48);
+  return movemask64(EQ(v0, 0), EQ(v1, 0), EQ(v2, 0), EQ(v3, 0));
+}
+
+/* The body of the fast scan, inlined into one function per instruction set (masks, zeros
+ * and pxor: that set's window masks and prefix XOR). */
+static inline __attribute__((always_inline)) int scan_fast_with(ps_scan *s, size_t *nf, size_t *next,
+                                                               masks (*window)(const char *),
+                                                               uint64_t (*zeros)(const char *),
+                                                               uint64_t (*pxor)(uint64_t)) {
   const char *b = s->buf;
   size_t p = s->pos, e = s->end, n = 0;
   uint64_t in = 0, prev_sep = 1, prev_q = 0;   /* carries from the window before */
   for (;; p += 64) {
-    __m128i v0 = LOAD16(b + p), v1 = LOAD16(b + p + 16), v2 = LOAD16(b + p + 32), v3 = LOAD16(b + p + 48);
-    uint64_t q = movemask64(EQ(v0, '"'), EQ(v1, '"'), EQ(v2, '"'), EQ(v3, '"'));
-    uint64_t c = movemask64(EQ(v0, ','), EQ(v1, ','), EQ(v2, ','), EQ(v3, ','));
-    uint64_t nz = movemask64(NZ(v0), NZ(v1), NZ(v2), NZ(v3));
-    uint64_t inside = q ? in ^ prefix_xor(q) : in;
+    masks mk = window(b + p);
+    uint64_t q = mk.q, c = mk.c, nz = mk.nz;
+    uint64_t inside = q ? in ^ pxor(q) : in;
     uint64_t mine = ~(uint64_t)0, nl = 0;   /* the record's bits; its line end */
     if (nz) {
-      uint64_t z = movemask64(EQ(v0, 0), EQ(v1, 0), EQ(v2, 0), EQ(v3, 0));
+      uint64_t z = zeros(b + p);
       uint64_t ends = nz & ~z & ~inside;
       if (ends) mine = ends ^ (ends - 1), nl = ends & mine;
       if ((z | (nz & inside)) & mine) return SCAN_SLOW;
@@ -413,8 +432,8 @@ static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
     prev_sep = (c | nz) >> 63;
     prev_q = q >> 63;
     uint64_t bits = ((c & ~inside) | nl) & mine;
-    while (n + 65 > s->capfields)
-      if (grow_fields(s) != 0) return SCAN_NOMEM;
+    /* no call in the loop (its registers stay): the caller grows the arrays and scans again */
+    if (n + 65 > s->capfields) return SCAN_GROW;
     size_t *ends = s->ends + 1;
     for (; bits; bits &= bits - 1) ends[n++] = p + (size_t)__builtin_ctzll(bits);
     if (nl) {
@@ -429,6 +448,42 @@ static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
     }
   }
 }
+
+static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
+  return scan_fast_with(s, nf, next, masks_sse2, zeros_sse2, prefix_xor);
+}
+
+/* The same with AVX2 (two 32-byte loads a window, half the compares and movemasks) and the
+ * prefix XOR as one carry-less multiply by all ones; chosen at run time where the CPU has
+ * them (test_csvscan compares it with the SSE2 scan and the exact walk). */
+#include <immintrin.h>
+#define LOAD32(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define EQ32(v, ch) _mm256_cmpeq_epi8(v, _mm256_set1_epi8(ch))
+#define MM32(x) ((uint64_t)(uint32_t)_mm256_movemask_epi8(x))
+
+static inline __attribute__((always_inline, target("avx2"))) masks masks_avx2(const char *p) {
+  __m256i v0 = LOAD32(p), v1 = LOAD32(p + 32);
+  __m256i n0 = _mm256_or_si256(_mm256_or_si256(EQ32(v0, '\n'), EQ32(v0, '\r')), EQ32(v0, 0));
+  __m256i n1 = _mm256_or_si256(_mm256_or_si256(EQ32(v1, '\n'), EQ32(v1, '\r')), EQ32(v1, 0));
+  return (masks){MM32(EQ32(v0, '"')) | MM32(EQ32(v1, '"')) << 32,
+                 MM32(EQ32(v0, ',')) | MM32(EQ32(v1, ',')) << 32, MM32(n0) | MM32(n1) << 32};
+}
+
+static inline __attribute__((always_inline, target("avx2"))) uint64_t zeros_avx2(const char *p) {
+  return MM32(EQ32(LOAD32(p), 0)) | MM32(EQ32(LOAD32(p + 32), 0)) << 32;
+}
+
+static inline __attribute__((always_inline, target("pclmul"))) uint64_t prefix_xor_clmul(uint64_t x) {
+  return (uint64_t)_mm_cvtsi128_si64(_mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)x), _mm_set1_epi8(-1), 0));
+}
+
+__attribute__((target("avx2,bmi,bmi2,pclmul"))) static int scan_record_fast_avx2(ps_scan *s, size_t *nf,
+                                                                                size_t *next) {
+  return scan_fast_with(s, nf, next, masks_avx2, zeros_avx2, prefix_xor_clmul);
+}
+#undef LOAD32
+#undef EQ32
+#undef MM32
 #undef LOAD16
 #undef EQ
 #undef NZ
@@ -439,8 +494,12 @@ static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
 static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines, int *fast) {
   *fast = 0;
 #ifdef __SSE2__
-  if (!scan_portable) {
-    int st = scan_record_fast(s, nf, next);
+  if (scan_portable != 1) {
+    int avx2 = scan_portable == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+               __builtin_cpu_supports("pclmul");
+    int st;
+    while ((st = avx2 ? scan_record_fast_avx2(s, nf, next) : scan_record_fast(s, nf, next)) == SCAN_GROW)
+      if (grow_fields(s) != 0) return SCAN_NOMEM;
     if (st != SCAN_SLOW) return *lines = 0, *fast = 1, st;
     return scan_record_with(s, nf, next, lines, 1);
   }
@@ -547,6 +606,12 @@ static inline __attribute__((always_inline)) void cut_fast(char *buf, const size
   }
 }
 
+/* cut_fast of one field: a call, so plain_fast's loop keeps its registers */
+static __attribute__((noinline)) void cut_one(char *buf, const size_t *ends, size_t nf, const size_t *sel, int trim,
+                                              char **fields, size_t *lens) {
+  cut_fast(buf, ends, nf, sel, 1, trim, fields, lens);
+}
+
 /* The PS_SCAN_PLAIN fields sel[0..nsel) of a record the fast scan read: an unquoted one as it
  * lies, a quoted one cut. */
 static inline void plain_fast(char *buf, const size_t *restrict ends, size_t nf, const size_t *restrict sel,
@@ -554,7 +619,7 @@ static inline void plain_fast(char *buf, const size_t *restrict ends, size_t nf,
   while (nsel && sel[nsel - 1] >= nf) nsel--;   /* ascending: the ones the record has */
   for (size_t j = 0; j < nsel; j++) {
     size_t i = sel[j], fs = ends[i] + 1;
-    if (buf[fs] == '"') cut_fast(buf, ends, nf, &sel[j], 1, trim, fields, lens);
+    if (buf[fs] == '"') cut_one(buf, ends, nf, &sel[j], trim, fields, lens);
     else fields[i] = buf + fs, lens[i] = ends[i + 1] - fs;
   }
 }

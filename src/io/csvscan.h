@@ -100,8 +100,8 @@ const char *ps_scan_eol(const ps_scan *s);
 uint64_t ps_scan_bytes_read(const ps_scan *s);
 uint64_t ps_scan_file_size(const ps_scan *s);
 void ps_scan_close(ps_scan *s);
-/* Tests only: 1 makes every scanner use the portable byte loop instead of SSE2 (the two must
- * read every file alike). */
+/* Tests only: 1 makes every scanner use the portable byte loop, 2 the SSE2 scan, 0 the best
+ * the CPU has (AVX2 where it has it); all must read every file alike. */
 void ps_scan_set_portable(int on);
 
 #endif

@@ -294,6 +294,83 @@ __attribute__((target("ssse3"))) static uint32_t finite_n_ssse3(const char *cons
   return ok;
 }
 
+
+#include <immintrin.h>
+
+/* finite_n_padded four cells at a time, one in each 64-bit lane of an AVX2 register. Each
+ * cell is shifted to its lane's top (VPSLLVQ by 64 - 8 * its length) after the ASCII '0' is
+ * taken off, so the bytes after it fall out and zeros (leading zero digits) come in below:
+ * no table of patterns. The '.' is dropped by moving the digits below it up one byte, the
+ * digits are combined by multiply-adds as finite_n_ssse3 does, and the four divisions by
+ * 10^(digits after the '.') (exact floats, picked by VPERMPS) are one VDIVPD: the same exact
+ * integers and correctly rounded quotients as the scalar path. Four cells where one is not a
+ * plain decimal of 1 to 8 bytes with at most one '.' and a digit go the scalar way (test_num
+ * compares every path). */
+__attribute__((always_inline, target("avx2"))) static inline int quad_avx2(const char *const *s,
+                                                                            const size_t *len, double *out) {
+  const __m256i ones64 = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256(), b1 = _mm256_set1_epi8(1);
+  __m256i L = _mm256_loadu_si256((const __m256i *)(const void *)len);
+  if (!_mm256_testz_si256(_mm256_sub_epi64(L, ones64), _mm256_set1_epi64x(~(long long)7)))
+    return 0;   /* a length outside 1..8 */
+  uint64_t a, b, c, d;
+  memcpy(&a, s[0], 8), memcpy(&b, s[1], 8), memcpy(&c, s[2], 8), memcpy(&d, s[3], 8);
+  __m256i v = _mm256_xor_si256(_mm256_setr_epi64x((long long)a, (long long)b, (long long)c, (long long)d),
+                               _mm256_set1_epi8(0x30));
+  __m256i x = _mm256_sllv_epi64(v, _mm256_sub_epi64(_mm256_set1_epi64x(64), _mm256_slli_epi64(L, 3)));
+  __m256i dig = _mm256_cmpeq_epi8(_mm256_subs_epu8(x, _mm256_set1_epi8(9)), zero);   /* the zeros shifted in too */
+  __m256i D = _mm256_cmpeq_epi8(x, _mm256_set1_epi8('.' ^ 0x30));
+  if (_mm256_movemask_epi8(_mm256_or_si256(dig, D)) != -1) return 0;
+  __m256i bit = _mm256_and_si256(D, b1);                                  /* 1 << the '.''s bit */
+  __m256i lone = _mm256_set1_epi64x((long long)((uint64_t)('.' ^ 0x30) << 56));   /* "." (or "0.") */
+  __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_sad_epu8(bit, zero), ones64), _mm256_cmpeq_epi64(x, lone));
+  if (!_mm256_testz_si256(bad, bad)) return 0;
+  __m256i nodot = _mm256_cmpeq_epi64(bit, zero);
+  __m256i below = _mm256_andnot_si256(nodot, _mm256_sub_epi64(bit, ones64));   /* digits before the '.' */
+  __m256i gone = _mm256_or_si256(below, D);
+  __m256i nfrac = _mm256_sad_epu8(_mm256_andnot_si256(gone, _mm256_andnot_si256(nodot, b1)), zero);
+  x = _mm256_or_si256(_mm256_andnot_si256(gone, x), _mm256_slli_epi64(_mm256_and_si256(x, below), 8));
+  __m256i m = _mm256_madd_epi16(_mm256_maddubs_epi16(x, _mm256_set1_epi16(0x010a)), _mm256_set1_epi32(0x00010064));
+  m = _mm256_madd_epi16(_mm256_packs_epi32(m, m), _mm256_set1_epi32(0x00012710));   /* per 128: a b a b */
+  __m128i m4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(m, 0x08));
+  const __m256 pow10f = _mm256_setr_ps(1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f);   /* exact */
+  __m256 sc = _mm256_permutevar8x32_ps(pow10f, _mm256_permutevar8x32_epi32(nfrac, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+  _mm256_storeu_pd(out, _mm256_div_pd(_mm256_cvtepi32_pd(m4), _mm256_cvtps_pd(_mm256_castps256_ps128(sc))));
+  return 1;
+}
+
+__attribute__((target("avx2"))) static uint32_t finite_n_avx2(const char *const *s, const size_t *len,
+                                                              int n, double *out) {
+  uint32_t ok = 0, redo = 0;   /* the vector loop first, without calls: its constants stay */
+  int i = 0;
+  for (; i + 3 < n; i += 4) {
+    if (quad_avx2(s + i, len + i, out + i)) ok |= 15u << i;
+    else redo |= 15u << i;
+  }
+  if (i < n) {   /* the last 1 to 3 cells, with cells "1" after them */
+    const char *ts[4] = {"11111111", "11111111", "11111111", "11111111"};
+    size_t tl[4] = {1, 1, 1, 1};
+    double to[4];
+    int r = n - i;   /* unrolled: a loop here became calls of memcpy */
+    ts[0] = s[i], tl[0] = len[i];
+    if (r > 1) ts[1] = s[i + 1], tl[1] = len[i + 1];
+    if (r > 2) ts[2] = s[i + 2], tl[2] = len[i + 2];
+    uint32_t mine = ((1u << r) - 1) << i;
+    if (quad_avx2(ts, tl, to)) {
+      out[i] = to[0];
+      if (r > 1) out[i + 1] = to[1];
+      if (r > 2) out[i + 2] = to[2];
+      ok |= mine;
+    } else {
+      redo |= mine;
+    }
+  }
+  for (; redo; redo &= redo - 1) {
+    int k = __builtin_ctz(redo);
+    ok |= (uint32_t)finite_padded(s[k], len[k], &out[k]) << k;
+  }
+  return ok;
+}
+
 #endif
 #endif
 
@@ -303,7 +380,9 @@ uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, int pad
   uint32_t ok = 0;
 #ifdef SWAR
 #ifdef NUM_SSSE3
-  if (padded && !num_portable && __builtin_cpu_supports("ssse3")) return finite_n_ssse3(s, len, n, out);
+  if (padded && num_portable != 1 && __builtin_cpu_supports("avx2") && num_portable != 2)
+    return finite_n_avx2(s, len, n, out);
+  if (padded && num_portable != 1 && __builtin_cpu_supports("ssse3")) return finite_n_ssse3(s, len, n, out);
 #endif
   if (padded) return finite_n_padded(s, len, n, out);
   uint32_t m[32], sign = 0, fast = 0;

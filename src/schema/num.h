@@ -21,8 +21,8 @@ int ps_num_finite(const char *s, size_t len, double *out);
  * padded buffer: csvscan.h), so a short cell is read in one load. */
 uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, int padded, double *out);
 
-/* Tests only: 1 makes ps_num_finite_n take the portable path instead of SSSE3 (where the CPU
- * has it; the two must give the same bits). */
+/* Tests only: 1 makes ps_num_finite_n take the portable path, 2 the SSSE3 one (where the CPU
+ * has it), 0 the best the CPU has (AVX2 or SSSE3); all must give the same bits. */
 void ps_num_set_portable(int on);
 
 /* The write-back's parse_float: the number, or 0.0 when empty or not a number. */

@@ -230,7 +230,8 @@ static void finite_n_padded_random(void **state) {
   }
 }
 
-/* The SSSE3 read of two counter cells at once (where the CPU has it) and the portable one give
+/* The AVX2 read of four counter cells at once and the SSSE3 one of two (where the CPU has
+ * them) and the portable one give
  * ps_num_finite's bits on rows of plain decimals mostly (the pairs the SIMD path takes): every
  * length 0 to 9, the '.' anywhere, two of them, a lone '.', signs, spaces and exponents mixed
  * in, any bytes after each cell, at every row length 1 to 32 (odd ones end with a lone cell). */
@@ -238,13 +239,14 @@ static void finite_n_simd_as_portable(void **state) {
   (void)state;
   static const char *const edge[] = {"99999999", "9999.999", ".5", "5.", ".", "0", "00000000", "1.",
                                      "12345678", "0.000001", "1..2", "..", "9.9999999", "0000.000",
-                                     "7", "-1.5", "1e5", " 2.5", "12345678.", ".1234567"};
+                                     "7", "-1.5", "1e5", " 2.5", "12345678.", ".1234567", "0.", "00.",
+                                     "0000000.", ".0", "1.000000", "9999999."};
   static const char alpha[] = "0123456789012345678901234567890123456789.";
   uint64_t x = 0x853c49e6748fea9bu;
   char buf[32][24];
   const char *cells[32];
   size_t len[32];
-  double out[2][32];
+  double out[3][32];
   for (int r = 0; r < 300000; r++) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     int n = 1 + (int)(x % 32);
@@ -267,13 +269,14 @@ static void finite_n_simd_as_portable(void **state) {
       }
       cells[i] = buf[i];
     }
-    uint32_t ok[2];
-    for (int portable = 0; portable < 2; portable++) {
-      ps_num_set_portable(portable);
-      ok[portable] = ps_num_finite_n(cells, len, n, 1, out[portable]);
+    uint32_t ok[3];
+    for (int mode = 0; mode < 3; mode++) {   /* the best (AVX2), portable, SSSE3 */
+      ps_num_set_portable(mode);
+      ok[mode] = ps_num_finite_n(cells, len, n, 1, out[mode]);
     }
     ps_num_set_portable(0);
     assert_int_equal(ok[0], ok[1]);
+    assert_int_equal(ok[0], ok[2]);
     for (int i = 0; i < n; i++) {
       double d;
       int rc = ps_num_finite(cells[i], len[i], &d);
@@ -284,6 +287,7 @@ static void finite_n_simd_as_portable(void **state) {
       if (rc == 0) {
         assert_memory_equal(&d, &out[0][i], sizeof d);
         assert_memory_equal(&d, &out[1][i], sizeof d);
+        assert_memory_equal(&d, &out[2][i], sizeof d);
       }
     }
   }
