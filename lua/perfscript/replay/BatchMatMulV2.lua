@@ -8,12 +8,13 @@ local T2 = { transpose_last2 = true }  -- read only (C.tensor copies its fields)
 -- The checks of the batched path (check-only and build share them): the slots, A's and B's
 -- slot indices and B's options.
 local function validate3(sl, idx, row)
-  C.need(#idx >= 2, "expects at least 2 inputs")
+  -- C.need called only on a refusal (the grid asks this of every candidate)
+  if #idx < 2 then C.need(false, "expects at least 2 inputs") end
   local out = C.must(C.slots(row, "out"))
   local o = out.shapes[1]
   local A, B = sl.shapes[idx[1]], sl.shapes[idx[2]]
-  C.need(o and #o == 3 and #A == 3 and #B == 3, "the batched path needs 3-D A, B and output")
-  C.need(A[1] == o[1] and A[2] == o[2], "batch/m of A and the output disagree")
+  if not (o and #o == 3 and #A == 3 and #B == 3) then C.need(false, "the batched path needs 3-D A, B and output") end
+  if not (A[1] == o[1] and A[2] == o[2]) then C.need(false, "batch/m of A and the output disagree") end
   local k, n = A[3], o[3]
   local bopts
   if B[1] == A[1] and B[2] == k and B[3] == n then
@@ -42,7 +43,7 @@ end
 local function ok(row)
   local sl = C.must(C.slots(row, "in"))
   local idx = C.present(sl)
-  C.need(#idx >= 1, "no input shapes")
+  if #idx < 1 then C.need(false, "no input shapes") end  -- C.need only on a refusal
   if #sl.shapes[idx[1]] == 2 then mm.check_slots(sl); return true end  -- mm.check's checks, parsed once
   validate3(sl, idx, row)
   return true

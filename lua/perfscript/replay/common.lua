@@ -51,7 +51,8 @@ end
 
 -- Non-empty slot indices (the compact view, aligned across the three lists).
 function M.present(sl)
-  local idx, n, shapes = {}, 0, sl.shapes
+  -- four array places made at once: no regrowth for the usual one to four slots
+  local idx, n, shapes = { nil, nil, nil, nil }, 0, sl.shapes
   for i = 1, sl.n do if shapes[i] then n = n + 1; idx[n] = i end end
   return idx
 end

@@ -8,14 +8,17 @@ local B_OPTS = { transpose = true }  -- read only (C.tensor copies its fields)
 -- The checks (check-only and build share them) on the row's input slots sl: sl and A's and
 -- B's slot indices.
 local function validate_slots(sl, exact)
+  -- C.need called only on a refusal (the grid asks this of every candidate: no vararg call
+  -- per passed check)
   local idx = C.present(sl)
-  if exact then C.need(#idx == 2, "expects exactly 2 inputs, got %d", #idx)
-  else C.need(#idx >= 2, "expects at least 2 inputs, got %d", #idx) end
+  local ni = #idx
+  if exact then if ni ~= 2 then C.need(false, "expects exactly 2 inputs, got %d", ni) end
+  elseif ni < 2 then C.need(false, "expects at least 2 inputs, got %d", ni) end
   local a = C.must(C.tensor_ok(sl, idx[1]))
   local b = C.must(C.tensor_ok(sl, idx[2], B_OPTS))
   local ka, kb = a[#a], b[#b]
-  C.need(#a == 2 and #b == 2, "matmul inputs must be 2-D")
-  C.need(ka == kb, "A [m,k] and recorded B [n,k] disagree on k (%d vs %d)", ka, kb)
+  if not (#a == 2 and #b == 2) then C.need(false, "matmul inputs must be 2-D") end
+  if ka ~= kb then C.need(false, "A [m,k] and recorded B [n,k] disagree on k (%d vs %d)", ka, kb) end
   return sl, idx
 end
 
