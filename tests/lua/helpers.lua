@@ -91,4 +91,14 @@ function M.mm(m, k, n, avg, prof, fmt, dt)
                        dt or "DT_BF16;DT_BF16", fmt or "ND;ND", m, n, avg or "", prof or "")
 end
 
+-- A database row of one kernel for the replay registry's checks: the signature cells (missing
+-- dtypes, formats and output cells ""), OP State "dynamic", and the cells of extra on top.
+function M.kernel_row(is, id, fm, os, od, extra)
+  local r = { ["OP State"] = "dynamic", ["Input Shapes"] = is, ["Input Data Types"] = id or "",
+              ["Input Formats"] = fm or "", ["Output Shapes"] = os or "", ["Output Data Types"] = od or "",
+              ["Output Formats"] = "" }
+  for k, v in pairs(extra or {}) do r[k] = v end
+  return r
+end
+
 return M

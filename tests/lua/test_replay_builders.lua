@@ -7,13 +7,7 @@ local h = require "tests.lua.helpers"
 local C = require "perfscript.replay.common"
 local plan = require "perfscript.microbench.plan"
 
-local function row(is, id, fm, os, od, extra)
-  local r = { ["OP State"] = "dynamic", ["Input Shapes"] = is, ["Input Data Types"] = id or "",
-              ["Input Formats"] = fm or "", ["Output Shapes"] = os or "", ["Output Data Types"] = od or "",
-              ["Output Formats"] = "" }
-  for k, v in pairs(extra or {}) do r[k] = v end
-  return r
-end
+local row = h.kernel_row
 
 local function rep(s, n)
   local t = {}

@@ -5,11 +5,7 @@
 local lu = require "luaunit"
 local registry = require "perfscript.replay.registry"
 
-local function row(is, id, fm, os, od)
-  return { ["OP State"] = "dynamic", ["Input Shapes"] = is, ["Input Data Types"] = id or "",
-           ["Input Formats"] = fm or "", ["Output Shapes"] = os or "", ["Output Data Types"] = od or "",
-           ["Output Formats"] = "" }
-end
+local row = require("tests.lua.helpers").kernel_row
 
 local CASES = {
   { "MatMulV2", row("16,7168", "DT_BF16", "ND", "16,2112", "DT_BF16"), "expects exactly 2 inputs, got 1" },
