@@ -385,16 +385,8 @@ end
 
 -- names_of(cell) -> the cell's names, shared between calls (read only): a file's rows and a
 -- grid's candidates repeat a handful of dtype and format cells (31 slots of attention rows).
-local names_memo, names_n = {}, 0
-local function names_of(cell)
-  cell = cell or ""
-  local t = names_memo[cell]
-  if t then return t end
-  if names_n >= 512 then names_memo, names_n = {}, 0 end
-  t = split_names(cell)
-  names_memo[cell], names_n = t, names_n + 1
-  return t
-end
+local names_cached = require("perfscript.memo").bounded(split_names)
+local function names_of(cell) return names_cached(cell or "") end
 
 -- FRACTAL_NZ [..., H, W, bh, bw] -> [..., H*bw, W*bh] (4-D and more; the consumer's restore).
 local function nz_restore(s)

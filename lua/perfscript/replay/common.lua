@@ -11,6 +11,7 @@
 -- Slots are always parsed with holes kept, by index in shapes, dtypes and formats together
 -- (the Python original's compact parser let a later dtype slide onto the wrong tensor).
 local shape = require "perfscript.shape"
+local memo = require "perfscript.memo"
 
 local M = {}
 
@@ -28,15 +29,7 @@ local CELLS = { ["in"] = { "Input Shapes", "Input Data Types", "Input Formats" }
 local parse, split = shape.parse, shape.split
 -- The dtype and format lists of slots, split once per cell text (a grid asks every builder
 -- about thousands of rows sharing a handful of these cells): shared, so read only.
-local split_memo, split_n = {}, 0
-local function split_cell(cell)
-  local t = split_memo[cell]
-  if t then return t end
-  if split_n >= 512 then split_memo, split_n = {}, 0 end
-  t = split(cell)
-  split_memo[cell], split_n = t, split_n + 1
-  return t
-end
+local split_cell, split_memo = memo.bounded(split)
 function M.slots(row, side)
   local names = side == "out" and CELLS.out or CELLS["in"]
   local parsed, err = parse(row[names[1]] or "")
@@ -61,15 +54,10 @@ end
 -- asks each builder about thousands of rows sharing a handful of dtype names. Anything but a
 -- string goes to the C function as it is (the same result or the same argument error).
 local NORM = { dtype = shape.dtype_normalize }
-local dtype_memo, dtype_n = {}, 0
+local dtype_of, dtype_memo = memo.bounded(function(name) return NORM.dtype(name) end)
 function M.dtype(name)
   if type(name) ~= "string" then return (NORM.dtype(name)) end
-  local d = dtype_memo[name]
-  if d then return d end
-  if dtype_n >= 512 then dtype_memo, dtype_n = {}, 0 end
-  d = NORM.dtype(name)
-  dtype_memo[name], dtype_n = d, dtype_n + 1
-  return d
+  return dtype_memo[name] or dtype_of(name)
 end
 
 M.TORCH_DTYPES = { DT_FLOAT = true, DT_FLOAT16 = true, DT_BF16 = true, DT_DOUBLE = true,
@@ -79,17 +67,11 @@ M.TORCH_DTYPES = { DT_FLOAT = true, DT_FLOAT16 = true, DT_BF16 = true, DT_DOUBLE
 -- recorded shape to its logical 2-D shape. opts: dtype (override), init, transpose, ...
 -- trim, skipped where neither end is whitespace (a split item, the usual case)
 -- (remembered per text: a grid's rows share a handful of format names)
-local strip_memo, strip_n = {}, 0
-local function strip(s)
-  local t = strip_memo[s]
-  if t then return t end
-  t = s
+local strip, strip_memo = memo.bounded(function(s)
   local b, e = s:byte(1), s:byte(-1)
-  if b and (b == 32 or (b >= 9 and b <= 13) or e == 32 or (e >= 9 and e <= 13)) then t = trim(s) end
-  if strip_n >= 512 then strip_memo, strip_n = {}, 0 end
-  strip_memo[s], strip_n = t, strip_n + 1
-  return t
-end
+  if b and (b == 32 or (b >= 9 and b <= 13) or e == 32 or (e >= 9 and e <= 13)) then return trim(s) end
+  return s
+end)
 
 local NO_OPTS = {}
 -- The checks of M.tensor (its one home): the shape (FRACTAL_NZ's logical one), dtype and format
