@@ -853,6 +853,11 @@ static int adopt_all(pass *x) {
   }
   while ((p->ngroups + n) * 2 > p->nslots)
     if (grow_table(p) != 0) return -1;
+  /* First the copy, in the order of the groups' first rows: the shares' groups and p's new
+   * ones are read and written in order. Then their slots, each fetched ahead: a slot is a
+   * random place in a table of megabytes, and inserted during the copy every group waited for
+   * its own (two thirds of this step's 20 ms at 49k groups). */
+  size_t base = p->ngroups, mask = p->nslots - 1;
   size_t freed[MAX_THREADS] = {0};   /* bytes of each share's groups given back */
   long page = sysconf(_SC_PAGESIZE);
   for (size_t k = 0; k < n; k++) {
@@ -875,11 +880,16 @@ static int adopt_all(pass *x) {
         best = &q->groups[at[s]], bs = s;
     }
     at[bs]++;
-    size_t h = (size_t)best->hash & (p->nslots - 1);
-    while (p->slots[h].idx) h = (h + 1) & (p->nslots - 1);
-    p->groups[p->ngroups] = *best;
-    p->slots[h] = (slot){best->hash, best->hash2, (uint32_t)++p->ngroups};
+    p->groups[base + k] = *best;
   }
+  for (size_t k = 0; k < n; k++) {
+    if (k + 16 < n) __builtin_prefetch(&p->slots[(size_t)p->groups[base + k + 16].hash & mask], 1);
+    const group *g = &p->groups[base + k];
+    size_t h = (size_t)g->hash & mask;
+    while (p->slots[h].idx) h = (h + 1) & mask;
+    p->slots[h] = (slot){g->hash, g->hash2, (uint32_t)(base + k + 1)};
+  }
+  p->ngroups = base + n;
   for (int s = 0; s < x->T; s++) x->q[s]->ngroups = 0;   /* p owns their memory now */
   return 0;
 }
