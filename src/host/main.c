@@ -9,6 +9,7 @@
 #include <lualib.h>
 
 #include "host.h"
+#include "lifetime.h"
 
 static const char *progname = PS_PROGNAME;
 
@@ -254,6 +255,7 @@ int main(int argc, char **argv) {
   int status = lua_pcall(L, 2, 1, 0);
   int result = lua_toboolean(L, -1);
   ps_report(L, status);
+  ps_set_exiting();
   lua_close(L);
   return (result && status == LUA_OK) ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -18,6 +18,7 @@
 #include "grow.h"
 #include "num.h"
 #include "import_key.h"
+#include "lifetime.h"
 #include "shape.h"
 #include "text.h"
 #include "writeback_sig.h"
@@ -130,7 +131,8 @@ void ps_profile_set_block(ps_profile *p, uint64_t bytes) { p->block = bytes; }
 
 void ps_profile_free(ps_profile *p) {
   if (p == NULL) return;
-  for (size_t i = 0; i < p->ngroups; i++) free(p->groups[i].durs), free(p->groups[i].mpart);
+  /* one block of durations a group: at the process's end they go with it (lifetime.h) */
+  for (size_t i = 0; !ps_exiting() && i < p->ngroups; i++) free(p->groups[i].durs), free(p->groups[i].mpart);
   free_groups(p->groups, p->capgroups);
   for (str_chunk *c = p->str.owned, *next; c; c = next) {
     next = c->next;
