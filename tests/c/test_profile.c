@@ -16,6 +16,7 @@
 #include "num.h"
 #include "import_key.h"
 #include "counters.h"
+#include "lifetime.h"
 
 static char dir[1024];
 
@@ -689,6 +690,29 @@ static void test_rows_text_threads(void **state) {
   for (int run = 0; run < 2; run++) free(text[run]), free(off[run]);
 }
 
+/* At the process's end (lifetime.h) a profile is freed without its groups' durations one by
+ * one: the flag reads back set (never under AddressSanitizer, whose leak check this test then
+ * runs as for any other), and a profile with groups frees all the same. Last: the flag stays. */
+static void test_free_at_exit(void **state) {
+  (void)state;
+  const char *path = write_file("exit.csv", HEADER_KD
+    "1,1,1,2,n,Cast,dynamic,AI_CORE,1,2,\"8,8\",BOOL,ND,\"8,8\",FLOAT,ND,1,1\n"
+    "1,1,2,2,n,Cast,dynamic,AI_CORE,2,4,\"8,8\",INT64,ND,\"8,8\",INT32,ND,1,1\n");
+  ps_profile *p = ps_profile_new();
+  ps_profile_counts c;
+  char err[512];
+  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(ps_profile_ngroups(p), 2);
+  assert_int_equal(ps_exiting(), 0);
+  ps_set_exiting();
+#if defined(__SANITIZE_ADDRESS__)
+  assert_int_equal(ps_exiting(), 0);
+#else
+  assert_int_equal(ps_exiting(), 1);
+#endif
+  ps_profile_free(p);
+}
+
 int main(void) {
   const char *tmp = getenv("PERFSCRIPT_TEST_TMP");
   snprintf(dir, sizeof dir, "%s/profile_c", tmp ? tmp : "/tmp");
@@ -711,6 +735,7 @@ int main(void) {
     cmocka_unit_test(test_threads_long_rows),
     cmocka_unit_test(test_threads_second_file),
     cmocka_unit_test(test_threads_error_line),
+    cmocka_unit_test(test_free_at_exit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
