@@ -451,6 +451,7 @@ static group *find(const ps_profile *p, const uint64_t hash[2]) {
 #define MAX_THREADS 64
 #define SPLIT_MIN (32u << 20)   /* smaller files are read by one thread */
 #define NBUF 3                  /* blocks in flight a thread: one parsed ahead while two are added */
+#define GUESS_WINDOW 65536u     /* a block's start guess looks this far for a line end */
 
 enum { K_NOTYPE, K_NA, K_NODIMS, K_BAD, K_USE, K_SKIP };
 
@@ -521,6 +522,16 @@ typedef struct pass {
   int stop, rc;
   uint64_t expect;                       /* where the next block must start */
   long line;                             /* its line number */
+  /* The file's XXH3 (ps_profile_set_hash), taken from each block's bytes as its parse reads
+   * them, before it cuts them, blocks in file order (hash_block): no second read of the file
+   * (a thread reading all of it again cost a twentieth of a 302 MB import). hst NULL: not
+   * asked; hash_broken: a block could not, and the hash is taken after the pass. */
+  XXH3_state_t *hst;
+  uint64_t hashed;                       /* [0, hashed) is in hst */
+  size_t hblocks;                        /* blocks [0, hblocks) are */
+  int hash_broken;
+  pthread_mutex_t hmu;
+  pthread_cond_t hcv;
   ps_profile_counts *counts;
   ps_profile_progress cb;
   void *ud;
@@ -650,9 +661,12 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   return 0;
 }
 
+static void hash_block(pass *x, worker *w, size_t k, uint64_t start, int ok);
+
 /* Step 1: parses the records of b that start in [start, b->nominal_end), lines numbered from
- * line. Sets b->status, b->end and b->lines; an error's text is in w->err. */
-static void parse_block(const pass *x, worker *w, block *b, uint64_t start, long line) {
+ * line. Sets b->status, b->end and b->lines; an error's text is in w->err. hash_k: the block's
+ * number when its bytes go into the file's hash (hash_block), else -1 (a block read again). */
+static void parse_block(pass *x, worker *w, block *b, uint64_t start, long line, long hash_k) {
   b->start = start;
   b->nrec = b->narena = 0;
   b->bad_rows = 0;
@@ -662,8 +676,10 @@ static void parse_block(const pass *x, worker *w, block *b, uint64_t start, long
   if (ps_scan_seek(w->scan, start, line) != 0) {
     snprintf(w->err, sizeof w->err, "%s", ps_scan_error(w->scan));
     b->status = B_SCAN;
+    if (hash_k >= 0) hash_block(x, w, (size_t)hash_k, start, 0);
     return;
   }
+  if (hash_k >= 0) hash_block(x, w, (size_t)hash_k, start, 1);
   ps_scan_record rec;
   int st = 1;
   while (ps_scan_offset(w->scan) < b->nominal_end && (st = ps_scan_next(w->scan, &rec)) > 0) {
@@ -682,14 +698,49 @@ static void parse_block(const pass *x, worker *w, block *b, uint64_t start, long
   b->lines = ps_scan_line(w->scan) - line;
 }
 
+/* Block k's bytes into the file's hash, in file order: from its start to the next block's
+ * start as guess_and_parse will guess it (the first line end within GUESS_WINDOW bytes from
+ * its nominal start less one), from the scanner's buffer before any record is cut. It waits
+ * for the blocks before it (claimed before it, each hashing right after its read, so the
+ * wait is short). ok 0, or bytes not at hand: the chain gives up, and the hash is taken
+ * after the pass. Every block claimed comes here once, so no wait waits forever. */
+static void hash_block(pass *x, worker *w, size_t k, uint64_t start, int ok) {
+  const char *p = NULL;
+  size_t n = 0;
+  uint64_t to = 0;
+  if (ok && ps_scan_peek(w->scan, &p, &n) != 0) ok = 0;
+  if (ok && k + 1 == x->nblocks) {
+    to = x->size;
+    ok = start + n == x->size;   /* the whole rest is at hand */
+  } else if (ok) {
+    uint64_t nominal = x->data_start + (uint64_t)(k + 1) * x->bsize;
+    size_t from = (size_t)(nominal - 1 - start);
+    const char *nl = nominal - 1 >= start && from < n
+                         ? memchr(p + from, '\n', n - from < GUESS_WINDOW ? n - from : GUESS_WINDOW)
+                         : NULL;
+    ok = nl != NULL;
+    if (ok) to = start + (uint64_t)(nl - p) + 1;
+  }
+  pthread_mutex_lock(&x->hmu);
+  while (!x->hash_broken && x->hblocks != k) pthread_cond_wait(&x->hcv, &x->hmu);
+  if (!ok || x->hashed != start) x->hash_broken = 1;
+  if (!x->hash_broken) {
+    XXH3_64bits_update(x->hst, p, (size_t)(to - start));
+    x->hashed = to;
+  }
+  x->hblocks = k + 1;
+  pthread_cond_broadcast(&x->hcv);
+  pthread_mutex_unlock(&x->hmu);
+}
+
 /* Step 1 for block k of the file: its start guessed at the first line start at or after
  * its nominal start (step 2 checks it). */
-static void guess_and_parse(const pass *x, worker *w, block *b, size_t k) {
+static void guess_and_parse(pass *x, worker *w, block *b, size_t k) {
   uint64_t nominal = x->data_start + (uint64_t)k * x->bsize;
   b->nominal_end = k + 1 == x->nblocks ? UINT64_MAX : nominal + x->bsize;
   uint64_t start = nominal;
   if (k > 0) {
-    char buf[65536];
+    char buf[GUESS_WINDOW];
     int fd = x->fd;
     /* a row is some hundred bytes: a page first, the whole buffer when it holds no line end */
     ssize_t n = fd < 0 ? -1 : pread(fd, buf, 4096, (off_t)(nominal - 1));
@@ -698,11 +749,12 @@ static void guess_and_parse(const pass *x, worker *w, block *b, size_t k) {
     if (nl == NULL) {   /* no line end near: step 2 reads it */
       b->status = B_GUESS;
       b->nrec = 0;
+      if (x->hst) hash_block(x, w, k, nominal, 0);
       return;
     }
     start = nominal + (uint64_t)(nl - buf);
   }
-  parse_block(x, w, b, start, k == 0 ? x->line0 : 1);
+  parse_block(x, w, b, start, k == 0 ? x->line0 : 1, x->hst ? (long)k : -1);
 }
 
 /* Step 2 for one block, in file order: the duplicate window, FIA ordinals and counts. */
@@ -741,7 +793,7 @@ static void walk_block(pass *x, block *b) {
 /* Step 2 for block k (the next in file order), by the thread t that took it. */
 static void walk_step(pass *x, int t, size_t k) {
   block *b = &x->blk[k % x->nbuf];
-  if (b->status != B_OK || b->start != x->expect) parse_block(x, &x->w[t], b, x->expect, x->line);
+  if (b->status != B_OK || b->start != x->expect) parse_block(x, &x->w[t], b, x->expect, x->line, -1);
   walk_block(x, b);
   x->expect = b->end;
   x->line += b->lines;
@@ -965,14 +1017,25 @@ static void run_pass(pass *x, int t) {
 
 typedef struct thread_arg { pass *x; int t; } thread_arg;
 
-/* The file's XXH3 for the provenance log (ps_profile_set_hash), taken on a thread of its own
- * while the pass reads the file: a serial read of the whole file after the pass before. */
+/* The file's XXH3 for the provenance log (ps_profile_set_hash) when the blocks' chain
+ * (hash_block) gave up: the whole file read once more, after the pass. */
 typedef struct hash_job { const char *path; uint64_t h; int ok; } hash_job;
 
-static void *hash_thread(void *arg) {
-  hash_job *j = arg;
-  j->ok = ps_sig_hash_file(j->path, &j->h) == 0;
-  return NULL;
+static void hash_whole_file(hash_job *j) { j->ok = ps_sig_hash_file(j->path, &j->h) == 0; }
+
+/* The bytes before the first record (the header, a BOM) into x->hst: 0, or -1. */
+static int hash_header(pass *x) {
+  char buf[65536];
+  XXH3_64bits_reset(x->hst);
+  for (uint64_t at = 0; at < x->data_start;) {
+    size_t want = x->data_start - at < sizeof buf ? (size_t)(x->data_start - at) : sizeof buf;
+    ssize_t n = x->fd < 0 ? -1 : pread(x->fd, buf, want, (off_t)at);
+    if (n <= 0) return -1;
+    XXH3_64bits_update(x->hst, buf, (size_t)n);
+    at += (uint64_t)n;
+  }
+  x->hashed = x->data_start;
+  return 0;
 }
 
 /* Room for file's hash in p; -1 when out of memory. */
@@ -1111,12 +1174,13 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   }
   int rc = 0;
   hash_job hj = {path, 0, 0};
-  pthread_t hth;
-  int hashing = 0;   /* 1: hth hashes; 2: this thread hashes after the pass */
-  if (ready && p->hash_files) {
+  int hashing = ready && p->hash_files;
+  if (hashing) {
     ready = hash_room(p, x->file_index) == 0;
-    /* one thread asked for: the hash after the pass, on it */
-    if (ready) hashing = T > 1 && pthread_create(&hth, NULL, hash_thread, &hj) == 0 ? 1 : 2;
+    /* the header's bytes first; the blocks' follow as they are read (hash_block) */
+    if (ready && (x->hst = XXH3_createState()) != NULL && hash_header(x) != 0) x->hash_broken = 1;
+    pthread_mutex_init(&x->hmu, NULL);
+    pthread_cond_init(&x->hcv, NULL);
   }
   if (!ready) {
     if (x->w[0].scan) snprintf(err, errsize, "%s: out of memory", path);
@@ -1149,11 +1213,14 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
       rc = -1;
     }
   }
-  if (hashing == 1) pthread_join(hth, NULL);
-  else if (hashing == 2 && rc == 0) hash_thread(&hj);
   if (hashing) {
+    if (x->hst && !x->hash_broken && x->hashed == x->size) hj.h = XXH3_64bits_digest(x->hst), hj.ok = 1;
+    else if (rc == 0) hash_whole_file(&hj);   /* the chain gave up */
     p->file_hash[x->file_index] = hj.h;
     p->file_hashed[x->file_index] = (unsigned char)hj.ok;
+    XXH3_freeState(x->hst);
+    pthread_mutex_destroy(&x->hmu);
+    pthread_cond_destroy(&x->hcv);
   }
   for (int t = 0; t < MAX_THREADS; t++) {
     ps_scan_close(x->w[t].scan);

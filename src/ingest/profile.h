@@ -68,8 +68,8 @@ void ps_profile_free(ps_profile *p);
  * online core); the results are the same bits for any count. split_min: files smaller than
  * this many bytes are read by one thread (0: 32 MiB). */
 void ps_profile_set_threads(ps_profile *p, int threads, uint64_t split_min);
-/* on: ps_profile_add_file also takes each file's XXH3 (ps_sig_hash_file, for the provenance
- * log), on a thread of its own while the file is read when it is read by several. */
+/* on: ps_profile_add_file also takes each file's XXH3 (what ps_sig_hash_file gives, for the
+ * provenance log), from the bytes its pass reads, as it reads them (the file read once). */
 void ps_profile_set_hash(ps_profile *p, int on);
 /* The XXH3 of file (0-based, in add order) taken by ps_profile_add_file: 0 and *out, or -1
  * (not asked for, not read, or the file could not be read). */

@@ -786,6 +786,14 @@ size_t ps_scan_unquote(const ps_scan_raw *rec, size_t i, char *out) {
   return n;
 }
 
+int ps_scan_peek(ps_scan *s, const char **p, size_t *n) {
+  if (s->failed) return -1;
+  if (s->pos >= s->end && !s->eof && refill(s) != 0) return -1;
+  *p = s->buf + s->pos;
+  *n = s->end - s->pos;
+  return 0;
+}
+
 const char *ps_scan_error(const ps_scan *s) { return s->error; }
 const char *ps_scan_path(const ps_scan *s) { return s->path; }
 int ps_scan_has_bom(const ps_scan *s) { return s->bom; }

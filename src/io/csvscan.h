@@ -92,6 +92,12 @@ static inline int ps_scan_quoted(const ps_scan_raw *rec, size_t i) {
   const char *c = rec->base + ps_scan_raw_field(rec, i).start;
   return c > rec->bytes && c[-1] == '"';
 }
+/* The bytes buffered from the scanner's offset on, as they lie in the file (a record handed
+ * out is edited in place: so before the first ps_scan_next after an open or ps_scan_seek),
+ * reading a chunk first when none is: for a reader that wants the raw bytes as well (the
+ * import hashes each block of a file as it is read). 0 and *p, *n (0 bytes at the end of the
+ * file); -1 on a read error (ps_scan_error). Valid until the next ps_scan_next. */
+int ps_scan_peek(ps_scan *s, const char **p, size_t *n);
 const char *ps_scan_error(const ps_scan *s);
 const char *ps_scan_path(const ps_scan *s);
 int ps_scan_has_bom(const ps_scan *s);

@@ -17,6 +17,7 @@
 #include "import_key.h"
 #include "counters.h"
 #include "lifetime.h"
+#include "writeback_sig.h"
 
 static char dir[1024];
 
@@ -373,6 +374,16 @@ static void test_counters_side_by_side(void **state) {
   ps_profile_free(p);
 }
 
+/* The file's hash a pass took from its blocks (hash_block) is the whole file's XXH3, whatever
+ * the threads, blocks, quoted line ends at a block's start guess or rows longer than its
+ * window (the pass then takes it from the file once more). */
+static void assert_file_hash(const ps_profile *p, const char *path) {
+  uint64_t want, got;
+  assert_int_equal(ps_sig_hash_file(path, &want), 0);
+  assert_int_equal(ps_profile_file_hash(p, 0, &got), 0);
+  assert_true(got == want);
+}
+
 static void test_chunks_every_split(void **state) {
   (void)state;
   static char text[16384];
@@ -396,7 +407,9 @@ static void test_chunks_every_split(void **state) {
   for (int n = 2; n <= 64; n++) {
     ps_profile *p = ps_profile_new();
     ps_profile_set_threads(p, n, 1);
+    ps_profile_set_hash(p, 1);
     assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
+    assert_file_hash(p, path);
     assert_memory_equal(&cn, &c1, sizeof cn);
     assert_int_equal(ps_profile_ngroups(p), ps_profile_ngroups(one));
     for (size_t i = 0; i < ps_profile_ngroups(one); i++) {
@@ -471,13 +484,17 @@ static ps_profile_counts same_as_one_thread(const char *path, int n, uint64_t bl
   ps_profile_counts c1, cn;
   ps_profile *one = ps_profile_new();
   ps_profile_set_threads(one, 1, 1);
+  ps_profile_set_hash(one, 1);
   assert_int_equal(ps_profile_add_file(one, path, &c1, NULL, 0, NULL, NULL, err, sizeof err), 0);
   ps_profile *p = ps_profile_new();
   ps_profile_set_threads(p, n, 1);
   ps_profile_set_block(p, block);
+  ps_profile_set_hash(p, 1);
   assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
   assert_memory_equal(&cn, &c1, sizeof cn);
   assert_same_groups(one, p);
+  assert_file_hash(one, path);
+  assert_file_hash(p, path);
   ps_profile_free(p);
   ps_profile_free(one);
   return c1;
