@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL   /* the file hash, the row keys: inlined, not the library's generic build */
 #include <xxhash.h>
 
 #include "csvread.h"
@@ -623,9 +624,9 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   if (r->check_dup) {
     char buf[256];
     size_t k = 0;
-    for (int c = C_TASK; c <= C_DEVICE; c++) {
+    for (int c = C_TASK; c <= C_DEVICE; c++) {   /* ids: short cells, one 16-byte move each */
       size_t l = len[c] < 64 ? len[c] : 64;
-      memcpy(buf + k, cell[c], l);
+      copy_cell(buf + k, cell[c], l);
       k += l;
       buf[k++] = '\x1f';
     }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL   /* the key hash of every row: inlined, not the library's generic build */
 #include <xxhash.h>
 
 #include "grow.h"
