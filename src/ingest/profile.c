@@ -23,6 +23,7 @@
 #include "shape.h"
 #include "text.h"
 #include "writeback_sig.h"
+#include "xxh3_wide.h"
 
 /* Indexes into the column map; the first PS_PC_NCELLS follow the cell order. */
 enum {
@@ -726,7 +727,7 @@ static void hash_block(pass *x, worker *w, size_t k, uint64_t start, int ok) {
   while (!x->hash_broken && x->hblocks != k) pthread_cond_wait(&x->hcv, &x->hmu);
   if (!ok || x->hashed != start) x->hash_broken = 1;
   if (!x->hash_broken) {
-    XXH3_64bits_update(x->hst, p, (size_t)(to - start));
+    ps_xxh3_update_wide(x->hst, p, (size_t)(to - start));
     x->hashed = to;
   }
   x->hblocks = k + 1;

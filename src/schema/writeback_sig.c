@@ -18,6 +18,7 @@
 #include "lookup_key.h"
 #include "text.h"
 #include "shape.h"
+#include "xxh3_wide.h"
 
 const char *const ps_sig_columns[PS_SIG_NCOLUMNS] = {
   "OP Type", "OP State", "Input Shapes", "Input Data Types", "Input Formats",
@@ -290,7 +291,7 @@ int ps_sig_hash_file(const char *path, uint64_t *out) {
         rc = 0;
         break;
       }
-      XXH3_64bits_update(st, buf, (size_t)n);
+      ps_xxh3_update_wide(st, buf, (size_t)n);
     }
   } else {
     saved = ENOMEM;

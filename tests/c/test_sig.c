@@ -10,6 +10,11 @@
 #include <cmocka.h>
 
 #include "writeback_sig.h"
+#include "xxh3_wide.h"
+
+#include <stdlib.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 static ps_sig *G;
 
@@ -257,12 +262,39 @@ static void test_plain_shortcut_long(void **state) {
   }
 }
 
+/* The file hash's loop with AVX2 and with the baseline give XXH3's one-shot bits, for every
+ * length around its stripe (64), block (1024) and buffer (256) sizes, fed in pieces. */
+static void test_xxh3_wide_same_bits(void **state) {
+  (void)state;
+  size_t cap = 70000;
+  unsigned char *buf = malloc(cap);
+  assert_non_null(buf);
+  for (size_t i = 0; i < cap; i++) buf[i] = (unsigned char)(i * 2654435761u >> 13);
+  static const size_t lens[] = {0, 1, 63, 64, 65, 255, 256, 257, 1023, 1024, 1025, 4096, 9999, 65536, 70000};
+  for (int base = 0; base <= 1; base++) {
+    ps_xxh3_set_baseline(base);
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+      for (size_t piece = 1; piece <= 5000; piece = piece * 7 + 3) {
+        XXH3_state_t *st = XXH3_createState();
+        assert_non_null(st);
+        XXH3_64bits_reset(st);
+        for (size_t at = 0; at < lens[l]; at += piece)
+          ps_xxh3_update_wide(st, buf + at, lens[l] - at < piece ? lens[l] - at : piece);
+        assert_true(XXH3_64bits_digest(st) == XXH3_64bits(buf, lens[l]));
+        XXH3_freeState(st);
+      }
+  }
+  ps_xxh3_set_baseline(0);
+  free(buf);
+}
+
 int main(void) {
   G = ps_sig_new();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_generic),     cmocka_unit_test(test_matmul),
     cmocka_unit_test(test_rewrites),    cmocka_unit_test(test_slot_styles),
     cmocka_unit_test(test_op_names),    cmocka_unit_test(test_plain_shortcut),
+    cmocka_unit_test(test_xxh3_wide_same_bits),
     cmocka_unit_test(test_plain_shortcut_long),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
