@@ -597,11 +597,15 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   const size_t *lens = rec->lens, nf = rec->nfields;
   /* the counters side by side are read where the record has them (no copy of 25 cells) */
   int direct = x->metrics_at >= 0 && (size_t)x->metrics_at + PS_NCOUNTERS <= nf;
-  for (int c = 0, n = direct ? C_METRIC0 : C_N; c < n; c++) {
-    size_t i = (size_t)x->col[c];   /* a missing column's -1: past any record */
-    if (i < nf) cell[c] = fields[i], len[c] = lens[i];
-    else cell[c] = empty, len[c] = 0;
+  /* a missing column's -1 is past any record; a constant count in the common case: unrolled */
+#define CELLS(n)                                                      \
+  for (int c = 0; c < (n); c++) {                                     \
+    size_t i = (size_t)x->col[c];                                     \
+    if (i < nf) cell[c] = fields[i], len[c] = lens[i];                \
+    else cell[c] = empty, len[c] = 0;                                 \
   }
+  if (direct) CELLS(C_METRIC0) else CELLS(C_N)
+#undef CELLS
   const char *const *mcell = direct ? fields + x->metrics_at : cell + C_METRIC0;
   const size_t *mlen = direct ? lens + x->metrics_at : len + C_METRIC0;
   size_t tlen = len[PS_PC_TYPE];
