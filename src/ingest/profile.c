@@ -110,6 +110,7 @@ struct ps_profile {
   uint64_t *file_hash;        /* per file: its XXH3 (ps_sig_hash_file), valid where file_hashed */
   unsigned char *file_hashed;
   size_t cap_hash;
+  long hash_rereads;          /* files whose hash needed a second read (tests) */
 };
 
 ps_profile *ps_profile_new(void) {
@@ -157,6 +158,7 @@ int ps_profile_file_hash(const ps_profile *p, long file, uint64_t *out) {
 }
 
 const ps_profile_counts *ps_profile_totals(const ps_profile *p) { return &p->totals; }
+long ps_profile_hash_rereads(const ps_profile *p) { return p->hash_rereads; }
 size_t ps_profile_ngroups(const ps_profile *p) { return p->ngroups; }
 
 /* ---- small parsers ---------------------------------------------------------------- */
@@ -457,6 +459,10 @@ static group *find(const ps_profile *p, const uint64_t hash[2]) {
 
 enum { K_NOTYPE, K_NA, K_NODIMS, K_BAD, K_USE, K_SKIP };
 
+/* A block whose bytes wait for the file's hash to reach it (hash_block) */
+#define HASH_LATER 256
+typedef struct hash_later { size_t k; uint64_t from, to; int ok, set; } hash_later;
+
 /* A parsed row. The key and the cells of a used row are copied to the block's arena. */
 typedef struct rowrec {
   /* what steps 2 and 3 read of every row, in its first cache line (the rows are aligned to
@@ -532,8 +538,9 @@ typedef struct pass {
   uint64_t hashed;                       /* [0, hashed) is in hst */
   size_t hblocks;                        /* blocks [0, hblocks) are */
   int hash_broken;
+  hash_later later[HASH_LATER];          /* block k's deferred range in later[k % HASH_LATER] */
+  char *hbuf;                            /* hash_range's buffer */
   pthread_mutex_t hmu;
-  pthread_cond_t hcv;
   ps_profile_counts *counts;
   ps_profile_progress cb;
   void *ud;
@@ -706,10 +713,13 @@ static void parse_block(pass *x, worker *w, block *b, uint64_t start, long line,
 
 /* Block k's bytes into the file's hash, in file order: from its start to the next block's
  * start as guess_and_parse will guess it (the first line end within GUESS_WINDOW bytes from
- * its nominal start less one), from the scanner's buffer before any record is cut. It waits
- * for the blocks before it (claimed before it, each hashing right after its read, so the
- * wait is short). ok 0, or bytes not at hand: the chain gives up, and the hash is taken
- * after the pass. Every block claimed comes here once, so no wait waits forever. */
+ * its nominal start less one), from the scanner's buffer before any record is cut. When the
+ * blocks before it are not all in yet, it waits for none: its range is noted (deferred), and
+ * the thread that brings the chain up to it reads those bytes from the file (pread) and goes
+ * on. ok 0, or bytes not at hand: the chain gives up, and the hash is taken after the pass.
+ * Every block claimed comes here once. */
+static int hash_range(pass *x, uint64_t from, uint64_t to);
+
 static void hash_block(pass *x, worker *w, size_t k, uint64_t start, int ok) {
   const char *p = NULL;
   size_t n = 0;
@@ -720,22 +730,37 @@ static void hash_block(pass *x, worker *w, size_t k, uint64_t start, int ok) {
     ok = start + n == x->size;   /* the whole rest is at hand */
   } else if (ok) {
     uint64_t nominal = x->data_start + (uint64_t)(k + 1) * x->bsize;
-    size_t from = (size_t)(nominal - 1 - start);
-    const char *nl = nominal - 1 >= start && from < n
-                         ? memchr(p + from, '\n', n - from < GUESS_WINDOW ? n - from : GUESS_WINDOW)
-                         : NULL;
-    ok = nl != NULL;
-    if (ok) to = start + (uint64_t)(nl - p) + 1;
+    if (nominal - 1 < start) {
+      to = start;   /* its start guess passed the next block's start: that one's is the same line end */
+    } else {
+      size_t from = (size_t)(nominal - 1 - start);
+      const char *nl = from < n ? memchr(p + from, '\n', n - from < GUESS_WINDOW ? n - from : GUESS_WINDOW) : NULL;
+      ok = nl != NULL;
+      if (ok) to = start + (uint64_t)(nl - p) + 1;
+    }
   }
   pthread_mutex_lock(&x->hmu);
-  while (!x->hash_broken && x->hblocks != k) pthread_cond_wait(&x->hcv, &x->hmu);
-  if (!ok || x->hashed != start) x->hash_broken = 1;
-  if (!x->hash_broken) {
-    ps_xxh3_update_wide(x->hst, p, (size_t)(to - start));
-    x->hashed = to;
+  if (x->hash_broken) {
+    pthread_mutex_unlock(&x->hmu);
+    return;
   }
+  if (x->hblocks != k) {   /* not its turn: noted for the thread that brings the chain here */
+    hash_later *d = &x->later[k % HASH_LATER];
+    if (d->set) x->hash_broken = 1;   /* the chain is that far behind: give up */
+    else *d = (hash_later){k, start, to, ok, 1};
+    pthread_mutex_unlock(&x->hmu);
+    return;
+  }
+  if (!ok || x->hashed != start) x->hash_broken = 1;
+  else ps_xxh3_update_wide(x->hst, p, (size_t)(to - start)), x->hashed = to;
   x->hblocks = k + 1;
-  pthread_cond_broadcast(&x->hcv);
+  /* the deferred blocks that follow, from the file */
+  for (hash_later *d; !x->hash_broken && (d = &x->later[x->hblocks % HASH_LATER])->set && d->k == x->hblocks;) {
+    if (!d->ok || x->hashed != d->from || hash_range(x, d->from, d->to) != 0) x->hash_broken = 1;
+    else x->hashed = d->to;
+    d->set = 0;
+    x->hblocks++;
+  }
   pthread_mutex_unlock(&x->hmu);
 }
 
@@ -1029,17 +1054,24 @@ typedef struct hash_job { const char *path; uint64_t h; int ok; } hash_job;
 
 static void hash_whole_file(hash_job *j) { j->ok = ps_sig_hash_file(j->path, &j->h) == 0; }
 
+/* The file's bytes [from, to) into x->hst, read with pread: 0, or -1. */
+static int hash_range(pass *x, uint64_t from, uint64_t to) {
+  enum { PIECE = 256 << 10 };
+  if (x->hbuf == NULL && (x->hbuf = malloc(PIECE)) == NULL) return -1;
+  while (from < to) {
+    size_t want = to - from < PIECE ? (size_t)(to - from) : PIECE;
+    ssize_t n = x->fd < 0 ? -1 : pread(x->fd, x->hbuf, want, (off_t)from);
+    if (n <= 0) return -1;
+    ps_xxh3_update_wide(x->hst, x->hbuf, (size_t)n);
+    from += (uint64_t)n;
+  }
+  return 0;
+}
+
 /* The bytes before the first record (the header, a BOM) into x->hst: 0, or -1. */
 static int hash_header(pass *x) {
-  char buf[65536];
   XXH3_64bits_reset(x->hst);
-  for (uint64_t at = 0; at < x->data_start;) {
-    size_t want = x->data_start - at < sizeof buf ? (size_t)(x->data_start - at) : sizeof buf;
-    ssize_t n = x->fd < 0 ? -1 : pread(x->fd, buf, want, (off_t)at);
-    if (n <= 0) return -1;
-    XXH3_64bits_update(x->hst, buf, (size_t)n);
-    at += (uint64_t)n;
-  }
+  if (hash_range(x, 0, x->data_start) != 0) return -1;
   x->hashed = x->data_start;
   return 0;
 }
@@ -1186,7 +1218,6 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     /* the header's bytes first; the blocks' follow as they are read (hash_block) */
     if (ready && (x->hst = XXH3_createState()) != NULL && hash_header(x) != 0) x->hash_broken = 1;
     pthread_mutex_init(&x->hmu, NULL);
-    pthread_cond_init(&x->hcv, NULL);
   }
   if (!ready) {
     if (x->w[0].scan) snprintf(err, errsize, "%s: out of memory", path);
@@ -1221,12 +1252,12 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
   }
   if (hashing) {
     if (x->hst && !x->hash_broken && x->hashed == x->size) hj.h = XXH3_64bits_digest(x->hst), hj.ok = 1;
-    else if (rc == 0) hash_whole_file(&hj);   /* the chain gave up */
+    else if (rc == 0) hash_whole_file(&hj), p->hash_rereads++;   /* the chain gave up */
     p->file_hash[x->file_index] = hj.h;
     p->file_hashed[x->file_index] = (unsigned char)hj.ok;
     XXH3_freeState(x->hst);
+    free(x->hbuf);
     pthread_mutex_destroy(&x->hmu);
-    pthread_cond_destroy(&x->hcv);
   }
   for (int t = 0; t < MAX_THREADS; t++) {
     ps_scan_close(x->w[t].scan);

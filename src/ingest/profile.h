@@ -74,6 +74,9 @@ void ps_profile_set_hash(ps_profile *p, int on);
 /* The XXH3 of file (0-based, in add order) taken by ps_profile_add_file: 0 and *out, or -1
  * (not asked for, not read, or the file could not be read). */
 int ps_profile_file_hash(const ps_profile *p, long file, uint64_t *out);
+/* Tests: how many files' hashes needed the file read once more after the pass (a block's start
+ * guess failed: no line end near it), not taken from the bytes the pass read. */
+long ps_profile_hash_rereads(const ps_profile *p);
 /* Tests: the block size, the bytes one parse task reads (0: 1.25 MiB), small to make many. */
 void ps_profile_set_block(ps_profile *p, uint64_t bytes);
 

@@ -384,6 +384,13 @@ static void assert_file_hash(const ps_profile *p, const char *path) {
   assert_true(got == want);
 }
 
+/* ... and taken from the bytes the pass read (blocks hashed out of turn are read again, the
+ * rest of the chain goes on), unless a block's start guess failed. */
+static void assert_file_hash_once(const ps_profile *p, const char *path) {
+  assert_file_hash(p, path);
+  assert_int_equal(ps_profile_hash_rereads(p), 0);
+}
+
 static void test_chunks_every_split(void **state) {
   (void)state;
   static char text[16384];
@@ -409,7 +416,7 @@ static void test_chunks_every_split(void **state) {
     ps_profile_set_threads(p, n, 1);
     ps_profile_set_hash(p, 1);
     assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
-    assert_file_hash(p, path);
+    assert_file_hash_once(p, path);
     assert_memory_equal(&cn, &c1, sizeof cn);
     assert_int_equal(ps_profile_ngroups(p), ps_profile_ngroups(one));
     for (size_t i = 0; i < ps_profile_ngroups(one); i++) {
@@ -479,7 +486,9 @@ static void assert_same_groups(ps_profile *one, ps_profile *p) {
 /* path read by n threads in blocks of block bytes: the counts and groups of one thread, bit
  * for bit (a fresh reference each time: reading the statistics reorders a group's
  * durations). Returns the counts. */
-static ps_profile_counts same_as_one_thread(const char *path, int n, uint64_t block) {
+/* long_rows: the file has rows longer than a block's start guess looks (its hash may need a
+ * second read); else the hash is taken from the bytes the pass read. */
+static ps_profile_counts same_as_one_thread_rows(const char *path, int n, uint64_t block, int long_rows) {
   char err[512];
   ps_profile_counts c1, cn;
   ps_profile *one = ps_profile_new();
@@ -493,11 +502,16 @@ static ps_profile_counts same_as_one_thread(const char *path, int n, uint64_t bl
   assert_int_equal(ps_profile_add_file(p, path, &cn, NULL, 0, NULL, NULL, err, sizeof err), 0);
   assert_memory_equal(&cn, &c1, sizeof cn);
   assert_same_groups(one, p);
-  assert_file_hash(one, path);
-  assert_file_hash(p, path);
+  assert_file_hash_once(one, path);
+  if (long_rows) assert_file_hash(p, path);
+  else assert_file_hash_once(p, path);
   ps_profile_free(p);
   ps_profile_free(one);
   return c1;
+}
+
+static ps_profile_counts same_as_one_thread(const char *path, int n, uint64_t block) {
+  return same_as_one_thread_rows(path, n, block, 0);
 }
 
 static void test_threads_same_bits(void **state) {
@@ -566,7 +580,7 @@ static void test_threads_long_rows(void **state) {
   free(text);
   for (int n = 2; n <= 3; n++)
     for (uint64_t block = 1000; block < 200000; block = block * 3 + 7)
-      assert_int_equal(same_as_one_thread(path, n, block).used, 300);
+      assert_int_equal(same_as_one_thread_rows(path, n, block, 1).used, 300);
 }
 
 /* A data error in a file read by several threads: the message and line of one thread, and
