@@ -183,10 +183,14 @@ const char *ps_profile_kernel_type(const char *s, size_t *len) {
 }
 
 int ps_profile_is_na(const char *s, size_t len) {
-  s = trim(s, &len);
+  /* trimmed, then stripped of quotes, end by end: the front first, where a shape's digit
+   * answers most cells at once */
+  while (len && ps_is_space(*s)) s++, len--;
   while (len && *s == '"') s++, len--;
+  if (len == 0 || (*s != 'N' && *s != 'n')) return 0;
+  while (len && ps_is_space(s[len - 1])) len--;
   while (len && s[len - 1] == '"') len--;
-  return len == 3 && (s[0] == 'N' || s[0] == 'n') && s[1] == '/' && (s[2] == 'A' || s[2] == 'a');
+  return len == 3 && s[1] == '/' && (s[2] == 'A' || s[2] == 'a');
 }
 
 int ps_profile_no_dims(const char *s, size_t len) {

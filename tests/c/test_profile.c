@@ -279,6 +279,28 @@ static void test_helpers(void **state) {
   assert_true(ps_profile_is_na(" n/a ", 5));
   assert_false(ps_profile_is_na("", 0));
   assert_false(ps_profile_is_na("NA", 2));
+  assert_true(ps_profile_is_na(" \"N/A\" ", 7));
+  assert_false(ps_profile_is_na("\" N/A\"", 6));
+  /* every string of up to six of these bytes: N/A as the rule reads it (trimmed, then its
+   * quotes stripped, then "N/A" in either case) */
+  static const char abc[] = " \t\"Nn/Aa1";
+  for (int n = 0; n <= 6; n++) {
+    long total = 1;
+    for (int i = 0; i < n; i++) total *= (long)(sizeof abc - 1);
+    for (long v = 0; v < total; v++) {
+      char b[8];
+      long r = v;
+      for (int i = 0; i < n; i++) b[i] = abc[r % (long)(sizeof abc - 1)], r /= (long)(sizeof abc - 1);
+      const char *q = b;
+      size_t m = (size_t)n;
+      while (m && (*q == ' ' || *q == '\t')) q++, m--;
+      while (m && (q[m - 1] == ' ' || q[m - 1] == '\t')) m--;
+      while (m && *q == '"') q++, m--;
+      while (m && q[m - 1] == '"') m--;
+      int want = m == 3 && (q[0] == 'N' || q[0] == 'n') && q[1] == '/' && (q[2] == 'A' || q[2] == 'a');
+      assert_int_equal(ps_profile_is_na(b, (size_t)n), want);
+    }
+  }
   double d;
   assert_int_equal(ps_num_finite("1.25", 4, &d), 0);
   assert_true(d == 1.25);
