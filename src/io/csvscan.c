@@ -615,6 +615,37 @@ static inline int has_quote(const char *b, size_t n) {
   return memchr(b, '"', n) != NULL;
 }
 
+/* Field (fs, k) of a record the fast scan read, which starts with a quote, cut as the exact
+ * walk's span would cut it: out of line, so cut_fast's loop keeps its registers. */
+static __attribute__((noinline)) void cut_quoted(char *buf, size_t fs, size_t k, int trim, char **field,
+                                                 size_t *lenp) {
+  char *t = buf + fs;
+  size_t len = k - fs;
+  if (len >= 6 && t[1] == '"' && t[2] == '"' && buf[k - 1] == '"' && buf[k - 2] == '"' && buf[k - 3] == '"' &&
+      !has_quote(t + 3, len - 6)) {
+    /* """text""" (the profilers' shape cells) is "text": it lies there already, from the
+     * second quote to the one before the last two (no copy, nothing to trim) */
+    buf[k - 2] = '\0';
+    *field = t + 2;
+    *lenp = len - 4;
+    return;
+  }
+  span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
+  if (k - fs >= 2 && buf[k - 1] == '"' && !has_quote(t + 1, k - 2 - fs)) {
+    f = (span){fs + 1, k - 1, 0};  /* "text": the quotes dropped */
+  }
+  cut_field(buf, &f, trim, field, lenp);
+}
+
+/* An unquoted field t[0, len) whose first or last byte is a space, trimmed (rare: out of line) */
+static __attribute__((noinline)) char *trim_rare(char *t, size_t *lenp) {
+  size_t len = *lenp;
+  while (len && space[(unsigned char)*t]) t++, len--;
+  while (len && space[(unsigned char)t[len - 1]]) len--;
+  *lenp = len;
+  return t;
+}
+
 /* cut_field for the fields sel[0..nsel) (sel NULL: 0..nsel) of a record the fast scan read:
  * field i is buf(ends[i], ends[i + 1]), cut as the exact walk's span would cut it. */
 static inline __attribute__((always_inline)) void cut_fast(char *buf, const size_t *ends, size_t nf,
@@ -628,36 +659,14 @@ static inline __attribute__((always_inline)) void cut_fast(char *buf, const size
     char *t = buf + fs;
     size_t len = k - fs;
     if (*t == '"') {
-      if (len >= 6 && t[1] == '"' && t[2] == '"' && buf[k - 1] == '"' && buf[k - 2] == '"' &&
-          buf[k - 3] == '"' && !has_quote(t + 3, len - 6)) {
-        /* """text""" (the profilers' shape cells) is "text": it lies there already, from the
-         * second quote to the one before the last two (no copy, nothing to trim) */
-        buf[k - 2] = '\0';
-        fields[i] = t + 2;
-        lens[i] = len - 4;
-        continue;
-      }
-      span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
-      if (k - fs >= 2 && buf[k - 1] == '"' && !has_quote(t + 1, k - 2 - fs)) {
-        f = (span){fs + 1, k - 1, 0};  /* "text": the quotes dropped */
-      }
-      cut_field(buf, &f, trim, &fields[i], &lens[i]);
+      cut_quoted(buf, fs, k, trim, &fields[i], &lens[i]);
       continue;
     }
-    if (trim && len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) {
-      while (len && space[(unsigned char)*t]) t++, len--;
-      while (len && space[(unsigned char)t[len - 1]]) len--;
-    }
+    if (trim && len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) t = trim_rare(t, &len);
     t[len] = '\0';
     fields[i] = t;
     lens[i] = len;
   }
-}
-
-/* cut_fast of one field: a call, so plain_fast's loop keeps its registers */
-static __attribute__((noinline)) void cut_one(char *buf, const size_t *ends, size_t nf, const size_t *sel, int trim,
-                                              char **fields, size_t *lens) {
-  cut_fast(buf, ends, nf, sel, 1, trim, fields, lens);
 }
 
 /* The PS_SCAN_PLAIN fields sel[0..nsel) of a record the fast scan read: an unquoted one as it
@@ -669,7 +678,7 @@ static inline void plain_fast(char *buf, const size_t *restrict ends, size_t nf,
   size_t j = 0;
   for (; j < nsel && (j < run || ends[sel[j]] + 1 < qlast); j++) {   /* one by one */
     size_t i = sel[j], fs = ends[i] + 1;
-    if (buf[fs] == '"') cut_one(buf, ends, nf, &sel[j], trim, fields, lens);
+    if (buf[fs] == '"') cut_quoted(buf, fs, ends[i + 1], trim, &fields[i], &lens[i]);
     else fields[i] = buf + fs, lens[i] = ends[i + 1] - fs;
   }
   if (j == nsel) return;
@@ -759,7 +768,8 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
   const size_t *sel = s->sel;
   if (fast) {
     if (sel) {
-      cut_fast(buf, s->ends, nf, sel, s->nsel, trim, fields, lens);
+      if (trim) cut_fast(buf, s->ends, nf, sel, s->nsel, 1, fields, lens);   /* the flag a constant */
+      else cut_fast(buf, s->ends, nf, sel, s->nsel, 0, fields, lens);
       if (s->nplain)
         plain_fast(buf, s->ends, nf, sel + s->nsel, s->nplain, trim, fields, lens, s->qlast, s->plain_run);
     } else {
