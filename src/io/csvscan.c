@@ -615,6 +615,15 @@ static inline int has_quote(const char *b, size_t n) {
   return memchr(b, '"', n) != NULL;
 }
 
+/* A field t[0, len) whose first or last byte is a space, trimmed (rare: out of line) */
+static __attribute__((noinline)) char *trim_rare(char *t, size_t *lenp) {
+  size_t len = *lenp;
+  while (len && space[(unsigned char)*t]) t++, len--;
+  while (len && space[(unsigned char)t[len - 1]]) len--;
+  *lenp = len;
+  return t;
+}
+
 /* Field (fs, k) of a record the fast scan read, which starts with a quote, cut as the exact
  * walk's span would cut it: out of line, so cut_fast's loop keeps its registers. */
 static __attribute__((noinline)) void cut_quoted(char *buf, size_t fs, size_t k, int trim, char **field,
@@ -630,20 +639,20 @@ static __attribute__((noinline)) void cut_quoted(char *buf, size_t fs, size_t k,
     *lenp = len - 4;
     return;
   }
-  span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
-  if (k - fs >= 2 && buf[k - 1] == '"' && !has_quote(t + 1, k - 2 - fs)) {
-    f = (span){fs + 1, k - 1, 0};  /* "text": the quotes dropped */
+  if (len >= 2 && buf[k - 1] == '"' && !has_quote(t + 1, len - 2)) {
+    /* "text" (the profilers' start times): the quotes dropped, trimmed, NUL over the last */
+    t++, len -= 2;
+    if (trim) {   /* a tab after the time is common: no call */
+      while (len && space[(unsigned char)t[len - 1]]) len--;
+      while (len && space[(unsigned char)*t]) t++, len--;
+    }
+    t[len] = '\0';
+    *field = t;
+    *lenp = len;
+    return;
   }
+  span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
   cut_field(buf, &f, trim, field, lenp);
-}
-
-/* An unquoted field t[0, len) whose first or last byte is a space, trimmed (rare: out of line) */
-static __attribute__((noinline)) char *trim_rare(char *t, size_t *lenp) {
-  size_t len = *lenp;
-  while (len && space[(unsigned char)*t]) t++, len--;
-  while (len && space[(unsigned char)t[len - 1]]) len--;
-  *lenp = len;
-  return t;
 }
 
 /* cut_field for the fields sel[0..nsel) (sel NULL: 0..nsel) of a record the fast scan read:
