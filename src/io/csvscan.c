@@ -27,6 +27,7 @@ struct ps_scan {
   size_t cap, pos, end;       /* unconsumed data: buf[pos, end) */
   size_t chunk;               /* ps_scan_set_chunk: the most one refill reads (0: cap) */
   int eof, first, bom, failed;
+  int avx2;                   /* the CPU has what scan_record_fast_avx2 needs (asked once) */
   unsigned flags;
   const char *eol;            /* line ending of the first record, once known */
   uint64_t bytes_read, file_size;
@@ -122,6 +123,10 @@ ps_scan *ps_scan_openf(const char *path, unsigned flags, char *err, size_t errsi
   s->first = 1;
   s->line = 1;
   s->flags = flags;
+#ifdef __SSE2__
+  s->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("pclmul") &&
+            __builtin_cpu_supports("popcnt");
+#endif
   return s;
 }
 
@@ -524,8 +529,7 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines, int *f
   *fast = 0;
 #ifdef __SSE2__
   if (scan_portable != 1) {
-    int avx2 = scan_portable == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
-               __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("popcnt");
+    int avx2 = scan_portable == 0 && s->avx2;
     int st;
     while ((st = avx2 ? scan_record_fast_avx2(s, nf, next) : scan_record_fast(s, nf, next)) == SCAN_GROW)
       if (grow_fields(s) != 0) return SCAN_NOMEM;
