@@ -314,22 +314,35 @@ __attribute__((target("ssse3"))) static uint32_t finite_n_ssse3(const char *cons
  * integers and correctly rounded quotients as the scalar path. Four cells where one is not a
  * plain decimal of 1 to 8 bytes with at most one '.' and a digit go the scalar way (test_num
  * compares every path). */
-__attribute__((always_inline, target("avx2"))) static inline int quad_avx2(const char *const *s,
-                                                                            const size_t *len, double *out) {
-  const __m256i ones64 = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256(), b1 = _mm256_set1_epi8(1);
+/* quad_avx2's constants, made once a call of finite_n_avx2 and opaque to the compiler (an
+ * empty asm), which otherwise built five of them again in each pass of the loop */
+typedef struct quadk { __m256i nine, dot, lone, b64, one64, z30; } quadk;
+
+__attribute__((always_inline, target("avx2"))) static inline void quadk_init(quadk *k) {
+  k->nine = _mm256_set1_epi8(9);
+  k->dot = _mm256_set1_epi8('.' ^ 0x30);
+  k->lone = _mm256_set1_epi64x((long long)((uint64_t)('.' ^ 0x30) << 56));   /* "." (or "0.") */
+  k->b64 = _mm256_set1_epi64x(64);
+  k->one64 = _mm256_set1_epi64x(1);
+  k->z30 = _mm256_set1_epi8(0x30);
+  __asm__("" : "+x"(k->nine), "+x"(k->dot), "+x"(k->lone), "+x"(k->b64), "+x"(k->one64), "+x"(k->z30));
+}
+
+__attribute__((always_inline, target("avx2"))) static inline int quad_avx2(const char *const *s, const size_t *len,
+                                                                            double *out, const quadk *k) {
+  const __m256i ones64 = k->one64, zero = _mm256_setzero_si256(), b1 = _mm256_set1_epi8(1);
   __m256i L = _mm256_loadu_si256((const __m256i *)(const void *)len);
   if (!_mm256_testz_si256(_mm256_sub_epi64(L, ones64), _mm256_set1_epi64x(~(long long)7)))
     return 0;   /* a length outside 1..8 */
   uint64_t a, b, c, d;
   memcpy(&a, s[0], 8), memcpy(&b, s[1], 8), memcpy(&c, s[2], 8), memcpy(&d, s[3], 8);
-  __m256i v = _mm256_xor_si256(_mm256_setr_epi64x((long long)a, (long long)b, (long long)c, (long long)d),
-                               _mm256_set1_epi8(0x30));
-  __m256i x = _mm256_sllv_epi64(v, _mm256_sub_epi64(_mm256_set1_epi64x(64), _mm256_slli_epi64(L, 3)));
-  __m256i dig = _mm256_cmpeq_epi8(_mm256_subs_epu8(x, _mm256_set1_epi8(9)), zero);   /* the zeros shifted in too */
-  __m256i D = _mm256_cmpeq_epi8(x, _mm256_set1_epi8('.' ^ 0x30));
+  __m256i v = _mm256_xor_si256(_mm256_setr_epi64x((long long)a, (long long)b, (long long)c, (long long)d), k->z30);
+  __m256i x = _mm256_sllv_epi64(v, _mm256_sub_epi64(k->b64, _mm256_slli_epi64(L, 3)));
+  __m256i dig = _mm256_cmpeq_epi8(_mm256_subs_epu8(x, k->nine), zero);   /* the zeros shifted in too */
+  __m256i D = _mm256_cmpeq_epi8(x, k->dot);
   if (_mm256_movemask_epi8(_mm256_or_si256(dig, D)) != -1) return 0;
   __m256i bit = _mm256_and_si256(D, b1);                                  /* 1 << the '.''s bit */
-  __m256i lone = _mm256_set1_epi64x((long long)((uint64_t)('.' ^ 0x30) << 56));   /* "." (or "0.") */
+  __m256i lone = k->lone;
   __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_sad_epu8(bit, zero), ones64), _mm256_cmpeq_epi64(x, lone));
   if (!_mm256_testz_si256(bad, bad)) return 0;
   __m256i nodot = _mm256_cmpeq_epi64(bit, zero);
@@ -350,8 +363,10 @@ __attribute__((target("avx2"))) static uint32_t finite_n_avx2(const char *const 
                                                               int n, double *out) {
   uint32_t ok = 0, redo = 0;   /* the vector loop first, without calls: its constants stay */
   int i = 0;
+  quadk k;
+  quadk_init(&k);
   for (; i + 3 < n; i += 4) {
-    if (quad_avx2(s + i, len + i, out + i)) ok |= 15u << i;
+    if (quad_avx2(s + i, len + i, out + i, &k)) ok |= 15u << i;
     else redo |= 15u << i;
   }
   if (i + 1 == n) {   /* the last cell alone (25 counters): one scalar parse, not a quad */
@@ -365,7 +380,7 @@ __attribute__((target("avx2"))) static uint32_t finite_n_avx2(const char *const 
     if (r > 1) ts[1] = s[i + 1], tl[1] = len[i + 1];
     if (r > 2) ts[2] = s[i + 2], tl[2] = len[i + 2];
     uint32_t mine = ((1u << r) - 1) << i;
-    if (quad_avx2(ts, tl, to)) {
+    if (quad_avx2(ts, tl, to, &k)) {
       out[i] = to[0];
       if (r > 1) out[i + 1] = to[1];
       if (r > 2) out[i + 2] = to[2];
