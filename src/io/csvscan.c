@@ -505,12 +505,20 @@ static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
 #define EQ32(v, ch) _mm256_cmpeq_epi8(v, _mm256_set1_epi8(ch))
 #define MM32(x) ((uint64_t)(uint32_t)_mm256_movemask_epi8(x))
 
+/* The five special bytes by their low nibbles (NUL 0, '"' 2, LF A, ',' C, CR D): a byte is one
+ * of them when the table's entry at its low nibble is the byte itself (a byte with its top bit
+ * set looks up 0, and is not 0); one shuffle and compare, not five compares and two ORs. */
+static const char special_lut[32] __attribute__((aligned(32))) = {
+  0, -1, '"', -1, -1, -1, -1, -1, -1, -1, '\n', -1, ',', '\r', -1, -1,
+  0, -1, '"', -1, -1, -1, -1, -1, -1, -1, '\n', -1, ',', '\r', -1, -1};
+
 static inline __attribute__((always_inline, target("avx2"))) masks masks_avx2(const char *p) {
   __m256i v0 = LOAD32(p), v1 = LOAD32(p + 32);
-  __m256i n0 = _mm256_or_si256(_mm256_or_si256(EQ32(v0, '\n'), EQ32(v0, '\r')), EQ32(v0, 0));
-  __m256i n1 = _mm256_or_si256(_mm256_or_si256(EQ32(v1, '\n'), EQ32(v1, '\r')), EQ32(v1, 0));
-  return (masks){MM32(EQ32(v0, '"')) | MM32(EQ32(v1, '"')) << 32,
-                 MM32(EQ32(v0, ',')) | MM32(EQ32(v1, ',')) << 32, MM32(n0) | MM32(n1) << 32};
+  const __m256i lut = _mm256_load_si256((const __m256i *)(const void *)special_lut);
+  uint64_t sp = MM32(_mm256_cmpeq_epi8(_mm256_shuffle_epi8(lut, v0), v0)) |
+                MM32(_mm256_cmpeq_epi8(_mm256_shuffle_epi8(lut, v1), v1)) << 32;
+  uint64_t q = MM32(EQ32(v0, '"')) | MM32(EQ32(v1, '"')) << 32, c = MM32(EQ32(v0, ',')) | MM32(EQ32(v1, ',')) << 32;
+  return (masks){q, c, sp & ~(q | c)};
 }
 
 static inline __attribute__((always_inline, target("avx2"))) uint64_t zeros_avx2(const char *p) {
