@@ -493,7 +493,8 @@ static inline __attribute__((always_inline)) int scan_fast_with(ps_scan *s, size
   }
 }
 
-static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
+/* noinline: inlined, its constants were loaded in next_record around every AVX2 call too */
+static __attribute__((noinline)) int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
   return scan_fast_with(s, nf, next, masks_sse2, zeros_sse2, prefix_xor, 0, tz_any);
 }
 
@@ -786,9 +787,9 @@ static inline int next_record(ps_scan *s, size_t *nf, size_t *start, long *line,
 }
 
 int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
-  size_t nf, start;
-  long line;
-  int fast;
+  size_t nf = 0, start = 0;   /* set by next_record when it returns 1 (initialised for the compiler) */
+  long line = 0;
+  int fast = 0;
   int got = next_record(s, &nf, &start, &line, &fast);
   if (got <= 0) return got;
   /* locals: the NUL stores below may alias anything, s's members would be reloaded */
@@ -869,9 +870,9 @@ ps_scan_field ps_scan_span_of_ends(const char *b, const size_t *ends, size_t i) 
 }
 
 int ps_scan_next_raw(ps_scan *s, ps_scan_raw *rec) {
-  size_t nf, start;
-  long line;
-  int fast;
+  size_t nf = 0, start = 0;   /* set by next_record when it returns 1 (initialised for the compiler) */
+  long line = 0;
+  int fast = 0;
   int got = next_record(s, &nf, &start, &line, &fast);
   if (got <= 0) return got;
   rec->bytes = s->buf + start;
