@@ -122,6 +122,31 @@ static inline int short_decimal(const unsigned char *c, size_t n, uint32_t *mant
   return 0;
 }
 
+/* A plain decimal of 1 <= L <= 8 bytes (digits, at most one '.', a digit) in the low L bytes of
+ * v (the bytes above are anything): 1 with its value in *out, else 0. The text is shifted to
+ * the word's top, so the bytes after it fall out and the digits are already where the
+ * combining wants them (short_decimal's steps). */
+static inline int short_top(uint64_t v, size_t L, double *out) {
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  unsigned sh = 8 * (unsigned)(8 - L);
+  uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
+  uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
+  uint64_t d = x & live;
+  unsigned nfrac = 0, pos = 0;
+  if (other) pos = (unsigned)__builtin_ctzll(other) - 7;   /* its byte's lowest bit */
+  if (other && ((other & (other - 1)) || ((x >> pos) & 0xff) != ('.' ^ 0x30) || L == 1)) return 0;
+  if (other) {
+    uint64_t below = ((uint64_t)1 << pos) - 1;           /* the digits before the '.' */
+    d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
+    nfrac = (64 - pos) / 8 - 1;
+  }
+  d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
+  d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+  uint32_t m = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
+  *out = (double)m / p10[nfrac];   /* independent: the divisions of a row overlap */
+  return 1;
+}
+
 static inline int parse_short(const unsigned char *c, size_t n, double *out) {
   uint32_t m;
   unsigned nfrac;
@@ -176,6 +201,9 @@ static __attribute__((noinline)) int finite_general(const char *s, size_t len, d
 /* The import's hot path (26 cells a row): a short decimal (always finite) inlined here. */
 int ps_num_finite(const char *s, size_t len, double *out) {
 #ifdef SWAR
+  /* a plain decimal of up to 8 bytes (a duration) as finite_padded reads one, from loads
+   * inside the text; then one with a sign */
+  if (len - 1 < 8 && short_top(load_upto8((const unsigned char *)s, len), len, out)) return 0;
   if (len - 1 < 9 && parse_short((const unsigned char *)s, len, out) == 0) return 0;
 #endif
   return finite_general(s, len, out);
@@ -188,32 +216,13 @@ static __attribute__((noinline)) int finite_call(const char *s, size_t len, doub
 }
 
 /* ps_num_finite of one padded cell (8 bytes readable at s): a plain decimal of 1 to 8 bytes
- * (a counter cell) in one load, the text shifted to the word's top, so the bytes after it fall
- * out and the digits are already where the combining wants them (short_decimal's steps);
- * anything else (a sign, an exponent, spaces, longer text) by the general parser. */
+ * (a counter cell) in one load; anything else (a sign, an exponent, spaces, longer text) by
+ * the general parser. */
 static inline int finite_padded(const char *s, size_t L, double *out) {
-  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
   if (L - 1 < 8) {
     uint64_t v;
     memcpy(&v, s, 8);
-    unsigned sh = 8 * (unsigned)(8 - L);
-    uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
-    uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
-    uint64_t d = x & live;
-    unsigned nfrac = 0, pos = 0;
-    if (other) pos = (unsigned)__builtin_ctzll(other) - 7;   /* its byte's lowest bit */
-    if (!other || (!(other & (other - 1)) && ((x >> pos) & 0xff) == ('.' ^ 0x30) && L > 1)) {
-      if (other) {
-        uint64_t below = ((uint64_t)1 << pos) - 1;           /* the digits before the '.' */
-        d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
-        nfrac = (64 - pos) / 8 - 1;
-      }
-      d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
-      d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
-      uint32_t m = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
-      *out = (double)m / p10[nfrac];   /* independent: the divisions of a row overlap */
-      return 1;
-    }
+    if (short_top(v, L, out)) return 1;
   }
   return L && finite_call(s, L, out) == 0;
 }

@@ -123,7 +123,7 @@ static void python_int_of_a_cell(void **state) {
   }
 }
 
-/* ps_num_parse(s) against strtod on texts of digits, '.', signs and a space, where both
+/* ps_num_parse(s) (and ps_num_finite) against strtod on texts of digits, '.', signs and a space, where both
  * grammars agree (valid when strtod reads every byte): every text of up to 6 bytes, then
  * random ones of 7 to 12 (the word-at-a-time path takes up to 8 bytes and a sign). */
 static int same_as_strtod(const char *t, size_t n) {
@@ -136,6 +136,13 @@ static int same_as_strtod(const char *t, size_t n) {
   int rc = ps_num_parse(buf, n, &got);
   if ((rc == 0) != valid || (valid && memcmp(&got, &want, sizeof got) != 0)) {
     fprintf(stderr, "[%s]: rc %d %.17g, strtod %s %.17g\n", buf, rc, got, valid ? "valid" : "invalid", want);
+    return 0;
+  }
+  /* ps_num_finite (its own short path: the durations) reads the same (all are finite here) */
+  double fin = -7;
+  int rf = ps_num_finite(buf, n, &fin);
+  if (rf != rc || (rc == 0 && memcmp(&fin, &got, sizeof fin) != 0)) {
+    fprintf(stderr, "[%s]: ps_num_finite %d %.17g, ps_num_parse %d %.17g\n", buf, rf, fin, rc, got);
     return 0;
   }
   return 1;
