@@ -27,6 +27,7 @@ struct ps_scan {
   size_t cap, pos, end;       /* unconsumed data: buf[pos, end) */
   size_t chunk;               /* ps_scan_set_chunk: the most one refill reads (0: cap) */
   int eof, first, bom, failed;
+  int avx2;                   /* the CPU has what scan_record_fast_avx2 needs (asked once) */
   unsigned flags;
   const char *eol;            /* line ending of the first record, once known */
   uint64_t bytes_read, file_size;
@@ -39,6 +40,10 @@ struct ps_scan {
   size_t *sel, nsel;          /* ps_scan_select: the fields handed out, ascending (sel NULL:
                                  all); the others' entries in fields and lens stay none, 0 */
   size_t nplain;              /* sel[nsel..nsel + nplain): the PS_SCAN_PLAIN ones, ascending */
+  size_t plain_run;           /* sel[nsel + plain_run..nsel + nplain) lie side by side (a row's
+                                 counters) */
+  size_t qlast;               /* the fast scan's record: one past its last quote, 0: none (a
+                                 field starting after it is unquoted) */
   char none[1];
   char **fields;
   size_t *lens;
@@ -118,6 +123,10 @@ ps_scan *ps_scan_openf(const char *path, unsigned flags, char *err, size_t errsi
   s->first = 1;
   s->line = 1;
   s->flags = flags;
+#ifdef __SSE2__
+  s->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("pclmul") &&
+            __builtin_cpu_supports("popcnt");
+#endif
   return s;
 }
 
@@ -357,6 +366,7 @@ static inline int scan_record_with(ps_scan *s, size_t *nf, size_t *next, long *l
 }
 
 #ifdef __SSE2__
+#include <immintrin.h>
 /* The fast scan: a structural index of each 64-byte window, built without a branch per byte.
  * q, c and nz are the masks of the quotes, the commas and the CR, LF and NUL bytes; the bytes
  * inside quotes are the prefix XOR of q (each quote toggles), so the commas and line ends
@@ -404,14 +414,31 @@ static inline __attribute__((always_inline)) uint64_t zeros_sse2(const char *p) 
   return movemask64(EQ(v0, 0), EQ(v1, 0), EQ(v2, 0), EQ(v3, 0));
 }
 
+/* The index of x's lowest set bit, 64 for 0 (the unrolled stores of scan_fast_with) */
+static inline __attribute__((always_inline)) uint64_t tz_any(uint64_t x) {
+  return x ? (uint64_t)__builtin_ctzll(x) : 64;
+}
+/* TZCNT (64 for 0) as it is: the compiler's _tzcnt_u64 clears its output register first (a
+ * false dependency old Intel cores had), an instruction more a field end */
+static inline __attribute__((always_inline, target("bmi"))) uint64_t tz_bmi(uint64_t x) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  uint64_t r;
+  __asm__("tzcnt %1, %0" : "=r"(r) : "r"(x) : "cc");
+  return r;
+#else
+  return _tzcnt_u64(x);
+#endif
+}
+
 /* The body of the fast scan, inlined into one function per instruction set (masks, zeros
  * and pxor: that set's window masks and prefix XOR). */
 static inline __attribute__((always_inline)) int scan_fast_with(ps_scan *s, size_t *nf, size_t *next,
                                                                masks (*window)(const char *),
                                                                uint64_t (*zeros)(const char *),
-                                                               uint64_t (*pxor)(uint64_t)) {
+                                                               uint64_t (*pxor)(uint64_t), int unrolled,
+                                                               uint64_t (*tz)(uint64_t)) {
   const char *b = s->buf;
-  size_t p = s->pos, e = s->end, n = 0;
+  size_t p = s->pos, e = s->end, n = 0, qlast = 0;
   uint64_t in = 0, prev_sep = 1, prev_q = 0;   /* carries from the window before */
   for (;; p += 64) {
     masks mk = window(b + p);
@@ -427,6 +454,7 @@ static inline __attribute__((always_inline)) int scan_fast_with(ps_scan *s, size
     if (q) {
       uint64_t after_sep = (c | nz) << 1 | prev_sep, after_q = q << 1 | prev_q;
       if (q & inside & ~(after_sep | after_q) & mine) return SCAN_SLOW;
+      if (q & mine) qlast = p + 64 - (size_t)__builtin_clzll(q & mine);
     }
     in = (uint64_t)((int64_t)inside >> 63);
     prev_sep = (c | nz) >> 63;
@@ -435,7 +463,22 @@ static inline __attribute__((always_inline)) int scan_fast_with(ps_scan *s, size
     /* no call in the loop (its registers stay): the caller grows the arrays and scans again */
     if (n + 65 > s->capfields) return SCAN_GROW;
     size_t *ends = s->ends + 1;
-    for (; bits; bits &= bits - 1) ends[n++] = p + (size_t)__builtin_ctzll(bits);
+    if (unrolled) {
+      /* four ends a round, stored whether the window has them or not (room for 64 more is
+       * checked above): fewer instructions and branches than one a bit */
+      size_t cnt = (size_t)__builtin_popcountll(bits), *o = ends + n;
+      n += cnt;
+      for (;;) {
+        o[0] = p + (size_t)tz(bits), bits &= bits - 1;   /* tz(0): 64, no UB */
+        o[1] = p + (size_t)tz(bits), bits &= bits - 1;
+        o[2] = p + (size_t)tz(bits), bits &= bits - 1;
+        o[3] = p + (size_t)tz(bits), bits &= bits - 1;
+        if (!bits) break;
+        o += 4;
+      }
+    } else {
+      for (; bits; bits &= bits - 1) ends[n++] = p + (size_t)__builtin_ctzll(bits);
+    }
     if (nl) {
       size_t k = ends[n - 1] + 1;
       if (b[k - 1] == '\r') {
@@ -444,13 +487,15 @@ static inline __attribute__((always_inline)) int scan_fast_with(ps_scan *s, size
       }
       *nf = n;
       *next = k;
+      s->qlast = qlast;
       return SCAN_OK;
     }
   }
 }
 
-static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
-  return scan_fast_with(s, nf, next, masks_sse2, zeros_sse2, prefix_xor);
+/* noinline: inlined, its constants were loaded in next_record around every AVX2 call too */
+static __attribute__((noinline)) int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
+  return scan_fast_with(s, nf, next, masks_sse2, zeros_sse2, prefix_xor, 0, tz_any);
 }
 
 /* The same with AVX2 (two 32-byte loads a window, half the compares and movemasks) and the
@@ -461,12 +506,20 @@ static int scan_record_fast(ps_scan *s, size_t *nf, size_t *next) {
 #define EQ32(v, ch) _mm256_cmpeq_epi8(v, _mm256_set1_epi8(ch))
 #define MM32(x) ((uint64_t)(uint32_t)_mm256_movemask_epi8(x))
 
+/* The five special bytes by their low nibbles (NUL 0, '"' 2, LF A, ',' C, CR D): a byte is one
+ * of them when the table's entry at its low nibble is the byte itself (a byte with its top bit
+ * set looks up 0, and is not 0); one shuffle and compare, not five compares and two ORs. */
+static const char special_lut[32] __attribute__((aligned(32))) = {
+  0, -1, '"', -1, -1, -1, -1, -1, -1, -1, '\n', -1, ',', '\r', -1, -1,
+  0, -1, '"', -1, -1, -1, -1, -1, -1, -1, '\n', -1, ',', '\r', -1, -1};
+
 static inline __attribute__((always_inline, target("avx2"))) masks masks_avx2(const char *p) {
   __m256i v0 = LOAD32(p), v1 = LOAD32(p + 32);
-  __m256i n0 = _mm256_or_si256(_mm256_or_si256(EQ32(v0, '\n'), EQ32(v0, '\r')), EQ32(v0, 0));
-  __m256i n1 = _mm256_or_si256(_mm256_or_si256(EQ32(v1, '\n'), EQ32(v1, '\r')), EQ32(v1, 0));
-  return (masks){MM32(EQ32(v0, '"')) | MM32(EQ32(v1, '"')) << 32,
-                 MM32(EQ32(v0, ',')) | MM32(EQ32(v1, ',')) << 32, MM32(n0) | MM32(n1) << 32};
+  const __m256i lut = _mm256_load_si256((const __m256i *)(const void *)special_lut);
+  uint64_t sp = MM32(_mm256_cmpeq_epi8(_mm256_shuffle_epi8(lut, v0), v0)) |
+                MM32(_mm256_cmpeq_epi8(_mm256_shuffle_epi8(lut, v1), v1)) << 32;
+  uint64_t q = MM32(EQ32(v0, '"')) | MM32(EQ32(v1, '"')) << 32, c = MM32(EQ32(v0, ',')) | MM32(EQ32(v1, ',')) << 32;
+  return (masks){q, c, sp & ~(q | c)};
 }
 
 static inline __attribute__((always_inline, target("avx2"))) uint64_t zeros_avx2(const char *p) {
@@ -477,9 +530,9 @@ static inline __attribute__((always_inline, target("pclmul"))) uint64_t prefix_x
   return (uint64_t)_mm_cvtsi128_si64(_mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)x), _mm_set1_epi8(-1), 0));
 }
 
-__attribute__((target("avx2,bmi,bmi2,pclmul"))) static int scan_record_fast_avx2(ps_scan *s, size_t *nf,
+__attribute__((target("avx2,bmi,bmi2,pclmul,popcnt"))) static int scan_record_fast_avx2(ps_scan *s, size_t *nf,
                                                                                 size_t *next) {
-  return scan_fast_with(s, nf, next, masks_avx2, zeros_avx2, prefix_xor_clmul);
+  return scan_fast_with(s, nf, next, masks_avx2, zeros_avx2, prefix_xor_clmul, 1, tz_bmi);
 }
 #undef LOAD32
 #undef EQ32
@@ -495,8 +548,7 @@ static int scan_record(ps_scan *s, size_t *nf, size_t *next, long *lines, int *f
   *fast = 0;
 #ifdef __SSE2__
   if (scan_portable != 1) {
-    int avx2 = scan_portable == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
-               __builtin_cpu_supports("pclmul");
+    int avx2 = scan_portable == 0 && s->avx2;
     int st;
     while ((st = avx2 ? scan_record_fast_avx2(s, nf, next) : scan_record_fast(s, nf, next)) == SCAN_GROW)
       if (grow_fields(s) != 0) return SCAN_NOMEM;
@@ -568,60 +620,117 @@ static inline void cut_field(char *buf, const span *f, int trim, char **field, s
   *lenp = len;
 }
 
+/* 1 when b[0, n) holds a quote. The bytes up to 16 past b + n lie in the buffer (a field,
+ * then at worst the PAD zeros after the data), so a short field is one or two loads, not a
+ * call of memchr (three a row of kernel_details: its start time and shape cells). */
+static inline int has_quote(const char *b, size_t n) {
+#ifdef __SSE2__
+  if (n <= 64) {
+    for (size_t o = 0; o < n; o += 16) {
+      unsigned m = (unsigned)_mm_movemask_epi8(
+          _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + o)), _mm_set1_epi8('"')));
+      if (n - o < 16) m &= (1u << (n - o)) - 1;
+      if (m) return 1;
+    }
+    return 0;
+  }
+#endif
+  return memchr(b, '"', n) != NULL;
+}
+
+/* A field t[0, len) whose first or last byte is a space, trimmed (rare: out of line) */
+static __attribute__((noinline)) char *trim_rare(char *t, size_t *lenp) {
+  size_t len = *lenp;
+  while (len && space[(unsigned char)*t]) t++, len--;
+  while (len && space[(unsigned char)t[len - 1]]) len--;
+  *lenp = len;
+  return t;
+}
+
+/* Field (fs, k) of a record the fast scan read, which starts with a quote, cut as the exact
+ * walk's span would cut it: out of line, so cut_fast's loop keeps its registers. */
+static __attribute__((noinline)) void cut_quoted(char *buf, size_t fs, size_t k, int trim, char **field,
+                                                 size_t *lenp) {
+  char *t = buf + fs;
+  size_t len = k - fs;
+  if (len >= 6 && t[1] == '"' && t[2] == '"' && buf[k - 1] == '"' && buf[k - 2] == '"' && buf[k - 3] == '"' &&
+      !has_quote(t + 3, len - 6)) {
+    /* """text""" (the profilers' shape cells) is "text": it lies there already, from the
+     * second quote to the one before the last two (no copy, nothing to trim) */
+    buf[k - 2] = '\0';
+    *field = t + 2;
+    *lenp = len - 4;
+    return;
+  }
+  if (len >= 2 && buf[k - 1] == '"' && !has_quote(t + 1, len - 2)) {
+    /* "text" (the profilers' start times): the quotes dropped, trimmed, NUL over the last */
+    t++, len -= 2;
+    if (trim) {   /* a tab after the time is common: no call */
+      while (len && space[(unsigned char)t[len - 1]]) len--;
+      while (len && space[(unsigned char)*t]) t++, len--;
+    }
+    t[len] = '\0';
+    *field = t;
+    *lenp = len;
+    return;
+  }
+  span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
+  cut_field(buf, &f, trim, field, lenp);
+}
+
 /* cut_field for the fields sel[0..nsel) (sel NULL: 0..nsel) of a record the fast scan read:
  * field i is buf(ends[i], ends[i + 1]), cut as the exact walk's span would cut it. */
 static inline __attribute__((always_inline)) void cut_fast(char *buf, const size_t *ends, size_t nf,
                                                           const size_t *sel, size_t nsel, int trim,
                                                           char **fields, size_t *lens) {
+  if (sel)
+    while (nsel && sel[nsel - 1] >= nf) nsel--;   /* ascending: the ones the record has */
   for (size_t j = 0; j < nsel; j++) {
     size_t i = sel ? sel[j] : j;
-    if (i >= nf) return;
     size_t fs = ends[i] + 1, k = ends[i + 1];
     char *t = buf + fs;
     size_t len = k - fs;
     if (*t == '"') {
-      if (len >= 6 && t[1] == '"' && t[2] == '"' && buf[k - 1] == '"' && buf[k - 2] == '"' &&
-          buf[k - 3] == '"' && memchr(t + 3, '"', len - 6) == NULL) {
-        /* """text""" (the profilers' shape cells) is "text": it lies there already, from the
-         * second quote to the one before the last two (no copy, nothing to trim) */
-        buf[k - 2] = '\0';
-        fields[i] = t + 2;
-        lens[i] = len - 4;
-        continue;
-      }
-      span f = {fs + 1, k, 1};         /* doubled quotes or text after the closing one */
-      if (k - fs >= 2 && buf[k - 1] == '"' && memchr(t + 1, '"', k - 2 - fs) == NULL) {
-        f = (span){fs + 1, k - 1, 0};  /* "text": the quotes dropped */
-      }
-      cut_field(buf, &f, trim, &fields[i], &lens[i]);
+      cut_quoted(buf, fs, k, trim, &fields[i], &lens[i]);
       continue;
     }
-    if (trim && len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) {
-      while (len && space[(unsigned char)*t]) t++, len--;
-      while (len && space[(unsigned char)t[len - 1]]) len--;
-    }
+    if (trim && len && (space[(unsigned char)t[0]] | space[(unsigned char)t[len - 1]])) t = trim_rare(t, &len);
     t[len] = '\0';
     fields[i] = t;
     lens[i] = len;
   }
 }
 
-/* cut_fast of one field: a call, so plain_fast's loop keeps its registers */
-static __attribute__((noinline)) void cut_one(char *buf, const size_t *ends, size_t nf, const size_t *sel, int trim,
-                                              char **fields, size_t *lens) {
-  cut_fast(buf, ends, nf, sel, 1, trim, fields, lens);
-}
-
 /* The PS_SCAN_PLAIN fields sel[0..nsel) of a record the fast scan read: an unquoted one as it
  * lies, a quoted one cut. */
 static inline void plain_fast(char *buf, const size_t *restrict ends, size_t nf, const size_t *restrict sel,
-                              size_t nsel, int trim, char **restrict fields, size_t *restrict lens) {
+                              size_t nsel, int trim, char **restrict fields, size_t *restrict lens, size_t qlast,
+                              size_t run) {
   while (nsel && sel[nsel - 1] >= nf) nsel--;   /* ascending: the ones the record has */
-  for (size_t j = 0; j < nsel; j++) {
+  size_t j = 0;
+  for (; j < nsel && (j < run || ends[sel[j]] + 1 < qlast); j++) {   /* one by one */
     size_t i = sel[j], fs = ends[i] + 1;
-    if (buf[fs] == '"') cut_one(buf, ends, nf, &sel[j], trim, fields, lens);
+    if (buf[fs] == '"') cut_quoted(buf, fs, ends[i + 1], trim, &fields[i], &lens[i]);
     else fields[i] = buf + fs, lens[i] = ends[i + 1] - fs;
   }
+  if (j == nsel) return;
+  /* the rest lie side by side after the record's last quote: field i is buf(ends[i], ends[i + 1]) */
+  size_t i = sel[j];
+#ifdef __SSE2__
+  {   /* two at a time */
+    size_t top = sel[nsel - 1] + 1;
+    const __m128i at = _mm_set1_epi64x((long long)(uintptr_t)(buf + 1)), one = _mm_set1_epi64x(1);
+    for (; i + 1 < top; i += 2) {
+      __m128i e0 = _mm_loadu_si128((const __m128i *)(const void *)(ends + i));
+      __m128i e1 = _mm_loadu_si128((const __m128i *)(const void *)(ends + i + 1));
+      _mm_storeu_si128((__m128i *)(void *)(fields + i), _mm_add_epi64(e0, at));
+      _mm_storeu_si128((__m128i *)(void *)(lens + i), _mm_sub_epi64(_mm_sub_epi64(e1, e0), one));
+    }
+    if (i < top) fields[i] = buf + ends[i] + 1, lens[i] = ends[i + 1] - ends[i] - 1;
+  }
+#else
+  for (; j < nsel; j++) i = sel[j], fields[i] = buf + ends[i] + 1, lens[i] = ends[i + 1] - ends[i] - 1;
+#endif
 }
 
 /* The record at pos holds the first NUL byte: an error on the NUL's own line. */
@@ -678,9 +787,9 @@ static inline int next_record(ps_scan *s, size_t *nf, size_t *start, long *line,
 }
 
 int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
-  size_t nf, start;
-  long line;
-  int fast;
+  size_t nf = 0, start = 0;   /* set by next_record when it returns 1 (initialised for the compiler) */
+  long line = 0;
+  int fast = 0;
   int got = next_record(s, &nf, &start, &line, &fast);
   if (got <= 0) return got;
   /* locals: the NUL stores below may alias anything, s's members would be reloaded */
@@ -691,8 +800,10 @@ int ps_scan_next(ps_scan *s, ps_scan_record *rec) {
   const size_t *sel = s->sel;
   if (fast) {
     if (sel) {
-      cut_fast(buf, s->ends, nf, sel, s->nsel, trim, fields, lens);
-      if (s->nplain) plain_fast(buf, s->ends, nf, sel + s->nsel, s->nplain, trim, fields, lens);
+      if (trim) cut_fast(buf, s->ends, nf, sel, s->nsel, 1, fields, lens);   /* the flag a constant */
+      else cut_fast(buf, s->ends, nf, sel, s->nsel, 0, fields, lens);
+      if (s->nplain)
+        plain_fast(buf, s->ends, nf, sel + s->nsel, s->nplain, trim, fields, lens, s->qlast, s->plain_run);
     } else {
       cut_fast(buf, s->ends, nf, NULL, nf, trim, fields, lens);
     }
@@ -723,6 +834,9 @@ int ps_scan_select(ps_scan *s, const unsigned char *want, size_t n) {
   s->sel = sel;
   s->nsel = k;
   s->nplain = np;
+  s->plain_run = np;
+  while (s->plain_run > 0 && sel[k + s->plain_run - 1] + (np - s->plain_run + 1) == sel[k + np - 1] + 1)
+    s->plain_run--;
   for (size_t i = 0; i < s->capfields; i++) s->fields[i] = s->none, s->lens[i] = 0;
   size_t top = 0;
   for (size_t j = 0; j < k + np; j++) top = sel[j] + 1 > top ? sel[j] + 1 : top;
@@ -756,9 +870,9 @@ ps_scan_field ps_scan_span_of_ends(const char *b, const size_t *ends, size_t i) 
 }
 
 int ps_scan_next_raw(ps_scan *s, ps_scan_raw *rec) {
-  size_t nf, start;
-  long line;
-  int fast;
+  size_t nf = 0, start = 0;   /* set by next_record when it returns 1 (initialised for the compiler) */
+  long line = 0;
+  int fast = 0;
   int got = next_record(s, &nf, &start, &line, &fast);
   if (got <= 0) return got;
   rec->bytes = s->buf + start;

@@ -122,6 +122,31 @@ static inline int short_decimal(const unsigned char *c, size_t n, uint32_t *mant
   return 0;
 }
 
+/* A plain decimal of 1 <= L <= 8 bytes (digits, at most one '.', a digit) in the low L bytes of
+ * v (the bytes above are anything): 1 with its value in *out, else 0. The text is shifted to
+ * the word's top, so the bytes after it fall out and the digits are already where the
+ * combining wants them (short_decimal's steps). */
+static inline int short_top(uint64_t v, size_t L, double *out) {
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  unsigned sh = 8 * (unsigned)(8 - L);
+  uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
+  uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
+  uint64_t d = x & live;
+  unsigned nfrac = 0, pos = 0;
+  if (other) pos = (unsigned)__builtin_ctzll(other) - 7;   /* its byte's lowest bit */
+  if (other && ((other & (other - 1)) || ((x >> pos) & 0xff) != ('.' ^ 0x30) || L == 1)) return 0;
+  if (other) {
+    uint64_t below = ((uint64_t)1 << pos) - 1;           /* the digits before the '.' */
+    d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
+    nfrac = (64 - pos) / 8 - 1;
+  }
+  d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
+  d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+  uint32_t m = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
+  *out = (double)m / p10[nfrac];   /* independent: the divisions of a row overlap */
+  return 1;
+}
+
 static inline int parse_short(const unsigned char *c, size_t n, double *out) {
   uint32_t m;
   unsigned nfrac;
@@ -165,12 +190,23 @@ static inline int parse(const char *s, size_t len, double *out) {
 
 int ps_num_parse(const char *s, size_t len, double *out) { return parse(s, len, out); }
 
-/* The import's hot path (26 cells a row): the parser inlined here, not called. */
-int ps_num_finite(const char *s, size_t len, double *out) {
+/* ps_num_finite past its short decimals: a call, so theirs saves no registers */
+static __attribute__((noinline)) int finite_general(const char *s, size_t len, double *out) {
   double d;
   if (parse(s, len, &d) != 0 || !isfinite(d)) return -1;
   *out = d;
   return 0;
+}
+
+/* The import's hot path (26 cells a row): a short decimal (always finite) inlined here. */
+int ps_num_finite(const char *s, size_t len, double *out) {
+#ifdef SWAR
+  /* a plain decimal of up to 8 bytes (a duration) as finite_padded reads one, from loads
+   * inside the text; then one with a sign */
+  if (len - 1 < 8 && short_top(load_upto8((const unsigned char *)s, len), len, out)) return 0;
+  if (len - 1 < 9 && parse_short((const unsigned char *)s, len, out) == 0) return 0;
+#endif
+  return finite_general(s, len, out);
 }
 
 #ifdef SWAR
@@ -180,32 +216,13 @@ static __attribute__((noinline)) int finite_call(const char *s, size_t len, doub
 }
 
 /* ps_num_finite of one padded cell (8 bytes readable at s): a plain decimal of 1 to 8 bytes
- * (a counter cell) in one load, the text shifted to the word's top, so the bytes after it fall
- * out and the digits are already where the combining wants them (short_decimal's steps);
- * anything else (a sign, an exponent, spaces, longer text) by the general parser. */
+ * (a counter cell) in one load; anything else (a sign, an exponent, spaces, longer text) by
+ * the general parser. */
 static inline int finite_padded(const char *s, size_t L, double *out) {
-  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
   if (L - 1 < 8) {
     uint64_t v;
     memcpy(&v, s, 8);
-    unsigned sh = 8 * (unsigned)(8 - L);
-    uint64_t x = (v << sh) ^ (0x30 * ones), live = ~(uint64_t)0 << sh;
-    uint64_t other = (((x & (0x7f * ones)) + (0x76 * ones)) | x) & high & live;
-    uint64_t d = x & live;
-    unsigned nfrac = 0, pos = 0;
-    if (other) pos = (unsigned)__builtin_ctzll(other) - 7;   /* its byte's lowest bit */
-    if (!other || (!(other & (other - 1)) && ((x >> pos) & 0xff) == ('.' ^ 0x30) && L > 1)) {
-      if (other) {
-        uint64_t below = ((uint64_t)1 << pos) - 1;           /* the digits before the '.' */
-        d = (d & ~below & ~((uint64_t)0xff << pos)) | (d & below) << 8;
-        nfrac = (64 - pos) / 8 - 1;
-      }
-      d = (d * 10 + (d >> 8)) & 0x00ff00ff00ff00ffu;
-      d = (d * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
-      uint32_t m = (uint32_t)((d * (1 + ((uint64_t)10000 << 32))) >> 32);
-      *out = (double)m / p10[nfrac];   /* independent: the divisions of a row overlap */
-      return 1;
-    }
+    if (short_top(v, L, out)) return 1;
   }
   return L && finite_call(s, L, out) == 0;
 }
@@ -306,22 +323,35 @@ __attribute__((target("ssse3"))) static uint32_t finite_n_ssse3(const char *cons
  * integers and correctly rounded quotients as the scalar path. Four cells where one is not a
  * plain decimal of 1 to 8 bytes with at most one '.' and a digit go the scalar way (test_num
  * compares every path). */
-__attribute__((always_inline, target("avx2"))) static inline int quad_avx2(const char *const *s,
-                                                                            const size_t *len, double *out) {
-  const __m256i ones64 = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256(), b1 = _mm256_set1_epi8(1);
+/* quad_avx2's constants, made once a call of finite_n_avx2 and opaque to the compiler (an
+ * empty asm), which otherwise built five of them again in each pass of the loop */
+typedef struct quadk { __m256i nine, dot, lone, b64, one64, z30; } quadk;
+
+__attribute__((always_inline, target("avx2"))) static inline void quadk_init(quadk *k) {
+  k->nine = _mm256_set1_epi8(9);
+  k->dot = _mm256_set1_epi8('.' ^ 0x30);
+  k->lone = _mm256_set1_epi64x((long long)((uint64_t)('.' ^ 0x30) << 56));   /* "." (or "0.") */
+  k->b64 = _mm256_set1_epi64x(64);
+  k->one64 = _mm256_set1_epi64x(1);
+  k->z30 = _mm256_set1_epi8(0x30);
+  __asm__("" : "+x"(k->nine), "+x"(k->dot), "+x"(k->lone), "+x"(k->b64), "+x"(k->one64), "+x"(k->z30));
+}
+
+__attribute__((always_inline, target("avx2"))) static inline int quad_avx2(const char *const *s, const size_t *len,
+                                                                            double *out, const quadk *k) {
+  const __m256i ones64 = k->one64, zero = _mm256_setzero_si256(), b1 = _mm256_set1_epi8(1);
   __m256i L = _mm256_loadu_si256((const __m256i *)(const void *)len);
   if (!_mm256_testz_si256(_mm256_sub_epi64(L, ones64), _mm256_set1_epi64x(~(long long)7)))
     return 0;   /* a length outside 1..8 */
   uint64_t a, b, c, d;
   memcpy(&a, s[0], 8), memcpy(&b, s[1], 8), memcpy(&c, s[2], 8), memcpy(&d, s[3], 8);
-  __m256i v = _mm256_xor_si256(_mm256_setr_epi64x((long long)a, (long long)b, (long long)c, (long long)d),
-                               _mm256_set1_epi8(0x30));
-  __m256i x = _mm256_sllv_epi64(v, _mm256_sub_epi64(_mm256_set1_epi64x(64), _mm256_slli_epi64(L, 3)));
-  __m256i dig = _mm256_cmpeq_epi8(_mm256_subs_epu8(x, _mm256_set1_epi8(9)), zero);   /* the zeros shifted in too */
-  __m256i D = _mm256_cmpeq_epi8(x, _mm256_set1_epi8('.' ^ 0x30));
+  __m256i v = _mm256_xor_si256(_mm256_setr_epi64x((long long)a, (long long)b, (long long)c, (long long)d), k->z30);
+  __m256i x = _mm256_sllv_epi64(v, _mm256_sub_epi64(k->b64, _mm256_slli_epi64(L, 3)));
+  __m256i dig = _mm256_cmpeq_epi8(_mm256_subs_epu8(x, k->nine), zero);   /* the zeros shifted in too */
+  __m256i D = _mm256_cmpeq_epi8(x, k->dot);
   if (_mm256_movemask_epi8(_mm256_or_si256(dig, D)) != -1) return 0;
   __m256i bit = _mm256_and_si256(D, b1);                                  /* 1 << the '.''s bit */
-  __m256i lone = _mm256_set1_epi64x((long long)((uint64_t)('.' ^ 0x30) << 56));   /* "." (or "0.") */
+  __m256i lone = k->lone;
   __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_sad_epu8(bit, zero), ones64), _mm256_cmpeq_epi64(x, lone));
   if (!_mm256_testz_si256(bad, bad)) return 0;
   __m256i nodot = _mm256_cmpeq_epi64(bit, zero);
@@ -342,11 +372,15 @@ __attribute__((target("avx2"))) static uint32_t finite_n_avx2(const char *const 
                                                               int n, double *out) {
   uint32_t ok = 0, redo = 0;   /* the vector loop first, without calls: its constants stay */
   int i = 0;
+  quadk k;
+  quadk_init(&k);
   for (; i + 3 < n; i += 4) {
-    if (quad_avx2(s + i, len + i, out + i)) ok |= 15u << i;
+    if (quad_avx2(s + i, len + i, out + i, &k)) ok |= 15u << i;
     else redo |= 15u << i;
   }
-  if (i < n) {   /* the last 1 to 3 cells, with cells "1" after them */
+  if (i + 1 == n) {   /* the last cell alone (25 counters): one scalar parse, not a quad */
+    ok |= (uint32_t)finite_padded(s[i], len[i], &out[i]) << i;
+  } else if (i < n) {   /* the last 2 or 3 cells, with cells "1" after them */
     const char *ts[4] = {"11111111", "11111111", "11111111", "11111111"};
     size_t tl[4] = {1, 1, 1, 1};
     double to[4];
@@ -355,7 +389,7 @@ __attribute__((target("avx2"))) static uint32_t finite_n_avx2(const char *const 
     if (r > 1) ts[1] = s[i + 1], tl[1] = len[i + 1];
     if (r > 2) ts[2] = s[i + 2], tl[2] = len[i + 2];
     uint32_t mine = ((1u << r) - 1) << i;
-    if (quad_avx2(ts, tl, to)) {
+    if (quad_avx2(ts, tl, to, &k)) {
       out[i] = to[0];
       if (r > 1) out[i + 1] = to[1];
       if (r > 2) out[i + 2] = to[2];
@@ -498,8 +532,43 @@ int ps_num_int(const char *s, size_t len, int64_t *out) {
   return 0;
 }
 
+static int us_to_ns_general(const char *s, size_t len, int64_t *ns);
+
 /* Integers only: a double resolves just 0.25 us at today's timestamps. */
 int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns) {
+#ifdef SWAR
+  if (len == 20 && s[16] == '.') {
+    /* the profilers' start times (sixteen digits, three decimals: "1736413971000024.661")
+     * in three loads, as the general steps below read them: the same v and frac */
+    const uint64_t ones = 0x0101010101010101u;
+    uint64_t a, b;
+    uint32_t f;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + 8, 8);
+    memcpy(&f, s + 16, 4);
+    a ^= 0x30 * ones;
+    b ^= 0x30 * ones;
+    uint64_t c = (uint64_t)((f ^ 0x30303030u) & 0xffffff00u);   /* the '.' as a 0 digit */
+    uint64_t bad = ((((a & (0x7f * ones)) + (0x76 * ones)) | a) | (((b & (0x7f * ones)) + (0x76 * ones)) | b) |
+                    (((c & (0x7f * ones)) + (0x76 * ones)) | c)) & (0x80 * ones);
+    if (!bad) {
+      a = (a * 10 + (a >> 8)) & 0x00ff00ff00ff00ffu;
+      b = (b * 10 + (b >> 8)) & 0x00ff00ff00ff00ffu;
+      a = (a * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+      b = (b * (1 + ((uint64_t)100 << 16)) >> 16) & 0x0000ffff0000ffffu;
+      uint64_t v = ((a * (1 + ((uint64_t)10000 << 32))) >> 32) * 100000000 + ((b * (1 + ((uint64_t)10000 << 32))) >> 32);
+      uint64_t frac = ((c >> 8) & 0xff) * 100 + ((c >> 16) & 0xff) * 10 + (c >> 24);
+      if (v > (uint64_t)INT64_MAX / 1000 - 1) return -1;
+      *ns = (int64_t)(v * 1000 + frac);
+      return 0;
+    }
+  }
+#endif
+  return us_to_ns_general(s, len, ns);
+}
+
+/* ps_num_us_to_ns of any text: a call, so the start times' path saves no registers */
+static __attribute__((noinline)) int us_to_ns_general(const char *s, size_t len, int64_t *ns) {
   ps_trim(&s, &len);
   size_t i = 0;
   int neg = 0;

@@ -123,7 +123,7 @@ static void python_int_of_a_cell(void **state) {
   }
 }
 
-/* ps_num_parse(s) against strtod on texts of digits, '.', signs and a space, where both
+/* ps_num_parse(s) (and ps_num_finite) against strtod on texts of digits, '.', signs and a space, where both
  * grammars agree (valid when strtod reads every byte): every text of up to 6 bytes, then
  * random ones of 7 to 12 (the word-at-a-time path takes up to 8 bytes and a sign). */
 static int same_as_strtod(const char *t, size_t n) {
@@ -136,6 +136,13 @@ static int same_as_strtod(const char *t, size_t n) {
   int rc = ps_num_parse(buf, n, &got);
   if ((rc == 0) != valid || (valid && memcmp(&got, &want, sizeof got) != 0)) {
     fprintf(stderr, "[%s]: rc %d %.17g, strtod %s %.17g\n", buf, rc, got, valid ? "valid" : "invalid", want);
+    return 0;
+  }
+  /* ps_num_finite (its own short path: the durations) reads the same (all are finite here) */
+  double fin = -7;
+  int rf = ps_num_finite(buf, n, &fin);
+  if (rf != rc || (rc == 0 && memcmp(&fin, &got, sizeof fin) != 0)) {
+    fprintf(stderr, "[%s]: ps_num_finite %d %.17g, ps_num_parse %d %.17g\n", buf, rf, fin, rc, got);
     return 0;
   }
   return 1;
@@ -349,6 +356,44 @@ static void us_to_ns_as_oracle(void **state) {
   }
 }
 
+/* The profilers' start times ("1736413971000024.661": sixteen digits, three decimals, read in
+ * three loads) as the oracle reads them, and the same with one byte of any value in any place
+ * (the general path then), up to the int64 limit. */
+static void us_to_ns_start_times_as_oracle(void **state) {
+  (void)state;
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  char t[21];
+  for (int r = 0; r < 400000; r++) {
+    for (int k = 0; k < 20; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      t[k] = (char)('0' + (x >> 33) % 10);
+    }
+    t[16] = '.';
+    if (r % 4 == 1) t[0] = "9876543210"[(x >> 7) % 10], memcpy(t, "92233720368547", 14);   /* near the limit */
+    if (r % 2) {   /* one byte of any value (but NUL) anywhere */
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      t[(x >> 20) % 20] = (char)(x >> 50) ? (char)(x >> 50) : 'x';   /* the oracle reads C strings */
+    }
+    int64_t a = 7, b = 7;
+    int ra = ps_num_us_to_ns(t, 20, &a), rb = us_to_ns_ref(t, 20, &b);
+    if (ra != rb || a != b) fprintf(stderr, "[%.20s]: %d %lld, oracle %d %lld\n", t, ra, (long long)a, rb, (long long)b);
+    assert_int_equal(ra, rb);
+    assert_true(a == b);
+  }
+  static const char *const edge[] = {"9223372036854774.999", "9223372036854775.000", "9999999999999999.999",
+                                     "0000000000000000.000", "1736413971000024.661", "1736413971000024.6a1",
+                                     "1736413971000024:661", "/736413971000024.661", "17364139710000:4.661"};
+  for (size_t k = 0; k < sizeof edge / sizeof edge[0]; k++) {
+    int64_t a = 7, b = 7;
+    assert_int_equal(ps_num_us_to_ns(edge[k], 20, &a), us_to_ns_ref(edge[k], 20, &b));
+    assert_true(a == b);
+  }
+  int64_t v;
+  assert_int_equal(ps_num_us_to_ns("1736413971000024.661", 20, &v), 0);
+  assert_true(v == INT64_C(1736413971000024661));
+  assert_int_equal(ps_num_us_to_ns("9223372036854775.000", 20, &v), -1);
+}
+
 /* ps_num_fmt6 is snprintf("%.6f") byte for byte on both of its builds (the FMA one and the
  * portable one), near rounding ties, at digit-count boundaries, and truncated to small caps. */
 static void fmt6_both_builds_are_printf(void **state) {
@@ -382,6 +427,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_float_accepts),
     cmocka_unit_test(short_decimals_as_strtod),
+    cmocka_unit_test(us_to_ns_start_times_as_oracle),
     cmocka_unit_test(finite_n_as_one_by_one),
     cmocka_unit_test(finite_n_padded_random),
     cmocka_unit_test(finite_n_simd_as_portable),
