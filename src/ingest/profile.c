@@ -603,7 +603,7 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   rowrec *r = &b->recs[b->nrec];
   const char *cell[C_N];
   size_t len[C_N];
-  static const char empty[] = "";
+  static const char empty[16] = "";   /* a missing cell: as readable as a scanner's field */
   const char *const *fields = rec->fields;
   const size_t *lens = rec->lens, nf = rec->nfields;
   /* the counters side by side are read where the record has them (no copy of 25 cells) */
@@ -652,7 +652,8 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   int na = ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
            ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES]);
   int no_dims = !na && ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]);
-  int bad = ps_num_finite(cell[C_DURATION], len[C_DURATION], &r->dur) != 0;
+  /* a scanner's field, untrimmed (PS_SCAN_PLAIN) and padded: read as the counters are */
+  int bad = !(ps_num_finite_n(&cell[C_DURATION], &len[C_DURATION], 1, 1, &r->dur) & 1);
   r->kind = na ? K_NA : no_dims ? K_NODIMS : bad ? K_BAD : K_USE;
   if (r->kind == K_USE) {
     /* the scanner's fields are padded (csvscan.h); a column the file lacks is "" */
