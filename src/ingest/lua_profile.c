@@ -415,6 +415,7 @@ static void *prov_work(void *arg) {
   j->oom = g == NULL;
   for (size_t k = j->from; k < j->to && !j->oom; k++) {
     ps_profile_group_info info;
+    ps_profile_prefetch(j->p, j->idx, k, j->to, 0);
     ps_profile_group(j->p, j->idx[k], 0, &info);   /* in range: checked by the caller */
     ps_sig_row row = {.op_name = j->stem, .op_state = info.cells[PS_PC_OP_STATE],
                       .in_shapes = info.cells[PS_PC_IN_SHAPES], .in_dtypes = info.cells[PS_PC_IN_DTYPES],

@@ -1202,7 +1202,8 @@ const char *ps_profile_group_type(const ps_profile *p, size_t i) {
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info) {
   if (i >= p->ngroups) return -1;
   group *g = &p->groups[i];
-  memset(info, 0, sizeof *info);
+  if (!stats)   /* with stats every member is set below */
+    memset(&info->mean, 0, offsetof(ps_profile_group_info, first_start_ns) - offsetof(ps_profile_group_info, mean));
   for (int c = 0; c < PS_PC_NCELLS; c++) info->cells[c] = g->cells[c] ? g->cells[c] : "";
   info->key = g->key;
   info->keylen = g->keylen;
@@ -1227,6 +1228,25 @@ int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *
     info->metric_mean[m] = n ? g->msum[m] / (double)n : NAN;
   }
   return 0;
+}
+
+void ps_profile_prefetch(const ps_profile *p, const size_t *idx, size_t k, size_t to, int durs) {
+  /* a group is 9 cache lines, its cells and durations more elsewhere, none of them near the
+   * previous row's: waiting on them was most of a row's time. Two steps: the groups 8 rows
+   * ahead, then (their pointers read by now) the cells and durations of those 4 ahead. */
+  enum { GROUP_AHEAD = 8, DATA_AHEAD = 4 };
+  if (k + GROUP_AHEAD < to && idx[k + GROUP_AHEAD] < p->ngroups) {
+    const char *g = (const char *)&p->groups[idx[k + GROUP_AHEAD]];
+    for (size_t o = 0; o < sizeof(group); o += 64) __builtin_prefetch(g + o);
+  }
+  if (k + DATA_AHEAD < to && idx[k + DATA_AHEAD] < p->ngroups) {
+    const group *g = &p->groups[idx[k + DATA_AHEAD]];
+    for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
+      if (g->cells[c]) __builtin_prefetch(g->cells[c]);
+    if (durs && g->durs)
+      for (size_t o = 0; o < g->ndur * sizeof *g->durs && o < 1024; o += 64)
+        __builtin_prefetch((const char *)g->durs + o);
+  }
 }
 
 /* ---- database rows as text ----------------------------------------------------------- */
@@ -1254,6 +1274,7 @@ static void *rows_work(void *arg) {
   rows_job *j = arg;
   for (size_t k = j->from; k < j->to; k++) {
     ps_profile_group_info g;
+    ps_profile_prefetch(j->p, j->idx, k, j->to, 1);
     ps_profile_group(j->p, j->idx[k], 1, &g);
     size_t lens[PS_PC_NCELLS], need = (3 + PS_NCOUNTERS) * (FIXED_MAX + 2) + j->eollen;
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)

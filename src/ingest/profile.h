@@ -113,6 +113,10 @@ typedef struct ps_profile_group_info {
  * FIA position are filled. Returns 0, or -1 when i is out of range. */
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info);
 
+/* Prefetches what the rows after row k of idx (up to row to) will read, for a loop over the
+ * groups idx[from, to) calling ps_profile_group on row k (durs: with the statistics). */
+void ps_profile_prefetch(const ps_profile *p, const size_t *idx, size_t k, size_t to, int durs);
+
 /* Group i's kernel type (info.cells[PS_PC_TYPE] of ps_profile_group), "" when out of range. */
 const char *ps_profile_group_type(const ps_profile *p, size_t i);
 
