@@ -417,7 +417,7 @@ local function merge_one(dir, t, opts)
       local head = {}
       for i, c in ipairs(t.columns) do head[i] = perf.csv.quote(c) end
       -- the header and the rows written one after the other (not joined: a copy of the file)
-      local pieces, k = { table.concat(head, ",") .. "\r\n", t.agg:csv_text(t.groups, t.extra, "\r\n") }, 0
+      local pieces, k = { table.concat(head, ",") .. "\r\n", t.agg:csv_text(t.groups, t.extra, "\r\n", true) }, 0
       local ok, err = perf.fs.write_atomic(path, function() k = k + 1; return pieces[k] end, { stage = opts.stage })
       if not ok then perf.fail("%s", err) end
       -- every group is a written row: M.merge logs them from the aggregate (in C)
@@ -523,7 +523,8 @@ local function write_log(dir, tables, results, log, stage, prov)
     local t, res = tables[i], results and results[i]
     if not t then return nil end
     if not res or res.new_file then
-      return (provenance.group_lines(log.base, t.agg, t.groups, t.stem, log.inputs))
+      -- C buffers, written without a copy into a Lua string (perfscript.text)
+      return (provenance.group_lines(log.base, t.agg, t.groups, t.stem, log.inputs, true))
     end
     return (provenance.lines(log.base, { res }, log.inputs))
   end

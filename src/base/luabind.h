@@ -4,6 +4,9 @@
 #ifndef PS_LUABIND_H
 #define PS_LUABIND_H
 
+#include <stdlib.h>
+#include <string.h>
+
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -51,5 +54,75 @@ static inline int ps_push_write_result(lua_State *L, int status, const char *err
                     status == PS_ATOMIC_REPLACED ? "replaced" : "unchanged");
   return 1;
 }
+
+/* A text made in C and kept in C buffers (perfscript.text): fs.write_atomic writes its pieces
+ * as they are, so a big rendered text (a new database file's rows, the provenance lines) is
+ * never copied into a Lua string. Writing it frees its buffers (the text is then empty); so
+ * do text:free(), <close> and the collector. #text is its length in bytes. */
+#define PS_TEXT_CLASS "perfscript.text"
+
+typedef struct ps_text {
+  char **p;
+  size_t *len;
+  size_t n, cap, total;
+} ps_text;
+
+static inline void ps_text_clear(ps_text *t) {
+  for (size_t i = 0; i < t->n; i++) free(t->p[i]);
+  free(t->p), free(t->len);
+  t->p = NULL, t->len = NULL, t->n = t->cap = t->total = 0;
+}
+
+static inline int ps_text_gc(lua_State *L) {
+  ps_text_clear(luaL_checkudata(L, 1, PS_TEXT_CLASS));
+  return 0;
+}
+
+static inline int ps_text_len(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)((ps_text *)luaL_checkudata(L, 1, PS_TEXT_CLASS))->total);
+  return 1;
+}
+
+/* Pushes a new empty text. */
+static inline ps_text *ps_text_push(lua_State *L) {
+  ps_text *t = lua_newuserdatauv(L, sizeof *t, 0);
+  memset(t, 0, sizeof *t);
+  if (luaL_newmetatable(L, PS_TEXT_CLASS)) {
+    static const luaL_Reg meta[] = {{"__gc", ps_text_gc}, {"__close", ps_text_gc},
+                                    {"__len", ps_text_len}, {NULL, NULL}};
+    static const luaL_Reg methods[] = {{"free", ps_text_gc}, {NULL, NULL}};
+    luaL_setfuncs(L, meta, 0);
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_setmetatable(L, -2);
+  return t;
+}
+
+/* Appends buf (len bytes, malloc'd or NULL when len is 0) to t, which owns it from now on
+ * (freed here when memory runs out). 0, or -1 when memory runs out. */
+static inline int ps_text_add(ps_text *t, char *buf, size_t len) {
+  if (len == 0) {
+    free(buf);
+    return 0;
+  }
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 8;
+    char **p = realloc(t->p, cap * sizeof *p);
+    if (p) t->p = p;
+    size_t *l = p ? realloc(t->len, cap * sizeof *l) : NULL;
+    if (l == NULL) {
+      free(buf);
+      return -1;
+    }
+    t->len = l, t->cap = cap;
+  }
+  t->p[t->n] = buf, t->len[t->n] = len, t->n++, t->total += len;
+  return 0;
+}
+
+/* The text at idx, or NULL when it is not one. */
+static inline ps_text *ps_totext(lua_State *L, int idx) { return luaL_testudata(L, idx, PS_TEXT_CLASS); }
 
 #endif

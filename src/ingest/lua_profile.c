@@ -9,7 +9,7 @@
  *   agg:types() -> {{type=, groups={i, ...}}, ...}: the groups of each kernel type, types in
  *       first-seen order (no Lua table per group)
  *   agg:keys(indices) -> the import keys of those groups, in the same order
- *   agg:provenance(indices, stem, common [, input, xxh3]) -> text, n: the provenance log lines
+ *   agg:provenance(indices, stem, common [, input, xxh3 [, as_text]]) -> text, n: the provenance log lines
  *       of those groups written as rows of <stem>.csv (src/store/provenance.h)
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
@@ -28,6 +28,7 @@
 #include "import_key.h"
 #include "csvwrite.h"
 #include "grow.h"
+#include "luabind.h"
 #include "u64map.h"
 #include "provenance.h"
 #include "writeback_sig.h"
@@ -294,16 +295,42 @@ static int a_row(lua_State *L) {
   return 1;
 }
 
-/* agg:csv_text(indices [, extra [, eol]]) -> the CSV lines of those groups (row() cells,
- * then the strings of extra[i] when given), minimal quoting, one string: writing a new
- * database file needs no Lua table per row. The rows are encoded in C on the aggregate's
- * threads (ps_profile_rows_text); here only the extra cells and line ends are added. */
+/* Hands the malloc'd pieces texts[0..r) to L: as a new perfscript.text (as_text; luabind.h)
+ * or one string. Frees them either way; raises on out of memory. */
+static void push_pieces(lua_State *L, int as_text, char **texts, size_t *lens, int r) {
+  if (as_text) {
+    ps_text *t = ps_text_push(L);
+    int oom = 0;
+    for (int i = 0; i < r; i++)
+      if (oom) free(texts[i]);
+      else oom = ps_text_add(t, texts[i], lens[i]) != 0;
+    if (oom) luaL_error(L, "out of memory");
+    return;
+  }
+  if (r == 1) {
+    lua_pushlstring(L, texts[0] ? texts[0] : "", lens[0]);
+  } else {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; i < r; i++) luaL_addlstring(&b, texts[i] ? texts[i] : "", lens[i]);
+    luaL_pushresult(&b);
+  }
+  for (int i = 0; i < r; i++) free(texts[i]);
+}
+
+/* agg:csv_text(indices [, extra [, eol [, as_text]]]) -> the CSV lines of those groups (row()
+ * cells, then the strings of extra[i] when given), minimal quoting, one string (as_text: a
+ * perfscript.text, written by fs.write_atomic without a copy): writing a new database file
+ * needs no Lua table per row. The rows are encoded in C on the aggregate's threads
+ * (ps_profile_rows_pieces, line ends included); with extra, its cells are added here. */
 static int a_csv_text(lua_State *L) {
   ps_profile *p = check_agg(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   int has_extra = lua_istable(L, 3);
   size_t eollen;
   const char *eol = luaL_optlstring(L, 4, "\r\n", &eollen);
+  int as_text = lua_toboolean(L, 5);
+  lua_settop(L, 4);
   size_t n = (size_t)luaL_len(L, 2);
   size_t *idx = malloc((2 * n + 1) * sizeof *idx);
   if (idx == NULL) return luaL_error(L, "out of memory");
@@ -318,8 +345,18 @@ static int a_csv_text(lua_State *L) {
     }
     idx[k] = (size_t)(i - 1);
   }
-  char *rows;
   size_t bad = 0;
+  if (!has_extra) {
+    char *texts[PS_PROFILE_MAX_PIECES];
+    size_t lens[PS_PROFILE_MAX_PIECES];
+    int r = ps_profile_rows_pieces(p, idx, n, eol, eollen, texts, lens, &bad);
+    free(idx);
+    if (r == -1) return luaL_error(L, "group index %d out of range", (int)bad + 1);
+    if (r < 0) return luaL_error(L, "out of memory");
+    push_pieces(L, as_text, texts, lens, r);
+    return 1;
+  }
+  char *rows;
   int rc = ps_profile_rows_text(p, idx, n, &rows, off, &bad);
   if (rc != 0) {
     free(idx);
@@ -334,28 +371,25 @@ static int a_csv_text(lua_State *L) {
     size_t rl = off[k + 1] - off[k];
     if (ps_grow((void **)&out, &cap, len + rl + eollen, 1) != 0) goto oom;
     memcpy(out + len, rows + off[k], rl), len += rl;
-    if (has_extra) {
-      if (lua_rawgeti(L, 3, (lua_Integer)idx[k] + 1) == LUA_TTABLE) {
-        lua_Integer ne = luaL_len(L, -1);
-        for (lua_Integer e = 1; e <= ne; e++) {
-          size_t vl;
-          lua_rawgeti(L, -1, e);
-          const char *v = lua_tolstring(L, -1, &vl);
-          if (ps_grow((void **)&out, &cap, len + 1 + (v ? PS_CSV_QUOTED_MAX(vl) : 0) + eollen, 1) != 0)
-            goto oom;
-          out[len++] = ',';
-          if (v) len += ps_csv_quote(out + len, v, vl);
-          lua_pop(L, 1);
-        }
+    if (lua_rawgeti(L, 3, (lua_Integer)idx[k] + 1) == LUA_TTABLE) {
+      lua_Integer ne = luaL_len(L, -1);
+      for (lua_Integer e = 1; e <= ne; e++) {
+        size_t vl;
+        lua_rawgeti(L, -1, e);
+        const char *v = lua_tolstring(L, -1, &vl);
+        if (ps_grow((void **)&out, &cap, len + 1 + (v ? PS_CSV_QUOTED_MAX(vl) : 0) + eollen, 1) != 0)
+          goto oom;
+        out[len++] = ',';
+        if (v) len += ps_csv_quote(out + len, v, vl);
+        lua_pop(L, 1);
       }
-      lua_pop(L, 1);
     }
+    lua_pop(L, 1);
     memcpy(out + len, eol, eollen), len += eollen;
   }
   free(rows);
   free(idx);
-  lua_pushlstring(L, out, len);
-  free(out);
+  push_pieces(L, as_text, &out, &len, 1);
   return 1;
 oom:
   free(out);
@@ -381,6 +415,7 @@ static void *prov_work(void *arg) {
   j->oom = g == NULL;
   for (size_t k = j->from; k < j->to && !j->oom; k++) {
     ps_profile_group_info info;
+    ps_profile_prefetch(j->p, j->idx, k, j->to, 0);
     ps_profile_group(j->p, j->idx[k], 0, &info);   /* in range: checked by the caller */
     ps_sig_row row = {.op_name = j->stem, .op_state = info.cells[PS_PC_OP_STATE],
                       .in_shapes = info.cells[PS_PC_IN_SHAPES], .in_dtypes = info.cells[PS_PC_IN_DTYPES],
@@ -407,7 +442,8 @@ static void *prov_work(void *arg) {
   return NULL;
 }
 
-/* agg:provenance(indices, stem, common [, input, xxh3]): each group's row key is its
+/* agg:provenance(indices, stem, common [, input, xxh3 [, as_text]]) -> text, n (as_text: the
+ * text as a perfscript.text, see csv_text): each group's row key is its
  * write-back signature with the stem as the operator name (what perf.sig.row computes of the
  * row's signature cells), without a Lua table per group: an import logs every row it writes.
  * The lines are made on the aggregate's threads, each a range of the groups, in order. */
@@ -418,6 +454,7 @@ static int a_provenance(lua_State *L) {
   const char *stem = luaL_checklstring(L, 3, &klen);
   const char *common = luaL_checklstring(L, 4, &clen);
   const char *input = luaL_optlstring(L, 5, NULL, &il), *xxh3 = luaL_optlstring(L, 6, NULL, &xl);
+  int as_text = lua_toboolean(L, 7);
   lua_Integer n = luaL_len(L, 2);
   size_t *idx = malloc((n > 0 ? (size_t)n : 1) * sizeof *idx);
   /* ,"input":..,"input_xxh3":..}\n as ps_prov_line writes them */
@@ -448,20 +485,17 @@ static int a_provenance(lua_State *L) {
                         common, stem, tail, clen, klen, tlen, {0}, 0};
   ps_profile_run(T, prov_work, job, sizeof *job);
   int oom = 0;
-  size_t total = 0;
-  for (int t = 0; t < T; t++) oom |= job[t].oom, total += job[t].b.len;
-  char *all = NULL;
-  if (!oom && T == 1) all = job[0].b.text, job[0].b.text = NULL;
-  else if (!oom && (all = malloc(total ? total : 1)) == NULL) oom = 1;
-  for (size_t t = 0, at = 0; t < (size_t)T; t++) {
-    if (!oom && job[t].b.text) memcpy(all + at, job[t].b.text, job[t].b.len), at += job[t].b.len;
-    free(job[t].b.text);
-  }
+  for (int t = 0; t < T; t++) oom |= job[t].oom;
   free(idx);
   free(tail);
+  char *texts[64];
+  size_t lens[64];
+  for (int t = 0; t < T; t++) {
+    texts[t] = job[t].b.text, lens[t] = job[t].b.len;
+    if (oom) free(texts[t]);
+  }
   if (oom) return luaL_error(L, "out of memory");
-  lua_pushlstring(L, all ? all : "", total);
-  free(all);
+  push_pieces(L, as_text, texts, lens, T);
   lua_pushinteger(L, n);
   return 2;
 }

@@ -116,6 +116,10 @@ typedef struct ps_profile_group_info {
  * FIA position are filled. Returns 0, or -1 when i is out of range. */
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info);
 
+/* Prefetches what the rows after row k of idx (up to row to) will read, for a loop over the
+ * groups idx[from, to) calling ps_profile_group on row k (durs: with the statistics). */
+void ps_profile_prefetch(const ps_profile *p, const size_t *idx, size_t k, size_t to, int durs);
+
 /* Group i's kernel type (info.cells[PS_PC_TYPE] of ps_profile_group), "" when out of range. */
 const char *ps_profile_group_type(const ps_profile *p, size_t i);
 
@@ -128,6 +132,15 @@ const char *ps_profile_group_type(const ps_profile *p, size_t i);
  * (*bad is set to it), -2 when memory runs out. */
 int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text, size_t *off,
                          size_t *bad);
+
+/* The same rows, each followed by eol (eollen bytes; NULL: none), in pieces: the text of the
+ * rows is texts[0] .. texts[r-1] one after the other (lens[] their lengths; each malloc'd, the
+ * caller frees them), r the return value, at most PS_PROFILE_MAX_PIECES: the threads' own
+ * texts, not copied into one (a big database's rows are tens of MB). Returns r >= 1 (0 rows:
+ * one empty piece), or -1 / -2 as ps_profile_rows_text does. */
+#define PS_PROFILE_MAX_PIECES 64
+int ps_profile_rows_pieces(ps_profile *p, const size_t *idx, size_t n, const char *eol,
+                           size_t eollen, char **texts, size_t *lens, size_t *bad);
 
 /* How many threads work on n rows of output (ps_profile_rows_text, the provenance lines): the
  * aggregate's thread count, at most one per 128 rows (1 below 256). */

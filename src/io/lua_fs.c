@@ -4,7 +4,8 @@
  *     removed and said on stderr (unless quiet); lock:recovered() lists them
  *   fs.write_atomic(path, text[, {if_changed = true, stage = st, append = false}]) -> "created"|"replaced"|"unchanged"
  *     text: a string, or a function called until it returns nil, each string it returns
- *     written in order (a big text made and dropped piece by piece)
+ *     written in order (a big text made and dropped piece by piece); in place of a string, a
+ *     perfscript.text (luabind.h: C buffers, written without a copy into Lua, freed once written)
  *     append: text goes after the file's current bytes, which are copied into the temporary
  *     file by the kernel (reflink or copy_file_range: atomicfile.h), not read into Lua
  *   fs.stage() -> st: writes of one run, replaced together (stage.h). Give {stage = st} to
@@ -110,13 +111,25 @@ static int lock_tostring(lua_State *L) {
   return 1;
 }
 
+/* Writes the pieces of t to fp and frees them (a written text is dropped: it may be big). */
+static int write_text(ps_text *t, FILE *fp) {
+  int rc = 0;
+  for (size_t i = 0; i < t->n && rc == 0; i++)
+    if (fwrite(t->p[i], 1, t->len[i], fp) != t->len[i]) rc = -1;
+  int e = errno;
+  ps_text_clear(t);
+  errno = e;
+  return rc;
+}
+
 static int fs_write_atomic(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   size_t len = 0;
   /* text, or a function giving the text in pieces (each written and dropped before the next:
    * a big text need not exist whole) */
   int pieces = lua_isfunction(L, 2);
-  const char *text = pieces ? NULL : luaL_checklstring(L, 2, &len);
+  ps_text *ctext = pieces ? NULL : ps_totext(L, 2);
+  const char *text = pieces || ctext ? NULL : luaL_checklstring(L, 2, &len);
   int if_changed = 1, append = 0;
   if (lua_type(L, 3) == LUA_TTABLE) {
     if (lua_getfield(L, 3, "if_changed") != LUA_TNIL) if_changed = lua_toboolean(L, -1);
@@ -125,7 +138,7 @@ static int fs_write_atomic(lua_State *L) {
   }
   ps_stage *stage = ps_optstage(L, 3);
   char err[600];
-  if (stage == NULL && !append && !pieces)
+  if (stage == NULL && !append && !pieces && !ctext)
     return ps_push_write_result(L, ps_atomic_write(path, text, len, if_changed, err, sizeof err),
                                 err);
   ps_atomic a;
@@ -142,13 +155,13 @@ static int fs_write_atomic(lua_State *L) {
         return lua_error(L);
       }
       if (lua_isnil(L, -1)) break;
-      if ((text = lua_tolstring(L, -1, &len)) == NULL) {
+      if ((ctext = ps_totext(L, -1)) == NULL && (text = lua_tolstring(L, -1, &len)) == NULL) {
         ps_atomic_abort(&a);
         return luaL_error(L, "write_atomic: the text function gave a %s, not a string",
                           luaL_typename(L, -1));
       }
     }
-    if (len > 0 && fwrite(text, 1, len, a.fp) != len) {
+    if (ctext ? write_text(ctext, a.fp) != 0 : len > 0 && fwrite(text, 1, len, a.fp) != len) {
       snprintf(err, sizeof err, "%s: write failed: %s (the original is untouched)", path,
                strerror(errno));
       ps_atomic_abort(&a);

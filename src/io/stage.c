@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,117 @@ void ps_stage_inject_failure(long nth_write, long mth_rename) {
 }
 
 void ps_stage_init(ps_stage *s) { memset(s, 0, sizeof *s); }
+
+/* ---- the syncer: fsyncs the staged files in the order staged, on a thread of its own ----- */
+
+typedef struct ps_stage_syncer {
+  pthread_t th;
+  pid_t pid;              /* the process whose thread it is (a forked child has none) */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  char **tmp;             /* the queue: temporary files, copies of the entries' names */
+  int *err;               /* per queued file: -1 not done, 0 durable, else errno */
+  size_t n, cap, taken;
+  int stop;               /* take no more files */
+} ps_stage_syncer;
+
+static void *syncer_main(void *arg) {
+  ps_stage_syncer *y = arg;
+  pthread_mutex_lock(&y->mu);
+  for (;;) {
+    while (y->taken == y->n && !y->stop) pthread_cond_wait(&y->cv, &y->mu);
+    if (y->stop) break;
+    size_t i = y->taken++;
+    const char *tmp = y->tmp[i];
+    pthread_mutex_unlock(&y->mu);
+    int fd = open(tmp, O_RDONLY | O_CLOEXEC), e = fd < 0 || fsync(fd) != 0 ? errno : 0;
+    if (fd >= 0) close(fd);
+    pthread_mutex_lock(&y->mu);
+    y->err[i] = e;
+  }
+  pthread_mutex_unlock(&y->mu);
+  return NULL;
+}
+
+/* Queues entry e's temporary file for the syncer (started here the first time). Without one
+ * (no thread, no memory) the file is left to the commit's fsyncs: e->q stays -1. */
+static void syncer_add(ps_stage *s, ps_stage_entry *e) {
+  e->q = -1;
+  ps_stage_syncer *y = s->sync;
+  if (y == NULL) {
+    if ((y = calloc(1, sizeof *y)) == NULL) return;
+    pthread_mutex_init(&y->mu, NULL);
+    pthread_cond_init(&y->cv, NULL);
+    y->pid = getpid();
+    /* signals (Ctrl-C) stay the main thread's */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&y->th, NULL, syncer_main, y);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+      pthread_mutex_destroy(&y->mu);
+      pthread_cond_destroy(&y->cv);
+      free(y);
+      return;
+    }
+    s->sync = y;
+  }
+  if (y->pid != getpid()) return;   /* a forked child's copy: its thread is not here */
+  char *tmp = strdup(e->file.tmp);
+  pthread_mutex_lock(&y->mu);
+  if (tmp && y->n == y->cap) {
+    size_t cap = y->cap ? 2 * y->cap : 16;
+    char **t = realloc(y->tmp, cap * sizeof *t);
+    if (t) y->tmp = t;
+    int *r = t ? realloc(y->err, cap * sizeof *r) : NULL;
+    if (r) y->err = r, y->cap = cap;
+  }
+  if (tmp && y->n < y->cap) {
+    y->tmp[y->n] = tmp, y->err[y->n] = -1;
+    e->q = (long)y->n++;
+    tmp = NULL;
+    pthread_cond_signal(&y->cv);
+  }
+  pthread_mutex_unlock(&y->mu);
+  free(tmp);
+}
+
+/* Stops the syncer (it finishes the file in hand) and waits for it; the results stay for
+ * syncer_result. In a forked child the copy is dropped as it is (its thread is the parent's). */
+static void syncer_stop(ps_stage *s) {
+  ps_stage_syncer *y = s->sync;
+  if (y == NULL || y->stop) return;
+  if (y->pid != getpid()) {
+    s->sync = NULL;
+    return;
+  }
+  pthread_mutex_lock(&y->mu);
+  y->stop = 1;
+  pthread_cond_signal(&y->cv);
+  pthread_mutex_unlock(&y->mu);
+  pthread_join(y->th, NULL);
+}
+
+/* After syncer_stop: entry e's fsync by the syncer: -1 not done, 0 durable, else errno. */
+static int syncer_result(const ps_stage *s, const ps_stage_entry *e) {
+  ps_stage_syncer *y = s->sync;
+  return y == NULL || e->q < 0 || (size_t)e->q >= y->n ? -1 : y->err[e->q];
+}
+
+static void syncer_free(ps_stage *s) {
+  ps_stage_syncer *y = s->sync;
+  if (y == NULL) return;
+  syncer_stop(s);
+  if (s->sync == NULL) return;   /* a forked child's copy */
+  for (size_t i = 0; i < y->n; i++) free(y->tmp[i]);
+  free(y->tmp), free(y->err);
+  pthread_mutex_destroy(&y->mu);
+  pthread_cond_destroy(&y->cv);
+  free(y);
+  s->sync = NULL;
+  for (size_t i = 0; i < s->n; i++) s->e[i].q = -1;
+}
 
 int ps_stage_add(ps_stage *s, ps_atomic *a, int if_changed, char *err, size_t errsize) {
   a->stage = NULL;
@@ -58,6 +170,7 @@ int ps_stage_add(ps_stage *s, ps_atomic *a, int if_changed, char *err, size_t er
     s->e[s->n].path = path;
     s->e[s->n].file = *a;
     s->e[s->n].status = st;
+    syncer_add(s, &s->e[s->n]);
     s->n++;
     memset(a, 0, sizeof *a); /* the stage owns path and tmp now */
   }
@@ -73,6 +186,7 @@ typedef struct sync_job { ps_stage *s; size_t t, step; int *errs; } sync_job;
 static void *sync_files(void *arg) {
   sync_job *j = arg;
   for (size_t i = j->t; i < j->s->n; i += j->step) {
+    if (j->errs[i] >= 0) continue;   /* the syncer's */
     int fd = open(j->s->e[i].file.tmp, O_RDONLY | O_CLOEXEC);
     j->errs[i] = fd < 0 || fsync(fd) != 0 ? errno : 0;
     if (fd >= 0) close(fd);
@@ -80,14 +194,24 @@ static void *sync_files(void *arg) {
   return NULL;
 }
 
-/* 0, or -1 with the first failure in err: every temporary file's bytes durable. */
+/* 0, or -1 with the first failure in err: every temporary file's bytes durable (those the
+ * syncer did not fsync are fsynced here, several at once). */
 static int sync_staged(ps_stage *s, char *err, size_t errsize) {
   int *errs = calloc(s->n ? s->n : 1, sizeof *errs);
   if (errs == NULL) {
     snprintf(err, errsize, "out of memory");
     return -1;
   }
-  size_t T = s->n < SYNC_THREADS ? s->n : SYNC_THREADS;
+  syncer_stop(s);
+  size_t left = 0;
+  struct stat st;
+  for (size_t i = 0; i < s->n; i++) {
+    errs[i] = syncer_result(s, &s->e[i]);
+    /* fsynced a while ago: still there (as an fsync now would have found), or no rename */
+    if (errs[i] == 0 && lstat(s->e[i].file.tmp, &st) != 0) errs[i] = errno;
+    left += errs[i] < 0;
+  }
+  size_t T = left < SYNC_THREADS ? left : SYNC_THREADS;
   sync_job job[SYNC_THREADS];
   pthread_t th[SYNC_THREADS];
   int started[SYNC_THREADS] = {0};
@@ -159,6 +283,7 @@ int ps_stage_commit(ps_stage *s, char *err, size_t errsize) {
 }
 
 void ps_stage_detach(ps_stage *s) {
+  syncer_free(s);   /* the parent's commit makes them durable */
   for (size_t i = 0; i < s->n; i++) {
     free(s->e[i].path);
     free(s->e[i].file.path);
@@ -219,11 +344,13 @@ int ps_stage_adopt(ps_stage *s, const char *path, const char *tmp, int status, c
   }
   e->file.pending = status;
   e->status = status;
+  e->q = -1;        /* fsynced by the commit */
   s->n++;
   return 0;
 }
 
 void ps_stage_abort(ps_stage *s) {
+  syncer_stop(s);   /* no fsync of a file being removed */
   for (size_t i = s->done; i < s->n; i++) ps_atomic_abort(&s->e[i].file);
   if (s->state == 0) s->state = 2;
   s->done = s->n;
@@ -231,6 +358,7 @@ void ps_stage_abort(ps_stage *s) {
 
 void ps_stage_free(ps_stage *s) {
   ps_stage_abort(s);
+  syncer_free(s);
   for (size_t i = 0; i < s->n; i++) free(s->e[i].path);
   free(s->e);
   s->e = NULL;

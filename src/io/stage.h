@@ -15,13 +15,20 @@ typedef struct ps_stage_entry {
   ps_atomic file;   /* finished: fp closed, tmp holds the new content */
   char *path;       /* the target (kept after the commit, for the report) */
   int status;       /* PS_ATOMIC_CREATED or PS_ATOMIC_REPLACED */
+  long q;           /* its place in the syncer's queue, -1 when not queued */
 } ps_stage_entry;
+
+struct ps_stage_syncer;
 
 typedef struct ps_stage {
   ps_stage_entry *e;
   size_t n, cap;
   size_t done;      /* renamed by ps_stage_commit */
   int state;        /* 0 open, 1 committed, 2 aborted, 3 commit interrupted */
+  /* a thread that fsyncs each staged file while the run makes the next ones (the disk's
+   * flush of a big import's 33 MB was a sixth of its wall time when left to the commit);
+   * NULL until the first file is staged, or when no thread could start */
+  struct ps_stage_syncer *sync;
 } ps_stage;
 
 void ps_stage_init(ps_stage *s);
@@ -31,7 +38,9 @@ void ps_stage_init(ps_stage *s);
  * will do), or -1 with a message (a's temporary file is removed; the stage is unharmed). */
 int ps_stage_add(ps_stage *s, ps_atomic *a, int if_changed, char *err, size_t errsize);
 
-/* Renames every staged file in the order staged, then fsyncs their directories. 0 on
+/* Makes every staged file durable (those the syncer has not fsynced yet, several at once;
+ * a failed fsync of the syncer's is this error too), renames them in the order staged, then
+ * fsyncs their directories. 0 on
  * success; -1 with the failing rename's cause in err, s->done the files already renamed
  * (e[0 .. done-1] are new, e[done ..] old: their temporary files are removed). */
 int ps_stage_commit(ps_stage *s, char *err, size_t errsize);

@@ -2,6 +2,7 @@
 #include "num.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,7 @@ done:
 }
 
 static int num_portable;   /* ps_num_set_portable: the tests' switch */
+static int (*_Atomic fmt6_impl)(char *, size_t, double);   /* ps_num_fmt6's pick; NULL: not yet */
 
 static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                              1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
@@ -408,7 +410,10 @@ __attribute__((target("avx2"))) static uint32_t finite_n_avx2(const char *const 
 #endif
 #endif
 
-void ps_num_set_portable(int on) { num_portable = on; }
+void ps_num_set_portable(int on) {
+  num_portable = on;
+  atomic_store(&fmt6_impl, NULL);
+}
 
 uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, int padded, double *out) {
   uint32_t ok = 0;
@@ -503,10 +508,16 @@ __attribute__((target("fma,sse4.1"))) static int fmt6_fma(char *out, size_t cap,
   return fmt6_body(out, cap, v);
 }
 
+static int fmt6_portable(char *out, size_t cap, double v) { return fmt6_body(out, cap, v); }
+
 int ps_num_fmt6(char *out, size_t cap, double v) {
-  if (!num_portable && __builtin_cpu_supports("fma") && __builtin_cpu_supports("sse4.1"))
-    return fmt6_fma(out, cap, v);
-  return fmt6_body(out, cap, v);
+  int (*f)(char *, size_t, double) = atomic_load_explicit(&fmt6_impl, memory_order_relaxed);
+  if (f == NULL) {   /* the build for this processor, picked once (a row formats 28 numbers) */
+    f = !num_portable && __builtin_cpu_supports("fma") && __builtin_cpu_supports("sse4.1")
+          ? fmt6_fma : fmt6_portable;
+    atomic_store_explicit(&fmt6_impl, f, memory_order_relaxed);
+  }
+  return f(out, cap, v);
 }
 
 int ps_num_int(const char *s, size_t len, int64_t *out) {

@@ -133,6 +133,28 @@ static void a_file_not_synced_leaves_every_file_old(void **state) {
   ps_stage_free(&s);
 }
 
+/* The same when the file was fsynced on the stage's syncer thread before it went: the commit
+ * still finds it gone before it renames anything. */
+static void a_file_gone_after_its_sync_leaves_every_file_old(void **state) {
+  (void)state;
+  reset();
+  char err[600];
+  ps_stage s;
+  ps_stage_init(&s);
+  stage_text(&s, "a.csv", "new a\n", err, sizeof err);
+  stage_text(&s, "c.csv", "new c\n", err, sizeof err);
+  assert_int_equal(s.n, 2);
+  usleep(300000);   /* the syncer has fsynced both */
+  assert_int_equal(unlink(s.e[1].file.tmp), 0);
+  assert_int_equal(ps_stage_commit(&s, err, sizeof err), -1);
+  assert_non_null(strstr(err, "c.csv: write failed: No such file or directory (the original is untouched)"));
+  assert_int_equal(s.done, 0);
+  assert_content("a.csv", "old a\n");
+  assert_content("c.csv", NULL);
+  assert_int_equal(temp_files(), 0);
+  ps_stage_free(&s);
+}
+
 /* Many files in two directories (synced on several threads, each directory once) all land. */
 static void many_files_in_two_directories(void **state) {
   (void)state;
@@ -383,6 +405,7 @@ int main(void) {
     cmocka_unit_test(a_failed_write_leaves_every_file_old),
     cmocka_unit_test(an_interrupted_commit_says_which_files_are_new),
     cmocka_unit_test(a_file_not_synced_leaves_every_file_old),
+    cmocka_unit_test(a_file_gone_after_its_sync_leaves_every_file_old),
     cmocka_unit_test(many_files_in_two_directories),
     cmocka_unit_test(a_read_only_file_is_refused),
     cmocka_unit_test(a_file_size_limit_fails_with_its_cause),

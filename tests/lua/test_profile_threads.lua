@@ -70,6 +70,48 @@ function TestProfileThreads:test_provenance_lines_any_threads()
   end
 end
 
+-- The texts as perfscript.text (C buffers, a piece per thread: as_text) write the same bytes
+-- as the strings, written by fs.write_atomic alone or among string pieces, and are emptied by
+-- the write (the import's big texts are never copied into Lua).
+function TestProfileThreads:test_texts_as_c_buffers()
+  local path = write_capture(3000, 700)
+  local common = prov.common { run = "r", source = "imported", time = "2026-01-01T00:00:00Z" }
+  local out = h.tmpdir() .. "/out.txt"
+  local function written(text)
+    assert(perf.fs.write_atomic(out, text, { if_changed = false }))
+    local f = assert(io.open(out, "rb"))
+    local got = f:read("a")
+    f:close()
+    return got
+  end
+  for _, threads in ipairs { 1, 2, 3 } do
+    local agg = profile.new { threads = threads }
+    assert(agg:add_file(path))
+    local ty = agg:types()[1]
+    lu.assertTrue(#ty.groups >= 600)   -- several pieces
+    local want = agg:csv_text(ty.groups, nil, "\r\n")
+    local t = agg:csv_text(ty.groups, nil, "\r\n", true)
+    lu.assertEquals(#t, #want)
+    lu.assertEquals(written(t), want)
+    lu.assertEquals(#t, 0)             -- written: its buffers are freed
+    lu.assertEquals(written(t), "")
+    local extra = { [ty.groups[2]] = { "a,b", 'q"' } }
+    local parts = { "head\r\n", agg:csv_text(ty.groups, extra, "\n", true), "x",
+                    agg:provenance(ty.groups, ty.type, common, "/in.csv", "00ff", true), "" }
+    local k = 0
+    lu.assertEquals(written(function() k = k + 1; return parts[k] end),
+      "head\r\n" .. agg:csv_text(ty.groups, extra, "\n") .. "x"
+      .. agg:provenance(ty.groups, ty.type, common, "/in.csv", "00ff"))
+    local empty, n = agg:provenance({}, "Add", common, nil, nil, true)
+    lu.assertEquals({ #empty, n }, { 0, 0 })
+    lu.assertEquals(#agg:csv_text({}, nil, "\n", true), 0)
+    t = agg:csv_text(ty.groups, nil, "\n", true)
+    t:free()
+    lu.assertEquals(#t, 0)
+    agg:close()
+  end
+end
+
 function TestProfileThreads:test_file_xxh3_while_reading()
   local path = write_capture(4000, 300)
   local want = perf.sig.hash_file(path)

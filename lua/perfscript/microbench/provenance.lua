@@ -89,9 +89,10 @@ function M.lines(base, results, inputs)
 end
 
 -- The lines of the groups an import writes as the new file <stem>.csv (agg:provenance: no Lua
--- table per row), as M.lines returns them.
-function M.group_lines(base, agg, groups, stem, inputs)
-  return agg:provenance(groups, stem, M.common(base), inputs and inputs[1], inputs and inputs[2])
+-- table per row), as M.lines returns them (as_text: as a perfscript.text, C buffers that
+-- perf.fs.write_atomic writes without a copy into Lua).
+function M.group_lines(base, agg, groups, stem, inputs, as_text)
+  return agg:provenance(groups, stem, M.common(base), inputs and inputs[1], inputs and inputs[2], as_text)
 end
 
 -- Appends text (lines from M.lines, or a function giving such texts in turn until nil, as
