@@ -18,6 +18,7 @@
 #include "csvwrite.h"
 #include "grow.h"
 #include "num.h"
+#include "cores.h"
 #include "import_key.h"
 #include "lifetime.h"
 #include "shape.h"
@@ -1108,7 +1109,7 @@ static void *pass_thread(void *arg) {
 }
 
 static int threads_for(const ps_profile *p, uint64_t size) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long cores = ps_online_cores();
   long n = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
   uint64_t least = p->split_min ? p->split_min : SPLIT_MIN;
@@ -1424,7 +1425,7 @@ static void *rows_work(void *arg) {
 #define ROWS_PER_THREAD_MIN 128   /* fewer rows are not worth a thread (one call per kernel type) */
 
 int ps_profile_row_threads(const ps_profile *p, size_t n) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long cores = ps_online_cores();
   long T = p->threads > 0 ? p->threads : cores > 0 ? cores : 1;
   if (T > MAX_THREADS) T = MAX_THREADS;
   if (n < 2 * ROWS_PER_THREAD_MIN) T = 1;

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cores.h"
+
 #define MAX_WORKERS 64
 
 /* Shared by the parent and its workers (an anonymous shared mapping made before the fork). */
@@ -41,8 +43,8 @@ typedef struct worker {
 } worker;
 
 int ps_forkmap_cores(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (n > MAX_WORKERS ? MAX_WORKERS : (int)n) : 1;
+  int n = ps_online_cores();
+  return n > MAX_WORKERS ? MAX_WORKERS : n;
 }
 
 static int write_all(int fd, const void *p, size_t n) {
