@@ -559,18 +559,7 @@ static void select_with(const unsigned char *want, size_t n) {
         text[j] = alphabet[(seed >> 33) % (sizeof alphabet - 1)];
       }
     }
-    const char *path = write_file("select.csv", text, len);
-    for (int portable = 0; portable < 3; portable++) {
-      /* the full read, with the fields not selected blanked, is the selected read */
-      char *all = selected_transcript(path, portable, want, n, 0);
-      for (int apply = 1; apply <= 2; apply++) {
-        char *some = selected_transcript(path, portable, want, n, apply);
-        if (strcmp(all, some) != 0) fprintf(stderr, "%s\nall:\n%s\nselected:\n%s\n", path, all, some);
-        assert_string_equal(all, some);
-        free(some);
-      }
-      free(all);
-    }
+    same_selected(write_file("select.csv", text, len), want, n);
   }
 }
 

@@ -326,6 +326,15 @@ static int us_to_ns_ref(const char *s, size_t n, int64_t *ns) {
   return 0;
 }
 
+/* ps_num_us_to_ns of t[0..n) gives what the oracle gives (it reads C strings: no NUL in t). */
+static void same_as_oracle(const char *t, size_t n) {
+  int64_t a = 7, b = 7;
+  int ra = ps_num_us_to_ns(t, n, &a), rb = us_to_ns_ref(t, n, &b);
+  if (ra != rb || a != b) fprintf(stderr, "[%.*s]: %d %lld, oracle %d %lld\n", (int)n, t, ra, (long long)a, rb, (long long)b);
+  assert_int_equal(ra, rb);
+  assert_true(a == b);
+}
+
 /* Timestamps of 0 to 29 bytes, digits mostly, with a fraction, sign, stray bytes and spaces,
  * read as the oracle reads them (the ones near the int64 limit included). */
 static void us_to_ns_as_oracle(void **state) {
@@ -340,20 +349,12 @@ static void us_to_ns_as_oracle(void **state) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       t[k] = (x >> 40) % 8 ? "0123456789"[(x >> 20) % 10] : alpha[(x >> 8) % (sizeof alpha - 1)];
     }
-    int64_t a = 7, b = 7;
-    int ra = ps_num_us_to_ns(t, n, &a), rb = us_to_ns_ref(t, n, &b);
-    if (ra != rb || a != b) fprintf(stderr, "[%.*s]: %d %lld, oracle %d %lld\n", (int)n, t, ra, (long long)a, rb, (long long)b);
-    assert_int_equal(ra, rb);
-    assert_true(a == b);
+    same_as_oracle(t, n);
   }
   static const char *const edge[] = {"9223372036854775", "9223372036854774.999", "9223372036854775807",
                                      "18446744073709551615", "99999999999999999999", "1736413971000051.986\t",
                                      "12345678", "123456789012345678901234", "00000000000000001.5"};
-  for (size_t k = 0; k < sizeof edge / sizeof edge[0]; k++) {
-    int64_t a = 7, b = 7;
-    assert_int_equal(ps_num_us_to_ns(edge[k], strlen(edge[k]), &a), us_to_ns_ref(edge[k], strlen(edge[k]), &b));
-    assert_true(a == b);
-  }
+  for (size_t k = 0; k < sizeof edge / sizeof edge[0]; k++) same_as_oracle(edge[k], strlen(edge[k]));
 }
 
 /* The profilers' start times ("1736413971000024.661": sixteen digits, three decimals, read in
@@ -374,20 +375,12 @@ static void us_to_ns_start_times_as_oracle(void **state) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       t[(x >> 20) % 20] = (char)(x >> 50) ? (char)(x >> 50) : 'x';   /* the oracle reads C strings */
     }
-    int64_t a = 7, b = 7;
-    int ra = ps_num_us_to_ns(t, 20, &a), rb = us_to_ns_ref(t, 20, &b);
-    if (ra != rb || a != b) fprintf(stderr, "[%.20s]: %d %lld, oracle %d %lld\n", t, ra, (long long)a, rb, (long long)b);
-    assert_int_equal(ra, rb);
-    assert_true(a == b);
+    same_as_oracle(t, 20);
   }
   static const char *const edge[] = {"9223372036854774.999", "9223372036854775.000", "9999999999999999.999",
                                      "0000000000000000.000", "1736413971000024.661", "1736413971000024.6a1",
                                      "1736413971000024:661", "/736413971000024.661", "17364139710000:4.661"};
-  for (size_t k = 0; k < sizeof edge / sizeof edge[0]; k++) {
-    int64_t a = 7, b = 7;
-    assert_int_equal(ps_num_us_to_ns(edge[k], 20, &a), us_to_ns_ref(edge[k], 20, &b));
-    assert_true(a == b);
-  }
+  for (size_t k = 0; k < sizeof edge / sizeof edge[0]; k++) same_as_oracle(edge[k], 20);
   int64_t v;
   assert_int_equal(ps_num_us_to_ns("1736413971000024.661", 20, &v), 0);
   assert_true(v == INT64_C(1736413971000024661));

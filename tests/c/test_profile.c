@@ -36,6 +36,15 @@ static const char *write_file(const char *name, const char *text) {
   "Duration(us),Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types," \
   "Output Formats,aicore_time(us),aic_total_cycles\n"
 
+/* A new profile with path added (the add must succeed), its counts in *c. */
+static ps_profile *imported(const char *path, ps_profile_counts *c) {
+  ps_profile *p = ps_profile_new();
+  assert_non_null(p);
+  char err[512];
+  assert_int_equal(ps_profile_add_file(p, path, c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  return p;
+}
+
 static void fmt6(char *out, double v) { sprintf(out, "%.6f", v); }
 
 static void test_statistics(void **state) {
@@ -108,10 +117,8 @@ static void test_skips_and_duplicates(void **state) {
     "0,7,7,c,Cast,AI_CORE,3.0,N/A,\"1\",F,ND,\"1\",F,ND\r\n"
     "0,8,7,\"multi\nline\",Cast,AI_CORE,4.0,1.5,\"1\",F,ND,\"1\",F\r\n"
     "0,9,7,d,Cast,AI_CORE,5.0,2.5,\"1\",F,ND,\"1\",F,ND");
-  ps_profile *p = ps_profile_new();
   ps_profile_counts c;
-  char err[512];
-  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  ps_profile *p = imported(path, &c);
   assert_int_equal(c.rows, 9);
   assert_int_equal(c.duplicates, 1);
   assert_int_equal(c.na_shapes, 2);
@@ -129,6 +136,7 @@ static void test_skips_and_duplicates(void **state) {
   assert_int_equal(g.count, 2);
   assert_string_equal(g.cells[PS_PC_OUT_FORMATS], "ND");  /* first non-empty */
   /* the same file again: duplicates are per file, so all of its rows count again */
+  char err[512];
   assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
   assert_int_equal(c.duplicates, 1);
   assert_int_equal(ps_profile_totals(p)->used, 8);
@@ -153,10 +161,8 @@ static void test_distinct_kernels(void **state) {
     "1,1,6,2,n,Cast,dynamic,AI_VECTOR_CORE,6,8,\"8,8\",BOOL,FRACTAL_NZ,\"8,8\",FLOAT,ND,1,1\n"
     "1,1,7,2,n,Cast,dynamic,AI_VECTOR_CORE,7,10,\"8,8\",BOOL,ND,\"8,8\",FLOAT16,ND,1,1\n"
     "1,1,8,2,n,Cast,dynamic,AI_VECTOR_CORE,8,12,\"8,8;\",BOOL,ND,\"8,8\",FLOAT,ND,1,1\n");
-  ps_profile *p = ps_profile_new();
   ps_profile_counts c;
-  char err[512];
-  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  ps_profile *p = imported(path, &c);
   assert_int_equal(c.used, 8);
   assert_int_equal(ps_profile_ngroups(p), 7);
   ps_profile_group_info g;
@@ -243,10 +249,8 @@ static void test_fia_ordinals(void **state) {
     "1,1,2,2,n,FusedInferAttentionScore,dynamic,MIX_AIC,2,5,\"1,2\",A,ND,\"1,2\",A,ND,1,1\n"
     "1,1,3,2,n,FusedInferAttentionScore,dynamic,MIX_AIC,3,5,\"1,2\",A,ND,\"1,2\",A,ND,1,1\n"
     "1,1,4,2,n,FusedInferAttentionScore,dynamic,MIX_AIC,4,5,\"1,3\",A,ND,\"1,3\",A,ND,1,1\n");
-  ps_profile *p = ps_profile_new();
   ps_profile_counts c;
-  char err[512];
-  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  ps_profile *p = imported(path, &c);
   assert_int_equal(c.fia_rows, 4);
   ps_profile_group_info g;
   ps_profile_group(p, 0, 1, &g);
@@ -375,10 +379,8 @@ static void test_counters_side_by_side(void **state) {
   for (int m = 3; m < PS_NCOUNTERS; m++) k += snprintf(text + k, sizeof text - (size_t)k, ",7.5");
   snprintf(text + k, sizeof text - (size_t)k, "\n");
   const char *path = write_file("side_by_side.csv", text);
-  ps_profile *p = ps_profile_new();
   ps_profile_counts c;
-  char err[512];
-  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  ps_profile *p = imported(path, &c);
   assert_int_equal(c.used, 3);
   assert_int_equal(ps_profile_ngroups(p), 1);
   ps_profile_group_info g;
@@ -751,10 +753,8 @@ static void test_free_at_exit(void **state) {
   const char *path = write_file("exit.csv", HEADER_KD
     "1,1,1,2,n,Cast,dynamic,AI_CORE,1,2,\"8,8\",BOOL,ND,\"8,8\",FLOAT,ND,1,1\n"
     "1,1,2,2,n,Cast,dynamic,AI_CORE,2,4,\"8,8\",INT64,ND,\"8,8\",INT32,ND,1,1\n");
-  ps_profile *p = ps_profile_new();
   ps_profile_counts c;
-  char err[512];
-  assert_int_equal(ps_profile_add_file(p, path, &c, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  ps_profile *p = imported(path, &c);
   assert_int_equal(ps_profile_ngroups(p), 2);
   assert_int_equal(ps_exiting(), 0);
   ps_set_exiting();
