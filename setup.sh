@@ -39,14 +39,18 @@ if ((${#missing[@]})); then
 fi
 
 JOBS=$(nproc 2>/dev/null || echo 2)
+compile() {  # compile DIR [cmake --build args...]: stops on a failed target (a test's too), so
+             # no tests run on an older build left in DIR
+  local dir=$1 st=0; shift
+  cmake --build "$dir" -j "$JOBS" "$@" > "$dir/build.log" 2>&1 || st=$?
+  grep -vE '^\[ *[0-9]+%\]|^-- ' "$dir/build.log" >&2 || true
+  (( st == 0 )) || { echo "setup: build failed (see above)" >&2; exit 1; }
+}
 build() {  # build DIR [cmake args...]
   local dir=$1; shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-  local st=0
-  cmake --build "$dir" -j "$JOBS" > "$dir/build.log" 2>&1 || st=$?
-  grep -vE '^\[ *[0-9]+%\]|^-- ' "$dir/build.log" >&2 || true
-  # any target that fails (a test's too): no tests run on an older build left in $dir
-  (( st == 0 )) && [[ -x $dir/perfscript ]] || { echo "setup: build failed (see above)" >&2; exit 1; }
+  compile "$dir"
+  [[ -x $dir/perfscript ]] || { echo "setup: build failed (no $dir/perfscript)" >&2; exit 1; }
 }
 
 cmd=${1:-build}
@@ -63,10 +67,7 @@ case "$cmd" in
   tsan)
     threaded=(test_profile test_csvwrite test_stage test_forkmap test_proc)
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFSCRIPT_TSAN=ON >/dev/null
-    st=0
-    cmake --build build-tsan -j "$JOBS" --target "${threaded[@]}" > build-tsan/build.log 2>&1 || st=$?
-    grep -vE '^\[ *[0-9]+%\]|^-- ' build-tsan/build.log >&2 || true
-    (( st == 0 )) || { echo "setup: build failed (see above)" >&2; exit 1; }
+    compile build-tsan --target "${threaded[@]}"
     regex=$(IFS='|'; echo "^c/(${threaded[*]})\$")
     cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j "$JOBS" -R "$regex" "$@" ;;
   fuzz) exec fuzz/run.sh "$@" ;;

@@ -136,7 +136,8 @@ void ps_profile_set_block(ps_profile *p, uint64_t bytes) { p->block = bytes; }
 void ps_profile_free(ps_profile *p) {
   if (p == NULL) return;
   /* one block of durations a group: at the process's end they go with it (lifetime.h) */
-  for (size_t i = 0; !ps_exiting() && i < p->ngroups; i++) free(p->groups[i].durs), free(p->groups[i].mpart);
+  if (!ps_exiting())
+    for (size_t i = 0; i < p->ngroups; i++) free(p->groups[i].durs), free(p->groups[i].mpart);
   free_groups(p->groups, p->capgroups);
   for (str_chunk *c = p->str.owned, *next; c; c = next) {
     next = c->next;
@@ -462,6 +463,12 @@ static group *find(const ps_profile *p, const uint64_t hash[2]) {
 #define NBUF 3                  /* blocks in flight a thread: one parsed ahead while two are added */
 #define GUESS_WINDOW 65536u     /* a block's start guess looks this far for a line end */
 
+/* The line end a block's start is guessed after: the first in p[0..n), n cut to GUESS_WINDOW
+ * (p: the byte before the block's nominal start on). guess_and_parse and hash_block must agree. */
+static inline const char *guess_line_end(const char *p, size_t n) {
+  return memchr(p, '\n', n < GUESS_WINDOW ? n : GUESS_WINDOW);
+}
+
 enum { K_NOTYPE, K_NA, K_NODIMS, K_BAD, K_USE, K_SKIP };
 
 /* A block whose bytes wait for the file's hash to reach it (hash_block) */
@@ -740,7 +747,7 @@ static void hash_block(pass *x, worker *w, size_t k, uint64_t start, int ok) {
       to = start;   /* its start guess passed the next block's start: that one's is the same line end */
     } else {
       size_t from = (size_t)(nominal - 1 - start);
-      const char *nl = from < n ? memchr(p + from, '\n', n - from < GUESS_WINDOW ? n - from : GUESS_WINDOW) : NULL;
+      const char *nl = from < n ? guess_line_end(p + from, n - from) : NULL;
       ok = nl != NULL;
       if (ok) to = start + (uint64_t)(nl - p) + 1;
     }
@@ -782,7 +789,7 @@ static void guess_and_parse(pass *x, worker *w, block *b, size_t k) {
     /* a row is some hundred bytes: a page first, the whole buffer when it holds no line end */
     ssize_t n = fd < 0 ? -1 : pread(fd, buf, 4096, (off_t)(nominal - 1));
     if (n == 4096 && memchr(buf, '\n', 4096) == NULL) n = pread(fd, buf, sizeof buf, (off_t)(nominal - 1));
-    const char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
+    const char *nl = n > 0 ? guess_line_end(buf, (size_t)n) : NULL;
     if (nl == NULL) {   /* no line end near: step 2 reads it */
       b->status = B_GUESS;
       b->nrec = 0;
@@ -1054,12 +1061,6 @@ static void run_pass(pass *x, int t) {
 
 typedef struct thread_arg { pass *x; int t; } thread_arg;
 
-/* The file's XXH3 for the provenance log (ps_profile_set_hash) when the blocks' chain
- * (hash_block) gave up: the whole file read once more, after the pass. */
-typedef struct hash_job { const char *path; uint64_t h; int ok; } hash_job;
-
-static void hash_whole_file(hash_job *j) { j->ok = ps_sig_hash_file(j->path, &j->h) == 0; }
-
 /* The file's bytes [from, to) into x->hst, read with pread: 0, or -1. */
 static int hash_range(pass *x, uint64_t from, uint64_t to) {
   enum { PIECE = 256 << 10 };
@@ -1217,7 +1218,6 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     if (x->w[t].scan) ps_scan_set_chunk(x->w[t].scan, CHUNK);
   }
   int rc = 0;
-  hash_job hj = {path, 0, 0};
   int hashing = ready && p->hash_files;
   if (hashing) {
     ready = hash_room(p, x->file_index) == 0;
@@ -1257,10 +1257,12 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     }
   }
   if (hashing) {
-    if (x->hst && !x->hash_broken && x->hashed == x->size) hj.h = XXH3_64bits_digest(x->hst), hj.ok = 1;
-    else if (rc == 0) hash_whole_file(&hj), p->hash_rereads++;   /* the chain gave up */
-    p->file_hash[x->file_index] = hj.h;
-    p->file_hashed[x->file_index] = (unsigned char)hj.ok;
+    uint64_t h = 0;
+    int ok = 0;
+    if (x->hst && !x->hash_broken && x->hashed == x->size) h = XXH3_64bits_digest(x->hst), ok = 1;
+    else if (rc == 0) ok = ps_sig_hash_file(path, &h) == 0, p->hash_rereads++;   /* the chain gave up: the file once more */
+    p->file_hash[x->file_index] = h;
+    p->file_hashed[x->file_index] = (unsigned char)ok;
     XXH3_freeState(x->hst);
     free(x->hbuf);
     pthread_mutex_destroy(&x->hmu);
