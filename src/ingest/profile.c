@@ -71,8 +71,21 @@ typedef struct group {
  * 128-bit hash, so a lookup touches a group only once it has found it. */
 typedef struct slot {
   uint64_t h0, h1;
-  uint32_t idx;                          /* group index + 1, 0 = empty */
+  group *g;                              /* NULL: empty */
 } slot;
+
+/* The groups themselves live in chunks that never move, so a group's address is its identity
+ * for the profile's life: a pass's shares hand theirs to the profile by pointer, and the
+ * groups (416 bytes each) are not copied into one array at its end (that copy and its fresh
+ * pages were 10-40 ms of a 300 MB import, all of it serial). */
+typedef struct group_chunk {
+  struct group_chunk *next;
+  size_t mapped;                         /* bytes of its mapping; 0: malloc'd */
+  size_t used, cap;
+  group g[];
+} group_chunk;
+
+static void free_chunks(group_chunk *c);
 
 /* Exact-duplicate detection keeps the row keys of the last DUP_WINDOW to 2 * DUP_WINDOW rows
  * of the file in two small tables (old and current generation), so it costs constant memory
@@ -80,7 +93,6 @@ typedef struct slot {
 #define DUP_WINDOW 16384
 #define DUP_SLOTS (2 * DUP_WINDOW)
 
-static void free_groups(struct group *g, size_t cap);
 
 /* The groups' keys and cells live in chunks that are neither moved nor freed one by one: a
  * malloc per string (ten a group) and its free at the end were a tenth of a big import's time,
@@ -98,10 +110,12 @@ struct ps_profile {
   int threads;                /* 1: read every file in one thread */
   uint64_t split_min;         /* files below this size are read by one thread */
   uint64_t block;             /* block size (0: BLOCK; tests make it small) */
-  group *groups;
+  group **groups;             /* group i, in the order of the groups' first rows */
   size_t ngroups, capgroups;
+  group_chunk *chunks;        /* where the groups made here and adopted live */
   slot *slots;                /* open addressing on the key hash */
   size_t nslots;              /* power of two */
+  int stale_slots;            /* groups adopted since the slots were filled: refill before a find */
   strings str;                /* the groups' keys and cells */
   uint64_t *seen[2];          /* duplicate window: current and previous generation */
   size_t nseen;
@@ -137,8 +151,9 @@ void ps_profile_free(ps_profile *p) {
   if (p == NULL) return;
   /* one block of durations a group: at the process's end they go with it (lifetime.h) */
   if (!ps_exiting())
-    for (size_t i = 0; i < p->ngroups; i++) free(p->groups[i].durs), free(p->groups[i].mpart);
-  free_groups(p->groups, p->capgroups);
+    for (size_t i = 0; i < p->ngroups; i++) free(p->groups[i]->durs), free(p->groups[i]->mpart);
+  free_chunks(p->chunks);
+  free(p->groups);
   for (str_chunk *c = p->str.owned, *next; c; c = next) {
     next = c->next;
     free(c);
@@ -238,49 +253,57 @@ static void strings_give(strings *to, strings *from) {
   from->owned = NULL;
 }
 
-/* The groups array: every row lands on a random group, so on big runs it lives in huge pages
- * (one TLB entry per 2 MB instead of per 4 KB) when the kernel grants them. It grows by
- * mremap where there is one: the pages move, nothing is copied, and only the pages touched
- * are zeroed (a copy into fresh pages was a twentieth of a 300 MB import). */
+/* Room for one more group. Every row lands on a random group, so on big runs the chunks are
+ * mappings in huge pages (one TLB entry per 2 MB instead of per 4 KB) when the kernel grants
+ * them, and only the pages touched are zeroed; small profiles stay small (16 groups first). */
 #define HUGE_MIN (2u << 20)
-static group *grow_groups(group *old, size_t oldcap, size_t cap) {
-  size_t bytes = cap * sizeof(group), oldbytes = oldcap * sizeof(group);
-  if (bytes < HUGE_MIN) return realloc(old, bytes);
-#ifdef MREMAP_MAYMOVE
-  if (oldbytes >= HUGE_MIN) {
-    void *m = mremap(old, oldbytes, bytes, MREMAP_MAYMOVE);
-    if (m == MAP_FAILED) return NULL;
+#define CHUNK_MAX (8u << 20)
+static group *group_room(ps_profile *p) {
+  group_chunk *c = p->chunks;
+  if (c == NULL || c->used == c->cap) {
+    size_t bytes = c ? sizeof *c + 4 * c->cap * sizeof(group) : sizeof *c + 16 * sizeof(group);
+    if (bytes > CHUNK_MAX) bytes = CHUNK_MAX;
+    group_chunk *n;
+    if (bytes < HUGE_MIN) {
+      if ((n = malloc(bytes)) == NULL) return NULL;
+      n->mapped = 0;
+    } else {
+      void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
-    madvise(m, bytes, MADV_HUGEPAGE);
+      madvise(m, bytes, MADV_HUGEPAGE);
 #endif
-    return m;
+      n = m;
+      n->mapped = bytes;
+    }
+    n->cap = (bytes - sizeof *n) / sizeof(group);
+    n->used = 0;
+    n->next = c;
+    p->chunks = c = n;
   }
-#endif
-  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-  madvise(m, bytes, MADV_HUGEPAGE);
-#endif
-  if (old) memcpy(m, old, oldbytes);
-  if (oldbytes < HUGE_MIN) free(old);
-  else munmap(old, oldbytes);
-  return m;
+  return &c->g[c->used++];
 }
 
-static void free_groups(group *g, size_t cap) {
-  if (g == NULL) return;
-  if (cap * sizeof(group) < HUGE_MIN) free(g);
-  else munmap(g, cap * sizeof(group));
+static void free_chunks(group_chunk *c) {
+  for (group_chunk *next; c; c = next) {
+    next = c->next;
+    if (c->mapped) munmap(c, c->mapped);
+    else free(c);
+  }
 }
 
-static int grow_table(ps_profile *p) {
-  size_t n = p->nslots * 2;
+/* p's slots as a table of n (a power of two) filled with every group: 0, or -1 (p unchanged). */
+static int fill_table(ps_profile *p, size_t n) {
   slot *t = calloc(n, sizeof *t);
   if (t == NULL) return -1;
   for (size_t i = 0; i < p->ngroups; i++) {
-    size_t h = (size_t)p->groups[i].hash & (n - 1);
-    while (t[h].idx) h = (h + 1) & (n - 1);
-    t[h] = (slot){p->groups[i].hash, p->groups[i].hash2, (uint32_t)i + 1};
+    /* the groups 16 ahead, then (their hashes read by now) the slots 8 ahead */
+    if (i + 16 < p->ngroups) __builtin_prefetch(p->groups[i + 16]);
+    if (i + 8 < p->ngroups) __builtin_prefetch(&t[(size_t)p->groups[i + 8]->hash & (n - 1)], 1);
+    group *g = p->groups[i];
+    size_t h = (size_t)g->hash & (n - 1);
+    while (t[h].g) h = (h + 1) & (n - 1);
+    t[h] = (slot){g->hash, g->hash2, g};
   }
   free(p->slots);
   p->slots = t;
@@ -288,23 +311,21 @@ static int grow_table(ps_profile *p) {
   return 0;
 }
 
+static int grow_table(ps_profile *p) { return fill_table(p, p->nslots * 2); }
+
 static group *find_or_add(ps_profile *p, const char *key, size_t keylen, const uint64_t hash[2],
                           int *created) {
   size_t h = (size_t)hash[0] & (p->nslots - 1);
-  for (; p->slots[h].idx; h = (h + 1) & (p->nslots - 1))
+  for (; p->slots[h].g; h = (h + 1) & (p->nslots - 1))
     if (p->slots[h].h0 == hash[0] && p->slots[h].h1 == hash[1]) {   /* the same key */
       *created = 0;
-      return &p->groups[p->slots[h].idx - 1];
+      return p->slots[h].g;
     }
   if (p->ngroups >= UINT32_MAX - 1) return NULL;
-  if (p->ngroups == p->capgroups) {
-    size_t c = p->capgroups ? p->capgroups * 2 : 256;
-    group *ng = grow_groups(p->groups, p->capgroups, c);
-    if (ng == NULL) return NULL;
-    p->groups = ng;
-    p->capgroups = c;
-  }
-  group *g = &p->groups[p->ngroups];
+  if (p->ngroups == p->capgroups && ps_grow((void **)&p->groups, &p->capgroups, p->ngroups + 1, sizeof *p->groups) != 0)
+    return NULL;
+  group *g = group_room(p);
+  if (g == NULL) return NULL;
   memset(g, 0, sizeof *g);
   if ((g->key = str_put(&p->str, key, keylen)) == NULL) return NULL;
   g->keylen = keylen;
@@ -314,10 +335,11 @@ static group *find_or_add(ps_profile *p, const char *key, size_t keylen, const u
   g->fia_file = g->fia_ordinal = -1;
   g->min = INFINITY;
   g->max = -INFINITY;
-  p->slots[h] = (slot){hash[0], hash[1], (uint32_t)++p->ngroups};
+  p->groups[p->ngroups++] = g;
+  p->slots[h] = (slot){hash[0], hash[1], g};
   if (p->ngroups * 2 > p->nslots && grow_table(p) != 0) return NULL;
   *created = 1;
-  return &p->groups[p->ngroups - 1];
+  return g;
 }
 
 static int in_table(const uint64_t *t, uint64_t hash) {
@@ -427,8 +449,8 @@ static void add_counts(ps_profile_counts *to, const ps_profile_counts *c) {
 
 /* The group of a key already in p, or NULL (read only: the threads of step 3 share it). */
 static group *find(const ps_profile *p, const uint64_t hash[2]) {
-  for (size_t h = (size_t)hash[0] & (p->nslots - 1); p->slots[h].idx; h = (h + 1) & (p->nslots - 1))
-    if (p->slots[h].h0 == hash[0] && p->slots[h].h1 == hash[1]) return &p->groups[p->slots[h].idx - 1];
+  for (size_t h = (size_t)hash[0] & (p->nslots - 1); p->slots[h].g; h = (h + 1) & (p->nslots - 1))
+    if (p->slots[h].h0 == hash[0] && p->slots[h].h1 == hash[1]) return p->slots[h].g;
   return NULL;
 }
 
@@ -847,13 +869,11 @@ static void walk_step(pass *x, int t, size_t k) {
   }
 }
 
-/* A group of p (earlier files) or of share table q: its index i in q, or -2 - i for p's
- * group i; -1: none. An index, not a pointer: q's groups move as it grows. */
-static inline long group_of(const ps_profile *p, const ps_profile *q, const uint64_t h[2]) {
-  const group *g = find(q, h);
-  if (g) return g - q->groups;
-  if (p->ngroups && (g = find(p, h)) != NULL) return -2 - (long)(g - p->groups);
-  return -1;
+/* The group of a key in share table q or in p (earlier files), or NULL. */
+static inline group *group_of(const ps_profile *p, const ps_profile *q, const uint64_t h[2]) {
+  group *g = find(q, h);
+  if (g == NULL && p->ngroups) g = find(p, h);
+  return g;
 }
 
 /* Step 3: the used rows of share s in block k, in file order. */
@@ -861,35 +881,33 @@ static void add_step(pass *x, int s, size_t k) {
   ps_profile *p = x->p, *q = x->q[s];
   uint64_t S = (uint64_t)x->T;
 #define MINE(r) ((r)->kind == K_USE && (S == 1 || (r)->h1 % S == (uint64_t)s))
-#define GROUP(i) ((i) >= 0 ? &q->groups[(i)] : &p->groups[-2 - (i)])
   const block *b = &x->blk[k % x->nbuf];
   /* Rows land on random groups: the slot of row i + 16 and the group of row i + 8 are
    * fetched ahead (ring: the groups found), and the duration slot of row i + 2. */
-  long ring[16];
+  group *ring[16];
   for (size_t i = 0; i < b->nrec; i++) {
     if (i + 16 < b->nrec && MINE(&b->recs[i + 16]))
       __builtin_prefetch(&q->slots[(size_t)b->recs[i + 16].h0 & (q->nslots - 1)]);
     if (i + 8 < b->nrec) {
       const rowrec *a = &b->recs[i + 8];
-      long ga = -1;
+      group *ga = NULL;
       if (MINE(a)) {
         uint64_t ha[2] = {a->h0, a->h1};
-        if ((ga = group_of(p, q, ha)) != -1)
-          for (int l = 0; l < 6; l++) __builtin_prefetch((char *)GROUP(ga) + 64 * l, 1);
+        if ((ga = group_of(p, q, ha)) != NULL)
+          for (int l = 0; l < 6; l++) __builtin_prefetch((char *)ga + 64 * l, 1);
       }
       ring[(i + 8) & 15] = ga;
     }
-    if (i + 2 < b->nrec && i + 2 >= 8 && ring[(i + 2) & 15] != -1) {
-      group *gc = GROUP(ring[(i + 2) & 15]);
+    if (i + 2 < b->nrec && i + 2 >= 8 && ring[(i + 2) & 15] != NULL) {
+      const group *gc = ring[(i + 2) & 15];
       if (gc->durs) __builtin_prefetch(gc->durs + gc->ndur, 1);
     }
     const rowrec *r = &b->recs[i];
     if (!MINE(r)) continue;
     uint64_t h[2] = {r->h0, r->h1};
     int created = 0;
-    /* the ring's -1 may be a group an earlier row of this block made since */
-    long gi = i >= 8 ? ring[i & 15] : -1;
-    group *g = gi != -1 ? GROUP(gi) : NULL;
+    /* the ring's NULL may be a group an earlier row of this block made since */
+    group *g = i >= 8 ? ring[i & 15] : NULL;
     if (g == NULL && p->ngroups) g = find(p, h);
     if (g == NULL) {
       g = find_or_add(q, b->arena + r->off, r->keylen, h, &created);
@@ -929,66 +947,55 @@ static void add_step(pass *x, int s, size_t k) {
     }
   }
   return;
-#undef GROUP
 #undef MINE
 oom:
   atomic_store(&x->oom, 1);
 }
 
 /* After the pass: the shares' groups join p in the order of their first rows. Each share
- * made its groups in file order, so that order is a merge of the shares'. */
+ * made its groups in file order, so that order is a merge of the shares'. The groups stay
+ * where they are (p takes their chunks); p's slots are filled when a later file needs them
+ * (refill_slots), not here: a single file's import never looks a key up again. */
 static int adopt_all(pass *x) {
   ps_profile *p = x->p;
   size_t n = 0, at[MAX_THREADS] = {0};
   for (int s = 0; s < x->T; s++) n += x->q[s]->ngroups;
   if (n == 0) return 0;
   if (p->ngroups + n >= UINT32_MAX - 1) return -1;
-  if (p->ngroups + n > p->capgroups) {   /* room for all at once */
-    group *ng = grow_groups(p->groups, p->capgroups, p->ngroups + n);
-    if (ng == NULL) return -1;
-    p->groups = ng;
-    p->capgroups = p->ngroups + n;
-  }
-  while ((p->ngroups + n) * 2 > p->nslots)
-    if (grow_table(p) != 0) return -1;
-  /* First the copy, in the order of the groups' first rows: the shares' groups and p's new
-   * ones are read and written in order. Then their slots, each fetched ahead: a slot is a
-   * random place in a table of megabytes, and inserted during the copy every group waited for
-   * its own (two thirds of this step's 20 ms at 49k groups). */
-  size_t base = p->ngroups, mask = p->nslots - 1;
-  size_t freed[MAX_THREADS] = {0};   /* bytes of each share's groups given back */
-  long page = sysconf(_SC_PAGESIZE);
+  if (ps_grow((void **)&p->groups, &p->capgroups, p->ngroups + n, sizeof *p->groups) != 0) return -1;
+  group **out = p->groups + p->ngroups;
   for (size_t k = 0; k < n; k++) {
-    /* a share's groups copied are given back as the copy goes (their pages are their own
-     * mapping: grow_groups), so the groups are held once, not twice, at the end */
-    if ((k & 4095) == 4095 && page > 0)
-      for (int s = 0; s < x->T; s++) {
-        const ps_profile *q = x->q[s];
-        size_t done = at[s] * sizeof(group) / (size_t)page * (size_t)page;
-        if (q->capgroups * sizeof(group) >= HUGE_MIN && done > freed[s]) {
-          madvise((char *)q->groups + freed[s], done - freed[s], MADV_DONTNEED);
-          freed[s] = done;
-        }
-      }
-    const group *best = NULL;
+    group *best = NULL;
     int bs = 0;
     for (int s = 0; s < x->T; s++) {
       const ps_profile *q = x->q[s];
-      if (at[s] < q->ngroups && (best == NULL || q->groups[at[s]].first_row < best->first_row))
-        best = &q->groups[at[s]], bs = s;
+      if (at[s] < q->ngroups && (best == NULL || q->groups[at[s]]->first_row < best->first_row))
+        best = q->groups[at[s]], bs = s;
     }
     at[bs]++;
-    p->groups[base + k] = *best;
+    out[k] = best;
   }
-  for (size_t k = 0; k < n; k++) {
-    if (k + 16 < n) __builtin_prefetch(&p->slots[(size_t)p->groups[base + k + 16].hash & mask], 1);
-    const group *g = &p->groups[base + k];
-    size_t h = (size_t)g->hash & mask;
-    while (p->slots[h].idx) h = (h + 1) & mask;
-    p->slots[h] = (slot){g->hash, g->hash2, (uint32_t)(base + k + 1)};
+  p->ngroups += n;
+  p->stale_slots = 1;
+  for (int s = 0; s < x->T; s++) {   /* p owns their groups now */
+    ps_profile *q = x->q[s];
+    group_chunk **tail = &q->chunks;
+    while (*tail) tail = &(*tail)->next;
+    *tail = p->chunks;
+    p->chunks = q->chunks;
+    q->chunks = NULL;
+    q->ngroups = 0;
   }
-  p->ngroups = base + n;
-  for (int s = 0; s < x->T; s++) x->q[s]->ngroups = 0;   /* p owns their memory now */
+  return 0;
+}
+
+/* p's slots for every group, before a pass looks keys up in them (its threads only read). */
+static int refill_slots(ps_profile *p) {
+  if (!p->stale_slots) return 0;
+  size_t n = 1024;
+  while (n < 2 * p->ngroups + 2) n *= 2;   /* at most half full, as find_or_add keeps it */
+  if (fill_table(p, n) != 0) return -1;
+  p->stale_slots = 0;
   return 0;
 }
 
@@ -1158,6 +1165,11 @@ int ps_profile_add_file(ps_profile *p, const char *path, ps_profile_counts *coun
     return -1;
   }
   note_absent(col, absent, absentsize);
+  if (refill_slots(p) != 0) {
+    snprintf(err, errsize, "%s: out of memory", path);
+    ps_scan_close(r);
+    return -1;
+  }
   if (p->seen[0]) {
     memset(p->seen[0], 0, DUP_SLOTS * sizeof(uint64_t));
     memset(p->seen[1], 0, DUP_SLOTS * sizeof(uint64_t));
@@ -1321,12 +1333,12 @@ static double median_of(double *a, size_t n) {
 }
 
 const char *ps_profile_group_type(const ps_profile *p, size_t i) {
-  return i < p->ngroups && p->groups[i].cells[PS_PC_TYPE] ? p->groups[i].cells[PS_PC_TYPE] : "";
+  return i < p->ngroups && p->groups[i]->cells[PS_PC_TYPE] ? p->groups[i]->cells[PS_PC_TYPE] : "";
 }
 
 int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *info) {
   if (i >= p->ngroups) return -1;
-  group *g = &p->groups[i];
+  group *g = p->groups[i];
   if (!stats)   /* with stats every member is set below */
     memset(&info->mean, 0, offsetof(ps_profile_group_info, first_start_ns) - offsetof(ps_profile_group_info, mean));
   for (int c = 0; c < PS_PC_NCELLS; c++) info->cells[c] = g->cells[c] ? g->cells[c] : "";
@@ -1361,11 +1373,11 @@ void ps_profile_prefetch(const ps_profile *p, const size_t *idx, size_t k, size_
    * ahead, then (their pointers read by now) the cells and durations of those 4 ahead. */
   enum { GROUP_AHEAD = 8, DATA_AHEAD = 4 };
   if (k + GROUP_AHEAD < to && idx[k + GROUP_AHEAD] < p->ngroups) {
-    const char *g = (const char *)&p->groups[idx[k + GROUP_AHEAD]];
+    const char *g = (const char *)p->groups[idx[k + GROUP_AHEAD]];
     for (size_t o = 0; o < sizeof(group); o += 64) __builtin_prefetch(g + o);
   }
   if (k + DATA_AHEAD < to && idx[k + DATA_AHEAD] < p->ngroups) {
-    const group *g = &p->groups[idx[k + DATA_AHEAD]];
+    const group *g = p->groups[idx[k + DATA_AHEAD]];
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
       if (g->cells[c]) __builtin_prefetch(g->cells[c]);
     if (durs && g->durs)
