@@ -121,7 +121,7 @@ int ps_profile_group(ps_profile *p, size_t i, int stats, ps_profile_group_info *
 void ps_profile_prefetch(const ps_profile *p, const size_t *idx, size_t k, size_t to, int durs);
 
 /* Group i's kernel type (info.cells[PS_PC_TYPE] of ps_profile_group), "" when out of range. */
-const char *ps_profile_group_type(const ps_profile *p, size_t i);
+const char *ps_profile_group_type(const ps_profile *p, size_t i);   /* fetches ahead of a walk in order */
 
 /* The database rows of groups idx[0..n) (0-based) as CSV text: the 8 cells after the type with
  * minimal quoting (csvwrite.h), then mean, median and std and the 25 counter means as %.6f
