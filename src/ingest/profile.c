@@ -506,10 +506,11 @@ typedef struct rowrec {
   uint8_t kind, check_dup, have_start, is_fia;
   uint32_t valid;                        /* bit m: mv[m] holds a number */
   int64_t start_ns;
-  double dur;
   uint32_t off, keylen, clen[PS_PC_NCELLS];
-  double mv[PS_NCOUNTERS];
+  double mv[PS_NCOUNTERS + 1];           /* the counters, then the duration (DUR) */
 } rowrec;
+
+#define DUR mv[PS_NCOUNTERS]
 
 enum { B_OK, B_BAD, B_SCAN, B_OOM, B_GUESS };
 
@@ -682,12 +683,22 @@ static int prepare_row(const pass *x, worker *w, block *b, const ps_scan_record 
   int na = ps_profile_is_na(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]) ||
            ps_profile_is_na(cell[PS_PC_OUT_SHAPES], len[PS_PC_OUT_SHAPES]);
   int no_dims = !na && ps_profile_no_dims(cell[PS_PC_IN_SHAPES], len[PS_PC_IN_SHAPES]);
-  /* a scanner's field, untrimmed (PS_SCAN_PLAIN) and padded: read as the counters are */
-  int bad = !(ps_num_finite_n(&cell[C_DURATION], &len[C_DURATION], 1, 1, &r->dur) & 1);
+  int bad = 1;
+  if (!na && !no_dims) {
+    /* the counters and the duration in one call: the last counter and the duration make one
+     * quad of the vector parser, not two single parses. Scanner fields, untrimmed
+     * (PS_SCAN_PLAIN) and padded (csvscan.h); a column the file lacks is "". */
+    const char *ns[PS_NCOUNTERS + 1];
+    size_t nl[PS_NCOUNTERS + 1];
+    memcpy(ns, mcell, PS_NCOUNTERS * sizeof *ns);
+    memcpy(nl, mlen, PS_NCOUNTERS * sizeof *nl);
+    ns[PS_NCOUNTERS] = cell[C_DURATION], nl[PS_NCOUNTERS] = len[C_DURATION];
+    uint32_t ok = ps_num_finite_n(ns, nl, PS_NCOUNTERS + 1, 1, r->mv);
+    bad = !(ok >> PS_NCOUNTERS & 1);
+    r->valid = ok & ((1u << PS_NCOUNTERS) - 1);
+  }
   r->kind = na ? K_NA : no_dims ? K_NODIMS : bad ? K_BAD : K_USE;
   if (r->kind == K_USE) {
-    /* the scanner's fields are padded (csvscan.h); a column the file lacks is "" */
-    r->valid = ps_num_finite_n(mcell, mlen, PS_NCOUNTERS, 1, r->mv);
     /* the key, the type and the other cells, one after the other in the block's arena */
     size_t need = keylen + tlen;
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++) need += len[c];
@@ -914,7 +925,7 @@ static void add_step(pass *x, int s, size_t k) {
       if (g == NULL) goto oom;
       if (created) g->first_row = b->first_row + i;
     }
-    if (add_duration(g, r->dur) != 0) goto oom;
+    if (add_duration(g, r->DUR) != 0) goto oom;
     /* the first non-empty value of each cell */
     const char *cs = b->arena + r->off + r->keylen;
     if (created && set_cell(&q->str, g, PS_PC_TYPE, cs, r->clen[PS_PC_TYPE]) != 0) goto oom;
