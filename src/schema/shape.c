@@ -13,13 +13,15 @@ static size_t trim(const char **p, size_t n) {
   return n;
 }
 
-/* Neither a space nor a quote: a cell or slot that begins and ends so needs no strip. */
-static inline int plain_edge(char c) { return c != '"' && !ps_is_space(c); }
 
 static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
 
-size_t ps_shape_strip(const char **p, size_t n) {
-  if (n && plain_edge((*p)[0]) && plain_edge((*p)[n - 1])) return n; /* most cells */
+size_t ps_shape_strip_edges(const char **p, size_t n) {
+  const char *c = *p;
+  if (n >= 3 && c[0] == '"' && c[n - 1] == '"' && ps_shape_plain_edge(c[1]) && ps_shape_plain_edge(c[n - 2])) {
+    *p = c + 1;   /* "text" (the profilers' shape cells, once unquoted) */
+    return n - 2;
+  }
   n = trim(p, n);
   const char *s = *p;
   while (n && *s == '"') s++, n--;

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "text.h"
+
 /* The limits of one signature cell (Input/Output Shapes, Data Types, Formats), the one place
  * they are set: far above any real export (at most 33 slots and 365 bytes in the real data),
  * so a cell beyond them is damaged data. The import refuses it and db_lint reports it, naming
@@ -64,8 +66,15 @@ static inline const int64_t *ps_shape_slot(const ps_shape *s, size_t i) {
 }
 
 /* Trims whitespace, then strips every leading and trailing `"` (Python's
- * `s.strip().strip('"')`). Moves *p and returns the new length. */
-size_t ps_shape_strip(const char **p, size_t len);
+ * `s.strip().strip('"')`). Moves *p and returns the new length. Inline for its common case,
+ * a cell that begins and ends with neither (the import strips five cells a row). */
+size_t ps_shape_strip_edges(const char **p, size_t len);
+/* Neither a space nor a quote: a cell or slot that begins and ends so needs no strip. */
+static inline int ps_shape_plain_edge(char c) { return c != '"' && !ps_is_space(c); }
+static inline size_t ps_shape_strip(const char **p, size_t len) {
+  if (len && ps_shape_plain_edge((*p)[0]) && ps_shape_plain_edge((*p)[len - 1])) return len;
+  return ps_shape_strip_edges(p, len);
+}
 
 /* Normalises one slot's text (docs/rules.md, Write-back signature): trim, strip quotes, trim; the
  * empty tokens give ""; drop one pair of surrounding parentheses; dims separated by runs of
