@@ -232,7 +232,7 @@ function TestFs:test_lock_removes_leftovers_of_killed_writers()
     return n
   end
   local left = leftovers()
-  lu.assertEquals(#left, 1)
+  lu.assertEquals(#left, 1, "leftovers: " .. table.concat(left, " "))
   lu.assertStrContains(left[1], (".Add.csv.tmp.%d."):format(p:pid()))
   local mine = h.write(d .. "/.Live.csv.tmp." .. h.read("/proc/self/stat"):match("^%d+") .. ".aB9xYz", "busy")
   h.write(d .. "/.Old.csv.tmp.aB9xYz", "unknown writer")
