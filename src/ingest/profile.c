@@ -67,6 +67,11 @@ typedef struct group {
   char *cells[PS_PC_NCELLS];
 } group;
 
+/* A group's durations lie in its table's string chunks (add_duration) until they need more
+ * than DUR_OWN bytes, then in a block of their own. */
+#define DUR_OWN (16u << 10)
+static inline int owns_durs(const group *g) { return g->capdur * sizeof *g->durs > DUR_OWN; }
+
 /* Not u64map.h: the parse_profile hot path keeps its own table. A slot holds the key's whole
  * 128-bit hash, so a lookup touches a group only once it has found it. */
 typedef struct slot {
@@ -151,7 +156,10 @@ void ps_profile_free(ps_profile *p) {
   if (p == NULL) return;
   /* one block of durations a group: at the process's end they go with it (lifetime.h) */
   if (!ps_exiting())
-    for (size_t i = 0; i < p->ngroups; i++) free(p->groups[i]->durs), free(p->groups[i]->mpart);
+    for (size_t i = 0; i < p->ngroups; i++) {
+      if (owns_durs(p->groups[i])) free(p->groups[i]->durs);
+      free(p->groups[i]->mpart);
+    }
   free_chunks(p->chunks);
   free(p->groups);
   for (str_chunk *c = p->str.owned, *next; c; c = next) {
@@ -218,28 +226,32 @@ int ps_profile_no_dims(const char *s, size_t len) {
 
 /* ---- groups --------------------------------------------------------------------------- */
 
+/* Room for n bytes at a multiple of align (a power of two, at most 8) in st's chunks, or NULL. */
+static char *str_room(strings *st, size_t n, size_t align) {
+  size_t pad = (size_t)(-(uintptr_t)st->at & (align - 1));
+  if (st->at == NULL || pad + n > st->left) {
+    size_t size = n > STR_CHUNK / 4 ? n : STR_CHUNK;   /* a long one: a chunk its size */
+    str_chunk *c = malloc(sizeof *c + size);          /* data: 8-aligned */
+    if (c == NULL) return NULL;
+    c->next = st->owned;
+    st->owned = c;
+    if (size != STR_CHUNK) return c->data;
+    st->at = c->data, st->left = size, pad = 0;
+  }
+  char *d = st->at + pad;
+  st->at += pad + n;
+  st->left -= pad + n;
+  return d;
+}
+
 /* A NUL-terminated copy of s[0..len) in st (the empty string is a shared ""), or NULL. */
 static char *str_put(strings *st, const char *s, size_t len) {
   static char empty[1];
   if (len == 0) return empty;
-  if (len + 1 > st->left) {
-    size_t n = len + 1 > STR_CHUNK / 4 ? len + 1 : STR_CHUNK;   /* a long one: a chunk its size */
-    str_chunk *c = malloc(sizeof *c + n);
-    if (c == NULL) return NULL;
-    c->next = st->owned;
-    st->owned = c;
-    if (n == STR_CHUNK) st->at = c->data, st->left = n;
-    else {
-      memcpy(c->data, s, len);
-      c->data[len] = 0;
-      return c->data;
-    }
-  }
-  char *d = st->at;
+  char *d = str_room(st, len + 1, 1);
+  if (d == NULL) return NULL;
   memcpy(d, s, len);
   d[len] = 0;
-  st->at += len + 1;
-  st->left -= len + 1;
   return d;
 }
 
@@ -381,11 +393,18 @@ static int set_cell(strings *st, group *g, int c, const char *s, size_t len) {
   return 0;
 }
 
-static int add_duration(group *g, double d) {
+/* A group's durations: in st's chunks while they are few, each growth a new place there and
+ * a copy (a malloc and three reallocs a group were a sixth of adding the rows); past DUR_OWN
+ * bytes a block of its own, grown by realloc (an old place left behind would double them). */
+
+static int add_duration(strings *st, group *g, double d) {
   if (g->ndur == g->capdur) {
     size_t c = g->capdur ? g->capdur * 2 : 4;
-    double *n = realloc(g->durs, c * sizeof *n);
+    double *n;
+    if (c * sizeof *n <= DUR_OWN) n = (double *)(void *)str_room(st, c * sizeof *n, _Alignof(double));
+    else n = realloc(owns_durs(g) ? g->durs : NULL, c * sizeof *n);
     if (n == NULL) return -1;
+    if (!owns_durs(g) && g->ndur) memcpy(n, g->durs, g->ndur * sizeof *n);
     g->durs = n;
     g->capdur = c;
   }
@@ -925,7 +944,7 @@ static void add_step(pass *x, int s, size_t k) {
       if (g == NULL) goto oom;
       if (created) g->first_row = b->first_row + i;
     }
-    if (add_duration(g, r->DUR) != 0) goto oom;
+    if (add_duration(&q->str, g, r->DUR) != 0) goto oom;
     /* the first non-empty value of each cell */
     const char *cs = b->arena + r->off + r->keylen;
     if (created && set_cell(&q->str, g, PS_PC_TYPE, cs, r->clen[PS_PC_TYPE]) != 0) goto oom;

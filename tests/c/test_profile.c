@@ -692,6 +692,73 @@ static void test_median_any_order(void **state) {
   ps_profile_free(p);
 }
 
+/* Checks group i of p against the durations d[0..n): count, mean, median, std, min, max. */
+static void assert_stats(ps_profile *p, size_t i, const double *d, int n) {
+  ps_profile_group_info info;
+  assert_int_equal(ps_profile_group(p, i, 1, &info), 0);
+  assert_int_equal(info.count, n);
+  double sum = 0, ss = 0;
+  for (int k = 0; k < n; k++) sum += d[k];
+  double mean = sum / n;
+  for (int k = 0; k < n; k++) ss += (d[k] - mean) * (d[k] - mean);
+  double *sorted = malloc((size_t)n * sizeof *sorted);
+  assert_non_null(sorted);
+  memcpy(sorted, d, (size_t)n * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, cmp_dbl);
+  assert_true(info.mean == mean);
+  assert_true(info.median == (n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2));
+  assert_true(info.std == sqrt(ss / n));
+  assert_true(info.min == sorted[0] && info.max == sorted[n - 1]);
+  free(sorted);
+}
+
+/* A group's durations outgrow the table's chunks (past 2048 a block of their own, then grown
+ * in place) across two files and two threads; a small group beside it stays in the chunks. */
+static void test_many_durations(void **state) {
+  (void)state;
+  enum { BIG1 = 5000, BIG2 = 1500, SMALL = 7 };
+  static double big[BIG1 + BIG2], small[SMALL];
+  char path[2][2048];
+  unsigned seed = 777;
+  int nb = 0, ns = 0;
+  for (int f = 0; f < 2; f++) {
+    snprintf(path[f], sizeof path[f], "%s/many%d.csv", dir, f);
+    FILE *out = fopen(path[f], "wb");
+    assert_non_null(out);
+    fputs(HEADER_KD, out);
+    for (int k = 0; k < (f ? BIG2 : BIG1); k++) {
+      seed = seed * 1103515245u + 12345u;
+      char text[32];   /* the value is the text's (the parser's is strtod's) */
+      snprintf(text, sizeof text, "%u.%03u", (seed >> 8) % 1000, seed % 1000 + 1);
+      big[nb] = strtod(text, NULL);
+      fprintf(out, "1,1,%d,2,n,MatMul,dynamic,AI_CORE,,%s,\"64,64\",FLOAT,ND,\"64,64\",FLOAT,ND,1,1\n", nb, text);
+      nb++;
+      if (f == 0 && k % 700 == 0 && ns < SMALL) {
+        small[ns] = ns + 1.5;
+        fprintf(out, "1,1,%d,2,n,Add,dynamic,AI_CORE,,%.3f,\"8\",FLOAT,ND,\"8\",FLOAT,ND,1,1\n", 100000 + ns,
+                small[ns]);
+        ns++;
+      }
+    }
+    fclose(out);
+  }
+  assert_int_equal(ns, SMALL);
+  /* one file, then both (the statistics reorder a group's durations: each profile asked once) */
+  for (int files = 1; files <= 2; files++) {
+    ps_profile *p = ps_profile_new();
+    assert_non_null(p);
+    ps_profile_set_threads(p, 2, 1);
+    ps_profile_set_block(p, 4096);
+    char err[512];
+    for (int f = 0; f < files; f++)
+      assert_int_equal(ps_profile_add_file(p, path[f], NULL, NULL, 0, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(ps_profile_ngroups(p), 2);
+    assert_stats(p, 0, big, files == 1 ? BIG1 : BIG1 + BIG2);
+    assert_stats(p, 1, small, SMALL);
+    ps_profile_free(p);
+  }
+}
+
 /* ps_profile_rows_text: the same text for any thread count (rows split over 4 threads here),
  * a group asked for twice gets the same row twice, an index out of range is refused. */
 static void test_rows_text_threads(void **state) {
@@ -774,6 +841,7 @@ int main(void) {
     cmocka_unit_test(test_statistics),
     cmocka_unit_test(test_constant_std_is_zero),
     cmocka_unit_test(test_median_any_order),
+    cmocka_unit_test(test_many_durations),
     cmocka_unit_test(test_rows_text_threads),
     cmocka_unit_test(test_skips_and_duplicates),
     cmocka_unit_test(test_distinct_kernels),
