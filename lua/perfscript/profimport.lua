@@ -246,7 +246,7 @@ end
 -- FIA table's groups are enough). Returns {[group index] = {16 Runtime cells}}, warnings.
 function M.fia_metadata(agg, files, per_file, indices)
   assert(type(per_file) == "table", "fia_metadata: per_file (aggregate's second result) expected")
-  local warnings, meta = {}, {}
+  local warnings = {}
   -- per file: the FIA kernel rows of the same directory in earlier files; per directory: all
   local base, dir_rows, dirs = {}, {}, {}
   for f, file in ipairs(files) do
@@ -279,31 +279,22 @@ function M.fia_metadata(agg, files, per_file, indices)
         d, dir_rows[d], #ops)
     end
   end
-  -- per file, once: the capture's name and its directory's operator rows (path matching per
-  -- group was a tenth of the serial part of a big import)
-  local sources, file_ops = {}, {}
-  for k = 1, indices and #indices or #agg do
-    local i = indices and indices[k] or k
-    local g = agg:group(i, false)
-    if g.type == M.FIA_TYPE then
-      local text = g.in_shapes
-      local source = ""
-      if g.fia_file then
-        local f = g.fia_file
-        if sources[f] == nil then
-          sources[f] = M.source_profile(files[f])
-          file_ops[f] = operator_rows(dirname(files[f])) or false
-        end
-        source = sources[f]
-        local ops = file_ops[f]
-        local op = ops and ops[base[f] + g.fia_ordinal]
-        if op and op:find('[^%s"]') then text = op end
-      end
-      local seq, seq_kv, block = M.fia_shapes(text)
-      meta[i] = { source, seq, "", seq_kv, "", "", block, "", "", "", "", "", "", "", "",
-                  "profile_shapes_only" }
+  -- per file whose kernel rows include FIA ones (a group's first FIA row is from such a file):
+  -- the capture's name, its directory's operator rows and where its count starts; the groups
+  -- themselves in C (agg:fia_runtime: an agg:group table and a Lua shape parse per group were
+  -- most of this step)
+  local per = {}
+  for f, file in ipairs(files) do
+    if per_file[f] and per_file[f].counts.fia_rows > 0 then
+      per[f] = { source = M.source_profile(file), base = base[f],
+                 ops = operator_rows(dirname(file)) or nil }
     end
   end
+  if not indices then
+    indices = {}
+    for i = 1, #agg do indices[i] = i end
+  end
+  local meta = agg:fia_runtime(indices, per)
   return meta, warnings
 end
 

@@ -32,6 +32,8 @@
 #include "u64map.h"
 #include "provenance.h"
 #include "writeback_sig.h"
+#include "shape.h"
+#include "text.h"
 
 int luaopen_perfscript_num(lua_State *L);
 
@@ -261,6 +263,106 @@ static int a_keys(lua_State *L) {
     lua_pushlstring(L, g.key, g.keylen);
     lua_rawseti(L, -2, k);
   }
+  return 1;
+}
+
+/* The text of slot i (0-based) of a parsed shape cell: its dims as "a,b", "" for an empty,
+ * unparsable or absent slot (what profimport's slot_text makes of shape.parse(text, true)). */
+static void push_slot_text(lua_State *L, const ps_shape *s, size_t i) {
+  if (i >= s->nslots || s->state[i] != PS_SLOT_DIMS) {
+    lua_pushliteral(L, "");
+    return;
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  size_t r = ps_shape_rank(s, i);
+  const int64_t *d = ps_shape_slot(s, i);
+  for (size_t k = 0; k < r; k++) {
+    char num[24];
+    int n = snprintf(num, sizeof num, "%s%lld", k ? "," : "", (long long)d[k]);
+    luaL_addlstring(&b, num, (size_t)n);
+  }
+  luaL_pushresult(&b);
+}
+
+static int shape_free_gc(lua_State *L) {
+  ps_shape_free(lua_touserdata(L, 1));
+  return 0;
+}
+
+/* 1 when s has a byte that is neither whitespace nor '"' (Lua's s:find('[^%s"]')). */
+static int has_content(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != '"' && !ps_is_space(s[i])) return 1;
+  return 0;
+}
+
+/* agg:fia_runtime(indices, files) -> {[group index] = {16 Runtime cells}} for the
+ * FusedInferAttentionScore groups among indices (docs/rules.md, Import: FIA pairing; the rule
+ * is profimport.fia_metadata's, which gives files): files[f] = {source = name, base = n,
+ * ops = {Input Shapes of the directory's FIA operator rows} | nil} for each file f a group's
+ * first FIA row came from. A group's shapes are its operator row's (ops[base + ordinal]) when
+ * that has any text, else its own Input Shapes; the cells are source_profile, slot 6 of them
+ * (actual_seq_lengths_shape), slot 7 (actual_seq_lengths_kv_shape), slot 15
+ * (block_table_shape) and "profile_shapes_only" in the 16 columns' places (fia.IMPORT); no Lua
+ * table or parse per group in Lua. */
+static int a_fia_runtime(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_settop(L, 3);
+  lua_Integer n = luaL_len(L, 2);
+  lua_newtable(L);   /* 4: the result */
+  ps_shape *s = lua_newuserdatauv(L, sizeof *s, 0);   /* 5: freed by its __gc on an error */
+  ps_shape_init(s);
+  lua_newtable(L);   /* 6: its metatable */
+  lua_pushcfunction(L, shape_free_gc), lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, 5);
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, 2, k);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    ps_profile_group_info g;
+    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 0, &g) != 0)
+      return luaL_error(L, "group index %d out of range", (int)i);
+    if (strcmp(g.cells[PS_PC_TYPE], PS_PROFILE_FIA_TYPE) != 0) continue;
+    const char *text = g.cells[PS_PC_IN_SHAPES];
+    size_t tlen = strlen(text);
+    int top = lua_gettop(L);
+    if (g.fia_file >= 0) {
+      if (lua_rawgeti(L, 3, (lua_Integer)g.fia_file + 1) != LUA_TTABLE)
+        return luaL_error(L, "fia_runtime: no entry for file %d", (int)g.fia_file + 1);
+      int f = lua_gettop(L);
+      lua_getfield(L, f, "source");   /* top + 2: kept for the cells below */
+      lua_getfield(L, f, "base");
+      lua_Integer at = lua_tointeger(L, -1) + (lua_Integer)g.fia_ordinal + 1;
+      lua_pop(L, 1);
+      if (lua_getfield(L, f, "ops") == LUA_TTABLE && lua_rawgeti(L, -1, at) == LUA_TSTRING) {
+        size_t ol;
+        const char *op = lua_tolstring(L, -1, &ol);
+        if (has_content(op, ol)) text = op, tlen = ol;   /* stays on the stack while parsed */
+      }
+    } else {
+      lua_pushliteral(L, "");
+    }
+    if (ps_shape_parse(s, text, tlen) != 0) return luaL_error(L, "out of memory");
+    lua_createtable(L, 16, 0);
+    int cells = lua_gettop(L);
+    for (int c = 1; c <= 16; c++) {
+      switch (c) {
+        case 1: lua_pushvalue(L, g.fia_file >= 0 ? top + 2 : top + 1); break;
+        case 2: push_slot_text(L, s, 5); break;
+        case 4: push_slot_text(L, s, 6); break;
+        case 7: push_slot_text(L, s, 14); break;
+        case 16: lua_pushliteral(L, "profile_shapes_only"); break;
+        default: lua_pushliteral(L, "");
+      }
+      lua_rawseti(L, cells, c);
+    }
+    lua_rawseti(L, 4, i);
+    lua_settop(L, top);
+  }
+  lua_settop(L, 4);
   return 1;
 }
 
@@ -559,7 +661,7 @@ int luaopen_perfscript_profile(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
     {"csv_text", a_csv_text}, {"provenance", a_provenance}, {"types", a_types}, {"keys", a_keys},
-    {"file_xxh3", a_file_xxh3}, {"close", a_close}, {NULL, NULL}};
+    {"file_xxh3", a_file_xxh3}, {"fia_runtime", a_fia_runtime}, {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},
     {"is_na", f_is_na}, {"import_key", f_import_key}, {NULL, NULL}};
