@@ -505,8 +505,8 @@ typedef struct prov_job {
   ps_profile *p;
   const size_t *idx;
   size_t from, to;
-  const char *common, *stem, *tail;   /* tail: the input members, encoded once */
-  size_t clen, klen, tlen;
+  const char *stem, *head, *tail;   /* head, tail: every line's pieces around its own members */
+  size_t hlen, tlen;
   ps_prov_buf b;
   int oom;
 } prov_job;
@@ -519,26 +519,19 @@ static void *prov_work(void *arg) {
     ps_profile_group_info info;
     ps_profile_prefetch(j->p, j->idx, k, j->to, 0);
     ps_profile_group(j->p, j->idx[k], 0, &info);   /* in range: checked by the caller */
+    size_t lens[5] = {strlen(info.cells[PS_PC_IN_SHAPES]), strlen(info.cells[PS_PC_IN_DTYPES]),
+                      strlen(info.cells[PS_PC_IN_FORMATS]), strlen(info.cells[PS_PC_OUT_SHAPES]),
+                      strlen(info.cells[PS_PC_OUT_DTYPES])};
     ps_sig_row row = {.op_name = j->stem, .op_state = info.cells[PS_PC_OP_STATE],
                       .in_shapes = info.cells[PS_PC_IN_SHAPES], .in_dtypes = info.cells[PS_PC_IN_DTYPES],
                       .in_formats = info.cells[PS_PC_IN_FORMATS], .out_shapes = info.cells[PS_PC_OUT_SHAPES],
-                      .out_dtypes = info.cells[PS_PC_OUT_DTYPES]};
-    if (ps_sig_compute(g, &row) != 0) {
+                      .out_dtypes = info.cells[PS_PC_OUT_DTYPES], .lens = lens};
+    if (ps_sig_compute(g, &row) != 0 ||
+        ps_prov_group_line(&j->b, j->head, j->hlen, ps_sig_hash(g), row.in_shapes, lens[0],
+                           row.out_shapes, lens[3], j->tail, j->tlen) != 0) {
       j->oom = 1;
       break;
     }
-    ps_prov_row r = {.key = ps_sig_hash(g), .in_shapes = row.in_shapes, .in_len = strlen(row.in_shapes),
-                     .out_shapes = row.out_shapes, .out_len = strlen(row.out_shapes)};
-    /* the line without the input members, then its "}\n" replaced by them: the same bytes
-     * (they are its last members), the input path not escaped again for every line */
-    if (ps_prov_line(&j->b, j->common, j->clen, j->stem, j->klen, &r) != 0 ||
-        ps_grow((void **)&j->b.text, &j->b.cap, j->b.len + j->tlen, 1) != 0) {
-      j->oom = 1;
-      break;
-    }
-    j->b.len -= 2;
-    memcpy(j->b.text + j->b.len, j->tail, j->tlen);
-    j->b.len += j->tlen;
   }
   ps_sig_free(g);
   return NULL;
@@ -559,13 +552,14 @@ static int a_provenance(lua_State *L) {
   int as_text = lua_toboolean(L, 7);
   lua_Integer n = luaL_len(L, 2);
   size_t *idx = malloc((n > 0 ? (size_t)n : 1) * sizeof *idx);
-  /* ,"input":..,"input_xxh3":..}\n as ps_prov_line writes them */
+  /* ,"input":..,"input_xxh3":..}\n as ps_prov_line writes them, and the line's start */
   char *tail = malloc(9 + PS_JSON_QUOTED_MAX(il) + 14 + PS_JSON_QUOTED_MAX(xl) + 2);
-  if (idx == NULL || tail == NULL) {
-    free(idx), free(tail);
+  char *head = malloc(clen + PS_JSON_QUOTED_MAX(klen) + 20);
+  if (idx == NULL || tail == NULL || head == NULL) {
+    free(idx), free(tail), free(head);
     return luaL_error(L, "out of memory");
   }
-  size_t tlen = 0;
+  size_t tlen = 0, hlen = ps_prov_head(head, common, clen, stem, klen);
   if (input) memcpy(tail, ",\"input\":", 9), tlen = 9 + ps_json_quote(tail + 9, input, il);
   if (xxh3) memcpy(tail + tlen, ",\"input_xxh3\":", 14), tlen += 14 + ps_json_quote(tail + tlen + 14, xxh3, xl);
   memcpy(tail + tlen, "}\n", 2), tlen += 2;
@@ -574,7 +568,7 @@ static int a_provenance(lua_State *L) {
     lua_Integer i = lua_tointeger(L, -1);
     lua_pop(L, 1);
     if (i < 1 || (size_t)i > ps_profile_ngroups(p)) {
-      free(idx), free(tail);
+      free(idx), free(tail), free(head);
       return luaL_error(L, "group index %d out of range", i ? (int)i : -1);
     }
     idx[k - 1] = (size_t)(i - 1);
@@ -584,12 +578,13 @@ static int a_provenance(lua_State *L) {
   if (T > 64) T = 64;
   for (int t = 0; t < T; t++)
     job[t] = (prov_job){p, idx, (size_t)n * (size_t)t / (size_t)T, (size_t)n * (size_t)(t + 1) / (size_t)T,
-                        common, stem, tail, clen, klen, tlen, {0}, 0};
+                        stem, head, tail, hlen, tlen, {0}, 0};
   ps_profile_run(T, prov_work, job, sizeof *job);
   int oom = 0;
   for (int t = 0; t < T; t++) oom |= job[t].oom;
   free(idx);
   free(tail);
+  free(head);
   char *texts[64];
   size_t lens[64];
   for (int t = 0; t < T; t++) {
