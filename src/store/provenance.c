@@ -32,9 +32,14 @@ static char *escape_byte(char *o, unsigned char c) {
   return o;
 }
 
-static inline int plain_byte(unsigned char c) {
-  return c >= 0x20 && c != '"' && c != '\\' && c != '/' && c != 0x7f;
-}
+/* 1 for the bytes that need an escape: below 0x20, '"', '\\', '/' and DEL */
+#define E4 1, 1, 1, 1
+#define E16 E4, E4, E4, E4
+static const unsigned char needs_escape[256] = {E16, E16, ['"'] = 1, ['\\'] = 1, ['/'] = 1, [0x7f] = 1};
+#undef E4
+#undef E16
+
+static inline int plain_byte(unsigned char c) { return !needs_escape[c]; }
 
 #ifdef __SSE2__
 /* The bytes of the 16 at s that may need an escape, as a bit mask: below 0x20 (a signed
@@ -72,10 +77,11 @@ static size_t json_escape(char *out, const char *s, size_t n) {
     else o = escape_byte(o, c);
   }
 #endif
-  for (; i < n; i++) {
+  for (; i < n; i++) {   /* each byte stored, then kept or escaped (one table look-up) */
     unsigned char c = (unsigned char)s[i];
-    if (plain_byte(c)) *o++ = (char)c;
-    else o = escape_byte(o, c);
+    *o = (char)c;
+    if (needs_escape[c]) o = escape_byte(o, c);
+    else o++;
   }
   return (size_t)(o - out);
 }
@@ -184,7 +190,7 @@ int ps_prov_group_line(ps_prov_buf *b, const char *head, size_t hlen, uint64_t k
       "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
   if (inl == 0) in = "N/A", inl = 3;
   if (outl == 0) out = "N/A", outl = 3;
-  if (reserve(b, hlen + 16 + 9 + 6 * (inl + outl) + 4 + 1 + tlen) != 0) return -1;
+  if (reserve(b, hlen + 16 + 9 + 6 * (inl + outl) + 4 + 1 + tlen + 16) != 0) return -1;
   char *o = b->text + b->len;
   memcpy(o, head, hlen), o += hlen;
   for (int i = 7; i >= 0; i--, o += 2) memcpy(o, hex2 + 2 * ((key >> (8 * i)) & 0xff), 2);
