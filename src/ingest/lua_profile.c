@@ -269,8 +269,8 @@ static int a_keys(lua_State *L) {
 /* The text of slot i (0-based) of a parsed shape cell: its dims as "a,b", "" for an empty,
  * unparsable or absent slot (what profimport's slot_text makes of shape.parse(text, true)). */
 static void push_slot_text(lua_State *L, const ps_shape *s, size_t i) {
-  if (i >= s->nslots || s->state[i] != PS_SLOT_DIMS) {
-    lua_pushliteral(L, "");
+  if (i >= s->nslots || s->state[i] != PS_SLOT_DIMS || ps_shape_rank(s, i) == 0) {
+    lua_pushvalue(L, 6);   /* a_fia_runtime's "" */
     return;
   }
   luaL_Buffer b;
@@ -312,12 +312,15 @@ static int a_fia_runtime(lua_State *L) {
   luaL_checktype(L, 3, LUA_TTABLE);
   lua_settop(L, 3);
   lua_Integer n = luaL_len(L, 2);
-  lua_newtable(L);   /* 4: the result */
+  /* 4: the result, its size set once (keyed by group index: rehashing as it grew was a fifth
+   * of the work) */
+  lua_createtable(L, 0, n > 0 && n < INT32_MAX ? (int)n : 0);
   ps_shape *s = lua_newuserdatauv(L, sizeof *s, 0);   /* 5: freed by its __gc on an error */
   ps_shape_init(s);
-  lua_newtable(L);   /* 6: its metatable */
+  lua_newtable(L);   /* its metatable */
   lua_pushcfunction(L, shape_free_gc), lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, 5);
+  lua_pushliteral(L, "");   /* 6: the empty cell, pushed by copy (each literal push is a lookup) */
   for (lua_Integer k = 1; k <= n; k++) {
     lua_rawgeti(L, 2, k);
     lua_Integer i = lua_tointeger(L, -1);
@@ -343,7 +346,7 @@ static int a_fia_runtime(lua_State *L) {
         if (has_content(op, ol)) text = op, tlen = ol;   /* stays on the stack while parsed */
       }
     } else {
-      lua_pushliteral(L, "");
+      lua_pushvalue(L, 6);
     }
     if (ps_shape_parse(s, text, tlen) != 0) return luaL_error(L, "out of memory");
     lua_createtable(L, 16, 0);
@@ -355,7 +358,7 @@ static int a_fia_runtime(lua_State *L) {
         case 4: push_slot_text(L, s, 6); break;
         case 7: push_slot_text(L, s, 14); break;
         case 16: lua_pushliteral(L, "profile_shapes_only"); break;
-        default: lua_pushliteral(L, "");
+        default: lua_pushvalue(L, 6);
       }
       lua_rawseti(L, cells, c);
     }
