@@ -15,7 +15,11 @@
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
  *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
  *       -> key, hash (the import's group key, import_key.h; a group's is g.import_key) */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +36,8 @@
 #include "u64map.h"
 #include "provenance.h"
 #include "writeback_sig.h"
+#include "atomicfile.h"
+#include "stage.h"
 #include "shape.h"
 #include "text.h"
 
@@ -600,6 +606,152 @@ static int a_provenance(lua_State *L) {
   return 2;
 }
 
+/* ---- the log of a fresh database's import, made while the files are made ----------------
+ * agg:provenance_log(tables, common, input, xxh3, path) -> job | nil, message: the lines of
+ * every group of tables ({{groups = {i, ...}, stem = name}, ...}, in order; each line as
+ * agg:provenance makes it), appended to a temporary file beside path (atomicfile.h: path's
+ * bytes first, when it exists) by a thread of its own, one table at a time into one reused
+ * buffer: the log's 15 MB of a big import are rendered and written while the CSV files are
+ * made, not before them, and never held whole. job:finish([stage]) -> status | nil, message:
+ * waits for it, then commits the file (staged with stage: renamed at its commit). Until
+ * finished (or on __close/__gc) the aggregate is kept alive; an unfinished job is waited for
+ * and its file removed. The aggregate must not change meanwhile (nothing adds to it after the
+ * pass; csv_text's median reorders durations, which the lines do not read). */
+#define LOGJOB "perfscript.profile.logjob"
+
+typedef struct logtable { size_t *idx; size_t n; char *head, *stem; size_t hlen; } logtable;
+
+typedef struct logjob {
+  ps_profile *p;
+  logtable *tab;
+  size_t ntab;
+  char *tail;
+  size_t tlen;
+  ps_atomic a;
+  int open, started, done;   /* a open; the thread running; finished or given up */
+  pthread_t th;
+  int err;                   /* 0, an errno of a failed write, or -1 (out of memory) */
+} logjob;
+
+static void *logjob_main(void *arg) {
+  logjob *j = arg;
+  ps_prov_buf b = {0};
+  for (size_t t = 0; t < j->ntab && j->err == 0; t++) {
+    logtable *lt = &j->tab[t];
+    prov_job w = {j->p, lt->idx, 0, lt->n, lt->stem, lt->head, j->tail, lt->hlen, j->tlen, b, 0};
+    w.b.len = 0;
+    prov_work(&w);
+    b = w.b;   /* the buffer, grown or not, for the next table */
+    if (w.oom) j->err = -1;
+    else if (b.len > 0 && fwrite(b.text, 1, b.len, j->a.fp) != b.len) j->err = errno ? errno : EIO;
+  }
+  free(b.text);
+  /* the bytes to the disk now, off the run's way (the stage's own fsync then finds them there) */
+  if (j->err == 0 && fflush(j->a.fp) == 0) (void)fsync(fileno(j->a.fp));
+  return NULL;
+}
+
+static void logjob_wait(logjob *j) {
+  if (j->started) pthread_join(j->th, NULL), j->started = 0;
+}
+
+static void logjob_free_tables(logjob *j) {
+  for (size_t t = 0; t < j->ntab; t++) free(j->tab[t].idx), free(j->tab[t].head), free(j->tab[t].stem);
+  free(j->tab), j->tab = NULL, j->ntab = 0;
+  free(j->tail), j->tail = NULL;
+}
+
+static int logjob_gc(lua_State *L) {
+  logjob *j = luaL_checkudata(L, 1, LOGJOB);
+  logjob_wait(j);
+  if (j->open) ps_atomic_abort(&j->a), j->open = 0;
+  logjob_free_tables(j);
+  j->done = 1;
+  return 0;
+}
+
+static int logjob_finish(lua_State *L) {
+  logjob *j = luaL_checkudata(L, 1, LOGJOB);
+  if (j->done) return luaL_error(L, "provenance log already finished");
+  ps_stage *stage = lua_isnoneornil(L, 2) ? NULL : luaL_checkudata(L, 2, PS_STAGE_CLASS);
+  logjob_wait(j);
+  logjob_free_tables(j);
+  j->done = 1;
+  char err[600];
+  if (j->err != 0) {
+    snprintf(err, sizeof err, "%s: write failed: %s (the original is untouched)", j->a.path,
+             j->err < 0 ? "out of memory" : strerror(j->err));
+    ps_atomic_abort(&j->a), j->open = 0;
+    return ps_fail(L, err);
+  }
+  j->a.stage = stage;
+  j->open = 0;   /* the commit takes the file (or removes it on a failure) */
+  return ps_push_write_result(L, ps_atomic_commit(&j->a, 0, err, sizeof err), err);
+}
+
+static int a_provenance_log(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t clen, il = 0, xl = 0;
+  const char *common = luaL_checklstring(L, 3, &clen);
+  const char *input = luaL_optlstring(L, 4, NULL, &il), *xxh3 = luaL_optlstring(L, 5, NULL, &xl);
+  const char *path = luaL_checkstring(L, 6);
+  lua_settop(L, 6);
+  logjob *j = lua_newuserdatauv(L, sizeof *j, 1);   /* 7 */
+  memset(j, 0, sizeof *j);
+  j->p = p;
+  luaL_setmetatable(L, LOGJOB);
+  lua_pushvalue(L, 1), lua_setiuservalue(L, 7, 1);   /* the aggregate lives as long as the job */
+  size_t ntab = (size_t)luaL_len(L, 2);
+  j->tab = calloc(ntab ? ntab : 1, sizeof *j->tab);
+  j->tail = malloc(9 + PS_JSON_QUOTED_MAX(il) + 14 + PS_JSON_QUOTED_MAX(xl) + 2);
+  if (j->tab == NULL || j->tail == NULL) return luaL_error(L, "out of memory");
+  if (input) memcpy(j->tail, ",\"input\":", 9), j->tlen = 9 + ps_json_quote(j->tail + 9, input, il);
+  if (xxh3) memcpy(j->tail + j->tlen, ",\"input_xxh3\":", 14), j->tlen += 14 + ps_json_quote(j->tail + j->tlen + 14, xxh3, xl);
+  memcpy(j->tail + j->tlen, "}\n", 2), j->tlen += 2;
+  for (size_t t = 0; t < ntab; t++) {
+    lua_rawgeti(L, 2, (lua_Integer)t + 1);
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_getfield(L, -1, "stem");
+    size_t klen;
+    const char *stem = luaL_checklstring(L, -1, &klen);
+    logtable *lt = &j->tab[j->ntab++];
+    lt->stem = malloc(klen + 1);
+    lt->head = malloc(clen + PS_JSON_QUOTED_MAX(klen) + 20);
+    if (lt->stem == NULL || lt->head == NULL) return luaL_error(L, "out of memory");
+    memcpy(lt->stem, stem, klen + 1);
+    lt->hlen = ps_prov_head(lt->head, common, clen, stem, klen);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "groups");
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, -1);
+    lt->idx = malloc((n > 0 ? (size_t)n : 1) * sizeof *lt->idx);
+    if (lt->idx == NULL) return luaL_error(L, "out of memory");
+    for (lua_Integer k = 1; k <= n; k++) {
+      lua_rawgeti(L, -1, k);
+      lua_Integer i = lua_tointeger(L, -1);
+      lua_pop(L, 1);
+      if (i < 1 || (size_t)i > ps_profile_ngroups(p))
+        return luaL_error(L, "group index %d out of range", i ? (int)i : -1);
+      lt->idx[k - 1] = (size_t)(i - 1);
+    }
+    lt->n = (size_t)n;
+    lua_pop(L, 2);
+  }
+  int last;   /* (the log's lines are whole: fs.write_atomic's append does not look at it either) */
+  char err[600];
+  if (ps_atomic_open_append(&j->a, path, &last, err, sizeof err) != 0) return ps_fail(L, err);
+  j->open = 1;
+  /* signals (Ctrl-C) stay the main thread's */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  j->started = pthread_create(&j->th, NULL, logjob_main, j) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (!j->started) logjob_main(j);   /* no thread: the work now, in this one */
+  return 1;
+}
+
 static int a_tostring(lua_State *L) {
   agg_ud *u = luaL_checkudata(L, 1, AGG);
   if (u->p == NULL) lua_pushliteral(L, "profile aggregate (closed)");
@@ -659,10 +811,13 @@ int luaopen_perfscript_profile(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
     {"csv_text", a_csv_text}, {"provenance", a_provenance}, {"types", a_types}, {"keys", a_keys},
-    {"file_xxh3", a_file_xxh3}, {"fia_runtime", a_fia_runtime}, {"close", a_close}, {NULL, NULL}};
+    {"file_xxh3", a_file_xxh3}, {"fia_runtime", a_fia_runtime}, {"provenance_log", a_provenance_log}, {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},
     {"is_na", f_is_na}, {"import_key", f_import_key}, {NULL, NULL}};
+  static const luaL_Reg job_meta[] = {{"__gc", logjob_gc}, {"__close", logjob_gc}, {NULL, NULL}};
+  static const luaL_Reg job_methods[] = {{"finish", logjob_finish}, {"abort", logjob_gc}, {NULL, NULL}};
+  ps_newclass(L, LOGJOB, job_meta, job_methods);
   luaL_newmetatable(L, AGG);
   luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);
