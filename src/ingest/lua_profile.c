@@ -11,6 +11,11 @@
  *   agg:keys(indices) -> the import keys of those groups, in the same order
  *   agg:provenance(indices, stem, common [, input, xxh3 [, as_text]]) -> text, n: the provenance log lines
  *       of those groups written as rows of <stem>.csv (src/store/provenance.h)
+ *   agg:provenance_log(tables, common, input, xxh3, path) -> job: the same lines of many tables
+ *       made and appended to path's temporary file by a thread while the run goes on;
+ *       job:finish([stage]) commits it (see a_provenance_log)
+ *   agg:fia_runtime(indices, files) -> {[i] = {16 Runtime cells}} of the FIA groups
+ *       (profimport.fia_metadata's per-group part; see a_fia_runtime)
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
  *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
