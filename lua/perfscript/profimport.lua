@@ -246,7 +246,7 @@ end
 -- FIA table's groups are enough). Returns {[group index] = {16 Runtime cells}}, warnings.
 function M.fia_metadata(agg, files, per_file, indices)
   assert(type(per_file) == "table", "fia_metadata: per_file (aggregate's second result) expected")
-  local warnings, meta = {}, {}
+  local warnings = {}
   -- per file: the FIA kernel rows of the same directory in earlier files; per directory: all
   local base, dir_rows, dirs = {}, {}, {}
   for f, file in ipairs(files) do
@@ -279,31 +279,22 @@ function M.fia_metadata(agg, files, per_file, indices)
         d, dir_rows[d], #ops)
     end
   end
-  -- per file, once: the capture's name and its directory's operator rows (path matching per
-  -- group was a tenth of the serial part of a big import)
-  local sources, file_ops = {}, {}
-  for k = 1, indices and #indices or #agg do
-    local i = indices and indices[k] or k
-    local g = agg:group(i, false)
-    if g.type == M.FIA_TYPE then
-      local text = g.in_shapes
-      local source = ""
-      if g.fia_file then
-        local f = g.fia_file
-        if sources[f] == nil then
-          sources[f] = M.source_profile(files[f])
-          file_ops[f] = operator_rows(dirname(files[f])) or false
-        end
-        source = sources[f]
-        local ops = file_ops[f]
-        local op = ops and ops[base[f] + g.fia_ordinal]
-        if op and op:find('[^%s"]') then text = op end
-      end
-      local seq, seq_kv, block = M.fia_shapes(text)
-      meta[i] = { source, seq, "", seq_kv, "", "", block, "", "", "", "", "", "", "", "",
-                  "profile_shapes_only" }
+  -- per file whose kernel rows include FIA ones (a group's first FIA row is from such a file):
+  -- the capture's name, its directory's operator rows and where its count starts; the groups
+  -- themselves in C (agg:fia_runtime: an agg:group table and a Lua shape parse per group were
+  -- most of this step)
+  local per = {}
+  for f, file in ipairs(files) do
+    if per_file[f] and per_file[f].counts.fia_rows > 0 then
+      per[f] = { source = M.source_profile(file), base = base[f],
+                 ops = operator_rows(dirname(file)) or nil }
     end
   end
+  if not indices then
+    indices = {}
+    for i = 1, #agg do indices[i] = i end
+  end
+  local meta = agg:fia_runtime(indices, per)
   return meta, warnings
 end
 
@@ -511,28 +502,34 @@ end
 -- every group of a new file (results nil: every table is one), else the rows merge_one wrote;
 -- the lines of one table at a time, each written and dropped before the next (the whole log
 -- text at once, twice with its concatenation, was a big import's peak). Sets prov.written.
+-- With results nil the lines are made and written by a thread while the files are made: the
+-- job is returned, and its finish(stage) must come before the stage's commit.
 local function write_log(dir, tables, results, log, stage, prov)
   local n = 0
   for i, t in ipairs(tables) do
     local res = results and results[i]
     n = n + ((not res or res.new_file) and #t.groups or #(res.written_rows or {}))
   end
+  prov.written = n
+  if n == 0 then return nil end
+  if not results then
+    local job, err = provenance.start_group_log(dir, log.base, tables[1].agg, tables, log.inputs)
+    if not job then perf.fail("%s", err) end
+    return job
+  end
   local i = 0
   local function next_text()
     i = i + 1
-    local t, res = tables[i], results and results[i]
+    local t, res = tables[i], results[i]
     if not t then return nil end
-    if not res or res.new_file then
+    if res.new_file then
       -- C buffers, written without a copy into a Lua string (perfscript.text)
       return (provenance.group_lines(log.base, t.agg, t.groups, t.stem, log.inputs, true))
     end
     return (provenance.lines(log.base, { res }, log.inputs))
   end
-  if n > 0 then
-    local ok, err = provenance.append(dir, next_text, stage)
-    if not ok then perf.fail("%s", err) end
-  end
-  prov.written = n
+  local ok, err = provenance.append(dir, next_text, stage)
+  if not ok then perf.fail("%s", err) end
 end
 
 -- Merges every table into dir, under the database lock. opts.mode: one of UPDATE_MODES;
@@ -579,12 +576,16 @@ function M.merge(dir, tables, opts)
             inputs = { log.input, log.xxh3 } }
   end
   -- Into a fresh database every group is a written row, so the log's lines are known before
-  -- the files are made: written first, the log (an import's largest file) goes to disk while
-  -- the files are made, and the commit no longer waits for it.
+  -- the files are made: a thread makes and writes them (an import's largest file) while the
+  -- files are made, and the commit waits only for what is left of it.
   local early = log and all_new(dir, tables)
-  if early then write_log(dir, tables, nil, log, stage, opts.provenance) end
+  local logjob <close> = early and write_log(dir, tables, nil, log, stage, opts.provenance)
   for _, t in ipairs(tables) do
     results[#results + 1] = merge_one(dir, t, one)
+  end
+  if logjob then
+    local ok, err = logjob:finish(stage)
+    if not ok then perf.fail("%s", err) end
   end
   if log and not early then write_log(dir, tables, results, log, stage, opts.provenance) end
   if stage then

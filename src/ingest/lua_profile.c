@@ -11,11 +11,20 @@
  *   agg:keys(indices) -> the import keys of those groups, in the same order
  *   agg:provenance(indices, stem, common [, input, xxh3 [, as_text]]) -> text, n: the provenance log lines
  *       of those groups written as rows of <stem>.csv (src/store/provenance.h)
+ *   agg:provenance_log(tables, common, input, xxh3, path) -> job: the same lines of many tables
+ *       made and appended to path's temporary file by a thread while the run goes on;
+ *       job:finish([stage]) commits it (see a_provenance_log)
+ *   agg:fia_runtime(indices, files) -> {[i] = {16 Runtime cells}} of the FIA groups
+ *       (profimport.fia_metadata's per-group part; see a_fia_runtime)
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
  *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
  *       -> key, hash (the import's group key, import_key.h; a group's is g.import_key) */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +41,10 @@
 #include "u64map.h"
 #include "provenance.h"
 #include "writeback_sig.h"
+#include "atomicfile.h"
+#include "stage.h"
+#include "shape.h"
+#include "text.h"
 
 int luaopen_perfscript_num(lua_State *L);
 
@@ -264,6 +277,109 @@ static int a_keys(lua_State *L) {
   return 1;
 }
 
+/* The text of slot i (0-based) of a parsed shape cell: its dims as "a,b", "" for an empty,
+ * unparsable or absent slot (what profimport's slot_text makes of shape.parse(text, true)). */
+static void push_slot_text(lua_State *L, const ps_shape *s, size_t i) {
+  if (i >= s->nslots || s->state[i] != PS_SLOT_DIMS || ps_shape_rank(s, i) == 0) {
+    lua_pushvalue(L, 6);   /* a_fia_runtime's "" */
+    return;
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  size_t r = ps_shape_rank(s, i);
+  const int64_t *d = ps_shape_slot(s, i);
+  for (size_t k = 0; k < r; k++) {
+    char num[24];
+    int n = snprintf(num, sizeof num, "%s%lld", k ? "," : "", (long long)d[k]);
+    luaL_addlstring(&b, num, (size_t)n);
+  }
+  luaL_pushresult(&b);
+}
+
+static int shape_free_gc(lua_State *L) {
+  ps_shape_free(lua_touserdata(L, 1));
+  return 0;
+}
+
+/* 1 when s has a byte that is neither whitespace nor '"' (Lua's s:find('[^%s"]')). */
+static int has_content(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != '"' && !ps_is_space(s[i])) return 1;
+  return 0;
+}
+
+/* agg:fia_runtime(indices, files) -> {[group index] = {16 Runtime cells}} for the
+ * FusedInferAttentionScore groups among indices (docs/rules.md, Import: FIA pairing; the rule
+ * is profimport.fia_metadata's, which gives files): files[f] = {source = name, base = n,
+ * ops = {Input Shapes of the directory's FIA operator rows} | nil} for each file f a group's
+ * first FIA row came from. A group's shapes are its operator row's (ops[base + ordinal]) when
+ * that has any text, else its own Input Shapes; the cells are source_profile, slot 6 of them
+ * (actual_seq_lengths_shape), slot 7 (actual_seq_lengths_kv_shape), slot 15
+ * (block_table_shape) and "profile_shapes_only" in the 16 columns' places (fia.IMPORT); no Lua
+ * table or parse per group in Lua. */
+static int a_fia_runtime(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_settop(L, 3);
+  lua_Integer n = luaL_len(L, 2);
+  /* 4: the result, its size set once (keyed by group index: rehashing as it grew was a fifth
+   * of the work) */
+  lua_createtable(L, 0, n > 0 && n < INT32_MAX ? (int)n : 0);
+  ps_shape *s = lua_newuserdatauv(L, sizeof *s, 0);   /* 5: freed by its __gc on an error */
+  ps_shape_init(s);
+  lua_newtable(L);   /* its metatable */
+  lua_pushcfunction(L, shape_free_gc), lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, 5);
+  lua_pushliteral(L, "");   /* 6: the empty cell, pushed by copy (each literal push is a lookup) */
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, 2, k);
+    lua_Integer i = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    ps_profile_group_info g;
+    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 0, &g) != 0)
+      return luaL_error(L, "group index %d out of range", (int)i);
+    if (strcmp(g.cells[PS_PC_TYPE], PS_PROFILE_FIA_TYPE) != 0) continue;
+    const char *text = g.cells[PS_PC_IN_SHAPES];
+    size_t tlen = strlen(text);
+    int top = lua_gettop(L);
+    if (g.fia_file >= 0) {
+      if (lua_rawgeti(L, 3, (lua_Integer)g.fia_file + 1) != LUA_TTABLE)
+        return luaL_error(L, "fia_runtime: no entry for file %d", (int)g.fia_file + 1);
+      int f = lua_gettop(L);
+      lua_getfield(L, f, "source");   /* top + 2: kept for the cells below */
+      lua_getfield(L, f, "base");
+      lua_Integer at = lua_tointeger(L, -1) + (lua_Integer)g.fia_ordinal + 1;
+      lua_pop(L, 1);
+      if (lua_getfield(L, f, "ops") == LUA_TTABLE && lua_rawgeti(L, -1, at) == LUA_TSTRING) {
+        size_t ol;
+        const char *op = lua_tolstring(L, -1, &ol);
+        if (has_content(op, ol)) text = op, tlen = ol;   /* stays on the stack while parsed */
+      }
+    } else {
+      lua_pushvalue(L, 6);
+    }
+    if (ps_shape_parse(s, text, tlen) != 0) return luaL_error(L, "out of memory");
+    lua_createtable(L, 16, 0);
+    int cells = lua_gettop(L);
+    for (int c = 1; c <= 16; c++) {
+      switch (c) {
+        case 1: lua_pushvalue(L, g.fia_file >= 0 ? top + 2 : top + 1); break;
+        case 2: push_slot_text(L, s, 5); break;
+        case 4: push_slot_text(L, s, 6); break;
+        case 7: push_slot_text(L, s, 14); break;
+        case 16: lua_pushliteral(L, "profile_shapes_only"); break;
+        default: lua_pushvalue(L, 6);
+      }
+      lua_rawseti(L, cells, c);
+    }
+    lua_rawseti(L, 4, i);
+    lua_settop(L, top);
+  }
+  lua_settop(L, 4);
+  return 1;
+}
+
 static void push_fixed(lua_State *L, double v) {
   if (isnan(v)) {
     lua_pushliteral(L, "");
@@ -403,8 +519,8 @@ typedef struct prov_job {
   ps_profile *p;
   const size_t *idx;
   size_t from, to;
-  const char *common, *stem, *tail;   /* tail: the input members, encoded once */
-  size_t clen, klen, tlen;
+  const char *stem, *head, *tail;   /* head, tail: every line's pieces around its own members */
+  size_t hlen, tlen;
   ps_prov_buf b;
   int oom;
 } prov_job;
@@ -417,26 +533,19 @@ static void *prov_work(void *arg) {
     ps_profile_group_info info;
     ps_profile_prefetch(j->p, j->idx, k, j->to, 0);
     ps_profile_group(j->p, j->idx[k], 0, &info);   /* in range: checked by the caller */
+    size_t lens[5] = {strlen(info.cells[PS_PC_IN_SHAPES]), strlen(info.cells[PS_PC_IN_DTYPES]),
+                      strlen(info.cells[PS_PC_IN_FORMATS]), strlen(info.cells[PS_PC_OUT_SHAPES]),
+                      strlen(info.cells[PS_PC_OUT_DTYPES])};
     ps_sig_row row = {.op_name = j->stem, .op_state = info.cells[PS_PC_OP_STATE],
                       .in_shapes = info.cells[PS_PC_IN_SHAPES], .in_dtypes = info.cells[PS_PC_IN_DTYPES],
                       .in_formats = info.cells[PS_PC_IN_FORMATS], .out_shapes = info.cells[PS_PC_OUT_SHAPES],
-                      .out_dtypes = info.cells[PS_PC_OUT_DTYPES]};
-    if (ps_sig_compute(g, &row) != 0) {
+                      .out_dtypes = info.cells[PS_PC_OUT_DTYPES], .lens = lens};
+    if (ps_sig_compute(g, &row) != 0 ||
+        ps_prov_group_line(&j->b, j->head, j->hlen, ps_sig_hash(g), row.in_shapes, lens[0],
+                           row.out_shapes, lens[3], j->tail, j->tlen) != 0) {
       j->oom = 1;
       break;
     }
-    ps_prov_row r = {.key = ps_sig_hash(g), .in_shapes = row.in_shapes, .in_len = strlen(row.in_shapes),
-                     .out_shapes = row.out_shapes, .out_len = strlen(row.out_shapes)};
-    /* the line without the input members, then its "}\n" replaced by them: the same bytes
-     * (they are its last members), the input path not escaped again for every line */
-    if (ps_prov_line(&j->b, j->common, j->clen, j->stem, j->klen, &r) != 0 ||
-        ps_grow((void **)&j->b.text, &j->b.cap, j->b.len + j->tlen, 1) != 0) {
-      j->oom = 1;
-      break;
-    }
-    j->b.len -= 2;
-    memcpy(j->b.text + j->b.len, j->tail, j->tlen);
-    j->b.len += j->tlen;
   }
   ps_sig_free(g);
   return NULL;
@@ -457,13 +566,14 @@ static int a_provenance(lua_State *L) {
   int as_text = lua_toboolean(L, 7);
   lua_Integer n = luaL_len(L, 2);
   size_t *idx = malloc((n > 0 ? (size_t)n : 1) * sizeof *idx);
-  /* ,"input":..,"input_xxh3":..}\n as ps_prov_line writes them */
+  /* ,"input":..,"input_xxh3":..}\n as ps_prov_line writes them, and the line's start */
   char *tail = malloc(9 + PS_JSON_QUOTED_MAX(il) + 14 + PS_JSON_QUOTED_MAX(xl) + 2);
-  if (idx == NULL || tail == NULL) {
-    free(idx), free(tail);
+  char *head = malloc(clen + PS_JSON_QUOTED_MAX(klen) + 20);
+  if (idx == NULL || tail == NULL || head == NULL) {
+    free(idx), free(tail), free(head);
     return luaL_error(L, "out of memory");
   }
-  size_t tlen = 0;
+  size_t tlen = 0, hlen = ps_prov_head(head, common, clen, stem, klen);
   if (input) memcpy(tail, ",\"input\":", 9), tlen = 9 + ps_json_quote(tail + 9, input, il);
   if (xxh3) memcpy(tail + tlen, ",\"input_xxh3\":", 14), tlen += 14 + ps_json_quote(tail + tlen + 14, xxh3, xl);
   memcpy(tail + tlen, "}\n", 2), tlen += 2;
@@ -472,7 +582,7 @@ static int a_provenance(lua_State *L) {
     lua_Integer i = lua_tointeger(L, -1);
     lua_pop(L, 1);
     if (i < 1 || (size_t)i > ps_profile_ngroups(p)) {
-      free(idx), free(tail);
+      free(idx), free(tail), free(head);
       return luaL_error(L, "group index %d out of range", i ? (int)i : -1);
     }
     idx[k - 1] = (size_t)(i - 1);
@@ -482,12 +592,13 @@ static int a_provenance(lua_State *L) {
   if (T > 64) T = 64;
   for (int t = 0; t < T; t++)
     job[t] = (prov_job){p, idx, (size_t)n * (size_t)t / (size_t)T, (size_t)n * (size_t)(t + 1) / (size_t)T,
-                        common, stem, tail, clen, klen, tlen, {0}, 0};
+                        stem, head, tail, hlen, tlen, {0}, 0};
   ps_profile_run(T, prov_work, job, sizeof *job);
   int oom = 0;
   for (int t = 0; t < T; t++) oom |= job[t].oom;
   free(idx);
   free(tail);
+  free(head);
   char *texts[64];
   size_t lens[64];
   for (int t = 0; t < T; t++) {
@@ -498,6 +609,152 @@ static int a_provenance(lua_State *L) {
   push_pieces(L, as_text, texts, lens, T);
   lua_pushinteger(L, n);
   return 2;
+}
+
+/* ---- the log of a fresh database's import, made while the files are made ----------------
+ * agg:provenance_log(tables, common, input, xxh3, path) -> job | nil, message: the lines of
+ * every group of tables ({{groups = {i, ...}, stem = name}, ...}, in order; each line as
+ * agg:provenance makes it), appended to a temporary file beside path (atomicfile.h: path's
+ * bytes first, when it exists) by a thread of its own, one table at a time into one reused
+ * buffer: the log's 15 MB of a big import are rendered and written while the CSV files are
+ * made, not before them, and never held whole. job:finish([stage]) -> status | nil, message:
+ * waits for it, then commits the file (staged with stage: renamed at its commit). Until
+ * finished (or on __close/__gc) the aggregate is kept alive; an unfinished job is waited for
+ * and its file removed. The aggregate must not change meanwhile (nothing adds to it after the
+ * pass; csv_text's median reorders durations, which the lines do not read). */
+#define LOGJOB "perfscript.profile.logjob"
+
+typedef struct logtable { size_t *idx; size_t n; char *head, *stem; size_t hlen; } logtable;
+
+typedef struct logjob {
+  ps_profile *p;
+  logtable *tab;
+  size_t ntab;
+  char *tail;
+  size_t tlen;
+  ps_atomic a;
+  int open, started, done;   /* a open; the thread running; finished or given up */
+  pthread_t th;
+  int err;                   /* 0, an errno of a failed write, or -1 (out of memory) */
+} logjob;
+
+static void *logjob_main(void *arg) {
+  logjob *j = arg;
+  ps_prov_buf b = {0};
+  for (size_t t = 0; t < j->ntab && j->err == 0; t++) {
+    logtable *lt = &j->tab[t];
+    prov_job w = {j->p, lt->idx, 0, lt->n, lt->stem, lt->head, j->tail, lt->hlen, j->tlen, b, 0};
+    w.b.len = 0;
+    prov_work(&w);
+    b = w.b;   /* the buffer, grown or not, for the next table */
+    if (w.oom) j->err = -1;
+    else if (b.len > 0 && fwrite(b.text, 1, b.len, j->a.fp) != b.len) j->err = errno ? errno : EIO;
+  }
+  free(b.text);
+  /* the bytes to the disk now, off the run's way (the stage's own fsync then finds them there) */
+  if (j->err == 0 && fflush(j->a.fp) == 0) (void)fsync(fileno(j->a.fp));
+  return NULL;
+}
+
+static void logjob_wait(logjob *j) {
+  if (j->started) pthread_join(j->th, NULL), j->started = 0;
+}
+
+static void logjob_free_tables(logjob *j) {
+  for (size_t t = 0; t < j->ntab; t++) free(j->tab[t].idx), free(j->tab[t].head), free(j->tab[t].stem);
+  free(j->tab), j->tab = NULL, j->ntab = 0;
+  free(j->tail), j->tail = NULL;
+}
+
+static int logjob_gc(lua_State *L) {
+  logjob *j = luaL_checkudata(L, 1, LOGJOB);
+  logjob_wait(j);
+  if (j->open) ps_atomic_abort(&j->a), j->open = 0;
+  logjob_free_tables(j);
+  j->done = 1;
+  return 0;
+}
+
+static int logjob_finish(lua_State *L) {
+  logjob *j = luaL_checkudata(L, 1, LOGJOB);
+  if (j->done) return luaL_error(L, "provenance log already finished");
+  ps_stage *stage = lua_isnoneornil(L, 2) ? NULL : luaL_checkudata(L, 2, PS_STAGE_CLASS);
+  logjob_wait(j);
+  logjob_free_tables(j);
+  j->done = 1;
+  char err[600];
+  if (j->err != 0) {
+    snprintf(err, sizeof err, "%s: write failed: %s (the original is untouched)", j->a.path,
+             j->err < 0 ? "out of memory" : strerror(j->err));
+    ps_atomic_abort(&j->a), j->open = 0;
+    return ps_fail(L, err);
+  }
+  j->a.stage = stage;
+  j->open = 0;   /* the commit takes the file (or removes it on a failure) */
+  return ps_push_write_result(L, ps_atomic_commit(&j->a, 0, err, sizeof err), err);
+}
+
+static int a_provenance_log(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t clen, il = 0, xl = 0;
+  const char *common = luaL_checklstring(L, 3, &clen);
+  const char *input = luaL_optlstring(L, 4, NULL, &il), *xxh3 = luaL_optlstring(L, 5, NULL, &xl);
+  const char *path = luaL_checkstring(L, 6);
+  lua_settop(L, 6);
+  logjob *j = lua_newuserdatauv(L, sizeof *j, 1);   /* 7 */
+  memset(j, 0, sizeof *j);
+  j->p = p;
+  luaL_setmetatable(L, LOGJOB);
+  lua_pushvalue(L, 1), lua_setiuservalue(L, 7, 1);   /* the aggregate lives as long as the job */
+  size_t ntab = (size_t)luaL_len(L, 2);
+  j->tab = calloc(ntab ? ntab : 1, sizeof *j->tab);
+  j->tail = malloc(9 + PS_JSON_QUOTED_MAX(il) + 14 + PS_JSON_QUOTED_MAX(xl) + 2);
+  if (j->tab == NULL || j->tail == NULL) return luaL_error(L, "out of memory");
+  if (input) memcpy(j->tail, ",\"input\":", 9), j->tlen = 9 + ps_json_quote(j->tail + 9, input, il);
+  if (xxh3) memcpy(j->tail + j->tlen, ",\"input_xxh3\":", 14), j->tlen += 14 + ps_json_quote(j->tail + j->tlen + 14, xxh3, xl);
+  memcpy(j->tail + j->tlen, "}\n", 2), j->tlen += 2;
+  for (size_t t = 0; t < ntab; t++) {
+    lua_rawgeti(L, 2, (lua_Integer)t + 1);
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_getfield(L, -1, "stem");
+    size_t klen;
+    const char *stem = luaL_checklstring(L, -1, &klen);
+    logtable *lt = &j->tab[j->ntab++];
+    lt->stem = malloc(klen + 1);
+    lt->head = malloc(clen + PS_JSON_QUOTED_MAX(klen) + 20);
+    if (lt->stem == NULL || lt->head == NULL) return luaL_error(L, "out of memory");
+    memcpy(lt->stem, stem, klen + 1);
+    lt->hlen = ps_prov_head(lt->head, common, clen, stem, klen);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "groups");
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, -1);
+    lt->idx = malloc((n > 0 ? (size_t)n : 1) * sizeof *lt->idx);
+    if (lt->idx == NULL) return luaL_error(L, "out of memory");
+    for (lua_Integer k = 1; k <= n; k++) {
+      lua_rawgeti(L, -1, k);
+      lua_Integer i = lua_tointeger(L, -1);
+      lua_pop(L, 1);
+      if (i < 1 || (size_t)i > ps_profile_ngroups(p))
+        return luaL_error(L, "group index %d out of range", i ? (int)i : -1);
+      lt->idx[k - 1] = (size_t)(i - 1);
+    }
+    lt->n = (size_t)n;
+    lua_pop(L, 2);
+  }
+  int last;   /* (the log's lines are whole: fs.write_atomic's append does not look at it either) */
+  char err[600];
+  if (ps_atomic_open_append(&j->a, path, &last, err, sizeof err) != 0) return ps_fail(L, err);
+  j->open = 1;
+  /* signals (Ctrl-C) stay the main thread's */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  j->started = pthread_create(&j->th, NULL, logjob_main, j) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (!j->started) logjob_main(j);   /* no thread: the work now, in this one */
+  return 1;
 }
 
 static int a_tostring(lua_State *L) {
@@ -559,10 +816,13 @@ int luaopen_perfscript_profile(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
     {"csv_text", a_csv_text}, {"provenance", a_provenance}, {"types", a_types}, {"keys", a_keys},
-    {"file_xxh3", a_file_xxh3}, {"close", a_close}, {NULL, NULL}};
+    {"file_xxh3", a_file_xxh3}, {"fia_runtime", a_fia_runtime}, {"provenance_log", a_provenance_log}, {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},
     {"is_na", f_is_na}, {"import_key", f_import_key}, {NULL, NULL}};
+  static const luaL_Reg job_meta[] = {{"__gc", logjob_gc}, {"__close", logjob_gc}, {NULL, NULL}};
+  static const luaL_Reg job_methods[] = {{"finish", logjob_finish}, {"abort", logjob_gc}, {NULL, NULL}};
+  ps_newclass(L, LOGJOB, job_meta, job_methods);
   luaL_newmetatable(L, AGG);
   luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);

@@ -7,56 +7,81 @@
 #include <string.h>
 
 #include "grow.h"
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include "num.h"
 
-/* Nonzero when one of the 8 bytes of v is below 0x20 or is '"', '\\', '/' or DEL (never a
- * false no; a false yes for bytes 0x80-0x9f, which then take the byte loop). */
-static inline uint64_t needs_escape8(uint64_t v) {
-  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-#define ZERO(x) (((x) - ones) & ~(x) & high)
-  return ZERO(v & ~high & (0x60 * ones)) | ZERO(v ^ ('"' * ones)) | ZERO(v ^ ('\\' * ones)) |
-         ZERO(v ^ ('/' * ones)) | ZERO(v ^ (0x7f * ones));
-#undef ZERO
+/* One byte's escape at o (c needs one: below 0x20, '"', '\\', '/' or DEL); returns the end. */
+static char *escape_byte(char *o, unsigned char c) {
+  static const char hex[] = "0123456789abcdef";
+  *o++ = '\\';
+  switch (c) {
+    case '"': *o++ = '"'; break;
+    case '\\': *o++ = '\\'; break;
+    case '/': *o++ = '/'; break;
+    case '\b': *o++ = 'b'; break;
+    case '\t': *o++ = 't'; break;
+    case '\n': *o++ = 'n'; break;
+    case '\f': *o++ = 'f'; break;
+    case '\r': *o++ = 'r'; break;
+    default:
+      *o++ = 'u', *o++ = '0', *o++ = '0';
+      *o++ = hex[c >> 4], *o++ = hex[c & 15];
+  }
+  return o;
 }
 
-/* s escaped as in a JSON string, without the quotes; 8 bytes at a time up to the next byte
- * that may need an escape (the lowest flagged byte of a word is a true one: out has room for
- * 6 bytes a byte, so a whole 8-byte store fits) */
+/* 1 for the bytes that need an escape: below 0x20, '"', '\\', '/' and DEL */
+#define E4 1, 1, 1, 1
+#define E16 E4, E4, E4, E4
+static const unsigned char needs_escape[256] = {E16, E16, ['"'] = 1, ['\\'] = 1, ['/'] = 1, [0x7f] = 1};
+#undef E4
+#undef E16
+
+static inline int plain_byte(unsigned char c) { return !needs_escape[c]; }
+
+#ifdef __SSE2__
+/* The bytes of the 16 at s that may need an escape, as a bit mask: below 0x20 (a signed
+ * compare: bytes >= 0x80 too, a false yes that the caller copies as they are), '"', '\\', '/'
+ * or DEL. */
+static inline unsigned escape_mask16(const char *s) {
+  __m128i x = _mm_loadu_si128((const __m128i *)s);
+  __m128i m = _mm_cmplt_epi8(x, _mm_set1_epi8(0x20));
+  m = _mm_or_si128(m, _mm_cmpeq_epi8(x, _mm_set1_epi8('"')));
+  m = _mm_or_si128(m, _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+  m = _mm_or_si128(m, _mm_cmpeq_epi8(x, _mm_set1_epi8('/')));
+  m = _mm_or_si128(m, _mm_cmpeq_epi8(x, _mm_set1_epi8(0x7f)));
+  return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
+/* s escaped as in a JSON string, without the quotes. Most cells need no escape but a shape's
+ * quotes at its ends: 16 bytes at a time (copied whole, the output has room for 6 bytes a
+ * byte) up to the next byte that may need one; the last bytes (fewer than 16) one by one. */
 static size_t json_escape(char *out, const char *s, size_t n) {
-  static const char hex[] = "0123456789abcdef";
   char *o = out;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t v, m;
-    while (i + 8 <= n) {
-      memcpy(&v, s + i, 8);
-      memcpy(o, &v, 8);
-      if ((m = needs_escape8(v)) != 0) {
-        size_t k = (size_t)__builtin_ctzll(m) / 8;
-        o += k, i += k;
-        break;
-      }
-      o += 8, i += 8;
-    }
-    if (i == n) break;
-    unsigned char c = (unsigned char)s[i];
-    if (c >= 0x20 && c != '"' && c != '\\' && c != '/' && c != 0x7f) {
-      *o++ = (char)c;
+  size_t i = 0;
+#ifdef __SSE2__
+  while (i + 16 <= n) {
+    memcpy(o, s + i, 16);
+    unsigned m = escape_mask16(s + i);
+    if (m == 0) {
+      o += 16, i += 16;
       continue;
     }
-    *o++ = '\\';
-    switch (c) {
-      case '"': *o++ = '"'; break;
-      case '\\': *o++ = '\\'; break;
-      case '/': *o++ = '/'; break;
-      case '\b': *o++ = 'b'; break;
-      case '\t': *o++ = 't'; break;
-      case '\n': *o++ = 'n'; break;
-      case '\f': *o++ = 'f'; break;
-      case '\r': *o++ = 'r'; break;
-      default:
-        *o++ = 'u', *o++ = '0', *o++ = '0';
-        *o++ = hex[c >> 4], *o++ = hex[c & 15];
-    }
+    size_t k = (size_t)__builtin_ctz(m);
+    o += k, i += k;
+    unsigned char c = (unsigned char)s[i++];
+    if (plain_byte(c)) *o++ = (char)c;
+    else o = escape_byte(o, c);
+  }
+#endif
+  for (; i < n; i++) {   /* each byte stored, then kept or escaped (one table look-up) */
+    unsigned char c = (unsigned char)s[i];
+    *o = (char)c;
+    if (needs_escape[c]) o = escape_byte(o, c);
+    else o++;
   }
   return (size_t)(o - out);
 }
@@ -138,5 +163,43 @@ int ps_prov_line(ps_prov_buf *b, const char *common, size_t clen, const char *ke
   if (r->has_duration && isfinite(r->duration_us))
     put_number_member(b, ",\"duration_us\":", 15, r->duration_us);
   PUT_LIT(b, "}\n");
+  return 0;
+}
+
+size_t ps_prov_head(char *out, const char *common, size_t clen, const char *kernel, size_t klen) {
+  char *o = out;
+  *o++ = '{';
+  memcpy(o, common, clen), o += clen;
+  memcpy(o, ",\"kernel\":", 10), o += 10;
+  o += ps_json_quote(o, kernel, klen);
+  memcpy(o, ",\"key\":\"", 8), o += 8;
+  return (size_t)(o - out);
+}
+
+int ps_prov_group_line(ps_prov_buf *b, const char *head, size_t hlen, uint64_t key, const char *in,
+                       size_t inl, const char *out, size_t outl, const char *tail, size_t tlen) {
+  /* "00".."ff": the key's 16 digits two at a time */
+  static const char hex2[513] =
+      "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+      "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+      "404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+      "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+      "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+      "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+      "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+      "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+  if (inl == 0) in = "N/A", inl = 3;
+  if (outl == 0) out = "N/A", outl = 3;
+  if (reserve(b, hlen + 16 + 9 + 6 * (inl + outl) + 4 + 1 + tlen + 16) != 0) return -1;
+  char *o = b->text + b->len;
+  memcpy(o, head, hlen), o += hlen;
+  for (int i = 7; i >= 0; i--, o += 2) memcpy(o, hex2 + 2 * ((key >> (8 * i)) & 0xff), 2);
+  memcpy(o, "\",\"sig\":\"", 9), o += 9;
+  o += json_escape(o, in, inl);
+  memcpy(o, " -> ", 4), o += 4;
+  o += json_escape(o, out, outl);
+  *o++ = '"';
+  memcpy(o, tail, tlen), o += tlen;
+  b->len = (size_t)(o - b->text);
   return 0;
 }

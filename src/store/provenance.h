@@ -36,6 +36,16 @@ typedef struct ps_prov_buf {
 int ps_prov_line(ps_prov_buf *b, const char *common, size_t clen, const char *kernel, size_t klen,
                  const ps_prov_row *r);
 
+/* The lines of many rows of one kernel and one run in two constant pieces around each row's
+ * own members (an import logs every group it writes): head, `{<common>,"kernel":"<kernel>","key":"`
+ * (ps_prov_head writes it into out, which needs clen + PS_JSON_QUOTED_MAX(klen) + 20 bytes;
+ * returns its length), then per row the key's 16 hex digits, the sig member and tail: the
+ * rest of the line, its `}` and `\n` included (the input members; see ps_prov_line). The bytes
+ * are ps_prov_line's for a row without samples and duration. Returns 0, or -1 out of memory. */
+size_t ps_prov_head(char *out, const char *common, size_t clen, const char *kernel, size_t klen);
+int ps_prov_group_line(ps_prov_buf *b, const char *head, size_t hlen, uint64_t key, const char *in,
+                       size_t inl, const char *out, size_t outl, const char *tail, size_t tlen);
+
 /* Writes s (n bytes) as a JSON string with its quotes into out, escaping as lua-cjson does
  * (control bytes, '"', '\\', '/', DEL). out needs PS_JSON_QUOTED_MAX(n) bytes. Returns the
  * length written. */

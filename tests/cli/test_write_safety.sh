@@ -103,7 +103,10 @@ out=$(PERFSCRIPT_INIT='require("perfscript").fs.inject_failure{write = 2}' \
 expect_eq "parse_profile: a full disk fails the import" "$rc" "1"
 expect_contains "parse_profile: the cause is said" "$out" "write failed: No space left on device"
 expect_eq "parse_profile: no file is created" "$(ls imp | wc -l)" "0"
+# the log is made by a thread while the files are made: it is dropped with them
+expect_eq "parse_profile: no log and no temporary file left" "$(find imp -type f ! -name .perfscript.lock | wc -l)" "0"
 out=$("$PS_BIN" "$SRC/recipes/parse_profile.lua" --profiling-path cap --database-path imp 2>&1); rc=$?
 expect_eq "parse_profile: without a failure, three files" "$rc/$(ls imp | wc -l)" "0/3"
+expect_eq "parse_profile: and the log of their three rows" "$(wc -l < imp/.perfscript/provenance.jsonl)" "3"
 
 finish

@@ -127,13 +127,21 @@ function TestProvenanceLines:test_group_lines_equal_table_lines()
     lines[#lines + 1] = string.format('%s,AI_CORE,%d.5,%s,FLOAT16;FLOAT16,ND;ND,"%d,%d",FLOAT16,ND',
       t, i, in_shapes, i, i % 5 + 1)
   end
+  -- shapes that need escapes before, at and after a 16-byte block's end (the group lines
+  -- escape 16 bytes at a time), and bytes >= 0x80
+  local odd = { '"1,2;3,4/5\\6"', '\t"12345678901234/67890"\31x', 'a/b', '"0123456789abcdef"',
+    '0123456789abcde/\\"', '\195\156,1;\128\159\255"', string.rep("7,", 20) .. '"/"' }
+  for i, o in ipairs(odd) do
+    local q = '"' .. o:gsub('"', '""') .. '"'
+    lines[#lines + 1] = string.format('Add,AI_CORE,%d.5,%s,FLOAT16,ND,%s,FLOAT16,ND', i, q, q)
+  end
   local path = dir .. "/kernel_details.csv"
   h.write(path, table.concat(lines, "\n") .. "\n")
   local agg = profile.new()
   assert(agg:add_file(path))
   local common = prov.common { run = "imp", source = "imported" }
   for _, ty in ipairs(agg:types()) do
-    local stem = ty.type
+    local stem = ty.type == "Add" and 'Add/"1\\' or ty.type   -- a stem escaped too
     local text, n = agg:provenance(ty.groups, stem, common, "/cap/kernel_details.csv", "abcd")
     local written = {}
     for _, i in ipairs(ty.groups) do

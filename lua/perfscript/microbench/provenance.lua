@@ -95,6 +95,17 @@ function M.group_lines(base, agg, groups, stem, inputs, as_text)
   return agg:provenance(groups, stem, M.common(base), inputs and inputs[1], inputs and inputs[2], as_text)
 end
 
+-- The lines of group_lines for every group of specs ({{groups =, stem =}, ...}: the tables an
+-- import writes as new files, in order), appended to dbdir's log by a thread of their own
+-- (agg:provenance_log) while the run makes the files. Returns job | nil, message; job:finish(stage)
+-- waits for it and stages the log (committed with stage), job:abort() drops it.
+function M.start_group_log(dbdir, base, agg, specs, inputs)
+  local path = M.path(dbdir)
+  local ok, err = perf.fs.mkdir_p(paths.dirname(path))
+  if not ok then return nil, err end
+  return agg:provenance_log(specs, M.common(base), inputs and inputs[1], inputs and inputs[2], path)
+end
+
 -- Appends text (lines from M.lines, or a function giving such texts in turn until nil, as
 -- perf.fs.write_atomic takes them) to the database's log (staged with stage when given:
 -- committed with it).
