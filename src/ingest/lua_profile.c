@@ -37,7 +37,8 @@ int luaopen_perfscript_num(lua_State *L);
 
 #define AGG "perfscript.profile.aggregate"
 
-typedef struct agg_ud { ps_profile *p; } agg_ud;
+/* render: the aggregate's renderer (csv_renderer) while it lives, stopped when p is freed */
+typedef struct agg_ud { ps_profile *p; ps_profile_render *render; } agg_ud;
 
 static ps_profile *check_agg(lua_State *L) {
   agg_ud *u = luaL_checkudata(L, 1, AGG);
@@ -47,7 +48,7 @@ static ps_profile *check_agg(lua_State *L) {
 
 static int p_new(lua_State *L) {
   agg_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->p = NULL;
+  u->p = NULL, u->render = NULL;
   luaL_setmetatable(L, AGG);
   u->p = ps_profile_new();
   if (u->p == NULL) return luaL_error(L, "out of memory");
@@ -64,6 +65,8 @@ static int p_new(lua_State *L) {
 
 static int a_close(lua_State *L) {
   agg_ud *u = luaL_checkudata(L, 1, AGG);
+  ps_profile_render_stop(u->render);   /* its threads read p */
+  u->render = NULL;
   ps_profile_free(u->p);
   u->p = NULL;
   return 0;
@@ -398,6 +401,105 @@ oom:
   return luaL_error(L, "out of memory");
 }
 
+/* ---- agg:csv_renderer ------------------------------------------------------------------ */
+
+#define RENDERER "perfscript.profile.renderer"
+
+typedef struct render_ud {
+  ps_profile_render *r;
+  agg_ud *agg;   /* its aggregate (the user value keeps it alive) */
+} render_ud;
+
+/* agg:csv_renderer(lists [, eol]) -> r: the CSV rows of several lists of group indices (each
+ * row as csv_text gives it, without extra cells, followed by eol, "\r\n" by default), made
+ * ahead on the aggregate's threads (ps_profile_render_*): r:take(i) -> list i's rows as a
+ * perfscript.text (each list taken once), waiting for them; while the caller writes one list
+ * the next is being made. r:close() (also <close>, __gc and the aggregate's close) ends the
+ * threads. */
+static int a_csv_renderer(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  agg_ud *u = lua_touserdata(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t eollen;
+  const char *eol = luaL_optlstring(L, 3, "\r\n", &eollen);
+  lua_settop(L, 3);
+  size_t nl = (size_t)luaL_len(L, 2), *start = malloc((nl + 1) * sizeof *start);
+  size_t *idx = NULL, cap = 0, n = 0;
+  if (start == NULL) return luaL_error(L, "out of memory");
+  for (size_t i = 0; i < nl; i++) {
+    start[i] = n;
+    if (lua_rawgeti(L, 2, (lua_Integer)i + 1) != LUA_TTABLE) {
+      free(start), free(idx);
+      return luaL_error(L, "csv_renderer: list %d is not a table", (int)i + 1);
+    }
+    size_t m = (size_t)luaL_len(L, -1);
+    if (ps_grow((void **)&idx, &cap, n + m, sizeof *idx) != 0) {
+      free(start), free(idx);
+      return luaL_error(L, "out of memory");
+    }
+    for (size_t k = 0; k < m; k++) {
+      lua_Integer g = (lua_rawgeti(L, -1, (lua_Integer)k + 1), lua_tointeger(L, -1));
+      lua_pop(L, 1);
+      if (g < 1) {
+        free(start), free(idx);
+        return luaL_error(L, "group index %d out of range", (int)g);
+      }
+      idx[n++] = (size_t)(g - 1);
+    }
+    lua_pop(L, 1);
+  }
+  start[nl] = n;
+  render_ud *ud = lua_newuserdatauv(L, sizeof *ud, 1);
+  ud->r = NULL, ud->agg = u;
+  luaL_setmetatable(L, RENDERER);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  int err;
+  size_t bad = 0;
+  ud->r = ps_profile_render_start(p, idx, start, nl, eol, eollen, &err, &bad);
+  free(start), free(idx);
+  if (ud->r == NULL) {
+    if (err == -1) return luaL_error(L, "group index %d out of range", (int)bad + 1);
+    if (err == -3) return luaL_error(L, "csv_renderer: a line end of at most 8 bytes");
+    return luaL_error(L, "out of memory");
+  }
+  ps_profile_render_stop(u->render);   /* one renderer an aggregate: an older one ends */
+  u->render = ud->r;
+  return 1;
+}
+
+static int r_take(lua_State *L) {
+  render_ud *ud = luaL_checkudata(L, 1, RENDERER);
+  lua_Integer i = luaL_checkinteger(L, 2);
+  if (ud->r == NULL || ud->agg->render != ud->r) return luaL_error(L, "csv_renderer: closed");
+  size_t np = i >= 1 ? ps_profile_render_pieces(ud->r, (size_t)i - 1) : 0;
+  char **texts = malloc((np ? np : 1) * (sizeof *texts + sizeof(size_t)));
+  if (texts == NULL) return luaL_error(L, "out of memory");
+  size_t *lens = (size_t *)(texts + (np ? np : 1));
+  int rc = i >= 1 ? ps_profile_render_take(ud->r, (size_t)i - 1, texts, lens) : -1;
+  if (rc != 0) {
+    free(texts);
+    if (rc == -1) return luaL_error(L, "csv_renderer: list %d out of range or taken before", (int)i);
+    return luaL_error(L, "out of memory");
+  }
+  ps_text *t = ps_text_push(L);
+  int oom = 0;
+  for (size_t k = 0; k < np; k++)
+    if (oom) free(texts[k]);
+    else oom = ps_text_add(t, texts[k], lens[k]) != 0;
+  free(texts);
+  if (oom) return luaL_error(L, "out of memory");
+  return 1;
+}
+
+static int r_close(lua_State *L) {
+  render_ud *ud = luaL_checkudata(L, 1, RENDERER);
+  if (ud->agg && ud->agg->render == ud->r) ud->agg->render = NULL;
+  ps_profile_render_free(ud->r);
+  ud->r = NULL;
+  return 0;
+}
+
 /* The provenance lines of groups idx[from, to) (a_provenance's work, on one thread). */
 typedef struct prov_job {
   ps_profile *p;
@@ -558,7 +660,7 @@ int luaopen_perfscript_profile(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
-    {"csv_text", a_csv_text}, {"provenance", a_provenance}, {"types", a_types}, {"keys", a_keys},
+    {"csv_text", a_csv_text}, {"csv_renderer", a_csv_renderer}, {"provenance", a_provenance}, {"types", a_types}, {"keys", a_keys},
     {"file_xxh3", a_file_xxh3}, {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},
@@ -566,6 +668,13 @@ int luaopen_perfscript_profile(lua_State *L) {
   luaL_newmetatable(L, AGG);
   luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  static const luaL_Reg rmeta[] = {{"__gc", r_close}, {"__close", r_close}, {NULL, NULL}};
+  static const luaL_Reg rmethods[] = {{"take", r_take}, {"close", r_close}, {NULL, NULL}};
+  luaL_newmetatable(L, RENDERER);
+  luaL_setfuncs(L, rmeta, 0);
+  luaL_newlib(L, rmethods);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 

@@ -1527,3 +1527,166 @@ int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text
   *text = all;
   return 0;
 }
+
+/* ---- rows rendered ahead --------------------------------------------------------------- */
+
+#define RENDER_CHUNK 512   /* rows a work item: a list's items are shared out among the threads */
+
+typedef struct render_item {
+  size_t list, from, to;   /* rows idx[from, to), of list `list` */
+  char *text;
+  size_t len;
+  int done, rc;
+} render_item;
+
+struct ps_profile_render {
+  ps_profile *p;
+  size_t *idx;              /* every list's group indices, one list after the other */
+  size_t *first;            /* list i's items: item[first[i], first[i + 1]) */
+  unsigned char *taken;     /* list i has been taken */
+  size_t nlists, nitems;
+  render_item *item;
+  size_t next;              /* the first item no thread has started */
+  size_t limit;             /* the workers start no item of a list >= limit */
+  char eol[8];
+  size_t eollen;
+  int stop, nthreads;
+  pthread_mutex_t mu;
+  pthread_cond_t more;      /* for the workers: limit moved, or stop */
+  pthread_cond_t done;      /* an item is done */
+  pthread_t th[MAX_THREADS];
+};
+
+/* Renders item k (r->mu held on entry and on return; released while it works). */
+static void render_item_do(ps_profile_render *r, size_t k) {
+  render_item *it = &r->item[k];
+  pthread_mutex_unlock(&r->mu);
+  rows_job j = {r->p, r->idx, it->from, it->to, NULL, r->eollen ? r->eol : NULL, r->eollen,
+                NULL, 0, 0, 0};
+  /* one allocation for most items: a row is some 600 bytes (ps_grow doubles from here) */
+  j.cap = (it->to - it->from) * 640;
+  j.text = malloc(j.cap ? j.cap : 1);
+  if (j.text == NULL) j.cap = 0;
+  rows_work(&j);
+  pthread_mutex_lock(&r->mu);
+  it->text = j.text, it->len = j.len, it->rc = j.rc, it->done = 1;
+  pthread_cond_broadcast(&r->done);
+}
+
+static void *render_work(void *arg) {
+  ps_profile_render *r = arg;
+  pthread_mutex_lock(&r->mu);
+  for (;;) {
+    while (!r->stop && r->next < r->nitems && r->item[r->next].list >= r->limit)
+      pthread_cond_wait(&r->more, &r->mu);
+    if (r->stop || r->next >= r->nitems) break;
+    render_item_do(r, r->next++);
+  }
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, const size_t *start,
+                                           size_t nlists, const char *eol, size_t eollen,
+                                           int *err, size_t *bad) {
+  *err = -2;
+  if (eollen > sizeof ((ps_profile_render *)0)->eol) {
+    *err = -3;
+    return NULL;
+  }
+  ps_profile_render *r = calloc(1, sizeof *r);
+  size_t n = start[nlists], nitems = 0;
+  for (size_t i = 0; i < nlists; i++)
+    nitems += (start[i + 1] - start[i] + RENDER_CHUNK - 1) / RENDER_CHUNK;
+  unsigned char *seen = calloc(p->ngroups ? p->ngroups : 1, 1);
+  if (r == NULL || seen == NULL || (r->idx = malloc((n ? n : 1) * sizeof *r->idx)) == NULL ||
+      (r->first = malloc((nlists + 1) * sizeof *r->first)) == NULL ||
+      (r->taken = calloc(nlists ? nlists : 1, 1)) == NULL ||
+      (r->item = calloc(nitems ? nitems : 1, sizeof *r->item)) == NULL) {
+    free(seen);
+    ps_profile_render_free(r);
+    return NULL;
+  }
+  /* the statistics reorder a group's durations: a group asked for twice is done by one thread */
+  int dup = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (idx[k] >= p->ngroups) {
+      *bad = idx[k], *err = -1;
+      free(seen);
+      ps_profile_render_free(r);
+      return NULL;
+    }
+    dup |= seen[idx[k]];
+    seen[idx[k]] = 1;
+    r->idx[k] = idx[k];
+  }
+  free(seen);
+  r->p = p, r->nlists = nlists, r->nitems = nitems, r->limit = 1;
+  memcpy(r->eol, eol ? eol : "", eol ? eollen : 0), r->eollen = eol ? eollen : 0;
+  size_t m = 0;
+  for (size_t i = 0; i < nlists; i++) {
+    r->first[i] = m;
+    for (size_t a = start[i]; a < start[i + 1]; a += RENDER_CHUNK, m++)
+      r->item[m] = (render_item){i, a, a + RENDER_CHUNK < start[i + 1] ? a + RENDER_CHUNK : start[i + 1],
+                                 NULL, 0, 0, 0};
+  }
+  r->first[nlists] = m;
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->more, NULL);
+  pthread_cond_init(&r->done, NULL);
+  /* the taker is a thread too (it renders the items of the list it waits for) */
+  int T = dup ? 1 : ps_profile_row_threads(p, n);
+  for (int t = 0; t < T - 1; t++)
+    if (pthread_create(&r->th[r->nthreads], NULL, render_work, r) == 0) r->nthreads++;
+  *err = 0;
+  return r;
+}
+
+size_t ps_profile_render_pieces(const ps_profile_render *r, size_t i) {
+  return i < r->nlists ? r->first[i + 1] - r->first[i] : 0;
+}
+
+int ps_profile_render_take(ps_profile_render *r, size_t i, char **texts, size_t *lens) {
+  if (i >= r->nlists || r->stop || r->taken[i]) return -1;
+  r->taken[i] = 1;
+  pthread_mutex_lock(&r->mu);
+  if (r->limit < i + 2) {   /* the workers may go on to the next list while this one is written */
+    r->limit = i + 2;
+    pthread_cond_broadcast(&r->more);
+  }
+  size_t a = r->first[i], b = r->first[i + 1];
+  while (r->next < b) render_item_do(r, r->next++);
+  int rc = 0;
+  for (size_t k = a; k < b; k++) {
+    while (!r->item[k].done) pthread_cond_wait(&r->done, &r->mu);
+    if (r->item[k].rc != 0 || r->item[k].text == NULL) rc = -2;
+    texts[k - a] = r->item[k].text, lens[k - a] = r->item[k].len;
+    r->item[k].text = NULL;   /* the caller's now */
+  }
+  pthread_mutex_unlock(&r->mu);
+  if (rc != 0)
+    for (size_t k = a; k < b; k++) free(texts[k - a]), texts[k - a] = NULL;
+  return rc;
+}
+
+void ps_profile_render_stop(ps_profile_render *r) {
+  if (r == NULL || r->p == NULL) return;
+  pthread_mutex_lock(&r->mu);
+  r->stop = 1;
+  pthread_cond_broadcast(&r->more);
+  pthread_mutex_unlock(&r->mu);
+  for (int t = 0; t < r->nthreads; t++) pthread_join(r->th[t], NULL);
+  r->nthreads = 0;
+}
+
+void ps_profile_render_free(ps_profile_render *r) {
+  if (r == NULL) return;
+  if (r->p) {   /* started: threads and locks exist */
+    ps_profile_render_stop(r);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->more);
+    pthread_cond_destroy(&r->done);
+  }
+  for (size_t k = 0; r->item && k < r->nitems; k++) free(r->item[k].text);
+  free(r->item), free(r->first), free(r->taken), free(r->idx), free(r);
+}
