@@ -394,20 +394,21 @@ local function written(res, t, get)
   res.written_rows[#res.written_rows + 1] = { key = h, row = row }
 end
 
--- A new file's rows (a perfscript.text). Those of every table of this merge without extra
--- cells whose file does not exist yet are made ahead, in the tables' order, on the aggregate's
--- threads (agg:csv_renderer): the next file's rows are made while this one is written.
+-- A new file's rows (a perfscript.text). Those of every table of this merge whose file does
+-- not exist yet are made ahead, in the tables' order, on the aggregate's threads
+-- (agg:csv_renderer): the next file's rows are made while this one is written.
 local function new_rows(dir, t, opts)
   local ahead = opts.ahead
-  if ahead == nil and opts.tables and not t.extra then
-    local lists, slot = {}, {}
+  if ahead == nil and opts.tables then
+    local lists, extras, slot = {}, {}, {}
     for _, u in ipairs(opts.tables) do
-      if not u.extra and u.agg == t.agg and lfs.attributes(dir .. "/" .. u.file, "mode") == nil then
+      if u.agg == t.agg and lfs.attributes(dir .. "/" .. u.file, "mode") == nil then
         lists[#lists + 1] = u.groups
+        extras[#lists] = u.extra
         slot[u] = #lists
       end
     end
-    ahead = { slot = slot, n = #lists, r = t.agg:csv_renderer(lists, "\r\n") }
+    ahead = { slot = slot, n = #lists, r = t.agg:csv_renderer(lists, "\r\n", extras) }
     opts.ahead = ahead
   end
   local i = ahead and ahead.slot[t]

@@ -321,6 +321,37 @@ static void push_pieces(lua_State *L, int as_text, char **texts, size_t *lens, i
   for (int i = 0; i < r; i++) free(texts[i]);
 }
 
+/* Appends rows[off[k], off[k + 1]) for k < n (the row of group idx[k]), each followed by the
+ * strings of the table extra[idx[k] + 1] (extra: a stack index), quoted, and eol, to *out
+ * (*len bytes of *cap). 0, or -1 when memory runs out. */
+static int add_extra_rows(lua_State *L, int extra, const char *rows, const size_t *off,
+                          const size_t *idx, size_t n, const char *eol, size_t eollen,
+                          char **out, size_t *len, size_t *cap) {
+  for (size_t k = 0; k < n; k++) {
+    size_t rl = off[k + 1] - off[k];
+    if (ps_grow((void **)out, cap, *len + rl + eollen, 1) != 0) return -1;
+    memcpy(*out + *len, rows + off[k], rl), *len += rl;
+    if (lua_rawgeti(L, extra, (lua_Integer)idx[k] + 1) == LUA_TTABLE) {
+      lua_Integer ne = luaL_len(L, -1);
+      for (lua_Integer e = 1; e <= ne; e++) {
+        size_t vl;
+        lua_rawgeti(L, -1, e);
+        const char *v = lua_tolstring(L, -1, &vl);
+        if (ps_grow((void **)out, cap, *len + 1 + (v ? PS_CSV_QUOTED_MAX(vl) : 0) + eollen, 1) != 0) {
+          lua_pop(L, 2);
+          return -1;
+        }
+        (*out)[(*len)++] = ',';
+        if (v) *len += ps_csv_quote(*out + *len, v, vl);
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+    memcpy(*out + *len, eol, eollen), *len += eollen;
+  }
+  return 0;
+}
+
 /* agg:csv_text(indices [, extra [, eol [, as_text]]]) -> the CSV lines of those groups (row()
  * cells, then the strings of extra[i] when given), minimal quoting, one string (as_text: a
  * perfscript.text, written by fs.write_atomic without a copy): writing a new database file
@@ -369,27 +400,9 @@ static int a_csv_text(lua_State *L) {
   /* one malloc'd buffer (a luaL_Buffer would share the stack with the extra cells) */
   char *out = NULL;
   size_t len = 0, cap = 0;
-  if (ps_grow((void **)&out, &cap, off[n] + n * eollen + 1, 1) != 0) goto oom;
-  for (size_t k = 0; k < n; k++) {
-    size_t rl = off[k + 1] - off[k];
-    if (ps_grow((void **)&out, &cap, len + rl + eollen, 1) != 0) goto oom;
-    memcpy(out + len, rows + off[k], rl), len += rl;
-    if (lua_rawgeti(L, 3, (lua_Integer)idx[k] + 1) == LUA_TTABLE) {
-      lua_Integer ne = luaL_len(L, -1);
-      for (lua_Integer e = 1; e <= ne; e++) {
-        size_t vl;
-        lua_rawgeti(L, -1, e);
-        const char *v = lua_tolstring(L, -1, &vl);
-        if (ps_grow((void **)&out, &cap, len + 1 + (v ? PS_CSV_QUOTED_MAX(vl) : 0) + eollen, 1) != 0)
-          goto oom;
-        out[len++] = ',';
-        if (v) len += ps_csv_quote(out + len, v, vl);
-        lua_pop(L, 1);
-      }
-    }
-    lua_pop(L, 1);
-    memcpy(out + len, eol, eollen), len += eollen;
-  }
+  if (ps_grow((void **)&out, &cap, off[n] + n * eollen + 1, 1) != 0 ||
+      add_extra_rows(L, 3, rows, off, idx, n, eol, eollen, &out, &len, &cap) != 0)
+    goto oom;
   free(rows);
   free(idx);
   push_pieces(L, as_text, &out, &len, 1);
@@ -407,41 +420,58 @@ oom:
 
 typedef struct render_ud {
   ps_profile_render *r;
-  agg_ud *agg;   /* its aggregate (the user value keeps it alive) */
+  agg_ud *agg;     /* its aggregate (user value 1 keeps it alive; 2: the extra cells) */
+  char eol[8];
+  size_t eollen;
 } render_ud;
 
-/* agg:csv_renderer(lists [, eol]) -> r: the CSV rows of several lists of group indices (each
- * row as csv_text gives it, without extra cells, followed by eol, "\r\n" by default), made
- * ahead on the aggregate's threads (ps_profile_render_*): r:take(i) -> list i's rows as a
- * perfscript.text (each list taken once), waiting for them; while the caller writes one list
- * the next is being made. r:close() (also <close>, __gc and the aggregate's close) ends the
- * threads. */
+/* agg:csv_renderer(lists [, eol [, extras]]) -> r: the CSV rows of several lists of group
+ * indices (each row as csv_text(list, extras[i], eol) gives it: eol "\r\n" by default, at most
+ * 8 bytes), made ahead on the aggregate's threads (ps_profile_render_*): r:take(i) -> list i's
+ * rows as a perfscript.text (each list taken once), waiting for them; while the caller writes
+ * one list the next is being made (a list's extra cells are added by take, on this thread).
+ * r:close() (also <close>, __gc and the aggregate's close) ends the threads. */
 static int a_csv_renderer(lua_State *L) {
   ps_profile *p = check_agg(L);
   agg_ud *u = lua_touserdata(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   size_t eollen;
   const char *eol = luaL_optlstring(L, 3, "\r\n", &eollen);
-  lua_settop(L, 3);
-  size_t nl = (size_t)luaL_len(L, 2), *start = malloc((nl + 1) * sizeof *start);
+  if (eollen > sizeof ((render_ud *)0)->eol)
+    return luaL_error(L, "csv_renderer: a line end of at most 8 bytes");
+  if (!lua_isnoneornil(L, 4)) luaL_checktype(L, 4, LUA_TTABLE);
+  int has_extras = lua_istable(L, 4);
+  lua_settop(L, 4);
+  size_t nl = (size_t)luaL_len(L, 2);
+  render_ud *ud = lua_newuserdatauv(L, sizeof *ud, 2);   /* at 5: frees what follows on error */
+  ud->r = NULL, ud->agg = u;
+  memcpy(ud->eol, eol, eollen), ud->eollen = eollen;
+  luaL_setmetatable(L, RENDERER);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, 5, 1);
+  lua_pushvalue(L, 4);
+  lua_setiuservalue(L, 5, 2);
+  size_t *start = lua_newuserdatauv(L, (nl + 1) * sizeof *start, 0);   /* collected */
+  unsigned char *offs = lua_newuserdatauv(L, nl ? nl : 1, 0);
   size_t *idx = NULL, cap = 0, n = 0;
-  if (start == NULL) return luaL_error(L, "out of memory");
   for (size_t i = 0; i < nl; i++) {
     start[i] = n;
+    offs[i] = has_extras && lua_rawgeti(L, 4, (lua_Integer)i + 1) == LUA_TTABLE;
+    if (has_extras) lua_pop(L, 1);
     if (lua_rawgeti(L, 2, (lua_Integer)i + 1) != LUA_TTABLE) {
-      free(start), free(idx);
+      free(idx);
       return luaL_error(L, "csv_renderer: list %d is not a table", (int)i + 1);
     }
     size_t m = (size_t)luaL_len(L, -1);
     if (ps_grow((void **)&idx, &cap, n + m, sizeof *idx) != 0) {
-      free(start), free(idx);
+      free(idx);
       return luaL_error(L, "out of memory");
     }
     for (size_t k = 0; k < m; k++) {
       lua_Integer g = (lua_rawgeti(L, -1, (lua_Integer)k + 1), lua_tointeger(L, -1));
       lua_pop(L, 1);
       if (g < 1) {
-        free(start), free(idx);
+        free(idx);
         return luaL_error(L, "group index %d out of range", (int)g);
       }
       idx[n++] = (size_t)(g - 1);
@@ -449,22 +479,17 @@ static int a_csv_renderer(lua_State *L) {
     lua_pop(L, 1);
   }
   start[nl] = n;
-  render_ud *ud = lua_newuserdatauv(L, sizeof *ud, 1);
-  ud->r = NULL, ud->agg = u;
-  luaL_setmetatable(L, RENDERER);
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1);
   int err;
   size_t bad = 0;
-  ud->r = ps_profile_render_start(p, idx, start, nl, eol, eollen, &err, &bad);
-  free(start), free(idx);
+  ud->r = ps_profile_render_start(p, idx, start, nl, offs, eol, eollen, &err, &bad);
+  free(idx);
   if (ud->r == NULL) {
     if (err == -1) return luaL_error(L, "group index %d out of range", (int)bad + 1);
-    if (err == -3) return luaL_error(L, "csv_renderer: a line end of at most 8 bytes");
     return luaL_error(L, "out of memory");
   }
   ps_profile_render_stop(u->render);   /* one renderer an aggregate: an older one ends */
   u->render = ud->r;
+  lua_settop(L, 5);
   return 1;
 }
 
@@ -472,11 +497,14 @@ static int r_take(lua_State *L) {
   render_ud *ud = luaL_checkudata(L, 1, RENDERER);
   lua_Integer i = luaL_checkinteger(L, 2);
   if (ud->r == NULL || ud->agg->render != ud->r) return luaL_error(L, "csv_renderer: closed");
-  size_t np = i >= 1 ? ps_profile_render_pieces(ud->r, (size_t)i - 1) : 0;
-  char **texts = malloc((np ? np : 1) * (sizeof *texts + sizeof(size_t)));
+  lua_settop(L, 2);
+  lua_getiuservalue(L, 1, 2);   /* 3: the extras */
+  int extra = i >= 1 && lua_istable(L, 3) && lua_rawgeti(L, 3, i) == LUA_TTABLE;   /* at 4 */
+  size_t np = i >= 1 ? ps_profile_render_pieces(ud->r, (size_t)i - 1) : 0, m = np ? np : 1;
+  char **texts = calloc(m, sizeof *texts + 2 * sizeof(size_t) + sizeof(size_t *));
   if (texts == NULL) return luaL_error(L, "out of memory");
-  size_t *lens = (size_t *)(texts + (np ? np : 1));
-  int rc = i >= 1 ? ps_profile_render_take(ud->r, (size_t)i - 1, texts, lens) : -1;
+  size_t *lens = (size_t *)(texts + m), *rows = lens + m, **offs = (size_t **)(rows + m);
+  int rc = i >= 1 ? ps_profile_render_take(ud->r, (size_t)i - 1, texts, lens, offs, rows) : -1;
   if (rc != 0) {
     free(texts);
     if (rc == -1) return luaL_error(L, "csv_renderer: list %d out of range or taken before", (int)i);
@@ -484,9 +512,23 @@ static int r_take(lua_State *L) {
   }
   ps_text *t = ps_text_push(L);
   int oom = 0;
-  for (size_t k = 0; k < np; k++)
+  size_t nidx;
+  const size_t *idx = ps_profile_render_list(ud->r, (size_t)i - 1, &nidx);
+  for (size_t k = 0; k < np; k++) {
+    if (extra && !oom) {   /* the rows again, each with its extra cells and the line end */
+      char *out = NULL;
+      size_t len = 0, cap = 0;
+      oom = ps_grow((void **)&out, &cap, lens[k] + rows[k] * ud->eollen + 1, 1) != 0 ||
+            add_extra_rows(L, 4, texts[k], offs[k], idx, rows[k], ud->eol, ud->eollen, &out,
+                           &len, &cap) != 0;
+      idx += rows[k];
+      free(texts[k]);
+      texts[k] = out, lens[k] = len;
+    }
+    free(offs[k]);
     if (oom) free(texts[k]);
     else oom = ps_text_add(t, texts[k], lens[k]) != 0;
+  }
   free(texts);
   if (oom) return luaL_error(L, "out of memory");
   return 1;

@@ -1536,6 +1536,7 @@ typedef struct render_item {
   size_t list, from, to;   /* rows idx[from, to), of list `list` */
   char *text;
   size_t len;
+  size_t *off;             /* the rows' offsets in text (to - from + 1), for a list with them */
   int done, rc;
 } render_item;
 
@@ -1544,6 +1545,7 @@ struct ps_profile_render {
   size_t *idx;              /* every list's group indices, one list after the other */
   size_t *first;            /* list i's items: item[first[i], first[i + 1]) */
   unsigned char *taken;     /* list i has been taken */
+  unsigned char *offs;      /* list i is rendered without line ends, with the rows' offsets */
   size_t nlists, nitems;
   render_item *item;
   size_t next;              /* the first item no thread has started */
@@ -1561,15 +1563,20 @@ struct ps_profile_render {
 static void render_item_do(ps_profile_render *r, size_t k) {
   render_item *it = &r->item[k];
   pthread_mutex_unlock(&r->mu);
-  rows_job j = {r->p, r->idx, it->from, it->to, NULL, r->eollen ? r->eol : NULL, r->eollen,
-                NULL, 0, 0, 0};
+  size_t n = it->to - it->from;
+  size_t *off = r->offs[it->list] ? malloc((n + 1) * sizeof *off) : NULL;
+  int plain = !r->offs[it->list];
+  rows_job j = {r->p, r->idx, it->from, it->to, off, plain && r->eollen ? r->eol : NULL,
+                plain ? r->eollen : 0, NULL, 0, 0, 0};
   /* one allocation for most items: a row is some 600 bytes (ps_grow doubles from here) */
   j.cap = (it->to - it->from) * 640;
   j.text = malloc(j.cap ? j.cap : 1);
   if (j.text == NULL) j.cap = 0;
-  rows_work(&j);
+  if (off == NULL && !plain) j.rc = -2;
+  else rows_work(&j);
+  if (off) off[n] = j.len;
   pthread_mutex_lock(&r->mu);
-  it->text = j.text, it->len = j.len, it->rc = j.rc, it->done = 1;
+  it->text = j.text, it->len = j.len, it->off = off, it->rc = j.rc, it->done = 1;
   pthread_cond_broadcast(&r->done);
 }
 
@@ -1587,8 +1594,8 @@ static void *render_work(void *arg) {
 }
 
 ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, const size_t *start,
-                                           size_t nlists, const char *eol, size_t eollen,
-                                           int *err, size_t *bad) {
+                                           size_t nlists, const unsigned char *offs,
+                                           const char *eol, size_t eollen, int *err, size_t *bad) {
   *err = -2;
   if (eollen > sizeof ((ps_profile_render *)0)->eol) {
     *err = -3;
@@ -1602,6 +1609,7 @@ ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, con
   if (r == NULL || seen == NULL || (r->idx = malloc((n ? n : 1) * sizeof *r->idx)) == NULL ||
       (r->first = malloc((nlists + 1) * sizeof *r->first)) == NULL ||
       (r->taken = calloc(nlists ? nlists : 1, 1)) == NULL ||
+      (r->offs = calloc(nlists ? nlists : 1, 1)) == NULL ||
       (r->item = calloc(nitems ? nitems : 1, sizeof *r->item)) == NULL) {
     free(seen);
     ps_profile_render_free(r);
@@ -1622,13 +1630,14 @@ ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, con
   }
   free(seen);
   r->p = p, r->nlists = nlists, r->nitems = nitems, r->limit = 1;
+  if (offs) memcpy(r->offs, offs, nlists);
   memcpy(r->eol, eol ? eol : "", eol ? eollen : 0), r->eollen = eol ? eollen : 0;
   size_t m = 0;
   for (size_t i = 0; i < nlists; i++) {
     r->first[i] = m;
     for (size_t a = start[i]; a < start[i + 1]; a += RENDER_CHUNK, m++)
       r->item[m] = (render_item){i, a, a + RENDER_CHUNK < start[i + 1] ? a + RENDER_CHUNK : start[i + 1],
-                                 NULL, 0, 0, 0};
+                                 NULL, 0, NULL, 0, 0};
   }
   r->first[nlists] = m;
   pthread_mutex_init(&r->mu, NULL);
@@ -1642,11 +1651,20 @@ ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, con
   return r;
 }
 
+const size_t *ps_profile_render_list(const ps_profile_render *r, size_t i, size_t *n) {
+  *n = 0;
+  if (i >= r->nlists || r->first[i] == r->first[i + 1]) return r->idx;
+  size_t from = r->item[r->first[i]].from;
+  *n = r->item[r->first[i + 1] - 1].to - from;
+  return r->idx + from;
+}
+
 size_t ps_profile_render_pieces(const ps_profile_render *r, size_t i) {
   return i < r->nlists ? r->first[i + 1] - r->first[i] : 0;
 }
 
-int ps_profile_render_take(ps_profile_render *r, size_t i, char **texts, size_t *lens) {
+int ps_profile_render_take(ps_profile_render *r, size_t i, char **texts, size_t *lens,
+                           size_t **offs, size_t *rows) {
   if (i >= r->nlists || r->stop || r->taken[i]) return -1;
   r->taken[i] = 1;
   pthread_mutex_lock(&r->mu);
@@ -1661,11 +1679,16 @@ int ps_profile_render_take(ps_profile_render *r, size_t i, char **texts, size_t 
     while (!r->item[k].done) pthread_cond_wait(&r->done, &r->mu);
     if (r->item[k].rc != 0 || r->item[k].text == NULL) rc = -2;
     texts[k - a] = r->item[k].text, lens[k - a] = r->item[k].len;
-    r->item[k].text = NULL;   /* the caller's now */
+    if (offs) offs[k - a] = r->item[k].off, rows[k - a] = r->item[k].to - r->item[k].from;
+    else free(r->item[k].off);
+    r->item[k].text = NULL, r->item[k].off = NULL;   /* the caller's now */
   }
   pthread_mutex_unlock(&r->mu);
   if (rc != 0)
-    for (size_t k = a; k < b; k++) free(texts[k - a]), texts[k - a] = NULL;
+    for (size_t k = a; k < b; k++) {
+      free(texts[k - a]), texts[k - a] = NULL;
+      if (offs) free(offs[k - a]), offs[k - a] = NULL;
+    }
   return rc;
 }
 
@@ -1687,6 +1710,6 @@ void ps_profile_render_free(ps_profile_render *r) {
     pthread_cond_destroy(&r->more);
     pthread_cond_destroy(&r->done);
   }
-  for (size_t k = 0; r->item && k < r->nitems; k++) free(r->item[k].text);
-  free(r->item), free(r->first), free(r->taken), free(r->idx), free(r);
+  for (size_t k = 0; r->item && k < r->nitems; k++) free(r->item[k].text), free(r->item[k].off);
+  free(r->item), free(r->first), free(r->taken), free(r->offs), free(r->idx), free(r);
 }

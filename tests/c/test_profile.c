@@ -751,7 +751,7 @@ static char *taken(ps_profile_render *r, size_t i, size_t *len) {
   char *texts[16] = {0};
   size_t lens[16] = {0};
   assert_true(np <= 16);
-  assert_int_equal(ps_profile_render_take(r, i, texts, lens), 0);
+  assert_int_equal(ps_profile_render_take(r, i, texts, lens, NULL, NULL), 0);
   char *all = malloc(1 << 22);
   assert_non_null(all);
   *len = 0;
@@ -790,7 +790,7 @@ static void test_render_ahead(void **state) {
         continue;
       }
     int e;
-    ps_profile_render *r = ps_profile_render_start(p, idx, start, 3, "\r\n", 2, &e, &bad);
+    ps_profile_render *r = ps_profile_render_start(p, idx, start, 3, NULL, "\r\n", 2, &e, &bad);
     assert_non_null(r);
     assert_int_equal(ps_profile_render_pieces(r, 0), 3);
     assert_int_equal(ps_profile_render_pieces(r, 1), 0);
@@ -803,20 +803,20 @@ static void test_render_ahead(void **state) {
     }
     char *t1[4];
     size_t l1[4];
-    assert_int_equal(ps_profile_render_take(r, 0, t1, l1), -1);   /* taken before */
-    assert_int_equal(ps_profile_render_take(r, 3, t1, l1), -1);   /* no such list */
+    assert_int_equal(ps_profile_render_take(r, 0, t1, l1, NULL, NULL), -1);   /* taken before */
+    assert_int_equal(ps_profile_render_take(r, 3, t1, l1, NULL, NULL), -1);   /* no such list */
     ps_profile_render_free(r);
     /* stopped with nothing taken, then freed: the rendered items are freed with it */
-    r = ps_profile_render_start(p, idx, start, 3, "\n", 1, &e, &bad);
+    r = ps_profile_render_start(p, idx, start, 3, NULL, "\n", 1, &e, &bad);
     assert_non_null(r);
     ps_profile_render_stop(r);
-    assert_int_equal(ps_profile_render_take(r, 0, t1, l1), -1);
+    assert_int_equal(ps_profile_render_take(r, 0, t1, l1, NULL, NULL), -1);
     ps_profile_render_free(r);
     size_t out[2] = {1, NG}, s2[2] = {0, 2};
-    assert_null(ps_profile_render_start(p, out, s2, 1, "\n", 1, &e, &bad));
+    assert_null(ps_profile_render_start(p, out, s2, 1, NULL, "\n", 1, &e, &bad));
     assert_int_equal(e, -1);
     assert_int_equal(bad, NG);
-    assert_null(ps_profile_render_start(p, idx, start, 3, "123456789", 9, &e, &bad));
+    assert_null(ps_profile_render_start(p, idx, start, 3, NULL, "123456789", 9, &e, &bad));
     assert_int_equal(e, -3);
     ps_profile_free(p);
   }

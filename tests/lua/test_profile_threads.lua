@@ -148,9 +148,12 @@ function TestProfileThreads:test_renderer_as_csv_text()
     r = agg:csv_renderer({ g, g })
     lu.assertEquals(written(r:take(1)), want_agg:csv_text(g, nil, "\r\n"))
     lu.assertEquals(written(r:take(2)), want_agg:csv_text(g, nil, "\r\n"))
-    -- line ends of the caller's; taken out of order; the aggregate closed under a live renderer
-    r = agg:csv_renderer({ types[2].groups, types[1].groups }, "\n")
-    lu.assertEquals(written(r:take(2)), (want[1]:gsub("\r\n", "\n")))
+    -- line ends of the caller's, extra cells; taken out of order; the aggregate closed under
+    -- a live renderer
+    local extra = { [types[1].groups[2]] = { "a,b", 'q"' }, [types[1].groups[700]] = { "", 7 } }
+    r = agg:csv_renderer({ types[2].groups, types[1].groups }, "\n", { [2] = extra })
+    lu.assertEquals(written(r:take(2)), want_agg:csv_text(types[1].groups, extra, "\n"))
+    lu.assertStrContains(written(want_agg:csv_text(types[1].groups, extra, "\n", true)), ',"a,b","q"""\n')
     lu.assertErrorMsgContains("out of range", agg.csv_renderer, agg, { { 1, #agg + 1 } })
     lu.assertErrorMsgContains("out of range", agg.csv_renderer, agg, { { 0 } })
     agg:close()
