@@ -416,6 +416,56 @@ static void fmt6_both_builds_are_printf(void **state) {
   }
 }
 
+/* fmt6's digits at every position: each digit 0-9 at each of the 16 places of k = v * 1e6,
+ * among zeros, among nines and among others, both signs, every integer-part length, and
+ * every 6 decimals, on both builds. */
+static void fmt6_every_digit_place(void **state) {
+  (void)state;
+  char want[400], got[400];
+  for (int place = 0; place < 16; place++)
+    for (int dgt = 0; dgt <= 9; dgt++)
+      for (int fill = 0; fill < 3; fill++)
+        for (int sign = 0; sign < 2; sign++) {
+          char digs[17];
+          for (int i = 0; i < 16; i++) digs[i] = fill == 0 ? '0' : fill == 1 ? '9' : (char)('0' + (i * 7 + place) % 10);
+          digs[place] = (char)('0' + dgt);
+          digs[16] = 0;
+          if (digs[0] == '9') digs[0] = '8';   /* |v| < 9e9: the fast path */
+          double v = (double)strtoull(digs, NULL, 10) / 1e6;
+          for (int lead = 0; lead < 10; lead++) {   /* the integer part's length */
+            double x = (sign ? -1 : 1) * fmod(v, pow(10.0, 10 - lead));
+            int n = snprintf(want, sizeof want, "%.6f", x);
+            for (int portable = 0; portable < 2; portable++) {
+              ps_num_set_portable(portable);
+              assert_int_equal(ps_num_fmt6(got, sizeof got, x), n);
+              assert_string_equal(got, want);
+            }
+          }
+        }
+  /* every 6 decimals (made a pair a multiplication, from one product: jeaiii's) */
+  for (int f = 0; f < 1000000; f++) {
+    double x = (f % 2 ? -3.0 : 41.0) + (f % 2 ? -1 : 1) * (f / 1e6);
+    int n = snprintf(want, sizeof want, "%.6f", x);
+    for (int portable = 0; portable < 2; portable++) {
+      ps_num_set_portable(portable);
+      if (ps_num_fmt6(got, sizeof got, x) != n || strcmp(got, want) != 0) fail_msg("%s: %s", want, got);
+    }
+  }
+  static const double edge[] = {0.0, -0.0, 5e-7, -5e-7, 4.999999e-7, 1.5e-6, 2.5e-6, 0.9999995,
+                                9.9999995, 99.9999995, 8999999999.999999, -8999999999.999999,
+                                8999999999.9999995, 9e9, 1e9, 999999999.9999996, 1e-300, -1e-300,
+                                4503599627.370496, 123456789.0000005};
+  for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+    int n = snprintf(want, sizeof want, "%.6f", edge[i]);
+    for (int portable = 0; portable < 2; portable++) {
+      ps_num_set_portable(portable);
+      assert_int_equal(ps_num_fmt6(got, sizeof got, edge[i]), n);
+      assert_string_equal(got, want);
+    }
+  }
+  ps_num_set_portable(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_float_accepts),
@@ -431,6 +481,7 @@ int main(void) {
     cmocka_unit_test(valid_duration_is_finite_and_positive),
     cmocka_unit_test(python_int_of_a_cell),
     cmocka_unit_test(fmt6_both_builds_are_printf),
+    cmocka_unit_test(fmt6_every_digit_place),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
