@@ -1376,8 +1376,6 @@ void ps_profile_prefetch(const ps_profile *p, const size_t *idx, size_t k, size_
 
 /* ---- database rows as text ----------------------------------------------------------- */
 
-/* %.6f of a finite double is at most 318 bytes (sign, 309 digits, point, 6 decimals). */
-#define FIXED_MAX 320
 
 typedef struct rows_job {
   ps_profile *p;
@@ -1391,17 +1389,13 @@ typedef struct rows_job {
   int rc;
 } rows_job;
 
-static size_t put_fixed(char *out, double v) {
-  return isnan(v) ? 0 : (size_t)ps_num_fmt6(out, FIXED_MAX + 1, v);
-}
-
 static void *rows_work(void *arg) {
   rows_job *j = arg;
   for (size_t k = j->from; k < j->to; k++) {
     ps_profile_group_info g;
     ps_profile_prefetch(j->p, j->idx, k, j->to, 1);
     ps_profile_group(j->p, j->idx[k], 1, &g);
-    size_t lens[PS_PC_NCELLS], need = (3 + PS_NCOUNTERS) * (FIXED_MAX + 2) + j->eollen;
+    size_t lens[PS_PC_NCELLS], need = (3 + PS_NCOUNTERS) * (PS_NUM_FMT6_MAX + 1) + j->eollen;
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
       lens[c] = strlen(g.cells[c]), need += PS_CSV_QUOTED_MAX(lens[c]) + 1;
     if (ps_grow((void **)&j->text, &j->cap, j->len + need, 1) != 0) {
@@ -1414,10 +1408,9 @@ static void *rows_work(void *arg) {
       if (c > PS_PC_OP_STATE) *w++ = ',';
       w += ps_csv_quote(w, g.cells[c], lens[c]);
     }
-    *w++ = ',', w += put_fixed(w, g.mean);
-    *w++ = ',', w += put_fixed(w, g.median);
-    *w++ = ',', w += put_fixed(w, g.std);
-    for (int m = 0; m < PS_NCOUNTERS; m++) *w++ = ',', w += put_fixed(w, g.metric_mean[m]);
+    double num[3 + PS_NCOUNTERS] = {g.mean, g.median, g.std};   /* NaN: an empty cell */
+    memcpy(num + 3, g.metric_mean, sizeof g.metric_mean);
+    w += ps_num_fmt6_cells(w, num, 3 + PS_NCOUNTERS);
     if (j->eol) memcpy(w, j->eol, j->eollen), w += j->eollen;
     j->len = (size_t)(w - j->text);
   }

@@ -466,6 +466,40 @@ static void fmt6_every_digit_place(void **state) {
   ps_num_set_portable(0);
 }
 
+/* ps_num_fmt6_cells: a row's numbers as ',' and ps_num_fmt6's text each, a NaN as an empty
+ * cell, big and infinite values by snprintf's path, on both builds. */
+static void fmt6_cells_are_fmt6_joined(void **state) {
+  (void)state;
+  uint64_t x = 1234567;
+  static char got[40 * (PS_NUM_FMT6_MAX + 1)], want[40 * (PS_NUM_FMT6_MAX + 1)];
+  for (int round = 0; round < 2000; round++) {
+    double v[40];
+    int n = round % 41;
+    for (int i = 0; i < n; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      switch (x % 7) {
+      case 0: v[i] = NAN; break;
+      case 1: v[i] = (x & 8) ? INFINITY : -1e300; break;
+      case 2: v[i] = -(double)(x % 100000000000ULL) / 1e6; break;
+      case 3: v[i] = ldexp((double)(x >> 11), -(int)(x % 70)); break;
+      default: v[i] = (double)(x % 1000000) / 1e3; break;
+      }
+    }
+    for (int portable = 0; portable < 2; portable++) {
+      ps_num_set_portable(portable);
+      size_t w = 0;
+      for (int i = 0; i < n; i++) {
+        want[w++] = ',';
+        if (!isnan(v[i])) w += (size_t)snprintf(want + w, PS_NUM_FMT6_MAX, "%.6f", v[i]);
+      }
+      memset(got, 'x', sizeof got);
+      assert_int_equal(ps_num_fmt6_cells(got, v, n), w);
+      assert_memory_equal(got, want, w);
+    }
+  }
+  ps_num_set_portable(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_float_accepts),
@@ -482,6 +516,7 @@ int main(void) {
     cmocka_unit_test(python_int_of_a_cell),
     cmocka_unit_test(fmt6_both_builds_are_printf),
     cmocka_unit_test(fmt6_every_digit_place),
+    cmocka_unit_test(fmt6_cells_are_fmt6_joined),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
