@@ -1524,6 +1524,7 @@ int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text
 /* ---- rows rendered ahead --------------------------------------------------------------- */
 
 #define RENDER_CHUNK 512   /* rows a work item: a list's items are shared out among the threads */
+#define RENDER_AHEAD 2     /* lists the workers may render past the one taken (memory: a few MB) */
 
 typedef struct render_item {
   size_t list, from, to;   /* rows idx[from, to), of list `list` */
@@ -1661,8 +1662,8 @@ int ps_profile_render_take(ps_profile_render *r, size_t i, char **texts, size_t 
   if (i >= r->nlists || r->stop || r->taken[i]) return -1;
   r->taken[i] = 1;
   pthread_mutex_lock(&r->mu);
-  if (r->limit < i + 2) {   /* the workers may go on to the next list while this one is written */
-    r->limit = i + 2;
+  if (r->limit < i + 1 + RENDER_AHEAD) {   /* the workers go on while this list is written */
+    r->limit = i + 1 + RENDER_AHEAD;
     pthread_cond_broadcast(&r->more);
   }
   size_t a = r->first[i], b = r->first[i + 1];

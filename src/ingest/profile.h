@@ -147,7 +147,7 @@ int ps_profile_rows_pieces(ps_profile *p, const size_t *idx, size_t n, const cha
  * as ps_profile_rows_pieces renders them (each row followed by eol, at most 8 bytes; where
  * offs[i] is set, as ps_profile_rows_text does: no line ends, the rows' offsets kept), in items
  * of some hundred rows, on the aggregate's threads less one: the workers render the lists in
- * order, at most one list ahead of the last one taken, and ps_profile_render_take(i) renders
+ * order, at most two lists ahead of the last one taken, and ps_profile_render_take(i) renders
  * what is left of list i on the calling thread, waits for the rest and hands its pieces over
  * (texts[0 .. ps_profile_render_pieces(r, i)), each malloc'd, the caller frees them; with offs,
  * also each piece's row count and offsets, rows[k] + 1 of them, malloc'd too, NULL for a list
