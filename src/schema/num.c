@@ -467,7 +467,8 @@ int ps_num_duration_cell(const char *s, size_t len) {
  * builds: with FMA and SSE4.1 (fma and floor one instruction each, not library calls: 172 ->
  * ~100 instructions a number; the decimals a multiplication a pair: ~86) where the processor
  * has them, and the portable one. */
-/* v's text (|v| < 9e9: at most 18 bytes, no NUL) written at o; its length. */
+/* v's text (|v| < 9e9: at most 18 bytes, no NUL) written at o, which has room for 24; its
+ * length. */
 static inline __attribute__((always_inline)) size_t fmt6_digits(char *o, double v) {
   double a = fabs(v);
   double p = a * 1e6, e = fma(a, 1e6, -p), n = floor(p);
@@ -483,29 +484,23 @@ static inline __attribute__((always_inline)) size_t fmt6_digits(char *o, double 
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
-  static const uint64_t pow10[11] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                     100000000, 1000000000, 10000000000};
+  /* built from the end in t (the text ends at t + 24), then one fixed-size copy of 24 bytes:
+   * cheaper than counting the integer part's digits first */
+  char t[48], *w = t + 17;
   uint64_t ip = k / 1000000;
-  char *w = o;
-  *w = '-';
-  w += signbit(v) != 0;
-  /* written in place: the integer part's digit count (at least 1) from its bit length and one
-   * comparison, then its digits from the point back */
-  unsigned nd = (unsigned)(64 - __builtin_clzll(ip | 1)) * 1233 >> 12;
-  nd += (ip | 1) >= pow10[nd];
-  w += nd;
-  char *d = w;
-  while (ip >= 100) d -= 2, memcpy(d, pairs + 2 * (ip % 100), 2), ip /= 100;
-  if (ip >= 10) memcpy(d - 2, pairs + 2 * ip, 2);
-  else d[-1] = (char)('0' + ip);
-  *w = '.';
   /* the 6 decimals left to right, a pair a multiplication (jeaiii): t32 / 2^32 is frac / 10^4
    * with a fraction exact enough to hold the next digits for every frac < 10^6 */
-  uint64_t t32 = (k % 1000000) * 429497;
+  uint64_t t32 = (k - ip * 1000000) * 429497;
   memcpy(w + 1, pairs + 2 * (t32 >> 32), 2), t32 = (uint32_t)t32 * (uint64_t)100;
   memcpy(w + 3, pairs + 2 * (t32 >> 32), 2), t32 = (uint32_t)t32 * (uint64_t)100;
   memcpy(w + 5, pairs + 2 * (t32 >> 32), 2);
-  return (size_t)(w + 7 - o);
+  *w = '.';
+  while (ip >= 100) w -= 2, memcpy(w, pairs + 2 * (ip % 100), 2), ip /= 100;
+  if (ip >= 10) w -= 2, memcpy(w, pairs + 2 * ip, 2);
+  else *--w = (char)('0' + ip);
+  if (signbit(v)) *--w = '-';
+  memcpy(o, w, 24);
+  return (size_t)(t + 24 - w);
 }
 
 /* printf("%.6f") for the statistics, without printf's multi-precision path: the exact
@@ -516,12 +511,12 @@ static inline __attribute__((always_inline)) size_t fmt6_digits(char *o, double 
  * has them, and the portable one. */
 static inline __attribute__((always_inline)) int fmt6_body(char *out, size_t cap, double v) {
   if (!(fabs(v) < 9e9)) return snprintf(out, cap, "%.6f", v);
-  if (cap > 18) {
+  if (cap > 24) {
     size_t len = fmt6_digits(out, v);
     out[len] = 0;
     return (int)len;
   }
-  char t[24];
+  char t[32];
   size_t len = fmt6_digits(t, v);
   if (cap > 0) {   /* snprintf's contract: truncated to cap - 1, the full length returned */
     size_t c = len < cap ? len : cap - 1;
