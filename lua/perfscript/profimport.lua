@@ -385,6 +385,30 @@ local function written(res, t, get)
   res.written_rows[#res.written_rows + 1] = { key = h, row = row }
 end
 
+-- A new file's rows (a perfscript.text). Those of every table of this merge whose file does
+-- not exist yet are made ahead, in the tables' order, on the aggregate's threads
+-- (agg:csv_renderer): the next file's rows are made while this one is written.
+local function new_rows(dir, t, opts)
+  local ahead = opts.ahead
+  if ahead == nil and opts.tables then
+    local lists, extras, slot = {}, {}, {}
+    for _, u in ipairs(opts.tables) do
+      if u.agg == t.agg and lfs.attributes(dir .. "/" .. u.file, "mode") == nil then
+        lists[#lists + 1] = u.groups
+        extras[#lists] = u.extra
+        slot[u] = #lists
+      end
+    end
+    ahead = { slot = slot, n = #lists, r = t.agg:csv_renderer(lists, "\r\n", extras) }
+    opts.ahead = ahead
+  end
+  local i = ahead and ahead.slot[t]
+  if not i then return t.agg:csv_text(t.groups, t.extra, "\r\n", true) end
+  local rows = ahead.r:take(i)
+  if i == ahead.n then ahead.r:close() end   -- the last one: no thread outlives the files
+  return rows
+end
+
 -- Merges one table into dir/<file>. Returns a result record:
 -- {file=, status="created"|"updated"|"unchanged"|"would create"|..., added=, replaced=,
 --  kept=, filled=, columns_added=}
@@ -408,7 +432,7 @@ local function merge_one(dir, t, opts)
       local head = {}
       for i, c in ipairs(t.columns) do head[i] = perf.csv.quote(c) end
       -- the header and the rows written one after the other (not joined: a copy of the file)
-      local pieces, k = { table.concat(head, ",") .. "\r\n", t.agg:csv_text(t.groups, t.extra, "\r\n", true) }, 0
+      local pieces, k = { table.concat(head, ",") .. "\r\n", new_rows(dir, t, opts) }, 0
       local ok, err = perf.fs.write_atomic(path, function() k = k + 1; return pieces[k] end, { stage = opts.stage })
       if not ok then perf.fail("%s", err) end
       -- every group is a written row: M.merge logs them from the aggregate (in C)
@@ -565,7 +589,7 @@ function M.merge(dir, tables, opts)
   end
   local held <close> = lock
   local stage <close> = not opts.dry_run and perf.fs.stage() or nil
-  local one = setmetatable({ stage = stage }, { __index = opts })
+  local one = setmetatable({ stage = stage, tables = tables }, { __index = opts })
   if opts.provenance then
     for _, t in ipairs(tables) do t.stem = t.file:gsub("%.csv$", "") end
   end

@@ -16,6 +16,8 @@
  *       job:finish([stage]) commits it (see a_provenance_log)
  *   agg:fia_runtime(indices, files) -> {[i] = {16 Runtime cells}} of the FIA groups
  *       (profimport.fia_metadata's per-group part; see a_fia_runtime)
+ *   agg:csv_renderer(lists [, eol [, extras]]) -> r: csv_text of each list, rendered ahead on
+ *       the aggregate's threads; r:take(i) -> text (in any order, once each), r:close()
  *   profile.columns, profile.metrics, profile.required, profile.us_to_ns(s),
  *   profile.kernel_type(s), profile.is_na(s), profile.number(s),
  *   profile.import_key(type, in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes)
@@ -50,7 +52,8 @@ int luaopen_perfscript_num(lua_State *L);
 
 #define AGG "perfscript.profile.aggregate"
 
-typedef struct agg_ud { ps_profile *p; } agg_ud;
+/* render: the aggregate's renderer (csv_renderer) while it lives, stopped when p is freed */
+typedef struct agg_ud { ps_profile *p; ps_profile_render *render; } agg_ud;
 
 static ps_profile *check_agg(lua_State *L) {
   agg_ud *u = luaL_checkudata(L, 1, AGG);
@@ -60,7 +63,7 @@ static ps_profile *check_agg(lua_State *L) {
 
 static int p_new(lua_State *L) {
   agg_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->p = NULL;
+  u->p = NULL, u->render = NULL;
   luaL_setmetatable(L, AGG);
   u->p = ps_profile_new();
   if (u->p == NULL) return luaL_error(L, "out of memory");
@@ -77,6 +80,8 @@ static int p_new(lua_State *L) {
 
 static int a_close(lua_State *L) {
   agg_ud *u = luaL_checkudata(L, 1, AGG);
+  ps_profile_render_stop(u->render);   /* its threads read p */
+  u->render = NULL;
   ps_profile_free(u->p);
   u->p = NULL;
   return 0;
@@ -434,6 +439,37 @@ static void push_pieces(lua_State *L, int as_text, char **texts, size_t *lens, i
   for (int i = 0; i < r; i++) free(texts[i]);
 }
 
+/* Appends rows[off[k], off[k + 1]) for k < n (the row of group idx[k]), each followed by the
+ * strings of the table extra[idx[k] + 1] (extra: a stack index), quoted, and eol, to *out
+ * (*len bytes of *cap). 0, or -1 when memory runs out. */
+static int add_extra_rows(lua_State *L, int extra, const char *rows, const size_t *off,
+                          const size_t *idx, size_t n, const char *eol, size_t eollen,
+                          char **out, size_t *len, size_t *cap) {
+  for (size_t k = 0; k < n; k++) {
+    size_t rl = off[k + 1] - off[k];
+    if (ps_grow((void **)out, cap, *len + rl + eollen, 1) != 0) return -1;
+    memcpy(*out + *len, rows + off[k], rl), *len += rl;
+    if (lua_rawgeti(L, extra, (lua_Integer)idx[k] + 1) == LUA_TTABLE) {
+      lua_Integer ne = luaL_len(L, -1);
+      for (lua_Integer e = 1; e <= ne; e++) {
+        size_t vl;
+        lua_rawgeti(L, -1, e);
+        const char *v = lua_tolstring(L, -1, &vl);
+        if (ps_grow((void **)out, cap, *len + 1 + (v ? PS_CSV_QUOTED_MAX(vl) : 0) + eollen, 1) != 0) {
+          lua_pop(L, 2);
+          return -1;
+        }
+        (*out)[(*len)++] = ',';
+        if (v) *len += ps_csv_quote(*out + *len, v, vl);
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+    memcpy(*out + *len, eol, eollen), *len += eollen;
+  }
+  return 0;
+}
+
 /* agg:csv_text(indices [, extra [, eol [, as_text]]]) -> the CSV lines of those groups (row()
  * cells, then the strings of extra[i] when given), minimal quoting, one string (as_text: a
  * perfscript.text, written by fs.write_atomic without a copy): writing a new database file
@@ -482,27 +518,9 @@ static int a_csv_text(lua_State *L) {
   /* one malloc'd buffer (a luaL_Buffer would share the stack with the extra cells) */
   char *out = NULL;
   size_t len = 0, cap = 0;
-  if (ps_grow((void **)&out, &cap, off[n] + n * eollen + 1, 1) != 0) goto oom;
-  for (size_t k = 0; k < n; k++) {
-    size_t rl = off[k + 1] - off[k];
-    if (ps_grow((void **)&out, &cap, len + rl + eollen, 1) != 0) goto oom;
-    memcpy(out + len, rows + off[k], rl), len += rl;
-    if (lua_rawgeti(L, 3, (lua_Integer)idx[k] + 1) == LUA_TTABLE) {
-      lua_Integer ne = luaL_len(L, -1);
-      for (lua_Integer e = 1; e <= ne; e++) {
-        size_t vl;
-        lua_rawgeti(L, -1, e);
-        const char *v = lua_tolstring(L, -1, &vl);
-        if (ps_grow((void **)&out, &cap, len + 1 + (v ? PS_CSV_QUOTED_MAX(vl) : 0) + eollen, 1) != 0)
-          goto oom;
-        out[len++] = ',';
-        if (v) len += ps_csv_quote(out + len, v, vl);
-        lua_pop(L, 1);
-      }
-    }
-    lua_pop(L, 1);
-    memcpy(out + len, eol, eollen), len += eollen;
-  }
+  if (ps_grow((void **)&out, &cap, off[n] + n * eollen + 1, 1) != 0 ||
+      add_extra_rows(L, 3, rows, off, idx, n, eol, eollen, &out, &len, &cap) != 0)
+    goto oom;
   free(rows);
   free(idx);
   push_pieces(L, as_text, &out, &len, 1);
@@ -512,6 +530,134 @@ oom:
   free(rows);
   free(idx);
   return luaL_error(L, "out of memory");
+}
+
+/* ---- agg:csv_renderer ------------------------------------------------------------------ */
+
+#define RENDERER "perfscript.profile.renderer"
+
+typedef struct render_ud {
+  ps_profile_render *r;
+  agg_ud *agg;     /* its aggregate (user value 1 keeps it alive; 2: the extra cells) */
+  char eol[8];
+  size_t eollen;
+} render_ud;
+
+/* agg:csv_renderer(lists [, eol [, extras]]) -> r: the CSV rows of several lists of group
+ * indices (each row as csv_text(list, extras[i], eol) gives it: eol "\r\n" by default, at most
+ * 8 bytes), made ahead on the aggregate's threads (ps_profile_render_*): r:take(i) -> list i's
+ * rows as a perfscript.text (each list taken once), waiting for them; while the caller writes
+ * one list the next is being made (a list's extra cells are added by take, on this thread).
+ * r:close() (also <close>, __gc and the aggregate's close) ends the threads. */
+static int a_csv_renderer(lua_State *L) {
+  ps_profile *p = check_agg(L);
+  agg_ud *u = lua_touserdata(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t eollen;
+  const char *eol = luaL_optlstring(L, 3, "\r\n", &eollen);
+  if (eollen > sizeof ((render_ud *)0)->eol)
+    return luaL_error(L, "csv_renderer: a line end of at most 8 bytes");
+  if (!lua_isnoneornil(L, 4)) luaL_checktype(L, 4, LUA_TTABLE);
+  int has_extras = lua_istable(L, 4);
+  lua_settop(L, 4);
+  size_t nl = (size_t)luaL_len(L, 2);
+  render_ud *ud = lua_newuserdatauv(L, sizeof *ud, 2);   /* at 5: frees what follows on error */
+  ud->r = NULL, ud->agg = u;
+  memcpy(ud->eol, eol, eollen), ud->eollen = eollen;
+  luaL_setmetatable(L, RENDERER);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, 5, 1);
+  lua_pushvalue(L, 4);
+  lua_setiuservalue(L, 5, 2);
+  size_t *start = lua_newuserdatauv(L, (nl + 1) * sizeof *start, 0);   /* collected */
+  unsigned char *offs = lua_newuserdatauv(L, nl ? nl : 1, 0);
+  size_t *idx = NULL, cap = 0, n = 0;
+  for (size_t i = 0; i < nl; i++) {
+    start[i] = n;
+    offs[i] = has_extras && lua_rawgeti(L, 4, (lua_Integer)i + 1) == LUA_TTABLE;
+    if (has_extras) lua_pop(L, 1);
+    if (lua_rawgeti(L, 2, (lua_Integer)i + 1) != LUA_TTABLE) {
+      free(idx);
+      return luaL_error(L, "csv_renderer: list %d is not a table", (int)i + 1);
+    }
+    size_t m = (size_t)luaL_len(L, -1);
+    if (ps_grow((void **)&idx, &cap, n + m, sizeof *idx) != 0) {
+      free(idx);
+      return luaL_error(L, "out of memory");
+    }
+    for (size_t k = 0; k < m; k++) {
+      lua_Integer g = (lua_rawgeti(L, -1, (lua_Integer)k + 1), lua_tointeger(L, -1));
+      lua_pop(L, 1);
+      if (g < 1) {
+        free(idx);
+        return luaL_error(L, "group index %d out of range", (int)g);
+      }
+      idx[n++] = (size_t)(g - 1);
+    }
+    lua_pop(L, 1);
+  }
+  start[nl] = n;
+  int err;
+  size_t bad = 0;
+  ud->r = ps_profile_render_start(p, idx, start, nl, offs, eol, eollen, &err, &bad);
+  free(idx);
+  if (ud->r == NULL) {
+    if (err == -1) return luaL_error(L, "group index %d out of range", (int)bad + 1);
+    return luaL_error(L, "out of memory");
+  }
+  ps_profile_render_stop(u->render);   /* one renderer an aggregate: an older one ends */
+  u->render = ud->r;
+  lua_settop(L, 5);
+  return 1;
+}
+
+static int r_take(lua_State *L) {
+  render_ud *ud = luaL_checkudata(L, 1, RENDERER);
+  lua_Integer i = luaL_checkinteger(L, 2);
+  if (ud->r == NULL || ud->agg->render != ud->r) return luaL_error(L, "csv_renderer: closed");
+  lua_settop(L, 2);
+  lua_getiuservalue(L, 1, 2);   /* 3: the extras */
+  int extra = i >= 1 && lua_istable(L, 3) && lua_rawgeti(L, 3, i) == LUA_TTABLE;   /* at 4 */
+  size_t np = i >= 1 ? ps_profile_render_pieces(ud->r, (size_t)i - 1) : 0, m = np ? np : 1;
+  char **texts = calloc(m, sizeof *texts + 2 * sizeof(size_t) + sizeof(size_t *));
+  if (texts == NULL) return luaL_error(L, "out of memory");
+  size_t *lens = (size_t *)(texts + m), *rows = lens + m, **offs = (size_t **)(rows + m);
+  int rc = i >= 1 ? ps_profile_render_take(ud->r, (size_t)i - 1, texts, lens, offs, rows) : -1;
+  if (rc != 0) {
+    free(texts);
+    if (rc == -1) return luaL_error(L, "csv_renderer: list %d out of range or taken before", (int)i);
+    return luaL_error(L, "out of memory");
+  }
+  ps_text *t = ps_text_push(L);
+  int oom = 0;
+  size_t nidx;
+  const size_t *idx = ps_profile_render_list(ud->r, (size_t)i - 1, &nidx);
+  for (size_t k = 0; k < np; k++) {
+    if (extra && !oom) {   /* the rows again, each with its extra cells and the line end */
+      char *out = NULL;
+      size_t len = 0, cap = 0;
+      oom = ps_grow((void **)&out, &cap, lens[k] + rows[k] * ud->eollen + 1, 1) != 0 ||
+            add_extra_rows(L, 4, texts[k], offs[k], idx, rows[k], ud->eol, ud->eollen, &out,
+                           &len, &cap) != 0;
+      idx += rows[k];
+      free(texts[k]);
+      texts[k] = out, lens[k] = len;
+    }
+    free(offs[k]);
+    if (oom) free(texts[k]);
+    else oom = ps_text_add(t, texts[k], lens[k]) != 0;
+  }
+  free(texts);
+  if (oom) return luaL_error(L, "out of memory");
+  return 1;
+}
+
+static int r_close(lua_State *L) {
+  render_ud *ud = luaL_checkudata(L, 1, RENDERER);
+  if (ud->agg && ud->agg->render == ud->r) ud->agg->render = NULL;
+  ps_profile_render_free(ud->r);
+  ud->r = NULL;
+  return 0;
 }
 
 /* The provenance lines of groups idx[from, to) (a_provenance's work, on one thread). */
@@ -815,8 +961,9 @@ int luaopen_perfscript_profile(lua_State *L) {
     {NULL, NULL}};
   static const luaL_Reg methods[] = {
     {"add_file", a_add_file}, {"totals", a_totals}, {"group", a_group}, {"row", a_row},
-    {"csv_text", a_csv_text}, {"provenance", a_provenance}, {"types", a_types}, {"keys", a_keys},
-    {"file_xxh3", a_file_xxh3}, {"fia_runtime", a_fia_runtime}, {"provenance_log", a_provenance_log}, {"close", a_close}, {NULL, NULL}};
+    {"csv_text", a_csv_text}, {"csv_renderer", a_csv_renderer}, {"provenance", a_provenance},
+    {"types", a_types}, {"keys", a_keys}, {"file_xxh3", a_file_xxh3}, {"fia_runtime", a_fia_runtime},
+    {"provenance_log", a_provenance_log}, {"close", a_close}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {
     {"new", p_new}, {"kernel_type", f_kernel_type},
     {"is_na", f_is_na}, {"import_key", f_import_key}, {NULL, NULL}};
@@ -826,6 +973,13 @@ int luaopen_perfscript_profile(lua_State *L) {
   luaL_newmetatable(L, AGG);
   luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  static const luaL_Reg rmeta[] = {{"__gc", r_close}, {"__close", r_close}, {NULL, NULL}};
+  static const luaL_Reg rmethods[] = {{"take", r_take}, {"close", r_close}, {NULL, NULL}};
+  luaL_newmetatable(L, RENDERER);
+  luaL_setfuncs(L, rmeta, 0);
+  luaL_newlib(L, rmethods);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 

@@ -1422,8 +1422,6 @@ void ps_profile_prefetch(const ps_profile *p, const size_t *idx, size_t k, size_
 
 /* ---- database rows as text ----------------------------------------------------------- */
 
-/* %.6f of a finite double is at most 318 bytes (sign, 309 digits, point, 6 decimals). */
-#define FIXED_MAX 320
 
 typedef struct rows_job {
   ps_profile *p;
@@ -1437,17 +1435,13 @@ typedef struct rows_job {
   int rc;
 } rows_job;
 
-static size_t put_fixed(char *out, double v) {
-  return isnan(v) ? 0 : (size_t)ps_num_fmt6(out, FIXED_MAX + 1, v);
-}
-
 static void *rows_work(void *arg) {
   rows_job *j = arg;
   for (size_t k = j->from; k < j->to; k++) {
     ps_profile_group_info g;
     ps_profile_prefetch(j->p, j->idx, k, j->to, 1);
     ps_profile_group(j->p, j->idx[k], 1, &g);
-    size_t lens[PS_PC_NCELLS], need = (3 + PS_NCOUNTERS) * (FIXED_MAX + 2) + j->eollen;
+    size_t lens[PS_PC_NCELLS], need = (3 + PS_NCOUNTERS) * (PS_NUM_FMT6_MAX + 1) + j->eollen;
     for (int c = PS_PC_OP_STATE; c < PS_PC_NCELLS; c++)
       lens[c] = strlen(g.cells[c]), need += PS_CSV_QUOTED_MAX(lens[c]) + 1;
     if (ps_grow((void **)&j->text, &j->cap, j->len + need, 1) != 0) {
@@ -1460,10 +1454,9 @@ static void *rows_work(void *arg) {
       if (c > PS_PC_OP_STATE) *w++ = ',';
       w += ps_csv_quote(w, g.cells[c], lens[c]);
     }
-    *w++ = ',', w += put_fixed(w, g.mean);
-    *w++ = ',', w += put_fixed(w, g.median);
-    *w++ = ',', w += put_fixed(w, g.std);
-    for (int m = 0; m < PS_NCOUNTERS; m++) *w++ = ',', w += put_fixed(w, g.metric_mean[m]);
+    double num[3 + PS_NCOUNTERS] = {g.mean, g.median, g.std};   /* NaN: an empty cell */
+    memcpy(num + 3, g.metric_mean, sizeof g.metric_mean);
+    w += ps_num_fmt6_cells(w, num, 3 + PS_NCOUNTERS);
     if (j->eol) memcpy(w, j->eol, j->eollen), w += j->eollen;
     j->len = (size_t)(w - j->text);
   }
@@ -1572,4 +1565,191 @@ int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text
   off[n] = at;
   *text = all;
   return 0;
+}
+
+/* ---- rows rendered ahead --------------------------------------------------------------- */
+
+#define RENDER_CHUNK 512   /* rows a work item: a list's items are shared out among the threads */
+#define RENDER_AHEAD 2     /* lists the workers may render past the one taken (memory: a few MB) */
+
+typedef struct render_item {
+  size_t list, from, to;   /* rows idx[from, to), of list `list` */
+  char *text;
+  size_t len;
+  size_t *off;             /* the rows' offsets in text (to - from + 1), for a list with them */
+  int done, rc;
+} render_item;
+
+struct ps_profile_render {
+  ps_profile *p;
+  size_t *idx;              /* every list's group indices, one list after the other */
+  size_t *first;            /* list i's items: item[first[i], first[i + 1]) */
+  unsigned char *taken;     /* list i has been taken */
+  unsigned char *offs;      /* list i is rendered without line ends, with the rows' offsets */
+  size_t nlists, nitems;
+  render_item *item;
+  size_t next;              /* the first item no thread has started */
+  size_t limit;             /* the workers start no item of a list >= limit */
+  char eol[8];
+  size_t eollen;
+  int stop, nthreads;
+  pthread_mutex_t mu;
+  pthread_cond_t more;      /* for the workers: limit moved, or stop */
+  pthread_cond_t done;      /* an item is done */
+  pthread_t th[MAX_THREADS];
+};
+
+/* Renders item k (r->mu held on entry and on return; released while it works). */
+static void render_item_do(ps_profile_render *r, size_t k) {
+  render_item *it = &r->item[k];
+  pthread_mutex_unlock(&r->mu);
+  size_t n = it->to - it->from;
+  size_t *off = r->offs[it->list] ? malloc((n + 1) * sizeof *off) : NULL;
+  int plain = !r->offs[it->list];
+  rows_job j = {r->p, r->idx, it->from, it->to, off, plain && r->eollen ? r->eol : NULL,
+                plain ? r->eollen : 0, NULL, 0, 0, 0};
+  /* one allocation for most items: a row is some 600 bytes (ps_grow doubles from here) */
+  j.cap = (it->to - it->from) * 640;
+  j.text = malloc(j.cap ? j.cap : 1);
+  if (j.text == NULL) j.cap = 0;
+  if (off == NULL && !plain) j.rc = -2;
+  else rows_work(&j);
+  if (off) off[n] = j.len;
+  pthread_mutex_lock(&r->mu);
+  it->text = j.text, it->len = j.len, it->off = off, it->rc = j.rc, it->done = 1;
+  pthread_cond_broadcast(&r->done);
+}
+
+static void *render_work(void *arg) {
+  ps_profile_render *r = arg;
+  pthread_mutex_lock(&r->mu);
+  for (;;) {
+    while (!r->stop && r->next < r->nitems && r->item[r->next].list >= r->limit)
+      pthread_cond_wait(&r->more, &r->mu);
+    if (r->stop || r->next >= r->nitems) break;
+    render_item_do(r, r->next++);
+  }
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, const size_t *start,
+                                           size_t nlists, const unsigned char *offs,
+                                           const char *eol, size_t eollen, int *err, size_t *bad) {
+  *err = -2;
+  if (eollen > sizeof ((ps_profile_render *)0)->eol) {
+    *err = -3;
+    return NULL;
+  }
+  ps_profile_render *r = calloc(1, sizeof *r);
+  size_t n = start[nlists], nitems = 0;
+  for (size_t i = 0; i < nlists; i++)
+    nitems += (start[i + 1] - start[i] + RENDER_CHUNK - 1) / RENDER_CHUNK;
+  unsigned char *seen = calloc(p->ngroups ? p->ngroups : 1, 1);
+  if (r == NULL || seen == NULL || (r->idx = malloc((n ? n : 1) * sizeof *r->idx)) == NULL ||
+      (r->first = malloc((nlists + 1) * sizeof *r->first)) == NULL ||
+      (r->taken = calloc(nlists ? nlists : 1, 1)) == NULL ||
+      (r->offs = calloc(nlists ? nlists : 1, 1)) == NULL ||
+      (r->item = calloc(nitems ? nitems : 1, sizeof *r->item)) == NULL) {
+    free(seen);
+    ps_profile_render_free(r);
+    return NULL;
+  }
+  /* the statistics reorder a group's durations: a group asked for twice is done by one thread */
+  int dup = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (idx[k] >= p->ngroups) {
+      *bad = idx[k], *err = -1;
+      free(seen);
+      ps_profile_render_free(r);
+      return NULL;
+    }
+    dup |= seen[idx[k]];
+    seen[idx[k]] = 1;
+    r->idx[k] = idx[k];
+  }
+  free(seen);
+  r->p = p, r->nlists = nlists, r->nitems = nitems, r->limit = 1;
+  if (offs) memcpy(r->offs, offs, nlists);
+  memcpy(r->eol, eol ? eol : "", eol ? eollen : 0), r->eollen = eol ? eollen : 0;
+  size_t m = 0;
+  for (size_t i = 0; i < nlists; i++) {
+    r->first[i] = m;
+    for (size_t a = start[i]; a < start[i + 1]; a += RENDER_CHUNK, m++)
+      r->item[m] = (render_item){i, a, a + RENDER_CHUNK < start[i + 1] ? a + RENDER_CHUNK : start[i + 1],
+                                 NULL, 0, NULL, 0, 0};
+  }
+  r->first[nlists] = m;
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->more, NULL);
+  pthread_cond_init(&r->done, NULL);
+  /* the taker is a thread too (it renders the items of the list it waits for) */
+  int T = dup ? 1 : ps_profile_row_threads(p, n);
+  for (int t = 0; t < T - 1; t++)
+    if (pthread_create(&r->th[r->nthreads], NULL, render_work, r) == 0) r->nthreads++;
+  *err = 0;
+  return r;
+}
+
+const size_t *ps_profile_render_list(const ps_profile_render *r, size_t i, size_t *n) {
+  *n = 0;
+  if (i >= r->nlists || r->first[i] == r->first[i + 1]) return r->idx;
+  size_t from = r->item[r->first[i]].from;
+  *n = r->item[r->first[i + 1] - 1].to - from;
+  return r->idx + from;
+}
+
+size_t ps_profile_render_pieces(const ps_profile_render *r, size_t i) {
+  return i < r->nlists ? r->first[i + 1] - r->first[i] : 0;
+}
+
+int ps_profile_render_take(ps_profile_render *r, size_t i, char **texts, size_t *lens,
+                           size_t **offs, size_t *rows) {
+  if (i >= r->nlists || r->stop || r->taken[i]) return -1;
+  r->taken[i] = 1;
+  pthread_mutex_lock(&r->mu);
+  if (r->limit < i + 1 + RENDER_AHEAD) {   /* the workers go on while this list is written */
+    r->limit = i + 1 + RENDER_AHEAD;
+    pthread_cond_broadcast(&r->more);
+  }
+  size_t a = r->first[i], b = r->first[i + 1];
+  while (r->next < b) render_item_do(r, r->next++);
+  int rc = 0;
+  for (size_t k = a; k < b; k++) {
+    while (!r->item[k].done) pthread_cond_wait(&r->done, &r->mu);
+    if (r->item[k].rc != 0 || r->item[k].text == NULL) rc = -2;
+    texts[k - a] = r->item[k].text, lens[k - a] = r->item[k].len;
+    if (offs) offs[k - a] = r->item[k].off, rows[k - a] = r->item[k].to - r->item[k].from;
+    else free(r->item[k].off);
+    r->item[k].text = NULL, r->item[k].off = NULL;   /* the caller's now */
+  }
+  pthread_mutex_unlock(&r->mu);
+  if (rc != 0)
+    for (size_t k = a; k < b; k++) {
+      free(texts[k - a]), texts[k - a] = NULL;
+      if (offs) free(offs[k - a]), offs[k - a] = NULL;
+    }
+  return rc;
+}
+
+void ps_profile_render_stop(ps_profile_render *r) {
+  if (r == NULL || r->p == NULL) return;
+  pthread_mutex_lock(&r->mu);
+  r->stop = 1;
+  pthread_cond_broadcast(&r->more);
+  pthread_mutex_unlock(&r->mu);
+  for (int t = 0; t < r->nthreads; t++) pthread_join(r->th[t], NULL);
+  r->nthreads = 0;
+}
+
+void ps_profile_render_free(ps_profile_render *r) {
+  if (r == NULL) return;
+  if (r->p) {   /* started: threads and locks exist */
+    ps_profile_render_stop(r);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->more);
+    pthread_cond_destroy(&r->done);
+  }
+  for (size_t k = 0; r->item && k < r->nitems; k++) free(r->item[k].text), free(r->item[k].off);
+  free(r->item), free(r->first), free(r->taken), free(r->offs), free(r->idx), free(r);
 }

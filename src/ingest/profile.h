@@ -142,6 +142,33 @@ int ps_profile_rows_text(ps_profile *p, const size_t *idx, size_t n, char **text
 int ps_profile_rows_pieces(ps_profile *p, const size_t *idx, size_t n, const char *eol,
                            size_t eollen, char **texts, size_t *lens, size_t *bad);
 
+/* Rows rendered ahead (a new database's files: the next file's rows are made while this one
+ * is written). Lists of group indices, list i being idx[start[i], start[i + 1]), are rendered
+ * as ps_profile_rows_pieces renders them (each row followed by eol, at most 8 bytes; where
+ * offs[i] is set, as ps_profile_rows_text does: no line ends, the rows' offsets kept), in items
+ * of some hundred rows, on the aggregate's threads less one: the workers render the lists in
+ * order, at most two lists ahead of the last one taken, and ps_profile_render_take(i) renders
+ * what is left of list i on the calling thread, waits for the rest and hands its pieces over
+ * (texts[0 .. ps_profile_render_pieces(r, i)), each malloc'd, the caller frees them; with offs,
+ * also each piece's row count and offsets, rows[k] + 1 of them, malloc'd too, NULL for a list
+ * without). The text of each row is the same for any thread count. A group in two lists makes
+ * it one thread.
+ * The aggregate must not change or be freed until ps_profile_render_stop (or _free).
+ * start: NULL (*err -2: memory; -1: an index out of range, *bad set to it; -3: eol too long).
+ * take: 0, -1 (i out of range, taken before, or stopped), -2 (memory: no pieces). */
+typedef struct ps_profile_render ps_profile_render;
+ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, const size_t *start,
+                                           size_t nlists, const unsigned char *offs,
+                                           const char *eol, size_t eollen, int *err, size_t *bad);
+size_t ps_profile_render_pieces(const ps_profile_render *r, size_t i);
+/* List i's group indices (*n of them), as given to ps_profile_render_start. */
+const size_t *ps_profile_render_list(const ps_profile_render *r, size_t i, size_t *n);
+int ps_profile_render_take(ps_profile_render *r, size_t i, char **texts, size_t *lens,
+                           size_t **offs, size_t *rows);
+/* Ends the threads (those waiting or rendering finish their item first); take fails after. */
+void ps_profile_render_stop(ps_profile_render *r);
+void ps_profile_render_free(ps_profile_render *r);
+
 /* How many threads work on n rows of output (ps_profile_rows_text, the provenance lines): the
  * aggregate's thread count, at most one per 128 rows (1 below 256). */
 int ps_profile_row_threads(const ps_profile *p, size_t n);

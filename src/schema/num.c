@@ -73,7 +73,7 @@ done:
 }
 
 static int num_portable;   /* ps_num_set_portable: the tests' switch */
-static int (*_Atomic fmt6_impl)(char *, size_t, double);   /* ps_num_fmt6's pick; NULL: not yet */
+static _Atomic int fmt6_pick;   /* fmt6_build's pick; 0: not yet */
 
 static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                              1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
@@ -412,7 +412,7 @@ __attribute__((target("avx2"))) static uint32_t finite_n_avx2(const char *const 
 
 void ps_num_set_portable(int on) {
   num_portable = on;
-  atomic_store(&fmt6_impl, NULL);
+  atomic_store(&fmt6_pick, 0);
 }
 
 uint32_t ps_num_finite_n(const char *const *s, const size_t *len, int n, int padded, double *out) {
@@ -465,10 +465,12 @@ int ps_num_duration_cell(const char *s, size_t len) {
  * product v * 1e6 is p + e (fma), rounded to the nearest integer with ties to even, as glibc
  * rounds the exact binary value. Falls back to snprintf outside |v| < 9e9. One body, two
  * builds: with FMA and SSE4.1 (fma and floor one instruction each, not library calls: 172 ->
- * ~100 instructions a number) where the processor has them, and the portable one. */
-static inline __attribute__((always_inline)) int fmt6_body(char *out, size_t cap, double v) {
+ * ~100 instructions a number; the decimals a multiplication a pair: ~86) where the processor
+ * has them, and the portable one. */
+/* v's text (|v| < 9e9: at most 18 bytes, no NUL) written at o, which has room for 24; its
+ * length. */
+static inline __attribute__((always_inline)) size_t fmt6_digits(char *o, double v) {
   double a = fabs(v);
-  if (!(a < 9e9)) return snprintf(out, cap, "%.6f", v);
   double p = a * 1e6, e = fma(a, 1e6, -p), n = floor(p);
   double s = (p - n) - 0.5;  /* both steps exact */
   int cmp;                   /* sign of the true excess over one half: s + e */
@@ -482,42 +484,88 @@ static inline __attribute__((always_inline)) int fmt6_body(char *out, size_t cap
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
-  /* the text ends at t + 24, and 24 bytes from its start are readable: one fixed-size copy */
-  char t[48], *w = t + 24;
+  /* built from the end in t (the text ends at t + 24), then one fixed-size copy of 24 bytes:
+   * cheaper than counting the integer part's digits first */
+  char t[48], *w = t + 17;
   uint64_t ip = k / 1000000;
-  unsigned frac = (unsigned)(k - ip * 1000000);
-  for (int i = 0; i < 3; i++, frac /= 100) w -= 2, memcpy(w, pairs + 2 * (frac % 100), 2);
-  *--w = '.';
+  /* the 6 decimals left to right, a pair a multiplication (jeaiii): t32 / 2^32 is frac / 10^4
+   * with a fraction exact enough to hold the next digits for every frac < 10^6 */
+  uint64_t t32 = (k - ip * 1000000) * 429497;
+  memcpy(w + 1, pairs + 2 * (t32 >> 32), 2), t32 = (uint32_t)t32 * (uint64_t)100;
+  memcpy(w + 3, pairs + 2 * (t32 >> 32), 2), t32 = (uint32_t)t32 * (uint64_t)100;
+  memcpy(w + 5, pairs + 2 * (t32 >> 32), 2);
+  *w = '.';
   while (ip >= 100) w -= 2, memcpy(w, pairs + 2 * (ip % 100), 2), ip /= 100;
   if (ip >= 10) w -= 2, memcpy(w, pairs + 2 * ip, 2);
   else *--w = (char)('0' + ip);
   if (signbit(v)) *--w = '-';
-  size_t len = (size_t)(t + 24 - w);
+  memcpy(o, w, 24);
+  return (size_t)(t + 24 - w);
+}
+
+/* printf("%.6f") for the statistics, without printf's multi-precision path: the exact
+ * product v * 1e6 is p + e (fma), rounded to the nearest integer with ties to even, as glibc
+ * rounds the exact binary value. Falls back to snprintf outside |v| < 9e9. One body, two
+ * builds: with FMA and SSE4.1 (fma and floor one instruction each, not library calls: 172 ->
+ * ~100 instructions a number; the decimals a multiplication a pair: ~86) where the processor
+ * has them, and the portable one. */
+static inline __attribute__((always_inline)) int fmt6_body(char *out, size_t cap, double v) {
+  if (!(fabs(v) < 9e9)) return snprintf(out, cap, "%.6f", v);
   if (cap > 24) {
-    memcpy(out, w, 24);
+    size_t len = fmt6_digits(out, v);
     out[len] = 0;
-  } else if (cap > 0) {   /* snprintf's contract: truncated to cap - 1, the full length returned */
+    return (int)len;
+  }
+  char t[32];
+  size_t len = fmt6_digits(t, v);
+  if (cap > 0) {   /* snprintf's contract: truncated to cap - 1, the full length returned */
     size_t c = len < cap ? len : cap - 1;
-    memcpy(out, w, c);
+    memcpy(out, t, c);
     out[c] = 0;
   }
   return (int)len;
+}
+
+static inline __attribute__((always_inline)) size_t fmt6_cells_body(char *out, const double *v, int n) {
+  char *w = out;
+  for (int i = 0; i < n; i++) {
+    *w++ = ',';
+    if (isnan(v[i])) continue;
+    w += fabs(v[i]) < 9e9 ? fmt6_digits(w, v[i]) : (size_t)snprintf(w, PS_NUM_FMT6_MAX, "%.6f", v[i]);
+  }
+  return (size_t)(w - out);
 }
 
 __attribute__((target("fma,sse4.1"))) static int fmt6_fma(char *out, size_t cap, double v) {
   return fmt6_body(out, cap, v);
 }
 
+__attribute__((target("fma,sse4.1"))) static size_t fmt6_cells_fma(char *out, const double *v, int n) {
+  return fmt6_cells_body(out, v, n);
+}
+
 static int fmt6_portable(char *out, size_t cap, double v) { return fmt6_body(out, cap, v); }
 
-int ps_num_fmt6(char *out, size_t cap, double v) {
-  int (*f)(char *, size_t, double) = atomic_load_explicit(&fmt6_impl, memory_order_relaxed);
-  if (f == NULL) {   /* the build for this processor, picked once (a row formats 28 numbers) */
-    f = !num_portable && __builtin_cpu_supports("fma") && __builtin_cpu_supports("sse4.1")
-          ? fmt6_fma : fmt6_portable;
-    atomic_store_explicit(&fmt6_impl, f, memory_order_relaxed);
+static size_t fmt6_cells_portable(char *out, const double *v, int n) {
+  return fmt6_cells_body(out, v, n);
+}
+
+/* The build for this processor, picked once (1: FMA, 2: portable). */
+static int fmt6_build(void) {
+  int b = atomic_load_explicit(&fmt6_pick, memory_order_relaxed);
+  if (b == 0) {
+    b = !num_portable && __builtin_cpu_supports("fma") && __builtin_cpu_supports("sse4.1") ? 1 : 2;
+    atomic_store_explicit(&fmt6_pick, b, memory_order_relaxed);
   }
-  return f(out, cap, v);
+  return b;
+}
+
+int ps_num_fmt6(char *out, size_t cap, double v) {
+  return fmt6_build() == 1 ? fmt6_fma(out, cap, v) : fmt6_portable(out, cap, v);
+}
+
+size_t ps_num_fmt6_cells(char *out, const double *v, int n) {
+  return fmt6_build() == 1 ? fmt6_cells_fma(out, v, n) : fmt6_cells_portable(out, v, n);
 }
 
 int ps_num_int(const char *s, size_t len, int64_t *out) {

@@ -43,6 +43,14 @@ int ps_num_duration_cell(const char *s, size_t len);
  * length like snprintf. */
 int ps_num_fmt6(char *out, size_t cap, double v);
 
+/* Room for ps_num_fmt6's text of any double (sign, 309 digits, point, 6 decimals) and a NUL. */
+#define PS_NUM_FMT6_MAX 320
+
+/* A row's numbers as CSV cells: each of v[0..n) as ',' and ps_num_fmt6's text, a NaN as ','
+ * alone (an empty cell), at out, which has room for n * (PS_NUM_FMT6_MAX + 1) bytes (no NUL
+ * written); returns the bytes written. One call, not a call a number. */
+size_t ps_num_fmt6_cells(char *out, const double *v, int n);
+
 /* Parses a decimal number of microseconds into nanoseconds exactly (digits beyond the ns are
  * rounded half up). Returns 0, or -1 when s is not such a number. */
 int ps_num_us_to_ns(const char *s, size_t len, int64_t *ns);

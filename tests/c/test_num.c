@@ -416,6 +416,90 @@ static void fmt6_both_builds_are_printf(void **state) {
   }
 }
 
+/* fmt6's digits at every position: each digit 0-9 at each of the 16 places of k = v * 1e6,
+ * among zeros, among nines and among others, both signs, every integer-part length, and
+ * every 6 decimals, on both builds. */
+static void fmt6_every_digit_place(void **state) {
+  (void)state;
+  char want[400], got[400];
+  for (int place = 0; place < 16; place++)
+    for (int dgt = 0; dgt <= 9; dgt++)
+      for (int fill = 0; fill < 3; fill++)
+        for (int sign = 0; sign < 2; sign++) {
+          char digs[17];
+          for (int i = 0; i < 16; i++) digs[i] = fill == 0 ? '0' : fill == 1 ? '9' : (char)('0' + (i * 7 + place) % 10);
+          digs[place] = (char)('0' + dgt);
+          digs[16] = 0;
+          if (digs[0] == '9') digs[0] = '8';   /* |v| < 9e9: the fast path */
+          double v = (double)strtoull(digs, NULL, 10) / 1e6;
+          for (int lead = 0; lead < 10; lead++) {   /* the integer part's length */
+            double x = (sign ? -1 : 1) * fmod(v, pow(10.0, 10 - lead));
+            int n = snprintf(want, sizeof want, "%.6f", x);
+            for (int portable = 0; portable < 2; portable++) {
+              ps_num_set_portable(portable);
+              assert_int_equal(ps_num_fmt6(got, sizeof got, x), n);
+              assert_string_equal(got, want);
+            }
+          }
+        }
+  /* every 6 decimals (made a pair a multiplication, from one product: jeaiii's) */
+  for (int f = 0; f < 1000000; f++) {
+    double x = (f % 2 ? -3.0 : 41.0) + (f % 2 ? -1 : 1) * (f / 1e6);
+    int n = snprintf(want, sizeof want, "%.6f", x);
+    for (int portable = 0; portable < 2; portable++) {
+      ps_num_set_portable(portable);
+      if (ps_num_fmt6(got, sizeof got, x) != n || strcmp(got, want) != 0) fail_msg("%s: %s", want, got);
+    }
+  }
+  static const double edge[] = {0.0, -0.0, 5e-7, -5e-7, 4.999999e-7, 1.5e-6, 2.5e-6, 0.9999995,
+                                9.9999995, 99.9999995, 8999999999.999999, -8999999999.999999,
+                                8999999999.9999995, 9e9, 1e9, 999999999.9999996, 1e-300, -1e-300,
+                                4503599627.370496, 123456789.0000005};
+  for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+    int n = snprintf(want, sizeof want, "%.6f", edge[i]);
+    for (int portable = 0; portable < 2; portable++) {
+      ps_num_set_portable(portable);
+      assert_int_equal(ps_num_fmt6(got, sizeof got, edge[i]), n);
+      assert_string_equal(got, want);
+    }
+  }
+  ps_num_set_portable(0);
+}
+
+/* ps_num_fmt6_cells: a row's numbers as ',' and ps_num_fmt6's text each, a NaN as an empty
+ * cell, big and infinite values by snprintf's path, on both builds. */
+static void fmt6_cells_are_fmt6_joined(void **state) {
+  (void)state;
+  uint64_t x = 1234567;
+  static char got[40 * (PS_NUM_FMT6_MAX + 1)], want[40 * (PS_NUM_FMT6_MAX + 1)];
+  for (int round = 0; round < 2000; round++) {
+    double v[40];
+    int n = round % 41;
+    for (int i = 0; i < n; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      switch (x % 7) {
+      case 0: v[i] = NAN; break;
+      case 1: v[i] = (x & 8) ? INFINITY : -1e300; break;
+      case 2: v[i] = -(double)(x % 100000000000ULL) / 1e6; break;
+      case 3: v[i] = ldexp((double)(x >> 11), -(int)(x % 70)); break;
+      default: v[i] = (double)(x % 1000000) / 1e3; break;
+      }
+    }
+    for (int portable = 0; portable < 2; portable++) {
+      ps_num_set_portable(portable);
+      size_t w = 0;
+      for (int i = 0; i < n; i++) {
+        want[w++] = ',';
+        if (!isnan(v[i])) w += (size_t)snprintf(want + w, PS_NUM_FMT6_MAX, "%.6f", v[i]);
+      }
+      memset(got, 'x', sizeof got);
+      assert_int_equal(ps_num_fmt6_cells(got, v, n), w);
+      assert_memory_equal(got, want, w);
+    }
+  }
+  ps_num_set_portable(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_float_accepts),
@@ -431,6 +515,8 @@ int main(void) {
     cmocka_unit_test(valid_duration_is_finite_and_positive),
     cmocka_unit_test(python_int_of_a_cell),
     cmocka_unit_test(fmt6_both_builds_are_printf),
+    cmocka_unit_test(fmt6_every_digit_place),
+    cmocka_unit_test(fmt6_cells_are_fmt6_joined),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -812,6 +812,89 @@ static void test_rows_text_threads(void **state) {
   for (int run = 0; run < 2; run++) free(text[run]), free(off[run]);
 }
 
+/* The lists' text of ps_profile_render_take (pieces joined) into a malloc'd buffer. */
+static char *taken(ps_profile_render *r, size_t i, size_t *len) {
+  size_t np = ps_profile_render_pieces(r, i);
+  char *texts[16] = {0};
+  size_t lens[16] = {0};
+  assert_true(np <= 16);
+  assert_int_equal(ps_profile_render_take(r, i, texts, lens, NULL, NULL), 0);
+  char *all = malloc(1 << 22);
+  assert_non_null(all);
+  *len = 0;
+  for (size_t k = 0; k < np; k++) memcpy(all + *len, texts[k], lens[k]), *len += lens[k], free(texts[k]);
+  return all;
+}
+
+/* ps_profile_render: each list's rows as ps_profile_rows_pieces gives them, for any thread
+ * count and order of the takes (workers render ahead while the taker renders what is left);
+ * a list is taken once; an index out of range and a long line end are refused; stopped with
+ * lists not taken, or freed so, nothing leaks. Run under ThreadSanitizer by ./setup.sh tsan. */
+static void test_render_ahead(void **state) {
+  (void)state;
+  enum { NG = 3000 };
+  char path[2048];
+  snprintf(path, sizeof path, "%s/rows_text.csv", dir);   /* test_rows_text_threads's file */
+  size_t idx[NG], start[4] = {0, 1300, 1300, NG}, bad = 0;
+  for (size_t k = 0; k < NG; k++) idx[k] = (k * 17) % NG;
+  char *want[3] = {0};
+  size_t wlen[3] = {0};
+  ps_profile_counts c;
+  char absent[512], err[512];
+  ps_profile *ref = ps_profile_new();   /* the rows as one call a list renders them */
+  assert_int_equal(ps_profile_add_file(ref, path, &c, absent, sizeof absent, NULL, NULL, err, sizeof err), 0);
+  for (int i = 0; i < 3; i++) {
+    char *texts[PS_PROFILE_MAX_PIECES];
+    size_t lens[PS_PROFILE_MAX_PIECES];
+    int r = ps_profile_rows_pieces(ref, idx + start[i], start[i + 1] - start[i], "\r\n", 2, texts, lens, &bad);
+    assert_true(r >= 1);
+    want[i] = malloc(1 << 22);
+    for (int k = 0; k < r; k++) {
+      if (lens[k]) memcpy(want[i] + wlen[i], texts[k], lens[k]);
+      wlen[i] += lens[k];
+      free(texts[k]);
+    }
+  }
+  ps_profile_free(ref);
+  for (int threads = 1; threads <= 8; threads *= 2) {
+    ps_profile *p = ps_profile_new();
+    ps_profile_set_threads(p, threads, 0);
+    assert_int_equal(ps_profile_add_file(p, path, &c, absent, sizeof absent, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(ps_profile_ngroups(p), NG);
+    int e;
+    ps_profile_render *r = ps_profile_render_start(p, idx, start, 3, NULL, "\r\n", 2, &e, &bad);
+    assert_non_null(r);
+    assert_int_equal(ps_profile_render_pieces(r, 0), 3);
+    assert_int_equal(ps_profile_render_pieces(r, 1), 0);
+    for (int k = 0; k < 3; k++) {
+      size_t i = threads == 4 ? (size_t)(2 - k) : (size_t)k, len;
+      char *got = taken(r, i, &len);
+      assert_int_equal(len, wlen[i]);
+      assert_memory_equal(got, want[i], len);
+      free(got);
+    }
+    char *t1[4];
+    size_t l1[4];
+    assert_int_equal(ps_profile_render_take(r, 0, t1, l1, NULL, NULL), -1);   /* taken before */
+    assert_int_equal(ps_profile_render_take(r, 3, t1, l1, NULL, NULL), -1);   /* no such list */
+    ps_profile_render_free(r);
+    /* stopped with nothing taken, then freed: the rendered items are freed with it */
+    r = ps_profile_render_start(p, idx, start, 3, NULL, "\n", 1, &e, &bad);
+    assert_non_null(r);
+    ps_profile_render_stop(r);
+    assert_int_equal(ps_profile_render_take(r, 0, t1, l1, NULL, NULL), -1);
+    ps_profile_render_free(r);
+    size_t out[2] = {1, NG}, s2[2] = {0, 2};
+    assert_null(ps_profile_render_start(p, out, s2, 1, NULL, "\n", 1, &e, &bad));
+    assert_int_equal(e, -1);
+    assert_int_equal(bad, NG);
+    assert_null(ps_profile_render_start(p, idx, start, 3, NULL, "123456789", 9, &e, &bad));
+    assert_int_equal(e, -3);
+    ps_profile_free(p);
+  }
+  for (int i = 0; i < 3; i++) free(want[i]);
+}
+
 /* At the process's end (lifetime.h) a profile is freed without its groups' durations one by
  * one: the flag reads back set (never under AddressSanitizer, whose leak check this test then
  * runs as for any other), and a profile with groups frees all the same. Last: the flag stays. */
@@ -843,6 +926,7 @@ int main(void) {
     cmocka_unit_test(test_median_any_order),
     cmocka_unit_test(test_many_durations),
     cmocka_unit_test(test_rows_text_threads),
+    cmocka_unit_test(test_render_ahead),
     cmocka_unit_test(test_skips_and_duplicates),
     cmocka_unit_test(test_distinct_kernels),
     cmocka_unit_test(test_import_key),

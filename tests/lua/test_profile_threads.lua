@@ -112,6 +112,56 @@ function TestProfileThreads:test_texts_as_c_buffers()
   end
 end
 
+-- agg:csv_renderer (a new database's files, rendered ahead on the aggregate's threads) gives
+-- each list's rows as csv_text does, whatever the thread count, the order of the takes and the
+-- lists' sizes (items of 512 rows: a list of 600 is two); a list is taken once; a closed
+-- renderer or aggregate refuses to take; a group in two lists is rendered as twice in a row.
+function TestProfileThreads:test_renderer_as_csv_text()
+  local path = write_capture(6000, 1400)
+  local out = h.tmpdir() .. "/out.txt"
+  local function written(text)
+    assert(perf.fs.write_atomic(out, text, { if_changed = false }))
+    local f = assert(io.open(out, "rb"))
+    local got = f:read("a")
+    f:close()
+    return got
+  end
+  for _, threads in ipairs { 1, 2, 3, 8 } do
+    local want_agg, agg = profile.new { threads = 1 }, profile.new { threads = threads }
+    assert(want_agg:add_file(path))
+    assert(agg:add_file(path))
+    local types = agg:types()
+    lu.assertTrue(#types[1].groups > 1024)   -- three items
+    local lists = { types[1].groups, {}, types[2].groups }
+    local want = {}
+    for i, l in ipairs(lists) do want[i] = want_agg:csv_text(l, nil, "\r\n") end
+    local r = agg:csv_renderer(lists)
+    lu.assertEquals(written(r:take(1)), want[1])
+    lu.assertEquals(written(r:take(3)), want[3])   -- list 2 skipped (made all the same)
+    lu.assertEquals(written(r:take(2)), "")
+    lu.assertErrorMsgContains("taken before", r.take, r, 1)
+    lu.assertErrorMsgContains("out of range", r.take, r, 4)
+    r:close()
+    lu.assertErrorMsgContains("closed", r.take, r, 1)
+    -- a group in two lists: rendered twice, one after the other
+    local g = { types[2].groups[3] }
+    r = agg:csv_renderer({ g, g })
+    lu.assertEquals(written(r:take(1)), want_agg:csv_text(g, nil, "\r\n"))
+    lu.assertEquals(written(r:take(2)), want_agg:csv_text(g, nil, "\r\n"))
+    -- line ends of the caller's, extra cells; taken out of order; the aggregate closed under
+    -- a live renderer
+    local extra = { [types[1].groups[2]] = { "a,b", 'q"' }, [types[1].groups[700]] = { "", 7 } }
+    r = agg:csv_renderer({ types[2].groups, types[1].groups }, "\n", { [2] = extra })
+    lu.assertEquals(written(r:take(2)), want_agg:csv_text(types[1].groups, extra, "\n"))
+    lu.assertStrContains(written(want_agg:csv_text(types[1].groups, extra, "\n", true)), ',"a,b","q"""\n')
+    lu.assertErrorMsgContains("out of range", agg.csv_renderer, agg, { { 1, #agg + 1 } })
+    lu.assertErrorMsgContains("out of range", agg.csv_renderer, agg, { { 0 } })
+    agg:close()
+    lu.assertErrorMsgContains("closed", r.take, r, 1)
+    want_agg:close()
+  end
+end
+
 function TestProfileThreads:test_file_xxh3_while_reading()
   local path = write_capture(4000, 300)
   local want = perf.sig.hash_file(path)
