@@ -759,6 +759,40 @@ static void test_many_durations(void **state) {
   }
 }
 
+/* A table whose keys, cells and durations outgrow its small string chunks (the big ones are
+ * mappings): every group keeps its cells and statistics. */
+static void test_many_groups(void **state) {
+  (void)state;
+  enum { NG = 20000 };   /* two shares of over 1 MB each */
+  char path[2048];
+  snprintf(path, sizeof path, "%s/groups.csv", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(HEADER_KD, f);
+  for (int r = 0; r < 2; r++)
+    for (int g = 0; g < NG; g++)
+      fprintf(f, "1,1,%d,2,n,Add,dynamic,AI_VECTOR_CORE,,%d.5,\"%d,4096,7168\",DT_BF16;DT_BF16,ND;ND,\"%d,4096\",DT_BF16,ND,1,1\n",
+              r * NG + g, g + r + 1, g + 1, g + 1);
+  fclose(f);
+  ps_profile *p = ps_profile_new();
+  assert_non_null(p);
+  ps_profile_set_threads(p, 2, 1);
+  char err[512];
+  assert_int_equal(ps_profile_add_file(p, path, NULL, NULL, 0, NULL, NULL, err, sizeof err), 0);
+  assert_int_equal(ps_profile_ngroups(p), NG);
+  for (int g = 0; g < NG; g += 997) {
+    ps_profile_group_info info;
+    assert_int_equal(ps_profile_group(p, (size_t)g, 1, &info), 0);
+    char want[64];
+    snprintf(want, sizeof want, "%d,4096,7168", g + 1);
+    assert_string_equal(info.cells[PS_PC_IN_SHAPES], want);
+    assert_string_equal(info.cells[PS_PC_OUT_DTYPES], "DT_BF16");
+    assert_int_equal(info.count, 2);
+    assert_true(info.mean == g + 2.0);
+  }
+  ps_profile_free(p);
+}
+
 /* ps_profile_rows_text: the same text for any thread count (rows split over 4 threads here),
  * a group asked for twice gets the same row twice, an index out of range is refused. */
 static void test_rows_text_threads(void **state) {
@@ -925,6 +959,7 @@ int main(void) {
     cmocka_unit_test(test_constant_std_is_zero),
     cmocka_unit_test(test_median_any_order),
     cmocka_unit_test(test_many_durations),
+    cmocka_unit_test(test_many_groups),
     cmocka_unit_test(test_rows_text_threads),
     cmocka_unit_test(test_render_ahead),
     cmocka_unit_test(test_skips_and_duplicates),
