@@ -61,6 +61,28 @@ static ps_profile *check_agg(lua_State *L) {
   return u->p;
 }
 
+/* Element k of the list of group indices (1-based, as Lua sees them) at stack index t: 0 and
+ * its 0-based index in *i, or -1 when it is not a group of p (*bad: what it was, for the
+ * caller's "group index %d out of range" once it has freed what it holds). */
+static int list_index(lua_State *L, int t, lua_Integer k, const ps_profile *p, size_t *i, lua_Integer *bad) {
+  lua_rawgeti(L, t, k);
+  lua_Integer g = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  if (g < 1 || (uint64_t)g > ps_profile_ngroups(p)) return *bad = g, -1;
+  *i = (size_t)(g - 1);
+  return 0;
+}
+
+/* Group k of the list at stack index t (its cells, no statistics) into *g, for a caller that
+ * holds nothing to free: its 0-based index, or raises "group index %d out of range". */
+static size_t list_group(lua_State *L, int t, lua_Integer k, ps_profile *p, ps_profile_group_info *g) {
+  size_t i = 0;   /* (luaL_error does not return) */
+  lua_Integer bad;
+  if (list_index(L, t, k, p, &i, &bad) != 0) luaL_error(L, "group index %d out of range", (int)bad);
+  ps_profile_group(p, i, 0, g);
+  return i;
+}
+
 static int p_new(lua_State *L) {
   agg_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->p = NULL, u->render = NULL;
@@ -270,12 +292,8 @@ static int a_keys(lua_State *L) {
   lua_Integer n = luaL_len(L, 2);
   lua_createtable(L, (int)n, 0);
   for (lua_Integer k = 1; k <= n; k++) {
-    lua_rawgeti(L, 2, k);
-    lua_Integer i = lua_tointeger(L, -1);
-    lua_pop(L, 1);
     ps_profile_group_info g;
-    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 0, &g) != 0)
-      return luaL_error(L, "group index %d out of range", (int)i);
+    list_group(L, 2, k, p, &g);
     lua_pushlstring(L, g.key, g.keylen);
     lua_rawseti(L, -2, k);
   }
@@ -338,12 +356,8 @@ static int a_fia_runtime(lua_State *L) {
   lua_setmetatable(L, 5);
   lua_pushliteral(L, "");   /* 6: the empty cell, pushed by copy (each literal push is a lookup) */
   for (lua_Integer k = 1; k <= n; k++) {
-    lua_rawgeti(L, 2, k);
-    lua_Integer i = lua_tointeger(L, -1);
-    lua_pop(L, 1);
     ps_profile_group_info g;
-    if (i < 1 || ps_profile_group(p, (size_t)(i - 1), 0, &g) != 0)
-      return luaL_error(L, "group index %d out of range", (int)i);
+    size_t i = list_group(L, 2, k, p, &g);
     if (strcmp(g.cells[PS_PC_TYPE], PS_PROFILE_FIA_TYPE) != 0) continue;
     const char *text = g.cells[PS_PC_IN_SHAPES];
     size_t tlen = strlen(text);
@@ -378,7 +392,7 @@ static int a_fia_runtime(lua_State *L) {
       }
       lua_rawseti(L, cells, c);
     }
-    lua_rawseti(L, 4, i);
+    lua_rawseti(L, 4, (lua_Integer)i + 1);   /* keyed by the group's Lua index */
     lua_settop(L, top);
   }
   lua_settop(L, 4);
@@ -488,14 +502,11 @@ static int a_csv_text(lua_State *L) {
   if (idx == NULL) return luaL_error(L, "out of memory");
   size_t *off = idx + n;
   for (size_t k = 0; k < n; k++) {
-    lua_rawgeti(L, 2, (lua_Integer)k + 1);
-    lua_Integer i = lua_tointeger(L, -1);
-    lua_pop(L, 1);
-    if (i < 1) {
+    lua_Integer bad;
+    if (list_index(L, 2, (lua_Integer)k + 1, p, &idx[k], &bad) != 0) {
       free(idx);
-      return luaL_error(L, "group index %d out of range", (int)i);
+      return luaL_error(L, "group index %d out of range", (int)bad);
     }
-    idx[k] = (size_t)(i - 1);
   }
   size_t bad = 0;
   if (!has_extra) {
@@ -586,13 +597,11 @@ static int a_csv_renderer(lua_State *L) {
       return luaL_error(L, "out of memory");
     }
     for (size_t k = 0; k < m; k++) {
-      lua_Integer g = (lua_rawgeti(L, -1, (lua_Integer)k + 1), lua_tointeger(L, -1));
-      lua_pop(L, 1);
-      if (g < 1) {
+      lua_Integer bad;
+      if (list_index(L, lua_gettop(L), (lua_Integer)k + 1, p, &idx[n++], &bad) != 0) {
         free(idx);
-        return luaL_error(L, "group index %d out of range", (int)g);
+        return luaL_error(L, "group index %d out of range", (int)bad);
       }
-      idx[n++] = (size_t)(g - 1);
     }
     lua_pop(L, 1);
   }
@@ -724,14 +733,11 @@ static int a_provenance(lua_State *L) {
   if (xxh3) memcpy(tail + tlen, ",\"input_xxh3\":", 14), tlen += 14 + ps_json_quote(tail + tlen + 14, xxh3, xl);
   memcpy(tail + tlen, "}\n", 2), tlen += 2;
   for (lua_Integer k = 1; k <= n; k++) {
-    lua_rawgeti(L, 2, k);
-    lua_Integer i = lua_tointeger(L, -1);
-    lua_pop(L, 1);
-    if (i < 1 || (size_t)i > ps_profile_ngroups(p)) {
+    lua_Integer bad;
+    if (list_index(L, 2, k, p, &idx[k - 1], &bad) != 0) {
       free(idx), free(tail), free(head);
-      return luaL_error(L, "group index %d out of range", i ? (int)i : -1);
+      return luaL_error(L, "group index %d out of range", (int)bad);
     }
-    idx[k - 1] = (size_t)(i - 1);
   }
   int T = ps_profile_row_threads(p, (size_t)n);
   prov_job job[64];
@@ -879,12 +885,9 @@ static int a_provenance_log(lua_State *L) {
     lt->idx = malloc((n > 0 ? (size_t)n : 1) * sizeof *lt->idx);
     if (lt->idx == NULL) return luaL_error(L, "out of memory");
     for (lua_Integer k = 1; k <= n; k++) {
-      lua_rawgeti(L, -1, k);
-      lua_Integer i = lua_tointeger(L, -1);
-      lua_pop(L, 1);
-      if (i < 1 || (size_t)i > ps_profile_ngroups(p))
-        return luaL_error(L, "group index %d out of range", i ? (int)i : -1);
-      lt->idx[k - 1] = (size_t)(i - 1);
+      lua_Integer bad;
+      if (list_index(L, lua_gettop(L), k, p, &lt->idx[k - 1], &bad) != 0)
+        return luaL_error(L, "group index %d out of range", (int)bad);
     }
     lt->n = (size_t)n;
     lua_pop(L, 2);

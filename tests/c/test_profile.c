@@ -36,6 +36,16 @@ static const char *write_file(const char *name, const char *text) {
   "Duration(us),Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types," \
   "Output Formats,aicore_time(us),aic_total_cycles\n"
 
+/* A new kernel_details file at dir/name (its path into path) with the header written: the
+ * caller writes the rows and closes it. */
+static FILE *new_kd(const char *name, char *path, size_t size) {
+  snprintf(path, size, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(HEADER_KD, f);
+  return f;
+}
+
 /* A new profile with path added (the add must succeed), its counts in *c. */
 static ps_profile *imported(const char *path, ps_profile_counts *c) {
   ps_profile *p = ps_profile_new();
@@ -649,10 +659,7 @@ static void test_median_any_order(void **state) {
   (void)state;
   enum { NG = 160 };
   char path[2048];
-  snprintf(path, sizeof path, "%s/median.csv", dir);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fputs(HEADER_KD, f);
+  FILE *f = new_kd("median.csv", path, sizeof path);
   static double durs[NG][NG];
   unsigned seed = 12345;
   for (int g = 0; g < NG; g++)
@@ -722,10 +729,7 @@ static void test_many_durations(void **state) {
   unsigned seed = 777;
   int nb = 0, ns = 0;
   for (int f = 0; f < 2; f++) {
-    snprintf(path[f], sizeof path[f], "%s/many%d.csv", dir, f);
-    FILE *out = fopen(path[f], "wb");
-    assert_non_null(out);
-    fputs(HEADER_KD, out);
+    FILE *out = new_kd(f ? "many1.csv" : "many0.csv", path[f], sizeof path[f]);
     for (int k = 0; k < (f ? BIG2 : BIG1); k++) {
       seed = seed * 1103515245u + 12345u;
       char text[32];   /* the value is the text's (the parser's is strtod's) */
@@ -765,10 +769,7 @@ static void test_many_groups(void **state) {
   (void)state;
   enum { NG = 20000 };   /* two shares of over 1 MB each */
   char path[2048];
-  snprintf(path, sizeof path, "%s/groups.csv", dir);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fputs(HEADER_KD, f);
+  FILE *f = new_kd("groups.csv", path, sizeof path);
   for (int r = 0; r < 2; r++)
     for (int g = 0; g < NG; g++)
       fprintf(f, "1,1,%d,2,n,Add,dynamic,AI_VECTOR_CORE,,%d.5,\"%d,4096,7168\",DT_BF16;DT_BF16,ND;ND,\"%d,4096\",DT_BF16,ND,1,1\n",
@@ -799,10 +800,7 @@ static void test_rows_text_threads(void **state) {
   (void)state;
   enum { NG = 3000 };
   char path[2048];
-  snprintf(path, sizeof path, "%s/rows_text.csv", dir);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fputs(HEADER_KD, f);
+  FILE *f = new_kd("rows_text.csv", path, sizeof path);
   for (int k = 0; k < 4; k++)
     for (int g = 0; g < NG; g++)
       fprintf(f, "1,1,%d,2,n,%s,%s,AI_CORE,,%d.%03d,\"%d,8\",FLOAT,ND,\"%d,8\",FLOAT,ND,%d.5,%s\n",

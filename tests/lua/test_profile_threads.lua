@@ -70,20 +70,24 @@ function TestProfileThreads:test_provenance_lines_any_threads()
   end
 end
 
+-- A function that writes a text to path with fs.write_atomic and returns what the file holds.
+local function writer(path)
+  return function(text)
+    assert(perf.fs.write_atomic(path, text, { if_changed = false }))
+    local f = assert(io.open(path, "rb"))
+    local got = f:read("a")
+    f:close()
+    return got
+  end
+end
+
 -- The texts as perfscript.text (C buffers, a piece per thread: as_text) write the same bytes
 -- as the strings, written by fs.write_atomic alone or among string pieces, and are emptied by
 -- the write (the import's big texts are never copied into Lua).
 function TestProfileThreads:test_texts_as_c_buffers()
   local path = write_capture(3000, 700)
   local common = prov.common { run = "r", source = "imported", time = "2026-01-01T00:00:00Z" }
-  local out = h.tmpdir() .. "/out.txt"
-  local function written(text)
-    assert(perf.fs.write_atomic(out, text, { if_changed = false }))
-    local f = assert(io.open(out, "rb"))
-    local got = f:read("a")
-    f:close()
-    return got
-  end
+  local written = writer(h.tmpdir() .. "/out.txt")
   for _, threads in ipairs { 1, 2, 3 } do
     local agg = profile.new { threads = threads }
     assert(agg:add_file(path))
@@ -118,14 +122,7 @@ end
 -- renderer or aggregate refuses to take; a group in two lists is rendered as twice in a row.
 function TestProfileThreads:test_renderer_as_csv_text()
   local path = write_capture(6000, 1400)
-  local out = h.tmpdir() .. "/out.txt"
-  local function written(text)
-    assert(perf.fs.write_atomic(out, text, { if_changed = false }))
-    local f = assert(io.open(out, "rb"))
-    local got = f:read("a")
-    f:close()
-    return got
-  end
+  local written = writer(h.tmpdir() .. "/out.txt")
   for _, threads in ipairs { 1, 2, 3, 8 } do
     local want_agg, agg = profile.new { threads = 1 }, profile.new { threads = threads }
     assert(want_agg:add_file(path))
