@@ -388,12 +388,12 @@ end
 -- A new file's rows (a perfscript.text). Those of every table of this merge whose file does
 -- not exist yet are made ahead, in the tables' order, on the aggregate's threads
 -- (agg:csv_renderer): the next file's rows are made while this one is written.
-local function new_rows(dir, t, opts)
+local function new_rows(t, opts)
   local ahead = opts.ahead
-  if ahead == nil and opts.tables then
+  if ahead == nil then
     local lists, extras, slot = {}, {}, {}
     for _, u in ipairs(opts.tables) do
-      if u.agg == t.agg and lfs.attributes(dir .. "/" .. u.file, "mode") == nil then
+      if u.agg == t.agg and not opts.modes[u] then
         lists[#lists + 1] = u.groups
         extras[#lists] = u.extra
         slot[u] = #lists
@@ -409,14 +409,14 @@ local function new_rows(dir, t, opts)
   return rows
 end
 
--- Merges one table into dir/<file>. Returns a result record:
+-- Merges one table into dir/<file> (opts.modes[t]: what that path is, M.merge's look). Returns a result record:
 -- {file=, status="created"|"updated"|"unchanged"|"would create"|..., added=, replaced=,
 --  kept=, filled=, columns_added=}
 local function merge_one(dir, t, opts)
   local path = dir .. "/" .. t.file
   local res = { file = t.file, added = 0, replaced = 0, kept = 0, columns_added = 0, rows = t.rows,
                 written_rows = opts.provenance and {} or nil, stem = t.stem }
-  local exists = lfs.attributes(path, "mode") == "file"
+  local exists = opts.modes[t] == "file"
   local header, rows
   if exists then
     header, rows = read_table(path)
@@ -432,7 +432,7 @@ local function merge_one(dir, t, opts)
       local head = {}
       for i, c in ipairs(t.columns) do head[i] = perf.csv.quote(c) end
       -- the header and the rows written one after the other (not joined: a copy of the file)
-      local pieces, k = { table.concat(head, ",") .. "\r\n", new_rows(dir, t, opts) }, 0
+      local pieces, k = { table.concat(head, ",") .. "\r\n", new_rows(t, opts) }, 0
       local ok, err = perf.fs.write_atomic(path, function() k = k + 1; return pieces[k] end, { stage = opts.stage })
       if not ok then perf.fail("%s", err) end
       -- every group is a written row: M.merge logs them from the aggregate (in C)
@@ -514,10 +514,10 @@ local function merge_one(dir, t, opts)
   return res
 end
 
--- 1 when no table's file exists in dir yet (each will be created).
-local function all_new(dir, tables)
+-- 1 when no table's file exists yet (each will be created); modes: M.merge's look at them.
+local function all_new(tables, modes)
   for _, t in ipairs(tables) do
-    if lfs.attributes(dir .. "/" .. t.file, "mode") ~= nil then return false end
+    if modes[t] then return false end
   end
   return true
 end
@@ -589,7 +589,10 @@ function M.merge(dir, tables, opts)
   end
   local held <close> = lock
   local stage <close> = not opts.dry_run and perf.fs.stage() or nil
-  local one = setmetatable({ stage = stage, tables = tables }, { __index = opts })
+  -- what each table's path is (false: nothing), looked at once: under the lock, the files stay so
+  local modes = {}
+  for _, t in ipairs(tables) do modes[t] = lfs.attributes(dir .. "/" .. t.file, "mode") or false end
+  local one = setmetatable({ stage = stage, tables = tables, modes = modes }, { __index = opts })
   if opts.provenance then
     for _, t in ipairs(tables) do t.stem = t.file:gsub("%.csv$", "") end
   end
@@ -602,7 +605,7 @@ function M.merge(dir, tables, opts)
   -- Into a fresh database every group is a written row, so the log's lines are known before
   -- the files are made: a thread makes and writes them (an import's largest file) while the
   -- files are made, and the commit waits only for what is left of it.
-  local early = log and all_new(dir, tables)
+  local early = log and all_new(tables, modes)
   local logjob <close> = early and write_log(dir, tables, nil, log, stage, opts.provenance)
   for _, t in ipairs(tables) do
     results[#results + 1] = merge_one(dir, t, one)

@@ -722,16 +722,13 @@ static int a_provenance(lua_State *L) {
   lua_Integer n = luaL_len(L, 2);
   size_t *idx = malloc((n > 0 ? (size_t)n : 1) * sizeof *idx);
   /* ,"input":..,"input_xxh3":..}\n as ps_prov_line writes them, and the line's start */
-  char *tail = malloc(9 + PS_JSON_QUOTED_MAX(il) + 14 + PS_JSON_QUOTED_MAX(xl) + 2);
+  char *tail = malloc(PS_PROV_TAIL_MAX(il, xl));
   char *head = malloc(clen + PS_JSON_QUOTED_MAX(klen) + 20);
   if (idx == NULL || tail == NULL || head == NULL) {
     free(idx), free(tail), free(head);
     return luaL_error(L, "out of memory");
   }
-  size_t tlen = 0, hlen = ps_prov_head(head, common, clen, stem, klen);
-  if (input) memcpy(tail, ",\"input\":", 9), tlen = 9 + ps_json_quote(tail + 9, input, il);
-  if (xxh3) memcpy(tail + tlen, ",\"input_xxh3\":", 14), tlen += 14 + ps_json_quote(tail + tlen + 14, xxh3, xl);
-  memcpy(tail + tlen, "}\n", 2), tlen += 2;
+  size_t hlen = ps_prov_head(head, common, clen, stem, klen), tlen = ps_prov_tail(tail, input, il, xxh3, xl);
   for (lua_Integer k = 1; k <= n; k++) {
     lua_Integer bad;
     if (list_index(L, 2, k, p, &idx[k - 1], &bad) != 0) {
@@ -861,11 +858,9 @@ static int a_provenance_log(lua_State *L) {
   lua_pushvalue(L, 1), lua_setiuservalue(L, 7, 1);   /* the aggregate lives as long as the job */
   size_t ntab = (size_t)luaL_len(L, 2);
   j->tab = calloc(ntab ? ntab : 1, sizeof *j->tab);
-  j->tail = malloc(9 + PS_JSON_QUOTED_MAX(il) + 14 + PS_JSON_QUOTED_MAX(xl) + 2);
+  j->tail = malloc(PS_PROV_TAIL_MAX(il, xl));
   if (j->tab == NULL || j->tail == NULL) return luaL_error(L, "out of memory");
-  if (input) memcpy(j->tail, ",\"input\":", 9), j->tlen = 9 + ps_json_quote(j->tail + 9, input, il);
-  if (xxh3) memcpy(j->tail + j->tlen, ",\"input_xxh3\":", 14), j->tlen += 14 + ps_json_quote(j->tail + j->tlen + 14, xxh3, xl);
-  memcpy(j->tail + j->tlen, "}\n", 2), j->tlen += 2;
+  j->tlen = ps_prov_tail(j->tail, input, il, xxh3, xl);
   for (size_t t = 0; t < ntab; t++) {
     lua_rawgeti(L, 2, (lua_Integer)t + 1);
     luaL_checktype(L, -1, LUA_TTABLE);

@@ -91,13 +91,13 @@ typedef struct group_chunk {
 } group_chunk;
 
 static void free_chunks(group_chunk *c);
+static void chunk_free(void *c, size_t mapped);
 
 /* Exact-duplicate detection keeps the row keys of the last DUP_WINDOW to 2 * DUP_WINDOW rows
  * of the file in two small tables (old and current generation), so it costs constant memory
  * and stays in cache. Duplicates an export writes sit close together. */
 #define DUP_WINDOW 16384
 #define DUP_SLOTS (2 * DUP_WINDOW)
-
 
 /* The groups' keys and cells live in chunks that are neither moved nor freed one by one: a
  * malloc per string (ten a group) and its free at the end were a tenth of a big import's time,
@@ -172,11 +172,7 @@ void ps_profile_free(ps_profile *p) {
     }
   free_chunks(p->chunks);
   free(p->groups);
-  for (str_chunk *c = p->str.owned, *next; c; c = next) {
-    next = c->next;
-    if (c->mapped) munmap(c, c->mapped);
-    else free(c);
-  }
+  for (str_chunk *c = p->str.owned, *next; c; c = next) next = c->next, chunk_free(c, c->mapped);
   free(p->slots);
   free(p->seen[0]);
   free(p->seen[1]);
@@ -237,29 +233,42 @@ int ps_profile_no_dims(const char *s, size_t len) {
 
 /* ---- groups --------------------------------------------------------------------------- */
 
+/* A chunk's memory (the groups', the strings'): from HUGE_MIN bytes on a mapping in huge pages
+ * (one TLB entry per 2 MB instead of per 4 KB, and 512 times fewer faults, when the kernel
+ * grants them; only the pages touched are zeroed), malloc'd below. *mapped: the mapping's
+ * bytes, 0 when malloc'd. NULL when out of memory. */
+#define HUGE_MIN (2u << 20)
+static void *chunk_alloc(size_t bytes, size_t *mapped) {
+  *mapped = 0;
+  if (bytes < HUGE_MIN) return malloc(bytes);
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(m, bytes, MADV_HUGEPAGE);
+#endif
+  *mapped = bytes;
+  return m;
+}
+
+static void chunk_free(void *c, size_t mapped) {
+  if (mapped) munmap(c, mapped);
+  else free(c);
+}
+
 /* Room for n bytes at a multiple of align (a power of two, at most 8) in st's chunks, or NULL. */
 static char *str_room(strings *st, size_t n, size_t align) {
   size_t pad = (size_t)(-(uintptr_t)st->at & (align - 1));
   if (st->at == NULL || pad + n > st->left) {
-    int big = n <= STR_CHUNK / 4 && st->made >= STR_SMALL;
-    size_t size = n > STR_CHUNK / 4 ? n : big ? STR_BIG - sizeof(str_chunk) : STR_CHUNK;   /* a long one: its size */
-    str_chunk *c = NULL;
-    if (big) {
-      void *m = mmap(NULL, STR_BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m != MAP_FAILED) {
-#ifdef MADV_HUGEPAGE
-        madvise(m, STR_BIG, MADV_HUGEPAGE);
-#endif
-        c = m, c->mapped = STR_BIG;
-      }
-    } else if ((c = malloc(sizeof *c + size)) != NULL) {   /* data: 8-aligned */
-      c->mapped = 0;
-    }
+    int lone = n > STR_CHUNK / 4;   /* a long one: a chunk its size */
+    size_t bytes = lone ? sizeof(str_chunk) + n : st->made >= STR_SMALL ? STR_BIG : sizeof(str_chunk) + STR_CHUNK;
+    size_t mapped;
+    str_chunk *c = chunk_alloc(bytes, &mapped);   /* data: 8-aligned */
     if (c == NULL) return NULL;
+    c->mapped = mapped;
     c->next = st->owned;
     st->owned = c;
-    if (n > STR_CHUNK / 4) return c->data;
-    st->at = c->data, st->left = size, pad = 0, st->made++;
+    if (lone) return c->data;
+    st->at = c->data, st->left = bytes - sizeof *c, pad = 0, st->made++;
   }
   char *d = st->at + pad;
   st->at += pad + n;
@@ -288,29 +297,18 @@ static void strings_give(strings *to, strings *from) {
   from->owned = NULL;
 }
 
-/* Room for one more group. Every row lands on a random group, so on big runs the chunks are
- * mappings in huge pages (one TLB entry per 2 MB instead of per 4 KB) when the kernel grants
- * them, and only the pages touched are zeroed; small profiles stay small (16 groups first). */
-#define HUGE_MIN (2u << 20)
+/* Room for one more group. Every row lands on a random group: big runs' chunks are huge pages
+ * (chunk_alloc); small profiles stay small (16 groups first). */
 #define CHUNK_MAX (8u << 20)
 static group *group_room(ps_profile *p) {
   group_chunk *c = p->chunks;
   if (c == NULL || c->used == c->cap) {
     size_t bytes = c ? sizeof *c + 4 * c->cap * sizeof(group) : sizeof *c + 16 * sizeof(group);
     if (bytes > CHUNK_MAX) bytes = CHUNK_MAX;
-    group_chunk *n;
-    if (bytes < HUGE_MIN) {
-      if ((n = malloc(bytes)) == NULL) return NULL;
-      n->mapped = 0;
-    } else {
-      void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-      madvise(m, bytes, MADV_HUGEPAGE);
-#endif
-      n = m;
-      n->mapped = bytes;
-    }
+    size_t mapped;
+    group_chunk *n = chunk_alloc(bytes, &mapped);
+    if (n == NULL) return NULL;
+    n->mapped = mapped;
     n->cap = (bytes - sizeof *n) / sizeof(group);
     n->used = 0;
     n->next = c;
@@ -320,11 +318,7 @@ static group *group_room(ps_profile *p) {
 }
 
 static void free_chunks(group_chunk *c) {
-  for (group_chunk *next; c; c = next) {
-    next = c->next;
-    if (c->mapped) munmap(c, c->mapped);
-    else free(c);
-  }
+  for (group_chunk *next; c; c = next) next = c->next, chunk_free(c, c->mapped);
 }
 
 /* p's slots as a table of n (a power of two) filled with every group: 0, or -1 (p unchanged). */
@@ -419,7 +413,6 @@ static int set_cell(strings *st, group *g, int c, const char *s, size_t len) {
 /* A group's durations: in st's chunks while they are few, each growth a new place there and
  * a copy (a malloc and three reallocs a group were a sixth of adding the rows); past DUR_OWN
  * bytes a block of its own, grown by realloc (an old place left behind would double them). */
-
 static int add_duration(strings *st, group *g, double d) {
   if (g->ndur == g->capdur) {
     size_t c = g->capdur ? g->capdur * 2 : 4;
@@ -1445,7 +1438,6 @@ void ps_profile_prefetch(const ps_profile *p, const size_t *idx, size_t k, size_
 
 /* ---- database rows as text ----------------------------------------------------------- */
 
-
 typedef struct rows_job {
   ps_profile *p;
   const size_t *idx;
@@ -1664,34 +1656,24 @@ ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, con
     *err = -3;
     return NULL;
   }
-  ps_profile_render *r = calloc(1, sizeof *r);
   size_t n = start[nlists], nitems = 0;
+  long T = rows_threads(p, idx, n, bad);   /* the indices checked; 1 for a group asked twice */
+  if (T < 0) {
+    *err = (int)T;
+    return NULL;
+  }
   for (size_t i = 0; i < nlists; i++)
     nitems += (start[i + 1] - start[i] + RENDER_CHUNK - 1) / RENDER_CHUNK;
-  unsigned char *seen = calloc(p->ngroups ? p->ngroups : 1, 1);
-  if (r == NULL || seen == NULL || (r->idx = malloc((n ? n : 1) * sizeof *r->idx)) == NULL ||
+  ps_profile_render *r = calloc(1, sizeof *r);
+  if (r == NULL || (r->idx = malloc((n ? n : 1) * sizeof *r->idx)) == NULL ||
       (r->first = malloc((nlists + 1) * sizeof *r->first)) == NULL ||
       (r->taken = calloc(nlists ? nlists : 1, 1)) == NULL ||
       (r->offs = calloc(nlists ? nlists : 1, 1)) == NULL ||
       (r->item = calloc(nitems ? nitems : 1, sizeof *r->item)) == NULL) {
-    free(seen);
     ps_profile_render_free(r);
     return NULL;
   }
-  /* the statistics reorder a group's durations: a group asked for twice is done by one thread */
-  int dup = 0;
-  for (size_t k = 0; k < n; k++) {
-    if (idx[k] >= p->ngroups) {
-      *bad = idx[k], *err = -1;
-      free(seen);
-      ps_profile_render_free(r);
-      return NULL;
-    }
-    dup |= seen[idx[k]];
-    seen[idx[k]] = 1;
-    r->idx[k] = idx[k];
-  }
-  free(seen);
+  memcpy(r->idx, idx, n * sizeof *idx);
   r->p = p, r->nlists = nlists, r->nitems = nitems, r->limit = 1;
   if (offs) memcpy(r->offs, offs, nlists);
   memcpy(r->eol, eol ? eol : "", eol ? eollen : 0), r->eollen = eol ? eollen : 0;
@@ -1707,8 +1689,7 @@ ps_profile_render *ps_profile_render_start(ps_profile *p, const size_t *idx, con
   pthread_cond_init(&r->more, NULL);
   pthread_cond_init(&r->done, NULL);
   /* the taker is a thread too (it renders the items of the list it waits for) */
-  int T = dup ? 1 : ps_profile_row_threads(p, n);
-  for (int t = 0; t < T - 1; t++)
+  for (long t = 0; t < T - 1; t++)
     if (pthread_create(&r->th[r->nthreads], NULL, render_work, r) == 0) r->nthreads++;
   *err = 0;
   return r;

@@ -176,6 +176,14 @@ size_t ps_prov_head(char *out, const char *common, size_t clen, const char *kern
   return (size_t)(o - out);
 }
 
+size_t ps_prov_tail(char *out, const char *input, size_t il, const char *xxh3, size_t xl) {
+  char *o = out;
+  if (input) memcpy(o, ",\"input\":", 9), o += 9, o += ps_json_quote(o, input, il);
+  if (xxh3) memcpy(o, ",\"input_xxh3\":", 14), o += 14, o += ps_json_quote(o, xxh3, xl);
+  memcpy(o, "}\n", 2), o += 2;
+  return (size_t)(o - out);
+}
+
 int ps_prov_group_line(ps_prov_buf *b, const char *head, size_t hlen, uint64_t key, const char *in,
                        size_t inl, const char *out, size_t outl, const char *tail, size_t tlen) {
   /* "00".."ff": the key's 16 digits two at a time */

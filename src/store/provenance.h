@@ -43,6 +43,10 @@ int ps_prov_line(ps_prov_buf *b, const char *common, size_t clen, const char *ke
  * rest of the line, its `}` and `\n` included (the input members; see ps_prov_line). The bytes
  * are ps_prov_line's for a row without samples and duration. Returns 0, or -1 out of memory. */
 size_t ps_prov_head(char *out, const char *common, size_t clen, const char *kernel, size_t klen);
+/* The tail: `,"input":..,"input_xxh3":..` (each member only when given) and `}\n`, into out
+ * (PS_PROV_TAIL_MAX(il, xl) bytes); returns its length. */
+#define PS_PROV_TAIL_MAX(il, xl) (9 + PS_JSON_QUOTED_MAX(il) + 14 + PS_JSON_QUOTED_MAX(xl) + 2)
+size_t ps_prov_tail(char *out, const char *input, size_t il, const char *xxh3, size_t xl);
 int ps_prov_group_line(ps_prov_buf *b, const char *head, size_t hlen, uint64_t key, const char *in,
                        size_t inl, const char *out, size_t outl, const char *tail, size_t tlen);
 
